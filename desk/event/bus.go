@@ -1,0 +1,253 @@
+// Package event is deskd's in-process event bus and the catalogue of its
+// events.
+//
+// The bus wraps asaskevich/EventBus so that topics and payloads are checked
+// at compile time: a topic is the payload's type (Publish[E], Subscribe[E]),
+// never a string at the call site, so a wrong payload cannot reach a handler
+// and cannot panic inside EventBus's reflection. EventBus's known traps are
+// kept out of reach (see ../shared/research/go-libs.md §4): one dispatcher
+// per topic is registered with it exactly once and never unsubscribed;
+// deskd's own subscribers live in a map keyed by id; every subscriber has its
+// own goroutine and mailbox, so handlers never run under EventBus's lock, may
+// publish themselves, and a slow one never blocks a publisher; a panicking
+// handler is recovered and counted.
+//
+// Events are notifications. Nothing that must not be lost travels only on
+// the bus: durable facts are written to disk first.
+package event
+
+import (
+	"sync"
+	"sync/atomic"
+
+	evbus "github.com/asaskevich/EventBus"
+)
+
+// DefaultMailbox is how many undelivered events a subscriber may hold before
+// newer ones are dropped (and counted) for that subscriber.
+const DefaultMailbox = 1 << 16
+
+// Event is one announcement. Its topic names its type; Head carries the time
+// and the desk. Only the types in this package's catalogue implement it.
+type Event interface {
+	// Topic is the event's name, such as "session.started".
+	Topic() string
+	// Head returns the time and desk every event carries.
+	Head() Header
+}
+
+// Bus delivers published events to subscribers. The zero value is not
+// usable; call New.
+type Bus struct {
+	eb evbus.Bus
+
+	mu         sync.Mutex
+	registered map[string]bool
+	byTopic    map[string]map[uint64]*mailbox
+	all        map[uint64]*mailbox
+	next       uint64
+	closed     bool
+	workers    sync.WaitGroup
+
+	dropped  atomic.Int64
+	panicked atomic.Int64
+}
+
+// New returns an empty bus.
+func New() *Bus {
+	return &Bus{
+		eb:         evbus.New(),
+		registered: map[string]bool{},
+		byTopic:    map[string]map[uint64]*mailbox{},
+		all:        map[uint64]*mailbox{},
+	}
+}
+
+// Publish announces e to every subscriber of its type and to every
+// SubscribeAll subscriber. It never blocks on a subscriber. After Close it
+// does nothing.
+func Publish[E Event](b *Bus, e E) {
+	topic := e.Topic()
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	if !b.registered[topic] {
+		// One dispatcher per topic, registered once, never unsubscribed.
+		// Its single parameter is the Event interface and Publish passes
+		// exactly one Event, so EventBus's reflect.Call cannot fail.
+		_ = b.eb.Subscribe(topic, func(ev Event) { b.dispatch(ev) })
+		b.registered[topic] = true
+	}
+	b.mu.Unlock()
+	b.eb.Publish(topic, Event(e))
+}
+
+// Subscribe calls fn, on a goroutine of its own, for every published E in
+// publication order, until the returned cancel is called. Events already in
+// the mailbox when cancel is called are still delivered.
+func Subscribe[E Event](b *Bus, fn func(E)) (cancel func()) {
+	var zero E
+	return b.subscribe(zero.Topic(), func(ev Event) {
+		if e, ok := ev.(E); ok {
+			fn(e)
+		}
+	})
+}
+
+// SubscribeAll calls fn for every published event of every topic, in
+// publication order, until the returned cancel is called.
+func SubscribeAll(b *Bus, fn func(Event)) (cancel func()) {
+	return b.subscribe("", fn)
+}
+
+// Dropped reports how many deliveries were dropped because a subscriber's
+// mailbox was full.
+func (b *Bus) Dropped() int64 { return b.dropped.Load() }
+
+// Panics reports how many handler calls panicked (and were recovered).
+func (b *Bus) Panics() int64 { return b.panicked.Load() }
+
+// Close stops the bus: later publications are ignored, every subscriber's
+// mailbox is drained, and Close returns when all handlers have returned.
+// It must not be called from a handler.
+func (b *Bus) Close() {
+	b.mu.Lock()
+	b.closed = true
+	var boxes []*mailbox
+	for _, m := range b.all {
+		boxes = append(boxes, m)
+	}
+	for _, subs := range b.byTopic {
+		for _, m := range subs {
+			boxes = append(boxes, m)
+		}
+	}
+	b.all = map[uint64]*mailbox{}
+	b.byTopic = map[string]map[uint64]*mailbox{}
+	b.mu.Unlock()
+	for _, m := range boxes {
+		m.stop()
+	}
+	b.workers.Wait()
+}
+
+func (b *Bus) subscribe(topic string, fn func(Event)) func() {
+	m := &mailbox{fn: fn, limit: DefaultMailbox, wake: make(chan struct{}, 1), done: make(chan struct{}), bus: b}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return func() {}
+	}
+	b.next++
+	id := b.next
+	if topic == "" {
+		b.all[id] = m
+	} else {
+		if b.byTopic[topic] == nil {
+			b.byTopic[topic] = map[uint64]*mailbox{}
+		}
+		b.byTopic[topic][id] = m
+	}
+	b.workers.Add(1)
+	b.mu.Unlock()
+	go m.run(&b.workers)
+
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			if topic == "" {
+				delete(b.all, id)
+			} else {
+				delete(b.byTopic[topic], id)
+			}
+			b.mu.Unlock()
+			m.stop()
+		})
+	}
+}
+
+// dispatch runs inside EventBus.Publish, under EventBus's lock: it only
+// appends to mailboxes and never calls a handler.
+func (b *Bus) dispatch(ev Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range b.byTopic[ev.Topic()] {
+		m.push(ev)
+	}
+	for _, m := range b.all {
+		m.push(ev)
+	}
+}
+
+// mailbox holds one subscriber's undelivered events.
+type mailbox struct {
+	fn    func(Event)
+	limit int
+	bus   *Bus
+
+	mu      sync.Mutex
+	queue   []Event
+	stopped bool
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+func (m *mailbox) push(ev Event) {
+	m.mu.Lock()
+	if m.stopped || len(m.queue) >= m.limit {
+		m.mu.Unlock()
+		m.bus.dropped.Add(1)
+		return
+	}
+	m.queue = append(m.queue, ev)
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (m *mailbox) stop() {
+	m.mu.Lock()
+	if !m.stopped {
+		m.stopped = true
+		close(m.done)
+	}
+	m.mu.Unlock()
+}
+
+func (m *mailbox) run(wg *sync.WaitGroup) {
+	defer wg.Done()
+	for {
+		m.mu.Lock()
+		batch := m.queue
+		m.queue = nil
+		stopped := m.stopped
+		m.mu.Unlock()
+		for _, ev := range batch {
+			m.deliver(ev)
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		if stopped {
+			return
+		}
+		select {
+		case <-m.wake:
+		case <-m.done:
+		}
+	}
+}
+
+func (m *mailbox) deliver(ev Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.bus.panicked.Add(1)
+		}
+	}()
+	m.fn(ev)
+}

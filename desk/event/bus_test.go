@@ -1,0 +1,141 @@
+package event_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/desk/event"
+)
+
+func at(sec int) event.Header {
+	return event.Header{At: time.Date(2026, 3, 1, 0, 0, sec, 0, time.UTC), Desk: "main"}
+}
+
+// recv waits for one value or fails the test at the deadline.
+func recv[T any](t *testing.T, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5s")
+		panic("unreachable")
+	}
+}
+
+func TestSubscribeGetsOnlyItsTypeInOrder(t *testing.T) {
+	b := event.New()
+	defer b.Close()
+	got := make(chan event.TurnStarted, 10)
+	defer event.Subscribe(b, func(e event.TurnStarted) { got <- e })()
+
+	event.Publish(b, event.TurnStarted{Header: at(1), Turn: 1})
+	event.Publish(b, event.TurnFailed{Header: at(2), Turn: 99})
+	event.Publish(b, event.TurnStarted{Header: at(3), Turn: 2})
+
+	for want := 1; want <= 2; want++ {
+		if e := recv(t, got); e.Turn != want {
+			t.Fatalf("turn.started #%d carried turn %d", want, e.Turn)
+		}
+	}
+	b.Close()
+	if len(got) != 0 {
+		t.Fatalf("a turn.failed reached a turn.started subscriber: %+v", <-got)
+	}
+}
+
+func TestSubscribeAllSeesEveryTopic(t *testing.T) {
+	b := event.New()
+	defer b.Close()
+	got := make(chan string, 10)
+	defer event.SubscribeAll(b, func(e event.Event) { got <- e.Topic() + "/" + e.Head().Desk })()
+	event.Publish(b, event.DeskStarted{Header: at(1)})
+	event.Publish(b, event.SessionStarted{Header: at(2), Reason: "first"})
+	for _, want := range []string{"desk.started/main", "session.started/main"} {
+		if g := recv(t, got); g != want {
+			t.Fatalf("got %q, want %q", g, want)
+		}
+	}
+}
+
+// A handler that publishes would deadlock on EventBus's own lock if handlers
+// ran inside EventBus.Publish.
+func TestHandlerMayPublish(t *testing.T) {
+	b := event.New()
+	defer b.Close()
+	done := make(chan event.TurnCompleted, 1)
+	defer event.Subscribe(b, func(e event.TurnStarted) {
+		event.Publish(b, event.TurnCompleted{Header: e.Header, Turn: e.Turn})
+	})()
+	defer event.Subscribe(b, func(e event.TurnCompleted) { done <- e })()
+	event.Publish(b, event.TurnStarted{Header: at(1), Turn: 7})
+	if e := recv(t, done); e.Turn != 7 {
+		t.Fatalf("turn.completed carried turn %d, want 7", e.Turn)
+	}
+}
+
+func TestPanickingHandlerIsRecoveredAndOthersGoOn(t *testing.T) {
+	b := event.New()
+	defer b.Close()
+	got := make(chan int, 2)
+	defer event.Subscribe(b, func(e event.TurnStarted) {
+		if e.Turn == 1 {
+			panic("boom")
+		}
+		got <- e.Turn
+	})()
+	event.Publish(b, event.TurnStarted{Header: at(1), Turn: 1})
+	event.Publish(b, event.TurnStarted{Header: at(2), Turn: 2})
+	if n := recv(t, got); n != 2 {
+		t.Fatalf("got turn %d after the panic, want 2", n)
+	}
+	if b.Panics() != 1 {
+		t.Fatalf("Panics() = %d, want 1", b.Panics())
+	}
+}
+
+// Cancelling one of two subscribers of the same type removes that one only
+// (EventBus's Unsubscribe would remove the wrong closure).
+func TestCancelRemovesOnlyThatSubscriber(t *testing.T) {
+	b := event.New()
+	first := make(chan int, 4)
+	second := make(chan int, 4)
+	cancelFirst := event.Subscribe(b, func(e event.TurnStarted) { first <- e.Turn })
+	defer event.Subscribe(b, func(e event.TurnStarted) { second <- e.Turn })()
+	cancelFirst()
+	event.Publish(b, event.TurnStarted{Header: at(1), Turn: 1})
+	if n := recv(t, second); n != 1 {
+		t.Fatalf("second subscriber got %d", n)
+	}
+	b.Close()
+	if len(first) != 0 {
+		t.Fatal("a cancelled subscriber still received an event")
+	}
+}
+
+func TestCloseDrainsMailboxes(t *testing.T) {
+	b := event.New()
+	var n int
+	event.Subscribe(b, func(event.TurnStarted) { n++ })
+	for i := 0; i < 100; i++ {
+		event.Publish(b, event.TurnStarted{Header: at(i)})
+	}
+	b.Close()
+	if n != 100 {
+		t.Fatalf("delivered %d of 100 events before Close returned", n)
+	}
+	event.Publish(b, event.TurnStarted{Header: at(1)}) // after Close: ignored, no panic
+}
+
+func TestTopicsAreUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, topic := range event.Topics() {
+		if seen[topic] {
+			t.Errorf("topic %q appears twice", topic)
+		}
+		seen[topic] = true
+	}
+	if len(seen) < 20 {
+		t.Errorf("catalogue has %d topics, want at least the 20 of DESIGN.md", len(seen))
+	}
+}

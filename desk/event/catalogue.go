@@ -1,0 +1,272 @@
+package event
+
+import "time"
+
+// This file is the catalogue of deskd's events: every topic and its payload.
+// README.md lists the same topics; keep the two in step.
+
+// Header is what every event carries: when it happened, on deskd's clock,
+// and the desk it concerns (empty for daemon-wide events).
+type Header struct {
+	At   time.Time `json:"at"`
+	Desk string    `json:"desk,omitempty"`
+}
+
+// Head returns the header; it makes every catalogue type an Event.
+func (h Header) Head() Header { return h }
+
+// DeskStarted: a desk's loop is running.
+type DeskStarted struct {
+	Header
+	Model    string `json:"model"`
+	Provider string `json:"provider"`
+	// Scripted is true when the desk runs on the offline scripted model.
+	Scripted bool `json:"scripted,omitempty"`
+}
+
+// DeskStopped: a desk's loop has ended.
+type DeskStopped struct {
+	Header
+	Reason string `json:"reason"`
+}
+
+// SessionStarted: a desk's session is current, because it was resumed after
+// a restart, is the desk's first, or replaced yesterday's.
+type SessionStarted struct {
+	Header
+	Session string `json:"session"`
+	// Reason is "resumed", "first" or "daily_rollover" (or "manual_rollover").
+	Reason      string `json:"reason"`
+	Previous    string `json:"previous,omitempty"`
+	SummaryPath string `json:"summary_path,omitempty"`
+}
+
+// SessionSummarized: the old session's summary is written.
+type SessionSummarized struct {
+	Header
+	Session     string `json:"session"`
+	Date        string `json:"trading_date"`
+	SummaryPath string `json:"summary_path"`
+	// Degraded is true when the model failed and the summary is a mechanical digest.
+	Degraded bool   `json:"degraded,omitempty"`
+	Attempts int    `json:"attempts"`
+	Error    string `json:"error,omitempty"`
+}
+
+// SessionTorn: a session file ended in a torn line (a crash mid-write); the
+// fragment was set aside and the file cut back to its last good record.
+type SessionTorn struct {
+	Header
+	Session string `json:"session"`
+	Path    string `json:"path"`
+	Offset  int64  `json:"offset"`
+	Bytes   int    `json:"bytes"`
+	SavedTo string `json:"saved_to"`
+}
+
+// MemoryFolded: the day's notes were folded into Memory.md, or the fold was
+// skipped or refused (Folded false, with the reason).
+type MemoryFolded struct {
+	Header
+	Session      string   `json:"session"`
+	Date         string   `json:"trading_date"`
+	Folded       bool     `json:"folded"`
+	Notes        []string `json:"notes,omitempty"`
+	LinesAdded   int      `json:"lines_added"`
+	LinesRemoved int      `json:"lines_removed"`
+	HistoryPath  string   `json:"history_path,omitempty"`
+	Reason       string   `json:"reason,omitempty"`
+}
+
+// SkillsReviewed: the skill curator reviewed the desk's skills.
+type SkillsReviewed struct {
+	Header
+	Session string   `json:"session"`
+	Date    string   `json:"trading_date"`
+	Skills  []string `json:"skills"`
+	Changes []string `json:"changes"`
+	Skipped string   `json:"skipped,omitempty"`
+}
+
+// RolloverFailed: a rollover step failed; the desk keeps its old session and
+// tries again before the next turn.
+type RolloverFailed struct {
+	Header
+	Session string `json:"session"`
+	Step    string `json:"step"`
+	Error   string `json:"error"`
+}
+
+// TriggerQueued: a trigger is in the desk's queue.
+type TriggerQueued struct {
+	Header
+	Trigger string `json:"trigger"`
+	Kind    string `json:"kind"`
+	Source  string `json:"source"`
+	Depth   int    `json:"depth"`
+}
+
+// TriggerDropped: a trigger was refused or removed without a turn.
+type TriggerDropped struct {
+	Header
+	Trigger string `json:"trigger"`
+	Kind    string `json:"kind"`
+	Reason  string `json:"reason"`
+}
+
+// TurnStarted: a desk began a turn.
+type TurnStarted struct {
+	Header
+	Session string `json:"session"`
+	Turn    int    `json:"turn"`
+	Trigger string `json:"trigger"`
+	Kind    string `json:"kind"`
+}
+
+// TurnCompleted: the model answered a turn.
+type TurnCompleted struct {
+	Header
+	Session      string `json:"session"`
+	Turn         int    `json:"turn"`
+	Trigger      string `json:"trigger"`
+	Model        string `json:"model"`
+	Provider     string `json:"provider"`
+	Scripted     bool   `json:"scripted,omitempty"`
+	InputTokens  int    `json:"input_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+	DurationMS   int64  `json:"duration_ms"`
+}
+
+// TurnFailed: a turn ended without an answer.
+type TurnFailed struct {
+	Header
+	Session string `json:"session"`
+	Turn    int    `json:"turn"`
+	Trigger string `json:"trigger"`
+	Error   string `json:"error"`
+}
+
+// TurnInterrupted: a turn was cut off (shutdown deadline, crash) after its
+// model call may have acted; an operator decides what to do.
+type TurnInterrupted struct {
+	Header
+	Session string `json:"session"`
+	Trigger string `json:"trigger"`
+	Reason  string `json:"reason"`
+}
+
+// ScheduleMissed: a schedule slot passed without a turn.
+type ScheduleMissed struct {
+	Header
+	Schedule string    `json:"schedule"`
+	Slot     time.Time `json:"slot"`
+	Reason   string    `json:"reason"`
+}
+
+// BudgetExceeded: a turn stopped, or was refused, because a budget is spent.
+type BudgetExceeded struct {
+	Header
+	Budget string `json:"budget"`
+	Limit  int64  `json:"limit"`
+	Used   int64  `json:"used"`
+}
+
+// DeskPaused: an operator paused a desk.
+type DeskPaused struct {
+	Header
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// DeskResumed: an operator resumed a paused desk.
+type DeskResumed struct {
+	Header
+	By string `json:"by"`
+}
+
+// ConfigReloaded: a new config is in force; Changes says what changed.
+type ConfigReloaded struct {
+	Header
+	Changes []string `json:"changes"`
+}
+
+// ConfigRejected: a config file did not validate; the last good config runs on.
+type ConfigRejected struct {
+	Header
+	Path   string `json:"path"`
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
+}
+
+// Topic returns "desk.started".
+func (DeskStarted) Topic() string { return "desk.started" }
+
+// Topic returns "desk.stopped".
+func (DeskStopped) Topic() string { return "desk.stopped" }
+
+// Topic returns "session.started".
+func (SessionStarted) Topic() string { return "session.started" }
+
+// Topic returns "session.summarized".
+func (SessionSummarized) Topic() string { return "session.summarized" }
+
+// Topic returns "session.torn".
+func (SessionTorn) Topic() string { return "session.torn" }
+
+// Topic returns "memory.folded".
+func (MemoryFolded) Topic() string { return "memory.folded" }
+
+// Topic returns "skills.reviewed".
+func (SkillsReviewed) Topic() string { return "skills.reviewed" }
+
+// Topic returns "rollover.failed".
+func (RolloverFailed) Topic() string { return "rollover.failed" }
+
+// Topic returns "trigger.queued".
+func (TriggerQueued) Topic() string { return "trigger.queued" }
+
+// Topic returns "trigger.dropped".
+func (TriggerDropped) Topic() string { return "trigger.dropped" }
+
+// Topic returns "turn.started".
+func (TurnStarted) Topic() string { return "turn.started" }
+
+// Topic returns "turn.completed".
+func (TurnCompleted) Topic() string { return "turn.completed" }
+
+// Topic returns "turn.failed".
+func (TurnFailed) Topic() string { return "turn.failed" }
+
+// Topic returns "turn.interrupted".
+func (TurnInterrupted) Topic() string { return "turn.interrupted" }
+
+// Topic returns "schedule.missed".
+func (ScheduleMissed) Topic() string { return "schedule.missed" }
+
+// Topic returns "budget.exceeded".
+func (BudgetExceeded) Topic() string { return "budget.exceeded" }
+
+// Topic returns "desk.paused".
+func (DeskPaused) Topic() string { return "desk.paused" }
+
+// Topic returns "desk.resumed".
+func (DeskResumed) Topic() string { return "desk.resumed" }
+
+// Topic returns "config.reloaded".
+func (ConfigReloaded) Topic() string { return "config.reloaded" }
+
+// Topic returns "config.rejected".
+func (ConfigRejected) Topic() string { return "config.rejected" }
+
+// Topics lists every topic of the catalogue, in the order above.
+func Topics() []string {
+	return []string{
+		DeskStarted{}.Topic(), DeskStopped{}.Topic(), SessionStarted{}.Topic(),
+		SessionSummarized{}.Topic(), SessionTorn{}.Topic(), MemoryFolded{}.Topic(),
+		SkillsReviewed{}.Topic(), RolloverFailed{}.Topic(), TriggerQueued{}.Topic(),
+		TriggerDropped{}.Topic(), TurnStarted{}.Topic(), TurnCompleted{}.Topic(),
+		TurnFailed{}.Topic(), TurnInterrupted{}.Topic(), ScheduleMissed{}.Topic(),
+		BudgetExceeded{}.Topic(), DeskPaused{}.Topic(), DeskResumed{}.Topic(),
+		ConfigReloaded{}.Topic(), ConfigRejected{}.Topic(),
+	}
+}
