@@ -65,6 +65,8 @@ func (d *Date) UnmarshalText(b []byte) error {
 // TradingDay maps instants to trading dates: the trading date is the
 // calendar date in Location, with each day starting Start after midnight
 // (the config's rollover_at). This is the one place deskd computes it.
+// Only Location (which must not be nil) decides: neither the zone of the
+// instants passed in nor the host's zone (time.Local) matters.
 type TradingDay struct {
 	Location *time.Location
 	Start    time.Duration

@@ -1,0 +1,209 @@
+package config
+
+import (
+	"strings"
+	"time"
+
+	_ "time/tzdata" // zone names must load on hosts without zoneinfo
+
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/triggers"
+)
+
+// Defaults and limits of the main file.
+const (
+	// DefaultPath is where deskd looks for the main file.
+	DefaultPath = "/etc/deskd/deskd.yaml"
+	// DefaultTimezone is the trading time zone when timezone is not set.
+	DefaultTimezone = "Asia/Kolkata"
+	// DefaultRolloverAt is when the trading day starts when rollover_at is not set.
+	DefaultRolloverAt = "00:00"
+	// DefaultListen is the HTTP API address when listen is not set.
+	DefaultListen = "127.0.0.1:7317"
+	// DefaultDesksDir is the desks folder, relative to the main file, when
+	// desks_dir is not set.
+	DefaultDesksDir = "desks.d"
+	// DefaultLogLevel is the log level when log.level is not set.
+	DefaultLogLevel = "info"
+	// DefaultLogFormat is the log format when log.format is not set.
+	DefaultLogFormat = "json"
+	// DefaultShutdownTimeout is shutdown_timeout when it is not set.
+	DefaultShutdownTimeout = 30 * time.Second
+	// MaxShutdownTimeout is the largest shutdown_timeout allowed.
+	MaxShutdownTimeout = 10 * time.Minute
+)
+
+// Defaults of a model entry.
+const (
+	// DefaultContextWindow is context_window for openai and anthropic
+	// models when it is not set (scripted models default to 0).
+	DefaultContextWindow = 128000
+	// DefaultMaxOutputTokens is max_output_tokens when it is not set.
+	DefaultMaxOutputTokens = 4096
+	// DefaultModelTimeout is a model's timeout when it is not set.
+	DefaultModelTimeout = 120 * time.Second
+)
+
+// Model providers.
+const (
+	// ProviderScripted is the offline, deterministic provider for demos,
+	// rehearsals and tests.
+	ProviderScripted = "scripted"
+	// ProviderOpenAI is the Chat Completions API at any base URL.
+	ProviderOpenAI = "openai"
+	// ProviderAnthropic is the Anthropic Messages API.
+	ProviderAnthropic = "anthropic"
+)
+
+// Desk rollover modes.
+const (
+	// RolloverDaily rolls the desk's session over at each trading day boundary.
+	RolloverDaily = "daily"
+	// RolloverOff never rolls the desk's session over.
+	RolloverOff = "off"
+)
+
+// Config is the whole configuration: the main file and every desk file.
+// A Config returned by Load is valid in full; treat it as read-only.
+type Config struct {
+	// Path is the absolute path of the main file.
+	Path string
+	// StateDir is the absolute path of the state folder (state_dir, required).
+	StateDir string
+	// Timezone is the trading time zone's name (timezone, default Asia/Kolkata).
+	Timezone string
+	// Location is Timezone loaded.
+	Location *time.Location
+	// RolloverAt is when the trading day starts (rollover_at, "HH:MM",
+	// 24-hour, default "00:00").
+	RolloverAt string
+	// Day maps instants to trading dates: Location, and Start parsed from RolloverAt.
+	Day memory.TradingDay
+	// Listen is the HTTP API's host:port (listen, default 127.0.0.1:7317).
+	Listen string
+	// DesksDir is the absolute path of the desks folder (desks_dir,
+	// default desks.d beside the main file).
+	DesksDir string
+	// Log is the logging settings (log).
+	Log Log
+	// ShutdownTimeout bounds a graceful shutdown (shutdown_timeout,
+	// default 30s, at most 10m).
+	ShutdownTimeout time.Duration
+	// Models is the model providers (models), by model name.
+	Models map[string]Model
+	// Desks is every desk in DesksDir, by desk name.
+	Desks map[string]*Desk
+}
+
+// Log is the logging settings of the main file.
+type Log struct {
+	// Level is trace, debug, info (default), warn or error.
+	Level string
+	// Format is json (default) or console.
+	Format string
+}
+
+// Model is one entry of the main file's models: a provider and how to
+// reach it. It names where the API key comes from but never holds the key.
+type Model struct {
+	// Name is the entry's key in models.
+	Name string
+	// Provider is scripted, openai or anthropic (provider, required).
+	Provider string
+	// BaseURL is the API's base URL (base_url, optional; openai and
+	// anthropic only). Empty means the provider's default.
+	BaseURL string
+	// Model is the provider's model id (model; required for openai and anthropic).
+	Model string
+	// APIKeyEnv names the environment variable holding the API key (api_key_env).
+	APIKeyEnv string
+	// APIKeyFile is the absolute path of a file holding the API key
+	// (api_key_file: relative to the main file's directory; environment
+	// variables such as $CREDENTIALS_DIRECTORY are expanded in this field only).
+	APIKeyFile string
+	// ContextWindow is the model's context size in tokens (context_window,
+	// default 128000 for openai and anthropic, 0 for scripted).
+	ContextWindow int
+	// MaxOutputTokens caps one response (max_output_tokens, default 4096).
+	MaxOutputTokens int
+	// Timeout bounds one request (timeout, default 120s).
+	Timeout time.Duration
+}
+
+// Desk is one desk file, <desks_dir>/<desk>.yaml.
+type Desk struct {
+	// Name is the file name without .yaml.
+	Name string
+	// Path is the absolute path of the desk file.
+	Path string
+	// Model names the desk's model, a key of Config.Models (model, required).
+	Model string
+	// Fallbacks names the models tried, in order, when Model fails
+	// (fallbacks; keys of Config.Models, no duplicates, not Model).
+	Fallbacks []string
+	// Instructions is the desk's instructions: the inline instructions, or
+	// the content of InstructionsFile.
+	Instructions string
+	// InstructionsFile is the absolute path instructions were read from
+	// (instructions_file, relative to the desk file's directory), or empty.
+	InstructionsFile string
+	// Schedules is the desk's cron schedules, in file order.
+	Schedules []Schedule
+	// Curator is the skill curator settings (curator).
+	Curator Curator
+	// Rollover is daily (default) or off (rollover).
+	Rollover string
+}
+
+// Schedule is one entry of a desk's schedules: a cron expression that
+// fires a turn with Text.
+type Schedule struct {
+	// Name identifies the schedule within its desk (name, required).
+	Name string
+	// Cron is the cron expression as written (cron, required).
+	Cron string
+	// Text is the turn's message (text, required).
+	Text string
+	// Spec is Cron parsed, evaluated in Config.Location.
+	Spec *triggers.Spec
+}
+
+// Curator is a desk's skill curator settings.
+type Curator struct {
+	// Enabled runs the curator after the day's summary (enabled, default true).
+	Enabled bool
+}
+
+// Problem is one thing wrong with the config.
+type Problem struct {
+	// File is the path of the file the problem is in.
+	File string
+	// Field is the dotted path of the field, such as "schedules[1].cron"
+	// or "models.offline.provider"; empty when the problem is with the
+	// whole file.
+	Field string
+	// Reason says what is wrong. It never holds an API key.
+	Reason string
+}
+
+// String formats the problem as "<file>: <field>: <reason>", or
+// "<file>: <reason>" when Field is empty.
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.File + ": " + p.Reason
+	}
+	return p.File + ": " + p.Field + ": " + p.Reason
+}
+
+// Problems is every problem found in one load; it is the error Load and
+// LoadDesk return.
+type Problems []Problem
+
+// Error returns the problems, one a line.
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}

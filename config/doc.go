@@ -1,0 +1,34 @@
+// Package config reads and validates deskd's configuration files.
+//
+// The configuration is two kinds of YAML file:
+//
+//   - the main file (by default /etc/deskd/deskd.yaml, see DefaultPath),
+//     which holds the daemon settings (state_dir, timezone, rollover_at,
+//     listen, log, shutdown_timeout), the model providers under models,
+//     and desks_dir;
+//   - the desks folder (desks_dir, by default desks.d beside the main
+//     file), which holds one file per desk named <desk>.yaml.
+//
+// Relative paths in the main file are relative to the main file's
+// directory; instructions_file in a desk file is relative to the desk
+// file's directory.
+//
+// Load reads everything and validates it in full: it returns either a
+// complete, valid *Config or Problems, the list of every problem found in
+// every file, each with its file, the dotted path of the field
+// ("models.offline.provider", "schedules[1].cron") and the reason. Unknown
+// keys, wrong types, bad cron expressions, unknown time zones, unknown
+// model names and missing API key sources are all problems. A Config is
+// never partially valid, and callers must not modify one after Load returns
+// it: the daemon swaps whole Configs.
+//
+// Each file is read with its own fresh viper instance (never the global
+// one, never WatchConfig). Viper makes keys case-insensitive by lowercasing
+// them; two keys in one mapping that differ only in case are a problem
+// here instead of silently colliding.
+//
+// API keys are never read or stored here: a Model names where its key
+// comes from (api_key_env or api_key_file) and Load checks that the source
+// is there. The time zone database is embedded (time/tzdata), so zone
+// names load on hosts without zoneinfo.
+package config

@@ -1,0 +1,562 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/deskd/deskd/triggers"
+)
+
+var (
+	deskNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	modelNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+	clockRE     = regexp.MustCompile(`^([01][0-9]|2[0-3]):([0-5][0-9])$`)
+	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// Load reads and validates the main file at path and every desk file in
+// its desks_dir. It returns every problem at once, as Problems, and never
+// a partially valid config: on any problem the *Config is nil.
+func Load(path string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, Problems{{File: path, Reason: err.Error()}}
+	}
+	s := &sink{}
+	c := loadMain(s, abs)
+	if c != nil && c.DesksDir != "" {
+		loadDesksDir(s, c)
+	}
+	if len(s.ps) > 0 {
+		return nil, s.ps
+	}
+	return c, nil
+}
+
+// LoadDesk reads and validates one desk file against the main config c
+// (its models and location); it is for reloading one desk while the daemon
+// runs. It does not add the desk to c. On any problem it returns nil and
+// Problems.
+func LoadDesk(c *Config, path string) (*Desk, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, Problems{{File: path, Reason: err.Error()}}
+	}
+	if c == nil {
+		return nil, Problems{{File: abs, Reason: "no main config to check the desk against"}}
+	}
+	s := &sink{}
+	d := loadDesk(s, c, abs)
+	if len(s.ps) > 0 {
+		return nil, s.ps
+	}
+	return d, nil
+}
+
+// resolve makes p absolute, relative to dir.
+func resolve(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
+
+// loadMain reads the main file. It returns nil if the file could not be
+// read at all; otherwise a Config holding whatever was valid.
+func loadMain(s *sink, file string) *Config {
+	root, ok := readYAML(s, file)
+	if !ok {
+		return nil
+	}
+	root.only("desks_dir", "listen", "log", "models", "rollover_at", "shutdown_timeout", "state_dir", "timezone")
+	dir := filepath.Dir(file)
+	c := &Config{Path: file, Models: map[string]Model{}, Desks: map[string]*Desk{}}
+
+	if p, ok := root.requiredStr("state_dir"); ok {
+		c.StateDir = resolve(dir, p)
+	}
+
+	c.Timezone = DefaultTimezone
+	if tz, st := root.str("timezone"); st == set {
+		c.Timezone = tz
+		switch {
+		case strings.TrimSpace(tz) == "":
+			root.problem("timezone", "must not be empty (default %s)", DefaultTimezone)
+		case tz == "Local":
+			root.problem("timezone", "name the zone, such as %s; Local depends on the host", DefaultTimezone)
+		default:
+			if loc, err := time.LoadLocation(tz); err != nil {
+				root.problem("timezone", "unknown time zone %q", tz)
+			} else {
+				c.Location = loc
+			}
+		}
+	} else if st == absent {
+		c.Location, _ = time.LoadLocation(DefaultTimezone) // embedded tzdata
+	}
+
+	c.RolloverAt = DefaultRolloverAt
+	if v, ok := root.get("rollover_at"); ok {
+		if r, isStr := v.(string); isStr {
+			c.RolloverAt = r
+			if d, ok := parseClock(r); ok {
+				c.Day.Start = d
+			} else {
+				root.problem("rollover_at", "%q is not a time of day: want \"HH:MM\", 24-hour, \"00:00\" to \"23:59\"", r)
+			}
+		} else {
+			root.problem("rollover_at", "want \"HH:MM\" as a quoted string, got %s; quote it, as in rollover_at: \"06:00\"", kind(v))
+		}
+	}
+	c.Day.Location = c.Location
+
+	c.Listen = DefaultListen
+	if l, st := root.str("listen"); st == set {
+		c.Listen = l
+		if err := checkListen(l); err != nil {
+			root.problem("listen", "%v", err)
+		}
+	}
+
+	c.DesksDir = resolve(dir, DefaultDesksDir)
+	if d, st := root.str("desks_dir"); st == set {
+		if strings.TrimSpace(d) == "" {
+			root.problem("desks_dir", "must not be empty (default %s)", DefaultDesksDir)
+			c.DesksDir = ""
+		} else {
+			c.DesksDir = resolve(dir, d)
+		}
+	} else if st == invalid {
+		c.DesksDir = ""
+	}
+
+	c.Log = Log{Level: DefaultLogLevel, Format: DefaultLogFormat}
+	if lg, st := root.mapping("log"); st == set {
+		lg.only("format", "level")
+		if l, st := lg.str("level"); st == set {
+			c.Log.Level = l
+			if !slices.Contains([]string{"trace", "debug", "info", "warn", "error"}, l) {
+				lg.problem("level", "%q is not a level: want trace, debug, info, warn or error", l)
+			}
+		}
+		if f, st := lg.str("format"); st == set {
+			c.Log.Format = f
+			if f != "json" && f != "console" {
+				lg.problem("format", "%q is not a format: want json or console", f)
+			}
+		}
+	}
+
+	c.ShutdownTimeout = DefaultShutdownTimeout
+	if d, st := root.duration("shutdown_timeout"); st == set {
+		c.ShutdownTimeout = d
+		if d <= 0 || d > MaxShutdownTimeout {
+			root.problem("shutdown_timeout", "%v is out of range: want more than 0 and at most %v", d, MaxShutdownTimeout)
+		}
+	}
+
+	if ms, st := root.mapping("models"); st == set {
+		names := make([]string, 0, len(ms.m))
+		for name := range ms.m {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			c.Models[name] = loadModel(ms, name, dir)
+		}
+	}
+	return c
+}
+
+// parseClock parses "HH:MM" (24-hour) into the time since midnight.
+func parseClock(s string) (time.Duration, bool) {
+	m := clockRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	h, _ := strconv.Atoi(m[1])
+	mm, _ := strconv.Atoi(m[2])
+	return time.Duration(h)*time.Hour + time.Duration(mm)*time.Minute, true
+}
+
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %v", addr, unwrapAddrErr(err))
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 1 to 65535", addr, port)
+	}
+	return nil
+}
+
+func unwrapAddrErr(err error) string {
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return ae.Err
+	}
+	return err.Error()
+}
+
+// loadModel reads models.<name>. The model is returned (and kept in
+// Config.Models) even when it has problems, so that desks naming it are
+// not also reported.
+func loadModel(ms node, name, dir string) Model {
+	m := Model{Name: name}
+	field := ms.field(name)
+	if !modelNameRE.MatchString(name) {
+		ms.s.add(ms.file, field, "bad model name %q: want %s", name, modelNameRE)
+	}
+	raw, _ := ms.get(name)
+	n, ok := ms.asMapping(field, raw)
+	if !ok {
+		return m
+	}
+	n.only("api_key_env", "api_key_file", "base_url", "context_window", "max_output_tokens", "model", "provider", "timeout")
+
+	if p, ok := n.requiredStr("provider"); ok {
+		m.Provider = p
+		if p != ProviderScripted && p != ProviderOpenAI && p != ProviderAnthropic {
+			n.problem("provider", "%q is not a provider: want scripted, openai or anthropic", p)
+		}
+	}
+	remote := m.Provider == ProviderOpenAI || m.Provider == ProviderAnthropic
+
+	if u, st := n.str("base_url"); st == set {
+		m.BaseURL = u
+		if err := checkBaseURL(u); err != nil {
+			n.problem("base_url", "%v", err)
+		}
+	}
+
+	if remote {
+		if id, ok := n.requiredStr("model"); ok {
+			m.Model = id
+		}
+	} else if id, st := n.str("model"); st == set {
+		m.Model = id
+	}
+
+	env, envSt := n.str("api_key_env")
+	file, fileSt := n.str("api_key_file")
+	if envSt == set {
+		m.APIKeyEnv = env
+	}
+	if fileSt == set && strings.TrimSpace(file) != "" {
+		if p, err := expandKeyFile(file); err != nil {
+			n.problem("api_key_file", "%v", err)
+		} else {
+			m.APIKeyFile = resolve(dir, p)
+		}
+	}
+	if remote {
+		switch {
+		case envSt == absent && fileSt == absent:
+			n.problem("api_key_env", "required for %s: set api_key_env or api_key_file", m.Provider)
+		case envSt == set && fileSt == set:
+			n.problem("api_key_file", "set only one of api_key_env and api_key_file")
+		case envSt == set:
+			switch {
+			case !envNameRE.MatchString(env):
+				n.problem("api_key_env", "%q is not an environment variable name", env)
+			case os.Getenv(env) == "":
+				n.problem("api_key_env", "environment variable %s is not set", env)
+			}
+		case fileSt == set && strings.TrimSpace(file) == "":
+			n.problem("api_key_file", "must not be empty")
+		case fileSt == set && m.APIKeyFile != "":
+			if err := checkKeyFile(m.APIKeyFile); err != nil {
+				n.problem("api_key_file", "%v", err)
+			}
+		}
+	}
+
+	if remote {
+		m.ContextWindow = DefaultContextWindow
+	}
+	if cw, st := n.integer("context_window"); st == set {
+		m.ContextWindow = cw
+		if cw < 0 || remote && cw == 0 {
+			n.problem("context_window", "%d: want a positive number of tokens", cw)
+		}
+	}
+	m.MaxOutputTokens = DefaultMaxOutputTokens
+	if mo, st := n.integer("max_output_tokens"); st == set {
+		m.MaxOutputTokens = mo
+		if mo <= 0 {
+			n.problem("max_output_tokens", "%d: want a positive number of tokens", mo)
+		}
+	}
+	if m.ContextWindow > 0 && m.MaxOutputTokens >= m.ContextWindow {
+		n.problem("max_output_tokens", "%d must be less than context_window (%d)", m.MaxOutputTokens, m.ContextWindow)
+	}
+	m.Timeout = DefaultModelTimeout
+	if d, st := n.duration("timeout"); st == set {
+		m.Timeout = d
+		if d <= 0 {
+			n.problem("timeout", "%v: want more than 0", d)
+		}
+	}
+	return m
+}
+
+func checkBaseURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL", s)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("%q: want an http:// or https:// URL with a host", s)
+	}
+	return nil
+}
+
+// expandKeyFile expands environment variables such as
+// $CREDENTIALS_DIRECTORY in an api_key_file value; an unset one is an error.
+func expandKeyFile(p string) (string, error) {
+	var missing []string
+	out := os.Expand(p, func(name string) string {
+		v := os.Getenv(name)
+		if v == "" && !slices.Contains(missing, name) {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("environment variable %s is not set (needed to expand %q)", strings.Join(missing, ", "), p)
+	}
+	if strings.TrimSpace(out) == "" {
+		return "", fmt.Errorf("%q expands to nothing", p)
+	}
+	return out, nil
+}
+
+// checkKeyFile checks that the key file can be opened and is a non-empty
+// regular file, without reading the key.
+func checkKeyFile(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %v", p, pathErr(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot read %s: %v", p, pathErr(err))
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory", p)
+	case fi.Mode().IsRegular() && fi.Size() == 0:
+		return fmt.Errorf("%s is empty", p)
+	}
+	return nil
+}
+
+// pathErr drops the path from an *fs.PathError, which messages name already.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// isIgnored reports whether a desks folder entry is hidden or an editor's
+// temporary file.
+func isIgnored(name string) bool {
+	return strings.HasPrefix(name, ".") ||
+		strings.HasSuffix(name, "~") ||
+		strings.HasSuffix(name, ".swp") ||
+		strings.HasSuffix(name, ".tmp")
+}
+
+// loadDesksDir loads every <desk>.yaml in c.DesksDir into c.Desks.
+func loadDesksDir(s *sink, c *Config) {
+	entries, err := os.ReadDir(c.DesksDir)
+	if err != nil {
+		s.add(c.Path, "desks_dir", "cannot read %s: %v", c.DesksDir, pathErr(err))
+		return
+	}
+	for _, e := range entries { // sorted by name
+		name := e.Name()
+		p := filepath.Join(c.DesksDir, name)
+		switch {
+		case isIgnored(name):
+			continue
+		case strings.HasSuffix(name, ".yml"):
+			s.add(p, "", "use .yaml: rename it to %s", strings.TrimSuffix(name, ".yml")+".yaml")
+			continue
+		case !strings.HasSuffix(name, ".yaml"):
+			continue
+		}
+		fi, err := os.Stat(p) // follows symlinks
+		if err != nil {
+			s.add(p, "", "cannot read: %v", pathErr(err))
+			continue
+		}
+		if fi.IsDir() {
+			s.add(p, "", "is a directory, not a desk file")
+			continue
+		}
+		if d := loadDesk(s, c, p); d != nil {
+			c.Desks[d.Name] = d
+		}
+	}
+}
+
+// loadDesk reads one desk file. It returns nil if the desk cannot be named
+// or read; otherwise the desk with whatever was valid.
+func loadDesk(s *sink, c *Config, file string) *Desk {
+	base := filepath.Base(file)
+	name, isYAML := strings.CutSuffix(base, ".yaml")
+	named := true
+	switch {
+	case !isYAML:
+		s.add(file, "", "desk files are named <desk>.yaml")
+		named = false
+	case !deskNameRE.MatchString(name):
+		s.add(file, "", "bad desk name %q (the file name without .yaml): want %s", name, deskNameRE)
+		named = false
+	}
+	root, ok := readYAML(s, file)
+	if !ok {
+		return nil
+	}
+	root.only("curator", "fallbacks", "instructions", "instructions_file", "model", "rollover", "schedules")
+	d := &Desk{Name: name, Path: file, Curator: Curator{Enabled: true}, Rollover: RolloverDaily}
+
+	if m, ok := root.requiredStr("model"); ok {
+		d.Model = m
+		checkModelRef(root, "model", m, c.Models)
+	}
+
+	if fbs, st := root.list("fallbacks"); st == set {
+		seen := map[string]bool{}
+		for i, v := range fbs {
+			field := fmt.Sprintf("%s[%d]", root.field("fallbacks"), i)
+			fb, ok := v.(string)
+			switch {
+			case !ok:
+				s.add(file, field, "want a model name, got %s", kind(v))
+				continue
+			case fb == d.Model:
+				s.add(file, field, "%q is the desk's model; fallbacks are other models", fb)
+			case seen[fb]:
+				s.add(file, field, "%q is listed twice", fb)
+			default:
+				checkModelRef(root, field, fb, c.Models)
+			}
+			seen[fb] = true
+			d.Fallbacks = append(d.Fallbacks, fb)
+		}
+	}
+
+	text, textSt := root.str("instructions")
+	ifile, fileSt := root.str("instructions_file")
+	switch {
+	case textSt == set && fileSt == set:
+		root.problem("instructions_file", "set only one of instructions and instructions_file")
+	case textSt == set:
+		d.Instructions = text
+	case fileSt == set && strings.TrimSpace(ifile) == "":
+		root.problem("instructions_file", "must not be empty")
+	case fileSt == set:
+		d.InstructionsFile = resolve(filepath.Dir(file), ifile)
+		b, err := os.ReadFile(d.InstructionsFile)
+		if err != nil {
+			root.problem("instructions_file", "cannot read %s: %v", d.InstructionsFile, pathErr(err))
+		} else {
+			d.Instructions = string(b)
+		}
+	}
+
+	if scheds, st := root.list("schedules"); st == set {
+		loc := c.Location
+		if loc == nil {
+			loc = time.UTC // the time zone is reported already; still check the expressions
+		}
+		names := map[string]int{}
+		for i, v := range scheds {
+			field := fmt.Sprintf("%s[%d]", root.field("schedules"), i)
+			sn, ok := root.asMapping(field, v)
+			if !ok {
+				continue
+			}
+			sn.only("cron", "name", "text")
+			var sc Schedule
+			if n, ok := sn.requiredStr("name"); ok {
+				sc.Name = n
+				if !deskNameRE.MatchString(n) {
+					sn.problem("name", "bad schedule name %q: want %s", n, deskNameRE)
+				} else if j, dup := names[n]; dup {
+					sn.problem("name", "%q is also the name of schedules[%d]", n, j)
+				} else {
+					names[n] = i
+				}
+			}
+			if expr, ok := sn.requiredStr("cron"); ok {
+				sc.Cron = expr
+				spec, err := triggers.ParseSpec(expr, loc)
+				if err != nil {
+					sn.problem("cron", "%v", err)
+				} else {
+					sc.Spec = spec
+				}
+			}
+			if t, ok := sn.requiredStr("text"); ok {
+				sc.Text = t
+			}
+			d.Schedules = append(d.Schedules, sc)
+		}
+	}
+
+	if cur, st := root.mapping("curator"); st == set {
+		cur.only("enabled")
+		if b, st := cur.boolean("enabled"); st == set {
+			d.Curator.Enabled = b
+		}
+	}
+
+	if r, st := root.str("rollover"); st == set {
+		d.Rollover = r
+		if r != RolloverDaily && r != RolloverOff {
+			root.problem("rollover", "%q: want daily or off", r)
+		}
+	}
+
+	if !named {
+		return nil
+	}
+	return d
+}
+
+// checkModelRef adds a problem if name is not a key of models.
+func checkModelRef(n node, field, name string, models map[string]Model) {
+	if _, ok := models[name]; ok {
+		return
+	}
+	known := make([]string, 0, len(models))
+	for k := range models {
+		known = append(known, k)
+	}
+	slices.Sort(known)
+	reason := fmt.Sprintf("unknown model %q", name)
+	if _, ok := models[strings.ToLower(name)]; ok {
+		reason += " (model names are lower case)"
+	}
+	if len(known) == 0 {
+		reason += "; the main file's models is empty"
+	} else {
+		reason += "; models has " + strings.Join(known, ", ")
+	}
+	n.s.add(n.file, field, "%s", reason)
+}

@@ -1,0 +1,360 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+)
+
+// sink collects the problems of one load.
+type sink struct {
+	ps Problems
+}
+
+func (s *sink) add(file, field, format string, args ...any) {
+	reason := newlines.ReplaceAllString(fmt.Sprintf(format, args...), " ")
+	s.ps = append(s.ps, Problem{File: file, Field: field, Reason: reason})
+}
+
+// newlines matches line breaks, which a Reason must not hold: Problems
+// prints one problem a line.
+var newlines = regexp.MustCompile(`\s*\n\s*`)
+
+// keyDelimiter is viper's key path separator. It is not ".", because model
+// names may hold dots (gpt-4.1) and viper would split them.
+const keyDelimiter = "::"
+
+// capture is a viper decoder registry that decodes with viper's own codec
+// and also records, before viper lowercases them, the file's top-level keys
+// and any keys that differ only in case.
+type capture struct {
+	keys       []string // top-level keys, lowercased, sorted
+	collisions []Problem
+}
+
+type decoderFunc func(b []byte, v map[string]any) error
+
+func (f decoderFunc) Decode(b []byte, v map[string]any) error { return f(b, v) }
+
+// Decoder implements viper.DecoderRegistry.
+func (c *capture) Decoder(format string) (viper.Decoder, error) {
+	inner, err := viper.NewCodecRegistry().Decoder(format)
+	if err != nil {
+		return nil, err
+	}
+	return decoderFunc(func(b []byte, v map[string]any) error {
+		if err := inner.Decode(b, v); err != nil {
+			return err
+		}
+		for k := range v {
+			c.keys = append(c.keys, strings.ToLower(k))
+		}
+		slices.Sort(c.keys)
+		c.keys = slices.Compact(c.keys)
+		c.checkCase("", v)
+		return nil
+	}), nil
+}
+
+// checkCase records every pair of keys in one mapping that viper would
+// collapse into one, anywhere under val.
+func (c *capture) checkCase(path string, val any) {
+	switch val := val.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(val))
+		for k := range val {
+			keys = append(keys, k)
+		}
+		c.checkKeys(path, keys, func(k string) any { return val[k] })
+	case map[any]any:
+		keys := make([]string, 0, len(val))
+		orig := make(map[string]any, len(val))
+		for k, v := range val {
+			s := fmt.Sprint(k)
+			keys = append(keys, s)
+			orig[s] = v
+		}
+		c.checkKeys(path, keys, func(k string) any { return orig[k] })
+	case []any:
+		for i, v := range val {
+			c.checkCase(fmt.Sprintf("%s[%d]", path, i), v)
+		}
+	}
+}
+
+func (c *capture) checkKeys(path string, keys []string, get func(string) any) {
+	slices.Sort(keys)
+	first := map[string]string{}
+	for _, k := range keys {
+		l := strings.ToLower(k)
+		if prev, ok := first[l]; ok {
+			c.collisions = append(c.collisions, Problem{
+				Field:  join(path, l),
+				Reason: fmt.Sprintf("keys %q and %q differ only in case; keys are case-insensitive, keep one", prev, k),
+			})
+			continue
+		}
+		first[l] = k
+		c.checkCase(join(path, l), get(k))
+	}
+}
+
+// readYAML reads one YAML file with a fresh viper. It returns the file's
+// top level as a node, or false after adding the problem (unreadable,
+// not YAML, empty, not a mapping) to s.
+func readYAML(s *sink, file string) (node, bool) {
+	c := &capture{}
+	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelimiter), viper.WithDecoderRegistry(c))
+	v.SetConfigFile(file)
+	v.SetConfigType("yaml")
+	if err := v.ReadInConfig(); err != nil {
+		var pe *fs.PathError
+		var ce viper.ConfigParseError
+		switch {
+		case errors.As(err, &pe):
+			s.add(file, "", "cannot read: %v", pe.Err)
+		case errors.As(err, &ce):
+			s.add(file, "", "not valid YAML: %v", errors.Unwrap(ce))
+		default:
+			s.add(file, "", "cannot read: %v", err)
+		}
+		return node{}, false
+	}
+	if len(c.keys) == 0 {
+		s.add(file, "", "empty: partial write?")
+		return node{}, false
+	}
+	for _, p := range c.collisions {
+		s.add(file, p.Field, "%s", p.Reason)
+	}
+	m := make(map[string]any, len(c.keys))
+	for _, k := range c.keys {
+		if strings.Contains(k, keyDelimiter) {
+			m[k] = true // only reported as unknown; viper cannot look it up
+			continue
+		}
+		m[k] = v.Get(k)
+	}
+	return node{s: s, file: file, m: m}, true
+}
+
+// node is one YAML mapping of a file, at a dotted path, with typed getters
+// that add a problem for every value of the wrong type.
+type node struct {
+	s    *sink
+	file string
+	path string
+	m    map[string]any
+}
+
+// state says whether a getter found its key.
+type state int
+
+const (
+	absent  state = iota // missing or null
+	invalid              // present, wrong type or value; a problem was added
+	set                  // present and of the right type
+)
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func (n node) field(key string) string { return join(n.path, key) }
+
+func (n node) problem(key, format string, args ...any) {
+	n.s.add(n.file, n.field(key), format, args...)
+}
+
+// only adds a problem for every key of n that is not in allowed.
+func (n node) only(allowed ...string) {
+	keys := make([]string, 0, len(n.m))
+	for k := range n.m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !slices.Contains(allowed, k) {
+			n.problem(k, "unknown key (known keys here: %s)", strings.Join(allowed, ", "))
+		}
+	}
+}
+
+func (n node) get(key string) (any, bool) {
+	v, ok := n.m[key]
+	return v, ok && v != nil
+}
+
+// kind names the YAML type of v for messages.
+func kind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "true/false"
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return "an integer"
+	case float32, float64:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any, map[any]any:
+		return "a mapping"
+	case time.Time:
+		return "a timestamp"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func (n node) str(key string) (string, state) {
+	v, ok := n.get(key)
+	if !ok {
+		return "", absent
+	}
+	s, ok := v.(string)
+	if !ok {
+		hint := ""
+		switch v.(type) {
+		case bool, int, int64, uint64, float64, time.Time:
+			hint = " (quote it)"
+		}
+		n.problem(key, "want a string, got %s%s", kind(v), hint)
+		return "", invalid
+	}
+	return s, set
+}
+
+// requiredStr is str with a problem when key is absent or blank.
+func (n node) requiredStr(key string) (string, bool) {
+	s, st := n.str(key)
+	switch {
+	case st == absent:
+		n.problem(key, "required")
+		return "", false
+	case st == invalid:
+		return "", false
+	case strings.TrimSpace(s) == "":
+		n.problem(key, "must not be empty")
+		return "", false
+	}
+	return s, true
+}
+
+func (n node) boolean(key string) (bool, state) {
+	v, ok := n.get(key)
+	if !ok {
+		return false, absent
+	}
+	b, ok := v.(bool)
+	if !ok {
+		n.problem(key, "want true or false, got %s", kind(v))
+		return false, invalid
+	}
+	return b, set
+}
+
+func (n node) integer(key string) (int, state) {
+	v, ok := n.get(key)
+	if !ok {
+		return 0, absent
+	}
+	var i int64
+	switch x := v.(type) {
+	case int:
+		i = int64(x)
+	case int64:
+		i = x
+	case uint64:
+		if x > math.MaxInt64 {
+			n.problem(key, "%d is too large", x)
+			return 0, invalid
+		}
+		i = int64(x)
+	default:
+		n.problem(key, "want an integer, got %s", kind(v))
+		return 0, invalid
+	}
+	if i < math.MinInt || i > math.MaxInt {
+		n.problem(key, "%d is out of range", i)
+		return 0, invalid
+	}
+	return int(i), set
+}
+
+func (n node) duration(key string) (time.Duration, state) {
+	v, ok := n.get(key)
+	if !ok {
+		return 0, absent
+	}
+	s, ok := v.(string)
+	if !ok {
+		if _, num := v.(int); num {
+			n.problem(key, "want a duration such as \"30s\" or \"2m\", got a bare number (give a unit)")
+		} else {
+			n.problem(key, "want a duration such as \"30s\" or \"2m\", got %s", kind(v))
+		}
+		return 0, invalid
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		n.problem(key, "want a duration such as \"30s\" or \"2m\", got %s", strconv.Quote(s))
+		return 0, invalid
+	}
+	return d, set
+}
+
+func (n node) list(key string) ([]any, state) {
+	v, ok := n.get(key)
+	if !ok {
+		return nil, absent
+	}
+	l, ok := v.([]any)
+	if !ok {
+		n.problem(key, "want a list, got %s", kind(v))
+		return nil, invalid
+	}
+	return l, set
+}
+
+// asMapping returns v as a node at path, or false after adding a problem.
+func (n node) asMapping(path string, v any) (node, bool) {
+	sub := node{s: n.s, file: n.file, path: path}
+	switch m := v.(type) {
+	case map[string]any:
+		sub.m = m
+	case map[any]any:
+		sub.m = make(map[string]any, len(m))
+		for k, x := range m {
+			sub.m[strings.ToLower(fmt.Sprint(k))] = x
+		}
+	default:
+		n.s.add(n.file, path, "want a mapping, got %s", kind(v))
+		return node{}, false
+	}
+	return sub, true
+}
+
+func (n node) mapping(key string) (node, state) {
+	v, ok := n.get(key)
+	if !ok {
+		return node{s: n.s, file: n.file, path: n.field(key), m: map[string]any{}}, absent
+	}
+	sub, ok := n.asMapping(n.field(key), v)
+	if !ok {
+		return sub, invalid
+	}
+	return sub, set
+}

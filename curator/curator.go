@@ -1,0 +1,93 @@
+// Package curator reviews a desk's own skills after the day's summary.
+//
+// This first curator takes stock: it lists the desk's skills
+// (skills/<name>/SKILL.md), records what it saw in the desk's curator ledger
+// and changes nothing. The model-driven review (keep, patch, merge, retire)
+// builds on the same ledger.
+package curator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/deskd/deskd/keeper"
+	"github.com/deskd/deskd/memory"
+)
+
+// LedgerFile is the curator's append-only ledger in the desk folder: one
+// JSON line per review.
+const LedgerFile = "curator/ledger.jsonl"
+
+// Entry is one line of the ledger.
+type Entry struct {
+	At      time.Time    `json:"at"`
+	Date    memory.Date  `json:"trading_date"`
+	Session string       `json:"session"`
+	Action  string       `json:"action"`
+	Skills  []SkillStock `json:"skills"`
+}
+
+// SkillStock is what the curator saw of one skill.
+type SkillStock struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Hash        string `json:"sha256"`
+	Size        int64  `json:"size"`
+	Pinned      bool   `json:"pinned,omitempty"`
+}
+
+// Inventory is the stock-taking curator.
+type Inventory struct {
+	// Folder is the desk's folder.
+	Folder *memory.Folder
+	// Now returns deskd's time.
+	Now func() time.Time
+}
+
+var _ keeper.Curator = (*Inventory)(nil)
+
+// Review lists the desk's skills and records them in the ledger.
+func (c *Inventory) Review(ctx context.Context, date memory.Date, session string) (keeper.Review, error) {
+	skills, err := c.Folder.Skills()
+	if err != nil {
+		return keeper.Review{}, fmt.Errorf("review skills of %s: %w", c.Folder.Desk(), err)
+	}
+	e := Entry{At: c.Now(), Date: date, Session: session, Action: "inventory", Skills: []SkillStock{}}
+	var r keeper.Review
+	for _, s := range skills {
+		e.Skills = append(e.Skills, SkillStock{Name: s.Name, Description: s.Description, Hash: s.Hash, Size: s.Size, Pinned: s.Pinned})
+		r.Skills = append(r.Skills, s.Name)
+	}
+	if err := appendLine(c.Folder.Path(LedgerFile), e); err != nil {
+		return keeper.Review{}, fmt.Errorf("review skills of %s: %w", c.Folder.Desk(), err)
+	}
+	return r, nil
+}
+
+// appendLine appends v as one JSON line and fsyncs.
+func appendLine(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode ledger entry: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("open ledger: %w", err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return f.Close()
+}

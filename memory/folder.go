@@ -1,0 +1,206 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Names of the files and folders inside a desk folder.
+const (
+	MemoryFile   = "Memory.md" // lasting lessons
+	NotesDir     = "notes"     // notes/YYYY-MM-DD.md
+	SummariesDir = "summaries" // summaries/YYYY-MM-DD.md
+	SessionsDir  = "sessions"  // sessions/<id>.jsonl
+	SkillsDir    = "skills"    // skills/<name>/SKILL.md
+	HistoryDir   = "history"   // earlier versions of replaced files
+)
+
+const (
+	filePerm = 0o640
+	dirPerm  = 0o750
+
+	// historyStamp names the files kept under history/: the UTC instant
+	// of the replacement, to the nanosecond.
+	historyStamp = "20060102T150405.000000000Z"
+)
+
+// Folder is the folder of one desk, <state_dir>/desks/<desk>. It is safe for
+// concurrent use by the goroutines of one process; a Folder must not be
+// copied after OpenFolder.
+type Folder struct {
+	// Now is the clock. Required: OpenFolder refuses a nil one. It names
+	// the files kept under history/ and stamps session records that have
+	// no time of their own.
+	Now func() time.Time
+
+	dir  string
+	desk string
+	mu   sync.Mutex // serialises replacements and note appends
+}
+
+// OpenFolder opens the folder of desk desk at dir (= <state_dir>/desks/<desk>),
+// creating it and its notes/, summaries/, sessions/, skills/ and history/
+// folders as needed. now is the clock (see Folder.Now) and must not be nil.
+func OpenFolder(dir, desk string, now func() time.Time) (*Folder, error) {
+	if dir == "" {
+		return nil, errors.New("open desk folder: empty path")
+	}
+	if now == nil {
+		return nil, fmt.Errorf("open desk folder %s: nil clock", dir)
+	}
+	created := false
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		created = true
+	}
+	for _, sub := range []string{"", NotesDir, SummariesDir, SessionsDir, SkillsDir, HistoryDir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), dirPerm); err != nil {
+			return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
+		}
+	}
+	if created {
+		if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+			return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
+		}
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
+	}
+	return &Folder{Now: now, dir: dir, desk: desk}, nil
+}
+
+// Dir returns the folder's path.
+func (f *Folder) Dir() string { return f.dir }
+
+// Desk returns the desk's name.
+func (f *Folder) Desk() string { return f.desk }
+
+// Path returns filepath.Join(f.Dir(), rel).
+func (f *Folder) Path(rel string) string { return filepath.Join(f.dir, rel) }
+
+// stamp returns the name stem of a history file written now.
+func (f *Folder) stamp() string { return f.Now().UTC().Format(historyStamp) }
+
+// RemoveStaleTemps removes the temporary files that an interrupted atomic
+// write (a crash, kill -9) left anywhere in the folder, and returns their
+// paths. Call it only while nothing else writes to the folder, e.g. at
+// startup under the state-dir lock.
+func (f *Folder) RemoveStaleTemps() ([]string, error) {
+	var removed []string
+	err := filepath.WalkDir(f.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() || !isTempName(d.Name()) {
+			return nil
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		removed = append(removed, path)
+		return nil
+	})
+	if err != nil {
+		return removed, fmt.Errorf("remove stale temp files in %s: %w", f.dir, err)
+	}
+	return removed, nil
+}
+
+// ReadMemory returns the text of Memory.md, or "" and nil if there is none.
+func (f *Folder) ReadMemory() (string, error) {
+	path := f.Path(MemoryFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read memory %s: %w", path, err)
+	}
+	return string(b), nil
+}
+
+// WriteMemory replaces Memory.md with text. The current Memory.md, if any,
+// is first copied to history/memory/<UTC now as 20060102T150405.000000000Z>.md
+// (atomically; a name already taken gets a -2, -3, ... suffix), whose path
+// is returned; historyPath is "" if there was no previous file. Memory.md
+// keeps its permissions.
+func (f *Folder) WriteMemory(text string) (historyPath string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	path := f.Path(MemoryFile)
+	hist, perm, err := f.keepOld(path, filepath.Join(HistoryDir, "memory"), ".md")
+	if err != nil {
+		return "", fmt.Errorf("write memory %s: %w", path, err)
+	}
+	if err := writeAtomic(path, []byte(text), perm); err != nil {
+		return hist, fmt.Errorf("write memory %s: %w", path, err)
+	}
+	return hist, nil
+}
+
+// keepOld copies the file at path, if there is one, to a new file in
+// histRel named after the clock (<stamp><ext>), and returns that file's path ("" if there
+// was nothing to keep) and the permissions a replacement should get.
+// f.mu must be held.
+func (f *Folder) keepOld(path, histRel, ext string) (string, os.FileMode, error) {
+	old, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", filePerm, nil
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	perm := os.FileMode(filePerm)
+	if fi, err := os.Stat(path); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	hist, err := writeFileKeep(f.Path(histRel), f.stamp(), ext, old, perm)
+	if err != nil {
+		return "", 0, fmt.Errorf("keep previous version: %w", err)
+	}
+	return hist, perm, nil
+}
+
+// listDates returns the dates of the files YYYY-MM-DD.md in dir, sorted
+// ascending; other names are ignored. A missing dir has no dates.
+func listDates(dir string) ([]Date, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var dates []Date
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		stem, ok := strings.CutSuffix(e.Name(), ".md")
+		if !ok {
+			continue
+		}
+		d, err := ParseDate(stem)
+		if err != nil || d.String() != stem {
+			continue
+		}
+		dates = append(dates, d)
+	}
+	sort.Slice(dates, func(i, j int) bool { return dates[i].Before(dates[j]) })
+	return dates, nil
+}
+
+// dateFile returns the path of sub/YYYY-MM-DD.md, refusing dates that do
+// not name a real calendar day.
+func (f *Folder) dateFile(sub string, d Date) (string, error) {
+	if !d.Valid() {
+		return "", fmt.Errorf("invalid date %04d-%02d-%02d", d.Year, int(d.Month), d.Day)
+	}
+	return f.Path(filepath.Join(sub, d.String()+".md")), nil
+}

@@ -1,0 +1,90 @@
+package memory_test
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/memory"
+)
+
+// stepClock returns a clock that starts at start and moves on by step at
+// every call.
+func stepClock(start time.Time, step time.Duration) func() time.Time {
+	var mu sync.Mutex
+	now := start
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t := now
+		now = now.Add(step)
+		return t
+	}
+}
+
+func newFolder(t testing.TB) *memory.Folder {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "desks", "alpha")
+	f, err := memory.OpenFolder(dir, "alpha", stepClock(utc("2025-01-02T03:04:05.000000006Z"), time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o640); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listDir returns the sorted names in dir.
+func listDir(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names
+}
+
+// tempFiles returns the names under dir that look like leftover temp files.
+func tempFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.Contains(d.Name(), ".tmp") {
+			found = append(found, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}

@@ -1,0 +1,87 @@
+package memory_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestSkills(t *testing.T) {
+	f := newFolder(t)
+	files := map[string]string{ // skill folder -> SKILL.md
+		"momentum":  "---\nname: momentum\ndescription: Ride strong opening moves.\n---\n# Momentum\nbody\n",
+		"hedge":     "---\r\nname: \"hedging\"\r\ndescription: 'Hedge when VIX > 20, don''t wait'\r\npinned: true\r\n---\r\nbody\r\n",
+		"pinned-no": "---\nname: b-unpinned\ndescription: plain # a comment\npinned: false\n---\n",
+		"folded":    "---\nname: folded\ndescription: >\n  Spans two\n  lines.\nmetadata:\n  author: desk\npinned: yes\n---\n",
+		"continued": "---\nname: continued\ndescription: starts here\n  and goes on\n---\n",
+		"no-front":  "# Just a heading\nno front matter\n",
+		"unclosed":  "---\nname: unclosed\ndescription: never closed\n",
+		"bad-quote": "---\nname: \"bad\ndescription: x\n---\n",
+		"no-name":   "---\ndescription: the folder names it\n---\n",
+	}
+	for dir, content := range files {
+		writeFile(t, f.Path(filepath.Join("skills", dir, "SKILL.md")), content)
+	}
+	// Skipped: no SKILL.md, a dot folder, a plain file.
+	if err := os.MkdirAll(f.Path("skills/empty"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, f.Path("skills/.trash/SKILL.md"), "---\nname: trash\n---\n")
+	writeFile(t, f.Path("skills/README.md"), "not a skill")
+
+	skills, err := f.Skills()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		name, dir, desc string
+		pinned, problem bool
+	}{
+		{"b-unpinned", "pinned-no", "plain", false, false},
+		{"bad-quote", "bad-quote", "", false, true},
+		{"continued", "continued", "starts here and goes on", false, false},
+		{"folded", "folded", "Spans two lines.", true, false},
+		{"hedging", "hedge", "Hedge when VIX > 20, don't wait", true, false},
+		{"momentum", "momentum", "Ride strong opening moves.", false, false},
+		{"no-front", "no-front", "", false, true},
+		{"no-name", "no-name", "the folder names it", false, false},
+		{"unclosed", "unclosed", "", false, true},
+	}
+	if len(skills) != len(want) {
+		for _, s := range skills {
+			t.Logf("%+v", s)
+		}
+		t.Fatalf("got %d skills, want %d", len(skills), len(want))
+	}
+	for i, w := range want {
+		s := skills[i]
+		if s.Name != w.name || s.Dir != w.dir || s.Description != w.desc || s.Pinned != w.pinned || (s.Problem != "") != w.problem {
+			t.Errorf("skill %d = %+v, want %+v", i, s, w)
+		}
+		content := files[w.dir]
+		sum := sha256.Sum256([]byte(content))
+		if s.Hash != hex.EncodeToString(sum[:]) || s.Size != int64(len(content)) {
+			t.Errorf("skill %s: hash %s size %d", s.Name, s.Hash, s.Size)
+		}
+		if s.Path != f.Path(filepath.Join("skills", w.dir, "SKILL.md")) || s.ModTime.IsZero() {
+			t.Errorf("skill %s: path %s modtime %v", s.Name, s.Path, s.ModTime)
+		}
+	}
+}
+
+func TestSkillsNone(t *testing.T) {
+	f := newFolder(t)
+	skills, err := f.Skills()
+	if err != nil || len(skills) != 0 {
+		t.Errorf("Skills of an empty folder = %v, %v", skills, err)
+	}
+	if err := os.RemoveAll(f.Path("skills")); err != nil {
+		t.Fatal(err)
+	}
+	skills, err = f.Skills()
+	if err != nil || len(skills) != 0 {
+		t.Errorf("Skills without skills/ = %v, %v", skills, err)
+	}
+}

@@ -1,0 +1,102 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/triggers"
+)
+
+// ScriptedProvider is the provider name of the offline scripted model.
+const ScriptedProvider = "scripted"
+
+// ScriptedLabel marks every reply of the scripted model, so that no log,
+// session file or status can pass it off as a real model's words.
+const ScriptedLabel = "[scripted]"
+
+// Scripted is the offline, deterministic model, for demos, rehearsals and
+// tests. It needs no network and no key. A turn's reply quotes the first
+// line of the message it was sent; a summary is a digest of the session's
+// exchanges; a fold appends the notes to Memory.md under a dated heading.
+type Scripted struct{}
+
+var _ Provider = Scripted{}
+
+// Complete answers req without any model.
+func (Scripted) Complete(ctx context.Context, req Request) (Response, error) {
+	if err := ctx.Err(); err != nil {
+		return Response{}, err
+	}
+	var text string
+	switch req.Task {
+	case TaskSummary:
+		text = Digest(req.Messages[:max(0, len(req.Messages)-1)])
+	case TaskFold:
+		if req.Fold == nil {
+			return Response{}, fmt.Errorf("scripted fold: no fold input")
+		}
+		text = foldByAppending(req.Fold)
+	default:
+		var last string
+		if n := len(req.Messages); n > 0 {
+			last = req.Messages[n-1].Text
+		}
+		text = fmt.Sprintf("%s Received: %q", ScriptedLabel, firstLine(last))
+	}
+	return Response{Text: text, Usage: estimateUsage(req, text)}, nil
+}
+
+func foldByAppending(in *FoldInput) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(in.Memory, "\n"))
+	if b.Len() > 0 {
+		b.WriteString("\n\n")
+	}
+	fmt.Fprintf(&b, "## Notes of %s\n\n%s\n", in.Date, strings.TrimRight(in.Notes, "\n"))
+	return b.String()
+}
+
+// estimateUsage counts about four characters a token; the scripted model
+// reports usage so that budgets and reports work offline.
+func estimateUsage(req Request, reply string) (u memory.Usage) {
+	n := len(req.System)
+	for _, m := range req.Messages {
+		n += len(m.Text)
+	}
+	u.InputTokens = (n + 3) / 4
+	u.OutputTokens = (len(reply) + 3) / 4
+	return u
+}
+
+// Digest is the mechanical summary of a conversation: one line for each
+// exchange, the trigger's first line and the reply's. The scripted model
+// answers summaries with it, and a rollover whose model fails falls back on it.
+func Digest(msgs []Message) string {
+	var b strings.Builder
+	n := 0
+	for i, m := range msgs {
+		if m.Role != "user" {
+			continue
+		}
+		reply := "(no reply)"
+		if i+1 < len(msgs) && msgs[i+1].Role == "assistant" {
+			reply = firstLine(msgs[i+1].Text)
+		}
+		n++
+		fmt.Fprintf(&b, "- %s -> %s\n", firstLine(triggers.OwnText(m.Text)), reply)
+	}
+	if n == 0 {
+		return "No exchanges.\n"
+	}
+	return fmt.Sprintf("%d exchanges:\n%s", n, b.String())
+}
+
+func firstLine(s string) string {
+	s = strings.TrimLeft(s, "\n")
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
