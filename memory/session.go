@@ -21,6 +21,11 @@ const (
 	RecordHeader  = "header"  // the first record of a session
 	RecordMessage = "message" // a user or assistant message
 	RecordEvent   = "event"   // something that happened; Kind is the topic
+	// RecordTool is a tool's result, sent back to the model.
+	RecordTool = "tool"
+	// RecordCheckpoint summarises the exchanges before it (compaction):
+	// later requests carry it instead of them. Nothing is deleted.
+	RecordCheckpoint = "checkpoint"
 )
 
 // Usage is the token usage of one model call.
@@ -47,6 +52,11 @@ type Record struct {
 	Scripted   bool            `json:"scripted,omitempty"`     // assistant: true when the offline scripted model wrote it
 	Usage      *Usage          `json:"usage,omitempty"`        // token usage of the call
 	DurationMS int64           `json:"duration_ms,omitempty"`  // how long it took
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`   // assistant: the tools it asked to run
+	ToolCallID string          `json:"tool_call_id,omitempty"` // tool: the call it answers
+	ToolName   string          `json:"tool_name,omitempty"`    // tool: the tool that ran
+	IsError    bool            `json:"is_error,omitempty"`     // tool: the result is an error
+	Silent     bool            `json:"silent,omitempty"`       // message: part of a silent turn (the flush before a compaction)
 	Data       json.RawMessage `json:"data,omitempty"`         // anything else a later feature needs
 }
 

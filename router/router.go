@@ -1,7 +1,10 @@
 // Package router is a desk's model router: it owns the desk's current
 // session (its id, trading date and exchanges, persisted so that a restart
-// picks it up again), sends turns to the desk's model, and asks the model
-// for the session's summary and the fold of the day's notes.
+// picks it up again), runs turns against the desk's model with the tool
+// loop, retries and falls back across the desk's models, keeps the desk
+// within its budgets, compacts a session that outgrows the model's context
+// window, and asks the model for the session's summary and the fold of the
+// day's notes.
 //
 // It is the model router of the reference design, not an HTTP router.
 package router
@@ -31,9 +34,39 @@ type state struct {
 	Session string      `json:"session"`
 	Date    memory.Date `json:"trading_date"`
 	Parent  string      `json:"parent,omitempty"`
+	Spend   Spend       `json:"spend"`
 }
 
-// Options configures a Router. Every field is required but Instructions.
+// DefaultCompactShare is the share of a model's context window a request
+// may fill before the session is compacted.
+const DefaultCompactShare = 0.8
+
+// Settings are a desk's router settings that a config reload may change.
+type Settings struct {
+	// Route lists the models to try, the desk's model first, then its fallbacks.
+	Route []Model
+	// Instructions are the desk's standing instructions (the system prompt).
+	Instructions string
+	// Tools are the tools the desk's model may call (see BuiltinTools).
+	Tools []Tool
+	// MaxToolRounds bounds the tool rounds of one turn (default 8).
+	MaxToolRounds int
+	// Budgets bound what the desk may spend.
+	Budgets Budgets
+	// CompactShare is the share of the context window that triggers a
+	// compaction (default 0.8).
+	CompactShare float64
+	// Retry retries each model of the route before the next is tried; nil
+	// makes one attempt per model.
+	Retry Retrier
+}
+
+// Retrier retries the calls to one model (RetryPolicy is deskd's).
+type Retrier interface {
+	Do(ctx context.Context, c clock.Clock, f func(ctx context.Context) (Response, error)) (Response, int, error)
+}
+
+// Options configures a Router.
 type Options struct {
 	// Desk is the desk's name.
 	Desk string
@@ -43,12 +76,9 @@ type Options struct {
 	Clock clock.Clock
 	// Day maps instants to trading dates.
 	Day memory.TradingDay
-	// Bus receives the router's events (a torn session file).
+	// Bus receives the router's events.
 	Bus *event.Bus
-	// Route lists the models to try, the desk's model first, then its fallbacks.
-	Route []Model
-	// Instructions are the desk's standing instructions (the system prompt).
-	Instructions string
+	Settings
 }
 
 // Reply is the outcome of one answered turn.
@@ -59,12 +89,17 @@ type Reply struct {
 	Model    string
 	Provider string
 	Scripted bool
-	Usage    memory.Usage
+	// Usage adds up every model call of the turn.
+	Usage memory.Usage
+	// Cost is the turn's cost where the models have prices.
+	Cost     float64
 	Duration time.Duration
+	// ToolCalls counts the tools the turn ran.
+	ToolCalls int
 }
 
 // Router runs one desk's model calls in its current session. Its methods
-// are safe for concurrent use; turns are expected one at a time.
+// are safe for concurrent use; turns run one at a time.
 type Router struct {
 	desk   string
 	folder *memory.Folder
@@ -72,34 +107,38 @@ type Router struct {
 	day    memory.TradingDay
 	bus    *event.Bus
 
-	mu           sync.Mutex
-	route        []Model
-	instructions string
-	cur          state
-	log          *memory.SessionLog
-	history      []Message
-	exchanges    int
+	mu         sync.Mutex
+	set        Settings
+	cur        state
+	log        *memory.SessionLog
+	history    []Message // what the next request carries, after the checkpoint
+	checkpoint string    // the latest checkpoint's text
+	exchanges  int
 }
 
 // New returns a router with no session; call RestoreSession first.
 func New(o Options) (*Router, error) {
-	if len(o.Route) == 0 {
-		return nil, fmt.Errorf("router %s: no model", o.Desk)
+	r := &Router{desk: o.Desk, folder: o.Folder, clock: o.Clock, day: o.Day, bus: o.Bus}
+	if err := r.Configure(o.Settings); err != nil {
+		return nil, err
 	}
-	return &Router{
-		desk: o.Desk, folder: o.Folder, clock: o.Clock, day: o.Day, bus: o.Bus,
-		route: o.Route, instructions: o.Instructions,
-	}, nil
+	return r, nil
 }
 
-// Configure replaces the route and the instructions; the next call uses them.
-func (r *Router) Configure(route []Model, instructions string) error {
-	if len(route) == 0 {
+// Configure replaces the desk's settings; the next call uses them.
+func (r *Router) Configure(s Settings) error {
+	if len(s.Route) == 0 {
 		return fmt.Errorf("router %s: no model", r.desk)
+	}
+	if s.MaxToolRounds <= 0 {
+		s.MaxToolRounds = DefaultMaxToolRounds
+	}
+	if s.CompactShare <= 0 || s.CompactShare > 1 {
+		s.CompactShare = DefaultCompactShare
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.route, r.instructions = route, instructions
+	r.set = s
 	return nil
 }
 
@@ -107,7 +146,7 @@ func (r *Router) Configure(route []Model, instructions string) error {
 func (r *Router) Primary() Model {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.route[0]
+	return r.set.Route[0]
 }
 
 // SessionID returns the current session's id ("" before RestoreSession).
@@ -132,6 +171,13 @@ func (r *Router) Exchanges() int {
 	return r.exchanges
 }
 
+// Spend returns what the desk has spent in this session and trading date.
+func (r *Router) Spend() Spend {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.spendLocked()
+}
+
 // RestoreSession picks up the session saved before a restart and reports
 // true, or starts the desk's first session and reports false.
 func (r *Router) RestoreSession(ctx context.Context) (resumed bool, err error) {
@@ -152,7 +198,8 @@ func (r *Router) RestoreSession(ctx context.Context) (resumed bool, err error) {
 }
 
 // Reset closes the current session and starts a new one for today's
-// trading date, linked to the old one as its parent.
+// trading date, linked to the old one as its parent. The session's spend
+// starts again at zero.
 func (r *Router) Reset(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -176,7 +223,9 @@ func (r *Router) Close() error {
 // state that openLocked completes, never an orphan session file.
 func (r *Router) startLocked(parent string) error {
 	now := r.clock.Now()
-	st := state{Session: newSessionID(now), Date: r.day.DateOf(now), Parent: parent}
+	spend := r.spendLocked()
+	spend.SessionTokens = 0
+	st := state{Session: newSessionID(now), Date: r.day.DateOf(now), Parent: parent, Spend: spend}
 	if err := r.folder.WriteJSON(stateFile, st); err != nil {
 		return fmt.Errorf("start session of %s: %w", r.desk, err)
 	}
@@ -211,85 +260,134 @@ func (r *Router) openLocked(st state) error {
 		})
 	}
 	r.cur, r.log = st, log
-	r.history, r.exchanges = conversation(records)
+	c := Rebuild(records)
+	r.history, r.checkpoint, r.exchanges = c.History, c.Checkpoint, c.Exchanges
 	return nil
 }
 
-// conversation rebuilds the answered exchanges of a session from its
-// records: each user message followed by its reply. A message that got no
-// reply (a failed turn) stays in the file but is not sent again.
-func conversation(records []memory.Record) (history []Message, exchanges int) {
-	var pending *memory.Record
-	for i := range records {
-		rec := &records[i]
-		if rec.Type != memory.RecordMessage {
-			continue
-		}
-		switch rec.Role {
-		case "user":
-			pending = rec
-		case "assistant":
-			if pending == nil || pending.Trigger != rec.Trigger {
-				continue
-			}
-			history = append(history, Message{Role: "user", Text: pending.Text}, Message{Role: "assistant", Text: rec.Text})
-			exchanges++
-			pending = nil
-		}
+// spendLocked returns the spend, with the day's counters at zero on a new
+// trading date.
+func (r *Router) spendLocked() Spend {
+	s := r.cur.Spend
+	if today := r.day.DateOf(r.clock.Now()); s.Date != today {
+		s = Spend{Date: today, SessionTokens: s.SessionTokens}
 	}
-	return history, exchanges
+	return s
 }
 
 // Send runs one turn: it records the trigger's text as the user's message,
-// asks the desk's model (then its fallbacks), and records the reply.
+// compacts the session first if the request would outgrow the model's
+// context window, then asks the desk's model (retrying, then falling back)
+// and runs the tools it calls until it answers, recording every message.
 func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.log == nil {
 		return Reply{}, fmt.Errorf("send %s to %s: no session", t.ID, r.desk)
 	}
-	if err := r.log.Append(memory.Record{
-		Type: memory.RecordMessage, At: r.clock.Now(), Role: "user", Text: t.Text, Trigger: t.ID, Kind: string(t.Kind),
-	}); err != nil {
+	user := Message{Role: RoleUser, Text: t.Text}
+	if err := r.budgetLocked(TaskTurn, 0, requestTokens(Request{System: r.systemLocked(), Messages: append(r.history, user)})); err != nil {
+		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "budget.exceeded", Trigger: t.ID, Text: err.Error()})
+		return Reply{}, err
+	}
+	if err := r.log.Append(memory.Record{Type: memory.RecordMessage, At: r.clock.Now(), Role: RoleUser, Text: t.Text, Trigger: t.ID, Kind: string(t.Kind)}); err != nil {
 		return Reply{}, fmt.Errorf("record trigger %s of %s: %w", t.ID, r.desk, err)
 	}
-	msgs := append(append([]Message(nil), r.history...), Message{Role: "user", Text: t.Text})
+	if err := r.compactIfFullLocked(ctx, t.ID, user); err != nil {
+		if ctx.Err() != nil {
+			return Reply{}, err
+		}
+		// A failed compaction leaves the history whole; the turn goes on
+		// and the model may refuse it as too long.
+		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "compaction.failed", Trigger: t.ID, Text: err.Error()})
+	}
 	start := r.clock.Now()
-	resp, model, err := r.completeLocked(ctx, Request{Task: TaskTurn, System: r.systemLocked(), Messages: msgs})
+	turn, reply, err := r.loopLocked(ctx, t.ID, TaskTurn, []Message{user}, r.set.Tools, r.set.MaxToolRounds, false)
+	reply.Duration = r.clock.Now().Sub(start)
 	if err != nil {
-		r.recordFailureLocked(t.ID, err)
-		return Reply{}, fmt.Errorf("turn %s of %s in session %s: %w", t.ID, r.desk, r.cur.Session, err)
+		var be *BudgetError
+		if errors.As(err, &be) {
+			r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "budget.exceeded", Trigger: t.ID, Text: err.Error()})
+			return reply, err
+		}
+		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "turn.failed", Trigger: t.ID, Text: err.Error()})
+		return reply, fmt.Errorf("turn %s of %s in session %s: %w", t.ID, r.desk, r.cur.Session, err)
 	}
-	elapsed := r.clock.Now().Sub(start)
-	usage := resp.Usage
-	if err := r.log.Append(memory.Record{
-		Type: memory.RecordMessage, At: r.clock.Now(), Role: "assistant", Text: resp.Text, Trigger: t.ID,
-		Model: model.Name, Provider: model.Provider, Scripted: model.Scripted(), Usage: &usage, DurationMS: elapsed.Milliseconds(),
-	}); err != nil {
-		return Reply{}, fmt.Errorf("record reply to %s of %s: %w", t.ID, r.desk, err)
-	}
-	r.history = append(msgs, Message{Role: "assistant", Text: resp.Text})
+	r.history = append(r.history, turn...)
 	r.exchanges++
-	return Reply{
-		Session: r.cur.Session, Turn: r.exchanges, Text: resp.Text, Model: model.Name, Provider: model.Provider,
-		Scripted: model.Scripted(), Usage: usage, Duration: elapsed,
-	}, nil
+	reply.Session, reply.Turn = r.cur.Session, r.exchanges
+	return reply, nil
+}
+
+// loopLocked runs the tool loop for the messages of one turn: it calls the
+// model, records its answer, runs the tools it asks for and sends their
+// results back, at most rounds times; the last round offers no tools, so
+// the model must answer. It returns the turn's messages.
+func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn []Message, tools []Tool, rounds int, silent bool) ([]Message, Reply, error) {
+	var reply Reply
+	var turnUsed int64
+	for round := 0; ; round++ {
+		offered := tools
+		if round >= rounds {
+			offered = nil
+		}
+		req := Request{Task: task, System: r.systemLocked(), Messages: append(append([]Message(nil), r.history...), turn...), Tools: specs(offered)}
+		if err := r.budgetLocked(task, turnUsed, requestTokens(req)); err != nil {
+			return turn, reply, err
+		}
+		callStart := r.clock.Now()
+		resp, model, err := r.completeLocked(ctx, req)
+		if err != nil {
+			return turn, reply, err
+		}
+		cost := r.chargeLocked(model, resp.Usage)
+		turnUsed += int64(resp.Usage.InputTokens + resp.Usage.OutputTokens)
+		reply.Usage = addUsage(reply.Usage, resp.Usage)
+		reply.Cost += cost
+		reply.Text, reply.Model, reply.Provider, reply.Scripted = resp.Text, model.Name, model.Provider, model.Scripted()
+		calls := resp.ToolCalls
+		if offered == nil {
+			calls = nil // past the round limit, tool calls are not run
+		}
+		usage := resp.Usage
+		if err := r.log.Append(memory.Record{
+			Type: memory.RecordMessage, At: r.clock.Now(), Role: RoleAssistant, Text: resp.Text, Trigger: trigger,
+			Model: model.Name, Provider: model.Provider, Scripted: model.Scripted(), Usage: &usage,
+			DurationMS: r.clock.Now().Sub(callStart).Milliseconds(), ToolCalls: encodeCalls(calls), Silent: silent,
+		}); err != nil {
+			return turn, reply, fmt.Errorf("record reply to %s: %w", trigger, err)
+		}
+		turn = append(turn, Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: calls})
+		if len(calls) == 0 {
+			return turn, reply, nil
+		}
+		for _, call := range calls {
+			result, isErr := runTool(ctx, tools, call)
+			reply.ToolCalls++
+			if err := r.log.Append(memory.Record{
+				Type: memory.RecordTool, At: r.clock.Now(), Role: RoleTool, Text: result, Trigger: trigger,
+				ToolCallID: call.ID, ToolName: call.Name, IsError: isErr, Silent: silent,
+			}); err != nil {
+				return turn, reply, fmt.Errorf("record tool result for %s: %w", trigger, err)
+			}
+			turn = append(turn, Message{Role: RoleTool, Text: result, ToolCallID: call.ID, ToolName: call.Name, IsError: isErr})
+		}
+	}
 }
 
 // Summarise asks the desk's model, in the current session, for a summary
-// of the session of trading date date. It makes one call; the caller retries.
+// of the session of trading date date. It makes one call (with the route's
+// retries and fallbacks); the caller retries.
 func (r *Router) Summarise(ctx context.Context, date memory.Date) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	prompt := fmt.Sprintf("Summarise this session of %s for your next session: what happened, what you decided, "+
 		"what is still open. Plain Markdown, at most 300 words.", date)
-	msgs := append(append([]Message(nil), r.history...), Message{Role: "user", Text: prompt})
-	resp, model, err := r.completeLocked(ctx, Request{Task: TaskSummary, System: r.systemLocked(), Messages: msgs})
+	text, err := r.askLocked(ctx, TaskSummary, prompt, nil)
 	if err != nil {
 		return "", fmt.Errorf("summarise session %s of %s: %w", r.cur.Session, r.desk, err)
 	}
-	r.recordEventLocked("session.summary", resp.Text, model)
-	return resp.Text, nil
+	return text, nil
 }
 
 // Digest returns the mechanical summary of the current session, made
@@ -308,28 +406,52 @@ func (r *Router) Fold(ctx context.Context, date memory.Date, memoryText, notes s
 	prompt := fmt.Sprintf("Fold the notes below into your Memory.md. Keep every lasting lesson already there; add what "+
 		"the notes teach that will matter on later days; drop what was only true on %s. Answer with the whole new "+
 		"Memory.md and nothing else.\n\n<memory>\n%s\n</memory>\n\n<notes>\n%s\n</notes>", date, memoryText, notes)
-	msgs := append(append([]Message(nil), r.history...), Message{Role: "user", Text: prompt})
-	resp, model, err := r.completeLocked(ctx, Request{
-		Task: TaskFold, System: r.systemLocked(), Messages: msgs,
-		Fold: &FoldInput{Date: date, Memory: memoryText, Notes: notes},
-	})
+	text, err := r.askLocked(ctx, TaskFold, prompt, &FoldInput{Date: date, Memory: memoryText, Notes: notes})
 	if err != nil {
 		return "", fmt.Errorf("fold notes of %s for %s: %w", date, r.desk, err)
 	}
-	r.recordEventLocked("memory.fold", fmt.Sprintf("folded notes of %s (%d bytes of Memory.md)", date, len(resp.Text)), model)
+	return text, nil
+}
+
+// askLocked makes one tool-less call at the end of the session's
+// conversation and records the answer as an event of the session.
+func (r *Router) askLocked(ctx context.Context, task Task, prompt string, fold *FoldInput) (string, error) {
+	req := Request{Task: task, System: r.systemLocked(), Fold: fold,
+		Messages: append(append([]Message(nil), r.history...), Message{Role: RoleUser, Text: prompt})}
+	if err := r.budgetLocked(task, 0, requestTokens(req)); err != nil {
+		return "", err
+	}
+	resp, model, err := r.completeLocked(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	r.chargeLocked(model, resp.Usage)
+	usage := resp.Usage
+	r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: string(task), Text: resp.Text,
+		Model: model.Name, Provider: model.Provider, Scripted: model.Scripted(), Usage: &usage})
 	return resp.Text, nil
 }
 
-// completeLocked tries each model of the route in turn and returns the
-// first answer.
+// completeLocked tries each model of the route in turn, each with the
+// retry policy, and returns the first answer.
 func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Model, error) {
 	var errs []error
-	for _, m := range r.route {
-		resp, err := m.Client.Complete(ctx, req)
+	for _, m := range r.set.Route {
+		call := func(ctx context.Context) (Response, error) { return m.Client.Complete(ctx, req) }
+		var resp Response
+		var err error
+		if r.set.Retry != nil {
+			resp, _, err = r.set.Retry.Do(ctx, r.clock, call)
+		} else {
+			resp, err = call(ctx)
+		}
 		if err == nil {
 			return resp, m, nil
 		}
-		errs = append(errs, fmt.Errorf("model %s: %w", m.Name, err))
+		if !strings.Contains(err.Error(), m.Name) {
+			err = fmt.Errorf("model %s: %w", m.Name, err)
+		}
+		errs = append(errs, err)
 		if ctx.Err() != nil {
 			break
 		}
@@ -337,35 +459,71 @@ func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Mod
 	return Response{}, Model{}, errors.Join(errs...)
 }
 
-func (r *Router) systemLocked() string {
-	var b strings.Builder
-	b.WriteString(r.instructions)
-	if mem, err := r.folder.ReadMemory(); err == nil && strings.TrimSpace(mem) != "" {
-		b.WriteString("\n\n## Memory.md (your lasting lessons)\n\n")
-		b.WriteString(mem)
+// budgetLocked refuses a call of est tokens that would pass a budget, and
+// announces it.
+func (r *Router) budgetLocked(task Task, turnUsed, est int64) error {
+	be := r.set.Budgets.check(r.desk, r.spendLocked(), task, turnUsed, est)
+	if be == nil {
+		return nil
 	}
-	return b.String()
+	event.Publish(r.bus, event.BudgetExceeded{
+		Header: event.Header{At: r.clock.Now(), Desk: r.desk}, Budget: be.Budget, Limit: int64(be.Limit), Used: int64(be.Used),
+	})
+	return be
 }
 
-func (r *Router) recordFailureLocked(trigger string, cause error) {
-	// The failure is also announced by the desk; a record that cannot be
-	// written here changes nothing the caller does.
-	_ = r.log.Append(memory.Record{
-		Type: memory.RecordEvent, At: r.clock.Now(), Kind: "turn.failed", Trigger: trigger, Text: cause.Error(),
-	})
+// chargeLocked adds a call's usage to the spend and persists it.
+func (r *Router) chargeLocked(m Model, u memory.Usage) float64 {
+	s := r.spendLocked()
+	n := int64(u.InputTokens + u.OutputTokens)
+	cost := m.Prices.cost(u)
+	s.DayTokens += n
+	s.SessionTokens += n
+	s.DayCost += cost
+	r.cur.Spend = s
+	if err := r.folder.WriteJSON(stateFile, r.cur); err != nil {
+		// The session file keeps every call's usage; the spend is rebuilt
+		// from the state at the next write.
+		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "spend.unsaved", Text: err.Error()})
+	}
+	return cost
 }
 
-func (r *Router) recordEventLocked(kind, text string, m Model) {
-	_ = r.log.Append(memory.Record{
-		Type: memory.RecordEvent, At: r.clock.Now(), Kind: kind, Text: text,
-		Model: m.Name, Provider: m.Provider, Scripted: m.Scripted(),
-	})
+func (r *Router) systemLocked() string {
+	mem, _ := r.folder.ReadMemory() // a Memory.md that cannot be read is left out of the prompt, not fatal
+	var checkpoint string
+	if r.checkpoint != "" {
+		checkpoint = "## Checkpoint: the earlier part of this session, summarised\n\n" + r.checkpoint
+	}
+	if strings.TrimSpace(mem) != "" {
+		mem = "## Memory.md (your lasting lessons)\n\n" + mem
+	}
+	return joinNonEmpty("\n\n", r.set.Instructions, mem, checkpoint)
+}
+
+// recordLocked appends a record whose failure to write changes nothing the
+// caller does (the failure is also announced or returned elsewhere).
+func (r *Router) recordLocked(rec memory.Record) {
+	rec.At = r.clock.Now()
+	_ = r.log.Append(rec)
+}
+
+func specs(tools []Tool) []ToolSpec {
+	out := make([]ToolSpec, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, t.Spec)
+	}
+	return out
+}
+
+func addUsage(a, b memory.Usage) memory.Usage {
+	return memory.Usage{InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens, CachedTokens: a.CachedTokens + b.CachedTokens}
 }
 
 // newSessionID returns a sortable, unique session id: the UTC start time
 // and eight random hex digits.
 func newSessionID(now time.Time) string {
 	var b [4]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux (Go 1.24+ panics instead of erroring)
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail (Go 1.24+)
 	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -31,21 +32,56 @@ func (Scripted) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	var text string
 	switch req.Task {
-	case TaskSummary:
+	case TaskSummary, TaskCompact:
 		text = Digest(req.Messages[:max(0, len(req.Messages)-1)])
+	case TaskFlush:
+		text = "NO_REPLY"
 	case TaskFold:
 		if req.Fold == nil {
 			return Response{}, fmt.Errorf("scripted fold: no fold input")
 		}
 		text = foldByAppending(req.Fold)
 	default:
-		var last string
-		if n := len(req.Messages); n > 0 {
-			last = req.Messages[n-1].Text
+		if call, ok := scriptedNote(req); ok {
+			return Response{ToolCalls: []ToolCall{call}, Usage: estimateUsage(req, ""), ModelID: ScriptedProvider}, nil
 		}
-		text = fmt.Sprintf("%s Received: %q", ScriptedLabel, firstLine(last))
+		text = fmt.Sprintf("%s Received: %q", ScriptedLabel, firstLine(lastUserText(req.Messages)))
 	}
-	return Response{Text: text, Usage: estimateUsage(req, text)}, nil
+	return Response{Text: text, Usage: estimateUsage(req, text), ModelID: ScriptedProvider}, nil
+}
+
+// scriptedNote makes the scripted model call the note tool for a message
+// whose own text has a line "NOTE: ...", once per turn: a way to rehearse
+// the tool loop offline.
+func scriptedNote(req Request) (ToolCall, bool) {
+	n := len(req.Messages)
+	if n == 0 || req.Messages[n-1].Role != RoleUser {
+		return ToolCall{}, false
+	}
+	offered := false
+	for _, t := range req.Tools {
+		offered = offered || t.Name == "note"
+	}
+	if !offered {
+		return ToolCall{}, false
+	}
+	for _, line := range strings.Split(triggers.OwnText(req.Messages[n-1].Text), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "NOTE:"); ok && strings.TrimSpace(rest) != "" {
+			args, _ := json.Marshal(map[string]string{"text": strings.TrimSpace(rest)})
+			return ToolCall{ID: "scripted-note-1", Name: "note", Arguments: args}, true
+		}
+	}
+	return ToolCall{}, false
+}
+
+// lastUserText returns the text of the last user message.
+func lastUserText(msgs []Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleUser {
+			return msgs[i].Text
+		}
+	}
+	return ""
 }
 
 func foldByAppending(in *FoldInput) string {

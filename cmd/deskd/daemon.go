@@ -152,7 +152,11 @@ func buildDesk(cfg *config.Config, dc *config.Desk, clk clock.Clock, bus *event.
 		route = append(route, m)
 	}
 	r, err := router.New(router.Options{
-		Desk: dc.Name, Folder: folder, Clock: clk, Day: cfg.Day, Bus: bus, Route: route, Instructions: dc.Instructions,
+		Desk: dc.Name, Folder: folder, Clock: clk, Day: cfg.Day, Bus: bus,
+		Settings: router.Settings{
+			Route: route, Instructions: dc.Instructions,
+			Tools: router.BuiltinTools(folder, func() memory.Date { return cfg.Day.DateOf(clk.Now()) }),
+		},
 	})
 	if err != nil {
 		return nil, nil, err

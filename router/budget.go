@@ -1,0 +1,86 @@
+package router
+
+import (
+	"fmt"
+
+	"github.com/deskd/deskd/memory"
+)
+
+// Budgets limit what a desk may spend. Zero means no limit.
+type Budgets struct {
+	// TurnTokens bounds the tokens (input and output) of one turn, tool
+	// rounds included.
+	TurnTokens int64
+	// SessionTokens bounds the tokens of one session.
+	SessionTokens int64
+	// DayTokens bounds the tokens of one trading date.
+	DayTokens int64
+	// DayCost bounds the cost of one trading date, in the currency of the
+	// models' prices; it counts only models with prices.
+	DayCost float64
+	// ReserveTokens may be spent beyond SessionTokens and DayTokens by the
+	// rollover's own calls (summary, fold) and by compaction, so that a
+	// spent desk still rolls over (default 20000 when any budget is set).
+	ReserveTokens int64
+}
+
+// Spend is what a desk has spent, persisted with its session.
+type Spend struct {
+	// Date is the trading date Day* count.
+	Date          memory.Date `json:"trading_date"`
+	DayTokens     int64       `json:"day_tokens"`
+	DayCost       float64     `json:"day_cost"`
+	SessionTokens int64       `json:"session_tokens"`
+}
+
+// BudgetError says which budget a call would pass.
+type BudgetError struct {
+	Desk   string
+	Budget string // turn_tokens, session_tokens, day_tokens, day_cost
+	Limit  float64
+	Used   float64
+}
+
+// Error names the budget, what was used, and when it resets.
+func (e *BudgetError) Error() string {
+	reset := "it resets at the next rollover"
+	if e.Budget == "turn_tokens" {
+		reset = "the turn stopped"
+	}
+	return fmt.Sprintf("desk %s: budget %s spent: %g used of %g; %s", e.Desk, e.Budget, e.Used, e.Limit, reset)
+}
+
+// check returns the budget that spending est more tokens would pass, for a
+// call of task within a turn that has used turnUsed so far.
+func (b Budgets) check(desk string, s Spend, task Task, turnUsed, est int64) *BudgetError {
+	reserve := int64(0)
+	if task == TaskSummary || task == TaskFold || task == TaskCompact {
+		reserve = b.ReserveTokens
+		if reserve == 0 && (b.SessionTokens > 0 || b.DayTokens > 0 || b.DayCost > 0) {
+			reserve = 20000
+		}
+	}
+	if b.TurnTokens > 0 && (task == TaskTurn || task == TaskFlush) && turnUsed+est > b.TurnTokens {
+		return &BudgetError{desk, "turn_tokens", float64(b.TurnTokens), float64(turnUsed + est)}
+	}
+	if b.SessionTokens > 0 && s.SessionTokens+est > b.SessionTokens+reserve {
+		return &BudgetError{desk, "session_tokens", float64(b.SessionTokens), float64(s.SessionTokens)}
+	}
+	if b.DayTokens > 0 && s.DayTokens+est > b.DayTokens+reserve {
+		return &BudgetError{desk, "day_tokens", float64(b.DayTokens), float64(s.DayTokens)}
+	}
+	if b.DayCost > 0 && reserve == 0 && s.DayCost >= b.DayCost {
+		return &BudgetError{desk, "day_cost", b.DayCost, s.DayCost}
+	}
+	return nil
+}
+
+// cost prices one call's usage, per million tokens.
+func (p Prices) cost(u memory.Usage) float64 {
+	cachedPrice := p.CachedInput
+	if cachedPrice == 0 {
+		cachedPrice = p.Input
+	}
+	fresh := max(0, u.InputTokens-u.CachedTokens)
+	return (float64(fresh)*p.Input + float64(u.CachedTokens)*cachedPrice + float64(u.OutputTokens)*p.Output) / 1e6
+}

@@ -1,0 +1,138 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/deskd/deskd/memory"
+)
+
+// flushPrompt opens the silent turn before a compaction.
+const flushPrompt = "[deskd: the earlier part of this session is about to be summarised to make room. " +
+	"Before that, write with the note tool anything you must not forget. Answer NO_REPLY when done.]"
+
+// compactPrompt asks for the checkpoint.
+const compactPrompt = "Summarise the conversation so far into a checkpoint that replaces it: the facts, positions, " +
+	"decisions and open questions you will need for the rest of the day. Plain Markdown, at most 400 words."
+
+// Conversation is a session's conversation rebuilt from its records.
+type Conversation struct {
+	// History is what the next request carries: the answered exchanges
+	// after the latest checkpoint, with their tool calls and results.
+	History []Message
+	// Checkpoint is the latest checkpoint's text ("" when there is none).
+	Checkpoint string
+	// Exchanges counts the answered turns of the whole session.
+	Exchanges int
+}
+
+// Rebuild rebuilds the conversation of a session file's records. A
+// turn that got no final answer (it failed, or was cut off) stays in the
+// file but is not sent again; silent turns are not sent again either.
+func Rebuild(records []memory.Record) Conversation {
+	var c Conversation
+	var pending []Message
+	var trigger string
+	for _, rec := range records {
+		if rec.Silent {
+			continue
+		}
+		switch rec.Type {
+		case memory.RecordCheckpoint:
+			c.History, c.Checkpoint = nil, rec.Text
+			pending = nil
+		case memory.RecordMessage:
+			switch rec.Role {
+			case RoleUser:
+				pending, trigger = []Message{{Role: RoleUser, Text: rec.Text}}, rec.Trigger
+			case RoleAssistant:
+				if pending == nil || rec.Trigger != trigger {
+					continue
+				}
+				calls := decodeCalls(rec.ToolCalls)
+				pending = append(pending, Message{Role: RoleAssistant, Text: rec.Text, ToolCalls: calls})
+				if len(calls) == 0 {
+					c.History = append(c.History, pending...)
+					c.Exchanges++
+					pending = nil
+				}
+			}
+		case memory.RecordTool:
+			if pending != nil && rec.Trigger == trigger {
+				pending = append(pending, Message{Role: RoleTool, Text: rec.Text, ToolCallID: rec.ToolCallID, ToolName: rec.ToolName, IsError: rec.IsError})
+			}
+		}
+	}
+	return c
+}
+
+// compactIfFullLocked compacts the session when the next request, with the
+// current turn's message, would carry more than the compaction share of
+// the desk model's context window. First the desk gets one silent turn to
+// write notes; then the exchanges so far are summarised into a checkpoint
+// record appended to the session file (nothing is deleted), and later
+// requests carry the checkpoint and what came after it. The current turn
+// is never compacted away.
+func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, current Message) error {
+	window := r.set.Route[0].ContextWindow
+	if window <= 0 || len(r.history) == 0 {
+		return nil
+	}
+	req := Request{System: r.systemLocked(), Messages: append(append([]Message(nil), r.history...), current), Tools: specs(r.set.Tools)}
+	est := requestTokens(req)
+	if float64(est) <= r.set.CompactShare*float64(window) {
+		return nil
+	}
+	var noteTool []Tool
+	for _, t := range r.set.Tools {
+		if t.Spec.Name == "note" {
+			noteTool = append(noteTool, t)
+		}
+	}
+	if len(noteTool) > 0 {
+		if _, _, err := r.loopLocked(ctx, trigger, TaskFlush, []Message{{Role: RoleUser, Text: flushPrompt}}, noteTool, 2, true); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "flush.failed", Trigger: trigger, Text: err.Error()})
+		}
+	}
+	text, err := r.askLocked(ctx, TaskCompact, compactPrompt, nil)
+	if err != nil {
+		return fmt.Errorf("compact session %s of %s: %w", r.cur.Session, r.desk, err)
+	}
+	data, _ := json.Marshal(map[string]any{"estimated_tokens": est, "context_window": window, "messages": len(r.history)})
+	if err := r.log.Append(memory.Record{Type: memory.RecordCheckpoint, At: r.clock.Now(), Text: text, Trigger: trigger, Data: data}); err != nil {
+		return fmt.Errorf("record checkpoint of %s: %w", r.desk, err)
+	}
+	r.history, r.checkpoint = nil, text
+	return nil
+}
+
+// Context reports what the desk's next request would carry, by source.
+// summary is the text a new session's first message would carry ("" when
+// the session already has exchanges).
+func (r *Router) Context(summary string) (ContextReport, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	mem, err := r.folder.ReadMemory()
+	if err != nil {
+		return ContextReport{}, err
+	}
+	index, err := SkillsIndex(r.folder)
+	if err != nil {
+		return ContextReport{}, err
+	}
+	if r.exchanges > 0 {
+		summary = ""
+	}
+	rep := ContextReport{
+		Desk: r.desk, Session: r.cur.Session, Model: r.set.Route[0].Name, Window: r.set.Route[0].ContextWindow, Estimate: true,
+		Sources: contextReport(r.set.Instructions, mem, index, summary, r.checkpoint, r.history, r.set.Tools),
+	}
+	for _, s := range rep.Sources {
+		rep.Total += s.Tokens
+	}
+	return rep, nil
+}

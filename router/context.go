@@ -1,0 +1,102 @@
+package router
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Estimate counts tokens offline at about four characters a token. It is an
+// estimate for every model: deskd ships no tokenizer, and the services'
+// own counts (recorded after each call) are what budgets charge.
+func Estimate(s string) int64 { return int64(len(s)+3) / 4 }
+
+// ContextReport is what the next request of a desk would carry, in tokens
+// by source.
+type ContextReport struct {
+	Desk    string `json:"desk"`
+	Session string `json:"session"`
+	Model   string `json:"model"`
+	// Window is the model's context window (0: unknown).
+	Window int `json:"context_window"`
+	// Sources are the tokens of each part, in request order.
+	Sources []Source `json:"sources"`
+	Total   int64    `json:"total"`
+	// Estimate is true: the counts are estimates (about four characters a token).
+	Estimate bool `json:"estimate"`
+}
+
+// Source is one part of a request.
+type Source struct {
+	Name   string `json:"name"`
+	Tokens int64  `json:"tokens"`
+}
+
+// contextReport measures the parts of the next request.
+func contextReport(instructions, memoryText, skillsIndex, summary, checkpoint string, history []Message, tools []Tool) []Source {
+	var hist int64
+	for _, m := range history {
+		hist += messageTokens(m)
+	}
+	var toolTokens int64
+	for _, t := range tools {
+		toolTokens += Estimate(t.Spec.Name) + Estimate(t.Spec.Description) + Estimate(string(t.Spec.Schema))
+	}
+	return []Source{
+		{"instructions", Estimate(instructions)},
+		{"memory", Estimate(memoryText)},
+		{"skills_index", Estimate(skillsIndex)},
+		{"summary", Estimate(summary)},
+		{"checkpoint", Estimate(checkpoint)},
+		{"history", hist},
+		{"tools", toolTokens},
+	}
+}
+
+func messageTokens(m Message) int64 {
+	n := Estimate(m.Text) + 4
+	for _, c := range m.ToolCalls {
+		n += Estimate(c.Name) + Estimate(string(c.Arguments))
+	}
+	return n
+}
+
+// requestTokens estimates a whole request.
+func requestTokens(req Request) int64 {
+	n := Estimate(req.System)
+	for _, m := range req.Messages {
+		n += messageTokens(m)
+	}
+	for _, t := range req.Tools {
+		n += Estimate(t.Name) + Estimate(t.Description) + Estimate(string(t.Schema))
+	}
+	return n
+}
+
+func encodeCalls(calls []ToolCall) json.RawMessage {
+	if len(calls) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(calls) // ToolCall always encodes
+	return b
+}
+
+func decodeCalls(raw json.RawMessage) []ToolCall {
+	if len(raw) == 0 {
+		return nil
+	}
+	var calls []ToolCall
+	if json.Unmarshal(raw, &calls) != nil {
+		return nil
+	}
+	return calls
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if strings.TrimSpace(p) != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, sep)
+}
