@@ -38,6 +38,10 @@ const (
 	// DefaultContextWindow is context_window for openai and anthropic
 	// models when it is not set (scripted models default to 0).
 	DefaultContextWindow = 128000
+	// DefaultMaxToolRounds is a desk's max_tool_rounds when it is not set.
+	DefaultMaxToolRounds = 8
+	// DefaultCompactShare is a desk's compact_share when it is not set.
+	DefaultCompactShare = 0.8
 	// DefaultMaxOutputTokens is max_output_tokens when it is not set.
 	DefaultMaxOutputTokens = 4096
 	// DefaultModelTimeout is a model's timeout when it is not set.
@@ -128,6 +132,8 @@ type Model struct {
 	MaxOutputTokens int
 	// Timeout bounds one request (timeout, default 120s).
 	Timeout time.Duration
+	// Prices are per million tokens (prices), nil when not set.
+	Prices *Prices
 }
 
 // Desk is one desk file, <desks_dir>/<desk>.yaml.
@@ -153,6 +159,15 @@ type Desk struct {
 	Curator Curator
 	// Rollover is daily (default) or off (rollover).
 	Rollover string
+	// Budgets are the desk's spending limits (budgets).
+	Budgets Budgets
+	// MaxToolRounds bounds the tool rounds of a turn (max_tool_rounds, default 8).
+	MaxToolRounds int
+	// CompactShare is the share of the model's context window a request
+	// may fill before the session is compacted (compact_share, default 0.8).
+	CompactShare float64
+	// Tools are the desk's command tools (tools), beside the built-in ones.
+	Tools []Tool
 }
 
 // Schedule is one entry of a desk's schedules: a cron expression that

@@ -222,7 +222,8 @@ func loadModel(ms node, name, dir string) Model {
 	if !ok {
 		return m
 	}
-	n.only("api_key_env", "api_key_file", "base_url", "context_window", "max_output_tokens", "model", "provider", "timeout")
+	n.only("api_key_env", "api_key_file", "base_url", "context_window", "max_output_tokens", "model", "prices", "provider", "timeout")
+	m.Prices = loadPrices(n)
 
 	if p, ok := n.requiredStr("provider"); ok {
 		m.Provider = p
@@ -431,7 +432,7 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 	if !ok {
 		return nil
 	}
-	root.only("curator", "fallbacks", "instructions", "instructions_file", "model", "rollover", "schedules")
+	root.only("budgets", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "model", "rollover", "schedules", "tools")
 	d := &Desk{Name: name, Path: file, Curator: Curator{Enabled: true}, Rollover: RolloverDaily}
 
 	if m, ok := root.requiredStr("model"); ok {
@@ -532,6 +533,8 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 			root.problem("rollover", "%q: want daily or off", r)
 		}
 	}
+
+	loadDeskModelKeys(root, d)
 
 	if !named {
 		return nil

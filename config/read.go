@@ -358,3 +358,23 @@ func (n node) mapping(key string) (node, state) {
 	}
 	return sub, set
 }
+
+// number reads a number (an integer or a decimal).
+func (n node) number(key string) (float64, state) {
+	v, ok := n.get(key)
+	if !ok {
+		return 0, absent
+	}
+	switch x := v.(type) {
+	case int:
+		return float64(x), set
+	case int64:
+		return float64(x), set
+	case uint64:
+		return float64(x), set
+	case float64:
+		return x, set
+	}
+	n.problem(key, "want a number, got %s", kind(v))
+	return 0, invalid
+}

@@ -1,0 +1,274 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Prices are a model's prices per million tokens (prices: {input, output,
+// cached_input}); cost budgets count only models that have them.
+type Prices struct {
+	Input       float64
+	Output      float64
+	CachedInput float64
+}
+
+// Budgets are a desk's spending limits (budgets); zero means no limit.
+type Budgets struct {
+	TurnTokens    int64   // turn_tokens
+	SessionTokens int64   // session_tokens
+	DayTokens     int64   // day_tokens
+	DayCost       float64 // day_cost, in the currency of the models' prices
+	ReserveTokens int64   // reserve_tokens: what the rollover may spend past a spent budget
+}
+
+// Tool is an operator-defined command tool of a desk (tools[]).
+type Tool struct {
+	// Name is what the model calls it (name, required).
+	Name string
+	// Description tells the model when to use it (description, required).
+	Description string
+	// Schema is the JSON schema of its arguments (schema: a mapping, or a
+	// string of JSON; a mapping's keys are read in lower case, so give a
+	// string when property names need capitals).
+	Schema json.RawMessage
+	// Command is the argv to run, no shell (command, required; a relative
+	// program path is relative to the desk file's folder).
+	Command []string
+	// Timeout bounds one run (timeout, default 30s).
+	Timeout time.Duration
+	// MaxOutput caps the bytes of stdout given to the model (max_output, default 16384).
+	MaxOutput int
+}
+
+// APIKey reads the model's API key from its environment variable or file.
+// The key is never kept in the Config; callers hold it only as long as
+// their client needs it. An empty key is an error.
+func (m Model) APIKey() (string, error) {
+	var key string
+	switch {
+	case m.APIKeyEnv != "":
+		key = os.Getenv(m.APIKeyEnv)
+		if strings.TrimSpace(key) == "" {
+			return "", fmt.Errorf("model %s: environment variable %s is not set", m.Name, m.APIKeyEnv)
+		}
+	case m.APIKeyFile != "":
+		b, err := os.ReadFile(m.APIKeyFile)
+		if err != nil {
+			return "", fmt.Errorf("model %s: read api_key_file: %w", m.Name, pathErr(err))
+		}
+		key = string(b)
+	default:
+		return "", fmt.Errorf("model %s: no api_key_env or api_key_file", m.Name)
+	}
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return "", fmt.Errorf("model %s: the API key is empty", m.Name)
+	}
+	return key, nil
+}
+
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// builtinTools are the names every desk's tools already have.
+var builtinTools = map[string]bool{"note": true, "memory_search": true, "skill_read": true, "skill_write": true}
+
+// loadPrices reads a model's prices.
+func loadPrices(n node) *Prices {
+	pn, st := n.mapping("prices")
+	if st != set {
+		return nil
+	}
+	pn.only("cached_input", "input", "output")
+	var p Prices
+	for key, dst := range map[string]*float64{"input": &p.Input, "output": &p.Output, "cached_input": &p.CachedInput} {
+		if f, st := pn.number(key); st == set {
+			if f < 0 {
+				pn.problem(key, "%g: want a price of 0 or more per million tokens", f)
+			}
+			*dst = f
+		}
+	}
+	return &p
+}
+
+// loadDeskModelKeys reads the desk keys of the model layer: budgets,
+// max_tool_rounds, compact_share and tools.
+func loadDeskModelKeys(root node, d *Desk) {
+	if bn, st := root.mapping("budgets"); st == set {
+		bn.only("day_cost", "day_tokens", "reserve_tokens", "session_tokens", "turn_tokens")
+		for key, dst := range map[string]*int64{"turn_tokens": &d.Budgets.TurnTokens, "session_tokens": &d.Budgets.SessionTokens,
+			"day_tokens": &d.Budgets.DayTokens, "reserve_tokens": &d.Budgets.ReserveTokens} {
+			if v, st := bn.integer(key); st == set {
+				if v < 0 {
+					bn.problem(key, "%d: want 0 (no limit) or more tokens", v)
+				}
+				*dst = int64(v)
+			}
+		}
+		if f, st := bn.number("day_cost"); st == set {
+			if f < 0 {
+				bn.problem("day_cost", "%g: want 0 (no limit) or more", f)
+			}
+			d.Budgets.DayCost = f
+		}
+	}
+	d.MaxToolRounds = DefaultMaxToolRounds
+	if v, st := root.integer("max_tool_rounds"); st == set {
+		d.MaxToolRounds = v
+		if v < 1 || v > 64 {
+			root.problem("max_tool_rounds", "%d: want 1 to 64", v)
+		}
+	}
+	d.CompactShare = DefaultCompactShare
+	if f, st := root.number("compact_share"); st == set {
+		d.CompactShare = f
+		if f <= 0.1 || f > 1 {
+			root.problem("compact_share", "%g: want a share of the context window above 0.1 and at most 1", f)
+		}
+	}
+	tools, st := root.list("tools")
+	if st != set {
+		return
+	}
+	names := map[string]int{}
+	for i, v := range tools {
+		field := fmt.Sprintf("%s[%d]", root.field("tools"), i)
+		tn, ok := root.asMapping(field, v)
+		if !ok {
+			continue
+		}
+		tn.only("command", "description", "max_output", "name", "schema", "timeout")
+		var t Tool
+		if name, ok := tn.requiredStr("name"); ok {
+			t.Name = name
+			switch j, dup := names[name]; {
+			case !toolNameRE.MatchString(name):
+				tn.problem("name", "bad tool name %q: want %s", name, toolNameRE)
+			case builtinTools[name]:
+				tn.problem("name", "%q is a built-in tool", name)
+			case dup:
+				tn.problem("name", "%q is also the name of tools[%d]", name, j)
+			default:
+				names[name] = i
+			}
+		}
+		if desc, ok := tn.requiredStr("description"); ok {
+			t.Description = desc
+		}
+		t.Schema = loadSchema(tn)
+		if argv, st := tn.list("command"); st == set {
+			for j, a := range argv {
+				s, ok := a.(string)
+				if !ok || s == "" {
+					tn.problem(fmt.Sprintf("command[%d]", j), "want a non-empty string, got %s", kind(a))
+					continue
+				}
+				t.Command = append(t.Command, s)
+			}
+			if len(t.Command) > 0 {
+				if prog := t.Command[0]; strings.ContainsRune(prog, '/') && !filepath.IsAbs(prog) {
+					t.Command[0] = filepath.Join(filepath.Dir(d.Path), prog)
+				}
+				if err := checkProgram(t.Command[0]); err != nil {
+					tn.problem("command", "%v", err)
+				}
+			} else if st == set {
+				tn.problem("command", "want the program and its arguments, such as [\"./quote\", \"--json\"]")
+			}
+		} else if st == absent {
+			tn.problem("command", "required")
+		}
+		t.Timeout = 30 * time.Second
+		if dur, st := tn.duration("timeout"); st == set {
+			t.Timeout = dur
+			if dur <= 0 || dur > 10*time.Minute {
+				tn.problem("timeout", "%v: want more than 0 and at most 10m", dur)
+			}
+		}
+		t.MaxOutput = 16 << 10
+		if v, st := tn.integer("max_output"); st == set {
+			t.MaxOutput = v
+			if v < 1 || v > 1<<20 {
+				tn.problem("max_output", "%d: want 1 to 1048576 bytes", v)
+			}
+		}
+		d.Tools = append(d.Tools, t)
+	}
+}
+
+// loadSchema reads a tool's schema: a mapping, or a string of JSON; it
+// must describe an object. No schema means an empty object schema.
+func loadSchema(tn node) json.RawMessage {
+	v, ok := tn.get("schema")
+	if !ok {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	var raw []byte
+	switch x := v.(type) {
+	case string:
+		raw = []byte(x)
+	default:
+		b, err := json.Marshal(normalise(x))
+		if err != nil {
+			tn.problem("schema", "cannot encode as JSON: %v", err)
+			return nil
+		}
+		raw = b
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		tn.problem("schema", "not a JSON object: %v", err)
+		return nil
+	}
+	if t, _ := obj["type"].(string); t != "object" {
+		tn.problem("schema", "type must be \"object\" (tool arguments are an object)")
+	}
+	return raw
+}
+
+// normalise turns YAML's map[any]any into map[string]any for JSON.
+func normalise(v any) any {
+	switch x := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = normalise(e)
+		}
+		return m
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = normalise(e)
+		}
+		return m
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalise(e)
+		}
+		return out
+	}
+	return v
+}
+
+// checkProgram checks that a command tool's program can be run.
+func checkProgram(prog string) error {
+	if !strings.ContainsRune(prog, '/') {
+		return nil // looked up in PATH when it runs
+	}
+	fi, err := os.Stat(prog)
+	if err != nil {
+		return fmt.Errorf("cannot run %s: %v", prog, pathErr(err))
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return errors.New("cannot run " + prog + ": not an executable file")
+	}
+	return nil
+}
