@@ -3,7 +3,9 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/deskd/deskd/memory"
 )
@@ -135,4 +137,28 @@ func (r *Router) Context(summary string) (ContextReport, error) {
 		rep.Total += s.Tokens
 	}
 	return rep, nil
+}
+
+// Inspect reports what the next request of a desk would carry, from its
+// files alone: it reads the saved session without opening it for writing,
+// so it is safe beside a running daemon. summary is as for Context.
+func Inspect(o Options, summary string) (ContextReport, error) {
+	r, err := New(o)
+	if err != nil {
+		return ContextReport{}, err
+	}
+	var st state
+	ok, err := o.Folder.ReadJSON(stateFile, &st)
+	if err != nil {
+		return ContextReport{}, fmt.Errorf("inspect %s: %w", o.Desk, err)
+	}
+	if ok && st.Session != "" {
+		records, err := o.Folder.ReadSession(st.Session)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ContextReport{}, fmt.Errorf("inspect %s: %w", o.Desk, err)
+		}
+		c := Rebuild(records)
+		r.cur, r.history, r.checkpoint, r.exchanges = st, c.History, c.Checkpoint, c.Exchanges
+	}
+	return r.Context(summary)
 }

@@ -143,21 +143,11 @@ func buildDesk(cfg *config.Config, dc *config.Desk, clk clock.Clock, bus *event.
 	if err != nil {
 		return nil, nil, fmt.Errorf("desk %s: %w", dc.Name, err)
 	}
-	var route []router.Model
-	for _, name := range append([]string{dc.Model}, dc.Fallbacks...) {
-		m, err := newModel(cfg.Models[name])
-		if err != nil {
-			return nil, nil, fmt.Errorf("desk %s: %w", dc.Name, err)
-		}
-		route = append(route, m)
+	settings, err := routerSettings(cfg, dc, folder, clk)
+	if err != nil {
+		return nil, nil, fmt.Errorf("desk %s: %w", dc.Name, err)
 	}
-	r, err := router.New(router.Options{
-		Desk: dc.Name, Folder: folder, Clock: clk, Day: cfg.Day, Bus: bus,
-		Settings: router.Settings{
-			Route: route, Instructions: dc.Instructions,
-			Tools: router.BuiltinTools(folder, func() memory.Date { return cfg.Day.DateOf(clk.Now()) }),
-		},
-	})
+	r, err := router.New(router.Options{Desk: dc.Name, Folder: folder, Clock: clk, Day: cfg.Day, Bus: bus, Settings: settings})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -178,14 +168,4 @@ func buildDesk(cfg *config.Config, dc *config.Desk, clk clock.Clock, bus *event.
 		ShutdownTimeout: cfg.ShutdownTimeout,
 	})
 	return d, r, nil
-}
-
-// newModel makes the client of one configured model.
-func newModel(m config.Model) (router.Model, error) {
-	switch m.Provider {
-	case router.ScriptedProvider:
-		return router.Model{Name: m.Name, Provider: m.Provider, Client: router.Scripted{}}, nil
-	default:
-		return router.Model{}, fmt.Errorf("model %s: provider %q is not available in this build", m.Name, m.Provider)
-	}
 }

@@ -57,6 +57,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCommand(stderr), newCheckConfigCommand(stdout), newVersionCommand(stdout))
+	root.AddCommand(newContextCommand(stdout))
 	return root
 }
 
