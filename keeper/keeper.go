@@ -79,6 +79,8 @@ type Options struct {
 	Day memory.TradingDay
 	// Disabled turns rollovers off: the desk keeps one session.
 	Disabled bool
+	// Guard decides whether a fold's result may replace Memory.md.
+	Guard memory.FoldGuard
 	// SummaryAttempts is how often a failing summary or fold call is tried
 	// before the rollover degrades (default 3).
 	SummaryAttempts int
@@ -121,6 +123,7 @@ type journal struct {
 	SummaryPath string      `json:"summary_path,omitempty"`
 	Degraded    bool        `json:"degraded,omitempty"`
 	Folded      bool        `json:"folded"`
+	FoldBefore  string      `json:"fold_before,omitempty"`
 	FoldResult  *string     `json:"fold_result,omitempty"`
 	FoldNotes   []string    `json:"fold_notes,omitempty"`
 	Curated     bool        `json:"curated"`
@@ -287,10 +290,14 @@ func (k *Keeper) summarise(ctx context.Context, j *journal) error {
 const foldedFile = "folded-notes.json"
 
 // fold folds every note not yet folded, up to the session's date, into
-// Memory.md. A degraded day folds nothing and leaves its notes for the next
-// fold; so does a fold the model fails. The model's result is journalled
-// before Memory.md is written, so a crash between the two does not fold the
-// same notes twice.
+// Memory.md, through the fold guard: a result that is empty, too large, or
+// drops too many of the prior entries is refused, and Memory.md stays as it
+// was. The write is a compare-and-swap on the text the fold read: when an
+// operator edited Memory.md meanwhile, the notes are folded once more into
+// the new text, and if that conflicts too the operator's file is kept. A
+// degraded day, a refused or failed fold, and a conflict all leave the
+// notes for the next fold. The model's result is journalled before
+// Memory.md is written, so a crash between the two does not fold twice.
 func (k *Keeper) fold(ctx context.Context, j *journal) error {
 	if j.Folded {
 		return nil
@@ -311,39 +318,56 @@ func (k *Keeper) fold(ctx context.Context, j *journal) error {
 	if _, err := k.o.Folder.ReadJSON(foldedFile, &folded); err != nil {
 		return err
 	}
-	before, err := k.o.Folder.ReadMemory()
-	if err != nil {
-		return err
-	}
-	if j.FoldResult == nil {
-		notes, dates, err := k.pendingNotes(j.Date, folded)
+	for attempt := 1; ; attempt++ {
+		current, err := k.o.Folder.ReadMemory()
 		if err != nil {
 			return err
 		}
-		if len(dates) == 0 {
-			return done(event.MemoryFolded{Reason: "no notes to fold"})
+		if j.FoldResult != nil && current == *j.FoldResult {
+			break // written before a crash
 		}
-		result, _, err := k.retry(ctx, func() (string, error) { return k.o.Router.Fold(ctx, j.Date, before, notes) })
-		if err != nil {
-			if ctx.Err() != nil {
+		if j.FoldResult == nil || current != j.FoldBefore {
+			notes, dates, err := k.pendingNotes(j.Date, folded)
+			if err != nil {
 				return err
 			}
-			return done(event.MemoryFolded{Notes: dates, Reason: "fold failed, notes kept for the next fold: " + oneLine(err.Error())})
+			if len(dates) == 0 {
+				return done(event.MemoryFolded{Reason: "no notes to fold"})
+			}
+			result, _, err := k.retry(ctx, func() (string, error) { return k.o.Router.Fold(ctx, j.Date, current, notes) })
+			if err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
+				return done(event.MemoryFolded{Notes: dates, Reason: "fold failed, notes kept for the next fold: " + oneLine(err.Error())})
+			}
+			if err := k.o.Guard.Check(current, result); err != nil {
+				return done(event.MemoryFolded{Notes: dates, Reason: oneLine(err.Error()) + "; Memory.md unchanged, notes kept for the next fold"})
+			}
+			j.FoldBefore, j.FoldResult, j.FoldNotes = current, &result, dates
+			if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
+				return err
+			}
 		}
-		j.FoldResult, j.FoldNotes = &result, dates
-		if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
-			return err
+		hist, err := k.o.Folder.ReplaceMemory(j.FoldBefore, *j.FoldResult)
+		if errors.Is(err, memory.ErrMemoryChanged) {
+			if attempt < 2 {
+				continue // an operator edited Memory.md during the fold: fold once more on their text
+			}
+			return done(event.MemoryFolded{Notes: j.FoldNotes, Reason: "Memory.md was edited during the fold twice; the operator's file is kept, notes kept for the next fold"})
 		}
-	}
-	ev := event.MemoryFolded{Folded: true, Notes: j.FoldNotes}
-	if *j.FoldResult != before {
-		hist, err := k.o.Folder.WriteMemory(*j.FoldResult)
 		if err != nil {
 			return err
 		}
-		ev.HistoryPath = hist
+		ev := event.MemoryFolded{Folded: true, Notes: j.FoldNotes, HistoryPath: hist}
+		ev.LinesAdded, ev.LinesRemoved = lineDiff(j.FoldBefore, *j.FoldResult)
+		if err := k.o.Folder.WriteJSON(foldedFile, mergeDates(folded, j.FoldNotes)); err != nil {
+			return err
+		}
+		return done(ev)
 	}
-	ev.LinesAdded, ev.LinesRemoved = lineDiff(before, *j.FoldResult)
+	ev := event.MemoryFolded{Folded: true, Notes: j.FoldNotes}
+	ev.LinesAdded, ev.LinesRemoved = lineDiff(j.FoldBefore, *j.FoldResult)
 	if err := k.o.Folder.WriteJSON(foldedFile, mergeDates(folded, j.FoldNotes)); err != nil {
 		return err
 	}

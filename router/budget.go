@@ -54,7 +54,7 @@ func (e *BudgetError) Error() string {
 // call of task within a turn that has used turnUsed so far.
 func (b Budgets) check(desk string, s Spend, task Task, turnUsed, est int64) *BudgetError {
 	reserve := int64(0)
-	if task == TaskSummary || task == TaskFold || task == TaskCompact {
+	if task == TaskSummary || task == TaskFold || task == TaskCompact || task == TaskCurate {
 		reserve = b.ReserveTokens
 		if reserve == 0 && (b.SessionTokens > 0 || b.DayTokens > 0 || b.DayCost > 0) {
 			reserve = 20000

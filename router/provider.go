@@ -20,6 +20,8 @@ const (
 	TaskFold    Task = "fold"
 	// TaskCompact asks for a checkpoint summary of older exchanges.
 	TaskCompact Task = "compact"
+	// TaskCurate asks for the skill curator's operations (JSON).
+	TaskCurate Task = "curate"
 	// TaskFlush is the silent turn before a compaction, in which the desk
 	// writes notes of what it must not forget.
 	TaskFlush Task = "flush"

@@ -114,6 +114,7 @@ type Router struct {
 	history    []Message // what the next request carries, after the checkpoint
 	checkpoint string    // the latest checkpoint's text
 	exchanges  int
+	lastTurn   memory.Date // the trading date of the session's last turn
 }
 
 // New returns a router with no session; call RestoreSession first.
@@ -206,6 +207,41 @@ func (r *Router) Reset(ctx context.Context) error {
 	return r.startLocked(r.cur.Session)
 }
 
+// Fork starts a new session for today that carries the current session's
+// context (its checkpoint and exchanges, copied into the new file), linked
+// to the current session as its parent, and returns the new id. The old
+// session file is left as it is.
+func (r *Router) Fork(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.log == nil {
+		return "", fmt.Errorf("fork session of %s: no session", r.desk)
+	}
+	parent, history, checkpoint, exchanges := r.cur.Session, r.history, r.checkpoint, r.exchanges
+	if err := r.startLocked(parent); err != nil {
+		return "", fmt.Errorf("fork session %s of %s: %w", parent, r.desk, err)
+	}
+	if checkpoint != "" {
+		r.recordLocked(memory.Record{Type: memory.RecordCheckpoint, Text: checkpoint, Data: []byte(`{"forked":true}`)})
+	}
+	trigger := ""
+	for i, m := range history {
+		if m.Role == RoleUser {
+			trigger = fmt.Sprintf("fork-%d", i)
+		}
+		rec := memory.Record{At: r.clock.Now(), Role: m.Role, Text: m.Text, Trigger: trigger, ToolCalls: encodeCalls(m.ToolCalls),
+			ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, Type: memory.RecordMessage, Kind: "fork"}
+		if m.Role == RoleTool {
+			rec.Type = memory.RecordTool
+		}
+		if err := r.log.Append(rec); err != nil {
+			return "", fmt.Errorf("fork session %s of %s: %w", parent, r.desk, err)
+		}
+	}
+	r.history, r.checkpoint, r.exchanges = history, checkpoint, exchanges
+	return r.cur.Session, nil
+}
+
 // Close closes the current session file.
 func (r *Router) Close() error {
 	r.mu.Lock()
@@ -262,7 +298,31 @@ func (r *Router) openLocked(st state) error {
 	r.cur, r.log = st, log
 	c := Rebuild(records)
 	r.history, r.checkpoint, r.exchanges = c.History, c.Checkpoint, c.Exchanges
+	r.lastTurn = memory.Date{}
+	for i := len(records) - 1; i >= 0; i-- {
+		if rec := records[i]; rec.Type == memory.RecordMessage && rec.Role == RoleUser && !rec.Silent {
+			r.lastTurn = r.day.DateOf(rec.At)
+			break
+		}
+	}
 	return nil
+}
+
+// dayMarkerLocked returns the line that goes before the first message of a
+// new trading day in a session that spans the boundary without rolling over
+// (rollover off, or a rollover that failed), so that the desk knows which
+// turns were "yesterday"; "" on the session's own day.
+func (r *Router) dayMarkerLocked(now time.Time) string {
+	last := r.lastTurn
+	if last.IsZero() {
+		last = r.cur.Date
+	}
+	today := r.day.DateOf(now)
+	if last.IsZero() || last == today {
+		return ""
+	}
+	return fmt.Sprintf("[deskd: a new trading day, %s; it is now %s. The turns above were on %s or before.]",
+		today, now.In(r.day.Location).Format("15:04 MST"), last)
 }
 
 // spendLocked returns the spend, with the day's counters at zero on a new
@@ -285,6 +345,10 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 	if r.log == nil {
 		return Reply{}, fmt.Errorf("send %s to %s: no session", t.ID, r.desk)
 	}
+	now := r.clock.Now()
+	if marker := r.dayMarkerLocked(now); marker != "" {
+		t.Text = marker + "\n" + t.Text
+	}
 	user := Message{Role: RoleUser, Text: t.Text}
 	if err := r.budgetLocked(TaskTurn, 0, requestTokens(Request{System: r.systemLocked(), Messages: append(r.history, user)})); err != nil {
 		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "budget.exceeded", Trigger: t.ID, Text: err.Error()})
@@ -293,6 +357,7 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 	if err := r.log.Append(memory.Record{Type: memory.RecordMessage, At: r.clock.Now(), Role: RoleUser, Text: t.Text, Trigger: t.ID, Kind: string(t.Kind)}); err != nil {
 		return Reply{}, fmt.Errorf("record trigger %s of %s: %w", t.ID, r.desk, err)
 	}
+	r.lastTurn = r.day.DateOf(now)
 	if err := r.compactIfFullLocked(ctx, t.ID, user); err != nil {
 		if ctx.Err() != nil {
 			return Reply{}, err
@@ -411,6 +476,29 @@ func (r *Router) Fold(ctx context.Context, date memory.Date, memoryText, notes s
 		return "", fmt.Errorf("fold notes of %s for %s: %w", date, r.desk, err)
 	}
 	return text, nil
+}
+
+// Ask makes one tool-less call outside the session's conversation, with
+// the desk's instructions, and records the answer as an event of the
+// session. The skill curator uses it.
+func (r *Router) Ask(ctx context.Context, prompt string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	req := Request{Task: TaskCurate, System: r.set.Instructions, Messages: []Message{{Role: RoleUser, Text: prompt}}}
+	if err := r.budgetLocked(TaskCurate, 0, requestTokens(req)); err != nil {
+		return "", err
+	}
+	resp, model, err := r.completeLocked(ctx, req)
+	if err != nil {
+		return "", fmt.Errorf("ask %s: %w", r.desk, err)
+	}
+	r.chargeLocked(model, resp.Usage)
+	usage := resp.Usage
+	if r.log != nil {
+		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: string(TaskCurate), Text: resp.Text,
+			Model: model.Name, Provider: model.Provider, Scripted: model.Scripted(), Usage: &usage})
+	}
+	return resp.Text, nil
 }
 
 // askLocked makes one tool-less call at the end of the session's

@@ -36,6 +36,8 @@ func (Scripted) Complete(ctx context.Context, req Request) (Response, error) {
 		text = Digest(req.Messages[:max(0, len(req.Messages)-1)])
 	case TaskFlush:
 		text = "NO_REPLY"
+	case TaskCurate:
+		text = `{"operations": []}`
 	case TaskFold:
 		if req.Fold == nil {
 			return Response{}, fmt.Errorf("scripted fold: no fold input")
