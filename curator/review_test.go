@@ -1,0 +1,190 @@
+package curator_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/curator"
+	"github.com/deskd/deskd/memory"
+)
+
+// answer is a fake model that gives a canned reply and keeps the prompt.
+type answer struct {
+	reply  string
+	err    error
+	prompt string
+}
+
+func (a *answer) Ask(_ context.Context, prompt string) (string, error) {
+	a.prompt = prompt
+	return a.reply, a.err
+}
+
+var day = memory.Date{Year: 2026, Month: 3, Day: 2}
+
+func skill(name, desc, extra string) string {
+	return "---\nname: " + name + "\ndescription: " + desc + "\n" + extra + "---\n\nBody of " + name + ".\n"
+}
+
+// setup makes a folder with four skills: gap (pinned), open-range (named by
+// a schedule), vwap and twap.
+func setup(t *testing.T, reply string) (*curator.Reviewer, *memory.Folder, *answer) {
+	t.Helper()
+	now := time.Date(2026, 3, 2, 18, 30, 0, 0, time.UTC)
+	f, err := memory.OpenFolder(t.TempDir(), "main", func() time.Time { now = now.Add(time.Millisecond); return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"gap":        skill("gap", "Opening gaps", "pinned: true\n"),
+		"open-range": skill("open-range", "Opening range", ""),
+		"vwap":       skill("vwap", "VWAP entries", ""),
+		"twap":       skill("twap", "TWAP entries", ""),
+	} {
+		if _, err := f.WriteSkill(name, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := &answer{reply: reply}
+	return &curator.Reviewer{Folder: f, Model: model, Now: f.Now, MaxChanges: 2,
+		ScheduleTexts: []string{"Before the open, use open-range."}}, f, model
+}
+
+func TestReviewAppliesAndRecords(t *testing.T) {
+	reply := `{"operations": [
+		{"op": "keep", "skill": "gap", "reason": "fine"},
+		{"op": "patch", "skill": "vwap", "content": "---\nname: vwap\ndescription: VWAP entries, fixed\n---\n\nBetter.\n", "reason": "clearer"},
+		{"op": "retire", "skill": "twap", "reason": "unused"}]}`
+	r, f, model := setup(t, reply)
+	got, err := r.Review(context.Background(), day, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Changes, "; ") != "keep gap; patch vwap; retire twap" {
+		t.Errorf("changes = %q", got.Changes)
+	}
+	if !strings.Contains(model.prompt, `"pinned": true`) || !strings.Contains(model.prompt, `"named_by_a_schedule": true`) {
+		t.Errorf("the prompt does not tell the model what is protected:\n%s", model.prompt)
+	}
+	if text, _ := f.ReadSkill("vwap"); !strings.Contains(text, "Better.") {
+		t.Errorf("vwap not patched: %q", text)
+	}
+	if _, err := f.ReadSkill("twap"); err == nil {
+		t.Error("twap is still a live skill after retire")
+	}
+	entries, err := curator.ReadLedger(f)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("ledger = %+v, %v; want 2 entries", entries, err)
+	}
+	retired := entries[1]
+	if retired.Action != "retire" || retired.Before == "" || retired.ArchivedTo == "" {
+		t.Fatalf("retire entry = %+v", retired)
+	}
+	if _, err := os.Stat(f.Path(retired.ArchivedTo + "/SKILL.md")); err != nil {
+		t.Fatalf("the retired skill was not archived: %v", err)
+	}
+	if entries[0].Before == entries[0].After || entries[0].Before == "" {
+		t.Errorf("patch entry hashes = %+v", entries[0])
+	}
+
+	// Undo both: the patch's old text and the retired skill come back.
+	if _, err := r.Undo(entries[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := f.ReadSkill("vwap"); text != skill("vwap", "VWAP entries", "") {
+		t.Errorf("undo of the patch left %q", text)
+	}
+	if _, err := r.Undo(entries[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if text, err := f.ReadSkill("twap"); err != nil || text != skill("twap", "TWAP entries", "") {
+		t.Errorf("undo of the retire: %q, %v", text, err)
+	}
+	if _, err := r.Undo(entries[1].ID); err == nil {
+		t.Error("an entry was undone twice")
+	}
+}
+
+func TestReviewNeverTouchesPinnedOrScheduledSkills(t *testing.T) {
+	reply := `{"operations": [
+		{"op": "retire", "skill": "gap", "reason": "old"},
+		{"op": "patch", "skill": "open-range", "content": "---\nname: open-range\n---\nx\n", "reason": "r"}]}`
+	r, f, _ := setup(t, reply)
+	got, err := r.Review(context.Background(), day, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "refused retire gap: pinned; refused patch open-range: named by a schedule"
+	if strings.Join(got.Changes, "; ") != want {
+		t.Errorf("changes = %q, want %q", got.Changes, want)
+	}
+	if text, _ := f.ReadSkill("open-range"); text != skill("open-range", "Opening range", "") {
+		t.Errorf("a scheduled skill was changed: %q", text)
+	}
+	if entries, _ := curator.ReadLedger(f); len(entries) != 0 {
+		t.Errorf("refusals wrote ledger entries: %+v", entries)
+	}
+}
+
+func TestBadRepliesChangeNothing(t *testing.T) {
+	tests := []struct{ name, reply, why string }{
+		{"malformed", `{"operations": [`, "malformed"},
+		{"prose", "I would retire twap.", "malformed"},
+		{"unknown skill", `{"operations": [{"op": "retire", "skill": "nope", "reason": "r"}]}`, "unknown skill"},
+		{"unknown op", `{"operations": [{"op": "delete", "skill": "twap", "reason": "r"}]}`, "unknown op"},
+		{"unknown field", `{"operations": [], "delete_all": true}`, "malformed"},
+		{"too many changes", `{"operations": [{"op": "retire", "skill": "twap", "reason": "r"}, {"op": "retire", "skill": "vwap", "reason": "r"},
+			{"op": "merge", "skills": ["vwap", "twap"], "into": "xwap", "content": "---\nname: xwap\n---\n", "reason": "r"}]}`, "too many changes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, f, _ := setup(t, tt.reply)
+			before, _ := f.Skills()
+			_, err := r.Review(context.Background(), day, "s1")
+			if err == nil || !strings.Contains(err.Error(), tt.why) {
+				t.Fatalf("Review = %v, want an error saying %q", err, tt.why)
+			}
+			after, _ := f.Skills()
+			if len(after) != len(before) {
+				t.Fatalf("skills %d -> %d after a bad reply", len(before), len(after))
+			}
+			for i := range after {
+				if after[i].Hash != before[i].Hash {
+					t.Errorf("skill %s changed after a bad reply", after[i].Name)
+				}
+			}
+		})
+	}
+}
+
+func TestMergeArchivesSources(t *testing.T) {
+	reply := `{"operations": [{"op": "merge", "skills": ["vwap", "twap"], "into": "execution", "content": "---\nname: execution\ndescription: both\n---\nMerged.\n", "reason": "overlap"}]}`
+	r, f, _ := setup(t, reply)
+	got, err := r.Review(context.Background(), day, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Changes, "; ") != "merge vwap, twap into execution" {
+		t.Errorf("changes = %q", got.Changes)
+	}
+	skills, _ := f.Skills()
+	var names []string
+	for _, s := range skills {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, ",") != "execution,gap,open-range" {
+		t.Errorf("skills after merge = %v", names)
+	}
+}
+
+func TestModelFailureIsReported(t *testing.T) {
+	r, _, model := setup(t, "")
+	model.err = errors.New("overloaded")
+	if _, err := r.Review(context.Background(), day, "s1"); err == nil || !strings.Contains(err.Error(), "overloaded") {
+		t.Fatalf("Review = %v", err)
+	}
+}
