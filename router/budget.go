@@ -39,6 +39,8 @@ type BudgetError struct {
 	Budget string // turn_tokens, session_tokens, day_tokens, day_cost
 	Limit  float64
 	Used   float64
+	// Need is what the refused call was estimated to add.
+	Need float64
 }
 
 // Error names the budget, what was used, and when it resets.
@@ -46,6 +48,9 @@ func (e *BudgetError) Error() string {
 	reset := "it resets at the next rollover"
 	if e.Budget == "turn_tokens" {
 		reset = "the turn stopped"
+	}
+	if e.Need > 0 {
+		return fmt.Sprintf("desk %s: budget %s: %g used of %g, and the next call needs about %g more; %s", e.Desk, e.Budget, e.Used, e.Limit, e.Need, reset)
 	}
 	return fmt.Sprintf("desk %s: budget %s spent: %g used of %g; %s", e.Desk, e.Budget, e.Used, e.Limit, reset)
 }
@@ -61,16 +66,16 @@ func (b Budgets) check(desk string, s Spend, task Task, turnUsed, est int64) *Bu
 		}
 	}
 	if b.TurnTokens > 0 && (task == TaskTurn || task == TaskFlush) && turnUsed+est > b.TurnTokens {
-		return &BudgetError{desk, "turn_tokens", float64(b.TurnTokens), float64(turnUsed + est)}
+		return &BudgetError{desk, "turn_tokens", float64(b.TurnTokens), float64(turnUsed), float64(est)}
 	}
 	if b.SessionTokens > 0 && s.SessionTokens+est > b.SessionTokens+reserve {
-		return &BudgetError{desk, "session_tokens", float64(b.SessionTokens), float64(s.SessionTokens)}
+		return &BudgetError{desk, "session_tokens", float64(b.SessionTokens), float64(s.SessionTokens), float64(est)}
 	}
 	if b.DayTokens > 0 && s.DayTokens+est > b.DayTokens+reserve {
-		return &BudgetError{desk, "day_tokens", float64(b.DayTokens), float64(s.DayTokens)}
+		return &BudgetError{desk, "day_tokens", float64(b.DayTokens), float64(s.DayTokens), float64(est)}
 	}
 	if b.DayCost > 0 && reserve == 0 && s.DayCost >= b.DayCost {
-		return &BudgetError{desk, "day_cost", b.DayCost, s.DayCost}
+		return &BudgetError{desk, "day_cost", b.DayCost, s.DayCost, 0}
 	}
 	return nil
 }

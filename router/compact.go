@@ -42,8 +42,9 @@ func Rebuild(records []memory.Record) Conversation {
 		}
 		switch rec.Type {
 		case memory.RecordCheckpoint:
+			// A checkpoint replaces the answered exchanges before it; the
+			// turn it was made for (pending) goes on after it.
 			c.History, c.Checkpoint = nil, rec.Text
-			pending = nil
 		case memory.RecordMessage:
 			switch rec.Role {
 			case RoleUser:

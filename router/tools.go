@@ -83,24 +83,26 @@ func (c CommandTool) Tool(desk string) Tool {
 	}
 }
 
-// capped is a writer that keeps the first limit bytes.
+// capped is a writer that keeps the first limit bytes. It is not a
+// bytes.Buffer underneath, so that io.Copy cannot go around Write.
 type capped struct {
-	bytes.Buffer
+	buf   []byte
 	limit int
 	cut   bool
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	room := c.limit - c.Len()
+	room := c.limit - len(c.buf)
 	if room < len(p) {
 		c.cut = true
-		if room > 0 {
-			c.Buffer.Write(p[:room])
-		}
+		c.buf = append(c.buf, p[:max(room, 0)]...)
 		return len(p), nil
 	}
-	return c.Buffer.Write(p)
+	c.buf = append(c.buf, p...)
+	return len(p), nil
 }
+
+func (c *capped) String() string { return string(c.buf) }
 
 // BuiltinTools returns the tools every desk has: note, memory_search,
 // skill_read and skill_write, over the desk's folder. today gives the
