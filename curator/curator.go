@@ -1,9 +1,11 @@
 // Package curator reviews a desk's own skills after the day's summary.
 //
-// This first curator takes stock: it lists the desk's skills
-// (skills/<name>/SKILL.md), records what it saw in the desk's curator ledger
-// and changes nothing. The model-driven review (keep, patch, merge, retire)
-// builds on the same ledger.
+// Each review first takes stock (Inventory): it lists the desk's skills
+// (skills/<name>/SKILL.md) and records what it saw. The Reviewer then asks
+// the desk's model for operations (keep, patch, merge, retire), applies at
+// most a few, never touching pinned or scheduled skills, archives what it
+// retires, and records every change in its ledger, from which any change
+// can be undone.
 package curator
 
 import (
@@ -18,11 +20,11 @@ import (
 	"github.com/deskd/deskd/memory"
 )
 
-// LedgerFile is the curator's append-only ledger in the desk folder: one
-// JSON line per review.
-const LedgerFile = "curator/ledger.jsonl"
+// InventoryFile is where the curator records what it saw: one JSON line
+// per review, every skill with its hash.
+const InventoryFile = "curator/inventory.jsonl"
 
-// Entry is one line of the ledger.
+// Entry is one line of the inventory.
 type Entry struct {
 	At      time.Time    `json:"at"`
 	Date    memory.Date  `json:"trading_date"`
@@ -40,7 +42,7 @@ type SkillStock struct {
 	Pinned      bool   `json:"pinned,omitempty"`
 }
 
-// Inventory is the stock-taking curator.
+// Inventory takes stock of a desk's skills; it changes nothing.
 type Inventory struct {
 	// Folder is the desk's folder.
 	Folder *memory.Folder
@@ -50,7 +52,7 @@ type Inventory struct {
 
 var _ keeper.Curator = (*Inventory)(nil)
 
-// Review lists the desk's skills and records them in the ledger.
+// Review lists the desk's skills and records them in the inventory.
 func (c *Inventory) Review(ctx context.Context, date memory.Date, session string) (keeper.Review, error) {
 	skills, err := c.Folder.Skills()
 	if err != nil {
@@ -62,7 +64,7 @@ func (c *Inventory) Review(ctx context.Context, date memory.Date, session string
 		e.Skills = append(e.Skills, SkillStock{Name: s.Name, Description: s.Description, Hash: s.Hash, Size: s.Size, Pinned: s.Pinned})
 		r.Skills = append(r.Skills, s.Name)
 	}
-	if err := appendLine(c.Folder.Path(LedgerFile), e); err != nil {
+	if err := appendLine(c.Folder.Path(InventoryFile), e); err != nil {
 		return keeper.Review{}, fmt.Errorf("review skills of %s: %w", c.Folder.Desk(), err)
 	}
 	return r, nil

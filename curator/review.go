@@ -84,16 +84,13 @@ type LedgerEntry struct {
 
 // Review asks the model for operations on the desk's skills and applies them.
 func (c *Reviewer) Review(ctx context.Context, date memory.Date, session string) (keeper.Review, error) {
+	r, err := (&Inventory{Folder: c.Folder, Now: c.Now}).Review(ctx, date, session)
+	if err != nil || len(r.Skills) == 0 {
+		return r, err
+	}
 	skills, err := c.Folder.Skills()
 	if err != nil {
-		return keeper.Review{}, fmt.Errorf("review skills of %s: %w", c.Folder.Desk(), err)
-	}
-	var r keeper.Review
-	for _, s := range skills {
-		r.Skills = append(r.Skills, s.Name)
-	}
-	if len(skills) == 0 {
-		return r, nil
+		return r, fmt.Errorf("review skills of %s: %w", c.Folder.Desk(), err)
 	}
 	used, err := c.usedOn(date)
 	if err != nil {
@@ -406,7 +403,7 @@ func (c *Reviewer) record(e LedgerEntry) error {
 	}
 	e.At = c.Now()
 	e.ID = fmt.Sprintf("c%d", len(entries)+1)
-	return appendLine(c.Folder.Path(ChangesFile), e)
+	return appendLine(c.Folder.Path(LedgerFile), e)
 }
 
 // keepBlob stores content under curator/blobs/<sha256>.md and returns the
@@ -475,12 +472,13 @@ func (c *Reviewer) usedOn(date memory.Date) (map[string]bool, error) {
 	return used, nil
 }
 
-// ChangesFile is the ledger of the curator's changes.
-const ChangesFile = "curator/changes.jsonl"
+// LedgerFile is the ledger of the curator's changes: one JSON line each,
+// with the skill's hashes before and after.
+const LedgerFile = "curator/ledger.jsonl"
 
 // ReadLedger returns the curator's change ledger, oldest first.
 func ReadLedger(folder *memory.Folder) ([]LedgerEntry, error) {
-	f, err := os.Open(folder.Path(ChangesFile))
+	f, err := os.Open(folder.Path(LedgerFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
