@@ -204,9 +204,10 @@ func (k *Keeper) Prepare(ctx context.Context, t triggers.Trigger) (triggers.Trig
 // new session ("daily_rollover", "manual_rollover"). A failure is announced
 // as rollover.failed and returned; the journal keeps the steps already done.
 func (k *Keeper) RollOver(ctx context.Context, reason string) (string, error) {
+	prev := k.o.Router.SessionID()
 	id, step, err := k.rollOver(ctx, reason)
 	if err != nil {
-		event.Publish(k.o.Bus, event.RolloverFailed{Header: k.header(), Session: k.o.Router.SessionID(), Step: string(step), Error: err.Error()})
+		event.Publish(k.o.Bus, event.RolloverFailed{Header: k.header(), Session: prev, Step: string(step), Error: err.Error()})
 		return "", fmt.Errorf("keeper %s: roll over: %s: %w", k.o.Desk, step, err)
 	}
 	return id, nil
@@ -236,11 +237,17 @@ func (k *Keeper) rollOver(ctx context.Context, reason string) (string, Step, err
 	if err := k.o.Router.Reset(ctx); err != nil {
 		return "", StepReset, err
 	}
-	j.NewSession, j.Done = k.o.Router.SessionID(), true
-	if err := k.save(j, StepReset); err != nil {
+	// The journal names the new session before it is announced, and is
+	// marked done after: a crash between the two announces it again at
+	// Start (at least once, never lost).
+	j.NewSession = k.o.Router.SessionID()
+	if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
 		return "", StepReset, err
 	}
-	k.announce(j.Reason, prev, j.SummaryPath)
+	j.Done = true
+	if err := k.save(j, StepReset, func() { k.announce(j.Reason, prev, j.SummaryPath) }); err != nil {
+		return "", StepReset, err
+	}
 	return j.NewSession, "", nil
 }
 
@@ -275,15 +282,11 @@ func (k *Keeper) summarise(ctx context.Context, j *journal) error {
 		return err
 	}
 	j.SummaryPath, j.Summarised = path, true
-	if err := k.save(*j, StepSummarised); err != nil {
-		return err
-	}
 	ev := event.SessionSummarized{Header: k.header(), Session: j.Session, Date: j.Date.String(), SummaryPath: path, Degraded: j.Degraded, Attempts: attempts}
 	if lastErr != nil {
 		ev.Error = lastErr.Error()
 	}
-	event.Publish(k.o.Bus, ev)
-	return nil
+	return k.save(*j, StepSummarised, func() { event.Publish(k.o.Bus, ev) })
 }
 
 // foldedFile lists the note dates already folded into Memory.md.
@@ -304,12 +307,8 @@ func (k *Keeper) fold(ctx context.Context, j *journal) error {
 	}
 	done := func(ev event.MemoryFolded) error {
 		j.Folded = true
-		if err := k.save(*j, StepFolded); err != nil {
-			return err
-		}
 		ev.Header, ev.Session, ev.Date = k.header(), j.Session, j.Date.String()
-		event.Publish(k.o.Bus, ev)
-		return nil
+		return k.save(*j, StepFolded, func() { event.Publish(k.o.Bus, ev) })
 	}
 	if j.Degraded {
 		return done(event.MemoryFolded{Reason: "degraded summary: notes kept for the next fold"})
@@ -426,11 +425,7 @@ func (k *Keeper) curate(ctx context.Context, j *journal) error {
 		ev.Skills, ev.Changes = append(ev.Skills, r.Skills...), append(ev.Changes, r.Changes...)
 	}
 	j.Curated = true
-	if err := k.save(*j, StepCurated); err != nil {
-		return err
-	}
-	event.Publish(k.o.Bus, ev)
-	return nil
+	return k.save(*j, StepCurated, func() { event.Publish(k.o.Bus, ev) })
 }
 
 // retry calls f up to SummaryAttempts times, waiting Backoff (doubling) on
@@ -457,11 +452,13 @@ func (k *Keeper) retry(ctx context.Context, f func() (string, error)) (string, i
 	}
 }
 
-// save writes the journal, then lets AfterStep see the durable step.
-func (k *Keeper) save(j journal, step Step) error {
+// save writes the journal, announces the step, then lets AfterStep see
+// the durable step.
+func (k *Keeper) save(j journal, step Step, announce func()) error {
 	if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
 		return err
 	}
+	announce()
 	if k.o.AfterStep != nil {
 		return k.o.AfterStep(step)
 	}

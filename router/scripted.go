@@ -118,9 +118,15 @@ func Digest(msgs []Message) string {
 		if m.Role != "user" {
 			continue
 		}
+		// The reply is the turn's last answer that asks for no tools.
 		reply := "(no reply)"
-		if i+1 < len(msgs) && msgs[i+1].Role == "assistant" {
-			reply = firstLine(msgs[i+1].Text)
+		for _, next := range msgs[i+1:] {
+			if next.Role == RoleUser {
+				break
+			}
+			if next.Role == RoleAssistant && len(next.ToolCalls) == 0 {
+				reply = firstLine(next.Text)
+			}
 		}
 		n++
 		fmt.Fprintf(&b, "- %s -> %s\n", firstLine(triggers.OwnText(m.Text)), reply)

@@ -39,7 +39,10 @@ func StartingAt(start time.Time) Clock {
 
 type offsetClock struct{ offset time.Duration }
 
-func (c offsetClock) Now() time.Time { return time.Now().Add(c.offset) }
+// Now returns the time in UTC, so that what deskd writes out does not
+// depend on the host's zone; trading dates are computed in the configured
+// zone from the instant.
+func (c offsetClock) Now() time.Time { return time.Now().Add(c.offset).UTC() }
 
 func (c offsetClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
 
