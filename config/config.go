@@ -31,6 +31,40 @@ const (
 	DefaultShutdownTimeout = 30 * time.Second
 	// MaxShutdownTimeout is the largest shutdown_timeout allowed.
 	MaxShutdownTimeout = 10 * time.Minute
+	// DefaultCalendarsDir is the calendars folder, relative to the main
+	// file, when calendars_dir is not set.
+	DefaultCalendarsDir = "calendars.d"
+	// UnixPrefix starts a listen address that is a unix socket: unix:PATH.
+	UnixPrefix = "unix:"
+)
+
+// Defaults and limits of a desk file.
+const (
+	// DefaultQueueLimit is queue_limit when it is not set.
+	DefaultQueueLimit = 256
+	// MaxQueueLimit is the largest queue_limit allowed.
+	MaxQueueLimit = 100000
+	// DefaultRunWithin is a schedule's missed run_within when missed is not set.
+	DefaultRunWithin = 5 * time.Minute
+)
+
+// Values of a desk's coalesce.
+const (
+	// CoalesceOff queues every market trigger (the default).
+	CoalesceOff = "off"
+	// CoalesceKey lets a market trigger with a key replace the queued
+	// market trigger of the same key.
+	CoalesceKey = "key"
+)
+
+// Values of a schedule's on.
+const (
+	// OnEveryDay fires every slot of the cron expression (the default).
+	OnEveryDay = "every_day"
+	// OnTradingDays fires only on the calendar's trading days.
+	OnTradingDays = "trading_days"
+	// OnMarketHours fires only while the calendar's market is open.
+	OnMarketHours = "market_hours"
 )
 
 // Defaults of a model entry.
@@ -65,6 +99,9 @@ const (
 	RolloverDaily = "daily"
 	// RolloverOff never rolls the desk's session over.
 	RolloverOff = "off"
+	// RolloverTradingDay rolls over at the first boundary into a trading
+	// day of the desk's calendar: a weekend or a holiday opens no new session.
+	RolloverTradingDay = "trading_day"
 )
 
 // Config is the whole configuration: the main file and every desk file.
@@ -83,8 +120,25 @@ type Config struct {
 	RolloverAt string
 	// Day maps instants to trading dates: Location, and Start parsed from RolloverAt.
 	Day memory.TradingDay
-	// Listen is the HTTP API's host:port (listen, default 127.0.0.1:7317).
+	// Listen is the HTTP API's first address (listen, default
+	// 127.0.0.1:7317): host:port, or unix:PATH for a unix socket.
 	Listen string
+	// Listens is every address of listen, which may be one string or a
+	// list; Listen is its first.
+	Listens []string
+	// AuthTokenFile is the absolute path of the file holding the API's
+	// bearer token (auth_token_file, relative to the main file's
+	// directory; $VARIABLES expanded). Empty: no token, and then listen
+	// must be loopback or a unix socket.
+	AuthTokenFile string
+	// CalendarsDir is the absolute path of the calendars folder
+	// (calendars_dir, default calendars.d beside the main file; it need
+	// not exist unless set).
+	CalendarsDir string
+	// Calendars is every exchange calendar by name: the ones deskd ships
+	// (NSE) and those of CalendarsDir, whose files replace shipped ones of
+	// the same name.
+	Calendars map[string]*triggers.Calendar
 	// DesksDir is the absolute path of the desks folder (desks_dir,
 	// default desks.d beside the main file).
 	DesksDir string
@@ -157,8 +211,16 @@ type Desk struct {
 	Schedules []Schedule
 	// Curator is the skill curator settings (curator).
 	Curator Curator
-	// Rollover is daily (default) or off (rollover).
+	// Rollover is daily (default), trading_day or off (rollover).
 	Rollover string
+	// QueueLimit bounds the desk's trigger queue (queue_limit, default 256).
+	QueueLimit int
+	// Coalesce is off (default) or key (coalesce).
+	Coalesce string
+	// Calendar names the desk's exchange calendar (calendar, a key of
+	// Config.Calendars): the default of its schedules, and what
+	// rollover: trading_day follows.
+	Calendar string
 	// Budgets are the desk's spending limits (budgets).
 	Budgets Budgets
 	// MaxToolRounds bounds the tool rounds of a turn (max_tool_rounds, default 8).
@@ -168,6 +230,8 @@ type Desk struct {
 	CompactShare float64
 	// Tools are the desk's command tools (tools), beside the built-in ones.
 	Tools []Tool
+	// Memory guards the folds into Memory.md (memory).
+	Memory MemoryGuard
 }
 
 // Schedule is one entry of a desk's schedules: a cron expression that
@@ -181,12 +245,32 @@ type Schedule struct {
 	Text string
 	// Spec is Cron parsed, evaluated in Config.Location.
 	Spec *triggers.Spec
+	// Calendar names the exchange calendar the schedule follows
+	// (calendar, default the desk's calendar).
+	Calendar string
+	// On is every_day (default), trading_days or market_hours (on);
+	// trading_days and market_hours need a calendar.
+	On string
+	// RunWithin is the missed-run policy (missed): a slot that passed while
+	// deskd was down still runs when it is at most this late (missed:
+	// {run_within: 10m}; default 5m); 0 is missed: skip.
+	RunWithin time.Duration
 }
 
 // Curator is a desk's skill curator settings.
 type Curator struct {
 	// Enabled runs the curator after the day's summary (enabled, default true).
 	Enabled bool
+	// MaxChanges caps the changes of one review (max_changes, default 5).
+	MaxChanges int
+}
+
+// MemoryGuard is a desk's guard on folds into Memory.md (memory).
+type MemoryGuard struct {
+	// MaxBytes caps Memory.md (max_bytes, default 32768).
+	MaxBytes int
+	// MinKept is the share of prior entries a fold must keep (min_kept, default 0.75).
+	MinKept float64
 }
 
 // Problem is one thing wrong with the config.

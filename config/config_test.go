@@ -144,7 +144,7 @@ func TestLoadExample(t *testing.T) {
 		{"len(Fallbacks)", len(d.Fallbacks), 0},
 		{"Instructions", d.Instructions, "You run the main desk. Keep notes of what you learn.\n"},
 		{"InstructionsFile", d.InstructionsFile, ""},
-		{"Curator", d.Curator, config.Curator{Enabled: true}},
+		{"Curator", d.Curator, config.Curator{Enabled: true, MaxChanges: 5}},
 		{"Rollover", d.Rollover, "daily"},
 		{"len(Schedules)", len(d.Schedules), 1},
 	}

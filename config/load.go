@@ -78,7 +78,7 @@ func loadMain(s *sink, file string) *Config {
 	if !ok {
 		return nil
 	}
-	root.only("desks_dir", "listen", "log", "models", "rollover_at", "shutdown_timeout", "state_dir", "timezone")
+	root.only("auth_token_file", "calendars_dir", "desks_dir", "listen", "log", "models", "rollover_at", "shutdown_timeout", "state_dir", "timezone")
 	dir := filepath.Dir(file)
 	c := &Config{Path: file, Models: map[string]Model{}, Desks: map[string]*Desk{}}
 
@@ -120,13 +120,9 @@ func loadMain(s *sink, file string) *Config {
 	}
 	c.Day.Location = c.Location
 
-	c.Listen = DefaultListen
-	if l, st := root.str("listen"); st == set {
-		c.Listen = l
-		if err := checkListen(l); err != nil {
-			root.problem("listen", "%v", err)
-		}
-	}
+	loadListen(root, c) // listen, auth_token_file, calendars: triggers.go
+	loadAuth(root, c, dir)
+	loadCalendars(root, c, dir)
 
 	c.DesksDir = resolve(dir, DefaultDesksDir)
 	if d, st := root.str("desks_dir"); st == set {
@@ -187,17 +183,6 @@ func parseClock(s string) (time.Duration, bool) {
 	h, _ := strconv.Atoi(m[1])
 	mm, _ := strconv.Atoi(m[2])
 	return time.Duration(h)*time.Hour + time.Duration(mm)*time.Minute, true
-}
-
-func checkListen(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%q is not host:port: %v", addr, unwrapAddrErr(err))
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("%q: port %q is not a number from 1 to 65535", addr, port)
-	}
-	return nil
 }
 
 func unwrapAddrErr(err error) string {
@@ -432,7 +417,7 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 	if !ok {
 		return nil
 	}
-	root.only("budgets", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "model", "rollover", "schedules", "tools")
+	root.only("budgets", "calendar", "coalesce", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "memory", "model", "queue_limit", "rollover", "schedules", "tools")
 	d := &Desk{Name: name, Path: file, Curator: Curator{Enabled: true}, Rollover: RolloverDaily}
 
 	if m, ok := root.requiredStr("model"); ok {
@@ -492,7 +477,7 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 			if !ok {
 				continue
 			}
-			sn.only("cron", "name", "text")
+			sn.only("calendar", "cron", "missed", "name", "on", "text")
 			var sc Schedule
 			if n, ok := sn.requiredStr("name"); ok {
 				sc.Name = n
@@ -516,25 +501,35 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 			if t, ok := sn.requiredStr("text"); ok {
 				sc.Text = t
 			}
+			loadScheduleTriggers(sn, &sc, c)
 			d.Schedules = append(d.Schedules, sc)
 		}
 	}
 
 	if cur, st := root.mapping("curator"); st == set {
-		cur.only("enabled")
+		cur.only("enabled", "max_changes")
 		if b, st := cur.boolean("enabled"); st == set {
 			d.Curator.Enabled = b
+		}
+		if v, st := cur.integer("max_changes"); st == set {
+			d.Curator.MaxChanges = v
+			if v < 1 || v > 100 {
+				cur.problem("max_changes", "%d: want 1 to 100", v)
+			}
 		}
 	}
 
 	if r, st := root.str("rollover"); st == set {
 		d.Rollover = r
-		if r != RolloverDaily && r != RolloverOff {
-			root.problem("rollover", "%q: want daily or off", r)
+		if r != RolloverDaily && r != RolloverOff && r != RolloverTradingDay {
+			root.problem("rollover", "%q: want daily or off, or trading_day (with a calendar)", r)
 		}
 	}
 
 	loadDeskModelKeys(root, d)
+
+	loadDeskTriggers(root, d, c)
+	finishDeskTriggers(root, d)
 
 	if !named {
 		return nil

@@ -119,6 +119,25 @@ func loadDeskModelKeys(root node, d *Desk) {
 			d.Budgets.DayCost = f
 		}
 	}
+	d.Memory = MemoryGuard{MaxBytes: 32 << 10, MinKept: 0.75}
+	if mn, st := root.mapping("memory"); st == set {
+		mn.only("max_bytes", "min_kept")
+		if v, st := mn.integer("max_bytes"); st == set {
+			d.Memory.MaxBytes = v
+			if v < 1024 || v > 1<<20 {
+				mn.problem("max_bytes", "%d: want 1024 to 1048576 bytes", v)
+			}
+		}
+		if f, st := mn.number("min_kept"); st == set {
+			d.Memory.MinKept = f
+			if f <= 0 || f > 1 {
+				mn.problem("min_kept", "%g: want a share above 0 and at most 1 (1 keeps every entry)", f)
+			}
+		}
+	}
+	if d.Curator.MaxChanges == 0 {
+		d.Curator.MaxChanges = 5
+	}
 	d.MaxToolRounds = DefaultMaxToolRounds
 	if v, st := root.integer("max_tool_rounds"); st == set {
 		d.MaxToolRounds = v

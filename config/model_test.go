@@ -134,3 +134,20 @@ func TestAPIKeyNeverInProblems(t *testing.T) {
 		t.Fatalf("APIKey() = %q, %v", key, err)
 	}
 }
+
+func TestMemoryGuardAndCuratorKeys(t *testing.T) {
+	path := setup(t, baseMain, map[string]string{"desks.d/main.yaml": baseDesk +
+		"memory: {max_bytes: 4096, min_kept: 0.5}\ncurator: {enabled: true, max_changes: 2}\n"})
+	d := mustLoad(t, path).Desks["main"]
+	if d.Memory != (config.MemoryGuard{MaxBytes: 4096, MinKept: 0.5}) || d.Curator.MaxChanges != 2 {
+		t.Errorf("memory %+v, curator %+v", d.Memory, d.Curator)
+	}
+	d = mustLoad(t, setup(t, baseMain, map[string]string{"desks.d/main.yaml": baseDesk})).Desks["main"]
+	if d.Memory != (config.MemoryGuard{MaxBytes: 32 << 10, MinKept: 0.75}) || d.Curator.MaxChanges != 5 {
+		t.Errorf("defaults: memory %+v, curator %+v", d.Memory, d.Curator)
+	}
+	_, err := config.Load(setup(t, baseMain, map[string]string{"desks.d/main.yaml": baseDesk + "memory: {min_kept: 0}\n"}))
+	if ps := problemsOf(t, err); !strings.Contains(ps.Error(), "memory.min_kept") {
+		t.Errorf("min_kept 0 not refused: %v", ps)
+	}
+}

@@ -2,15 +2,23 @@
 // queue one at a time, lets the keeper prepare each (rolling the session
 // over on a new trading day), sends it through the router, and announces
 // what happened. Desks are independent of one another.
+//
+// Every trigger passes through the desk's ledger (triggers.Ledger) before
+// it is queued, and every step of its turn is written there before the
+// next begins, so that a trigger accepted once is answered once, whatever
+// happens to the process: after a restart, a trigger that was queued, or
+// whose turn began but had not reached the model, runs again; one whose
+// turn had reached the model is marked interrupted, announced and shown in
+// the status, because the model may have acted.
 package desk
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/deskd/deskd/desk/clock"
@@ -23,17 +31,39 @@ import (
 // DefaultQueueLimit is how many triggers a desk's queue holds by default.
 const DefaultQueueLimit = 256
 
-// Options configures a Desk. Every field is required but QueueLimit and
-// ShutdownTimeout.
+// DefaultKeepFor is how long the ledger keeps finished triggers (and so
+// remembers their idempotency keys and outcomes) before compaction may
+// drop them.
+const DefaultKeepFor = 30 * 24 * time.Hour
+
+// ErrQueueFull is the error of Submit when the desk's queue is full.
+var ErrQueueFull = triggers.ErrQueueFull
+
+// ErrStopped is the error of a request to a desk whose loop is not running.
+var ErrStopped = errors.New("desk is not running")
+
+// Options configures a Desk. Every field is required but QueueLimit,
+// Coalesce, Calendar, KeepFor and ShutdownTimeout.
 type Options struct {
-	Name      string
-	Keeper    *keeper.Keeper
-	Router    *router.Router
+	Name   string
+	Keeper *keeper.Keeper
+	Router *router.Router
+	// Ledger is the desk's trigger ledger (triggers.LedgerFile in the
+	// desk's folder). The desk does not close it.
+	Ledger    *triggers.Ledger
 	Schedules []triggers.Entry
 	Clock     clock.Clock
 	Bus       *event.Bus
 	// QueueLimit bounds the queue (default DefaultQueueLimit).
 	QueueLimit int
+	// Coalesce lets a market trigger with a key replace the queued market
+	// trigger of the same key.
+	Coalesce bool
+	// Calendar is the desk's exchange calendar, for the status; may be nil.
+	Calendar *triggers.Calendar
+	// KeepFor is how long finished triggers stay in the ledger (default
+	// DefaultKeepFor).
+	KeepFor time.Duration
 	// ShutdownTimeout is how long a running turn may go on once the desk is
 	// told to stop, before it is cancelled (default 30s).
 	ShutdownTimeout time.Duration
@@ -41,91 +71,343 @@ type Options struct {
 
 // Desk is one desk's runtime.
 type Desk struct {
-	o     Options
-	queue *triggers.Queue
-	sched *triggers.Scheduler
-	seq   atomic.Int64
+	o      Options
+	queue  *triggers.Queue
+	sched  *triggers.Scheduler
+	ledger *triggers.Ledger
 
-	mu      sync.Mutex
-	running string // the id of the trigger whose turn is running
+	submitMu sync.Mutex // serialises Submit and schedule claims
+
+	rollovers chan rolloverRequest
+	reconfig  chan Settings
+	started   chan struct{}
+	done      chan struct{}
+	// interrupted are the triggers a restart found cut off during their
+	// model call; Run announces them once the session is known.
+	interrupted []triggers.Item
+
+	mu       sync.Mutex
+	state    string
+	running  *Running
+	calendar *triggers.Calendar
+	// seen is the router's session as the loop last saw it between turns:
+	// the router holds its lock for a whole model call, so Status must not
+	// ask it while a turn runs.
+	seen sessionView
 }
 
-// New returns a desk; Run starts it.
-func New(o Options) *Desk {
+// sessionView is what Status shows of the router.
+type sessionView struct {
+	session   string
+	date      string
+	exchanges int
+	model     router.Model
+}
+
+// Running is the turn a desk is running.
+type Running struct {
+	Trigger string        `json:"trigger"`
+	Kind    triggers.Kind `json:"kind"`
+	Since   time.Time     `json:"since"`
+	// Phase is "preparing" (the keeper may be rolling the session over)
+	// or "model" (the model router has the turn).
+	Phase string `json:"phase"`
+}
+
+type rolloverRequest struct {
+	reply chan rolloverResult
+}
+
+type rolloverResult struct {
+	previous, session string
+	err               error
+}
+
+// New returns a desk. It reads the desk's ledger: triggers that were queued
+// or running when deskd last stopped are queued again, and those whose turn
+// had reached the model are marked interrupted. Run starts the desk.
+func New(o Options) (*Desk, error) {
 	if o.QueueLimit <= 0 {
 		o.QueueLimit = DefaultQueueLimit
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = 30 * time.Second
 	}
-	d := &Desk{o: o, queue: triggers.NewQueue(o.QueueLimit)}
-	d.sched = &triggers.Scheduler{
-		Desk: o.Name, Clock: o.Clock, Entries: o.Schedules,
-		Fire: func(t triggers.Trigger) { _ = d.Submit(t) },
-		Missed: func(name string, slot time.Time) {
-			event.Publish(o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: name, Slot: slot, Reason: "clock passed several slots at once; the latest fired"})
-		},
+	if o.KeepFor <= 0 {
+		o.KeepFor = DefaultKeepFor
 	}
-	return d
+	if o.Ledger == nil {
+		return nil, fmt.Errorf("desk %s: no trigger ledger", o.Name)
+	}
+	d := &Desk{
+		o: o, queue: triggers.NewQueue(o.QueueLimit, o.Coalesce), ledger: o.Ledger,
+		rollovers: make(chan rolloverRequest), reconfig: make(chan Settings), started: make(chan struct{}), done: make(chan struct{}),
+		state: "starting", calendar: o.Calendar,
+	}
+	d.sched = d.scheduler(o.Schedules)
+	if n, live := o.Ledger.Records(), o.Ledger.Len(); n > 2*live+1000 {
+		if err := o.Ledger.Compact(o.Clock.Now().Add(-o.KeepFor)); err != nil {
+			return nil, fmt.Errorf("desk %s: %w", o.Name, err)
+		}
+	}
+	if err := d.recover(); err != nil {
+		return nil, fmt.Errorf("desk %s: %w", o.Name, err)
+	}
+	return d, nil
+}
+
+func (d *Desk) scheduler(entries []triggers.Entry) *triggers.Scheduler {
+	return &triggers.Scheduler{
+		Desk: d.o.Name, Clock: d.o.Clock, Entries: entries,
+		Last:   d.ledger.LastSlot,
+		Arm:    d.arm,
+		Fire:   d.claim,
+		Missed: d.missed,
+	}
+}
+
+// Settings are what a config reload may change in a running desk.
+type Settings struct {
+	Schedules  []triggers.Entry
+	QueueLimit int
+	Coalesce   bool
+	Calendar   *triggers.Calendar
+}
+
+// Configure applies new settings between turns: the schedules restart
+// from the ledger's record of their slots (a schedule that is new is
+// armed; one that keeps its name keeps its history), and the queue takes
+// the new limit and coalescing (triggers already queued stay queued).
+func (d *Desk) Configure(ctx context.Context, s Settings) error {
+	if s.QueueLimit <= 0 {
+		s.QueueLimit = DefaultQueueLimit
+	}
+	select {
+	case d.reconfig <- s:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.done:
+		return fmt.Errorf("desk %s: %w", d.o.Name, ErrStopped)
+	}
+}
+
+// recover queues again what the ledger says was waiting or had not reached
+// the model, and marks interrupted what had.
+func (d *Desk) recover() error {
+	now := d.o.Clock.Now()
+	for _, it := range d.ledger.Unfinished() {
+		switch it.State {
+		case triggers.StateQueued:
+			d.queue.Restore(it.Trigger)
+		case triggers.StateRunning:
+			if err := d.ledger.Append(triggers.Record{
+				At: now, ID: it.Trigger.ID, State: triggers.StateQueued,
+				Reason: "queued again after a restart: its turn had begun but had not reached the model",
+			}); err != nil {
+				return err
+			}
+			d.queue.Restore(it.Trigger)
+		case triggers.StateSent:
+			rec := triggers.Record{
+				At: now, ID: it.Trigger.ID, State: triggers.StateInterrupted, Session: it.Session, Turn: it.Turn,
+				Reason: "deskd stopped while the turn was with the model, which may have acted; it is not run again automatically",
+			}
+			if err := d.ledger.Append(rec); err != nil {
+				return err
+			}
+			it.State, it.Reason = triggers.StateInterrupted, rec.Reason
+			d.interrupted = append(d.interrupted, it)
+		}
+	}
+	return nil
 }
 
 // Name returns the desk's name.
 func (d *Desk) Name() string { return d.o.Name }
 
+// Started is closed once Run has started the desk's session and it takes
+// triggers.
+func (d *Desk) Started() <-chan struct{} { return d.started }
+
+// Done is closed when Run has returned.
+func (d *Desk) Done() <-chan struct{} { return d.done }
+
+// Ledger returns the desk's trigger ledger.
+func (d *Desk) Ledger() *triggers.Ledger { return d.ledger }
+
 // Status is a snapshot of a desk.
 type Status struct {
-	Name         string    `json:"name"`
-	Session      string    `json:"session"`
-	TradingDate  string    `json:"trading_date"`
-	Exchanges    int       `json:"exchanges"`
-	QueueDepth   int       `json:"queue_depth"`
-	Running      string    `json:"running,omitempty"`
-	Model        string    `json:"model"`
-	Provider     string    `json:"provider"`
-	Scripted     bool      `json:"scripted,omitempty"`
+	Name        string `json:"name"`
+	Session     string `json:"session"`
+	TradingDate string `json:"trading_date"`
+	Exchanges   int    `json:"exchanges"`
+	// State is starting, idle, running or stopped.
+	State      string   `json:"state"`
+	QueueDepth int      `json:"queue_depth"`
+	QueueLimit int      `json:"queue_limit"`
+	Running    *Running `json:"running,omitempty"`
+	Model      string   `json:"model"`
+	Provider   string   `json:"provider"`
+	Scripted   bool     `json:"scripted,omitempty"`
+	// NextSchedule and NextSlot are the next scheduled slot.
 	NextSchedule string    `json:"next_schedule,omitempty"`
 	NextSlot     time.Time `json:"next_slot,omitzero"`
+	// Calendar is the desk's exchange calendar and MarketOpen whether it
+	// is open now.
+	Calendar   string `json:"calendar,omitempty"`
+	MarketOpen *bool  `json:"market_open,omitempty"`
+	// Interrupted lists the triggers cut off during their model call, for
+	// an operator to decide on, oldest first.
+	Interrupted []TriggerStatus `json:"interrupted"`
 }
 
-// Status returns a snapshot of the desk.
+// Status returns a snapshot of the desk. It never waits for a running turn.
 func (d *Desk) Status() Status {
-	date, _ := d.o.Router.TradingDate()
-	m := d.o.Router.Primary()
 	d.mu.Lock()
-	running := d.running
-	d.mu.Unlock()
-	s := Status{
-		Name: d.o.Name, Session: d.o.Router.SessionID(), TradingDate: date.String(), Exchanges: d.o.Router.Exchanges(),
-		QueueDepth: d.queue.Len(), Running: running, Model: m.Name, Provider: m.Provider, Scripted: m.Scripted(),
+	state, seen := d.state, d.seen
+	var running *Running
+	if d.running != nil {
+		r := *d.running
+		running = &r
 	}
-	if name, at, ok := d.sched.Next(d.o.Clock.Now()); ok {
+	d.mu.Unlock()
+	now := d.o.Clock.Now()
+	s := Status{
+		Name: d.o.Name, Session: seen.session, TradingDate: seen.date, Exchanges: seen.exchanges,
+		State: state, QueueDepth: d.queue.Len(), QueueLimit: d.queue.Limit(), Running: running,
+		Model: seen.model.Name, Provider: seen.model.Provider, Scripted: seen.model.Scripted(), Interrupted: []TriggerStatus{},
+	}
+	d.mu.Lock()
+	sched, cal := d.sched, d.calendar
+	d.mu.Unlock()
+	if name, at, ok := sched.Next(now); ok {
 		s.NextSchedule, s.NextSlot = name, at
+	}
+	if c := cal; c != nil {
+		open := c.Open(now)
+		s.Calendar, s.MarketOpen = c.Name, &open
+	}
+	for _, it := range d.ledger.Interrupted() {
+		s.Interrupted = append(s.Interrupted, statusOf(d.o.Name, it, it))
 	}
 	return s
 }
 
-// Submit queues t for a turn. A trigger without an id gets one; one without
-// a time gets the clock's.
-func (d *Desk) Submit(t triggers.Trigger) error {
+// Accepted is Submit's answer.
+type Accepted struct {
+	// ID is the trigger's id (made up when the trigger had none).
+	ID string
+	// Duplicate is true when the ledger already knew the id; nothing was
+	// queued, and State is the earlier trigger's.
+	Duplicate bool
+	State     triggers.State
+	// Replaced is the queued trigger this one replaced (coalescing).
+	Replaced string
+}
+
+// Submit records t in the desk's ledger (durably) and queues it for a turn.
+// A trigger without an id gets one; one without a time gets the clock's.
+// An id the ledger already knows queues nothing: the answer is the known
+// trigger's state, with Duplicate set. A full queue is ErrQueueFull.
+func (d *Desk) Submit(t triggers.Trigger) (Accepted, error) {
+	return d.submit(t, "", time.Time{})
+}
+
+func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Accepted, error) {
 	t.Desk = d.o.Name
+	now := d.o.Clock.Now()
 	if t.ID == "" {
-		t.ID = "t" + strconv.FormatInt(d.o.Clock.Now().UnixMilli(), 36) + "-" + strconv.FormatInt(d.seq.Add(1), 10)
+		t.ID = newTriggerID(now)
 	}
 	if t.At.IsZero() {
-		t.At = d.o.Clock.Now()
+		t.At = now
 	}
-	if err := d.queue.Push(t); err != nil {
-		event.Publish(d.o.Bus, event.TriggerDropped{Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Reason: err.Error()})
-		return fmt.Errorf("desk %s: queue trigger %s: %w", d.o.Name, t.ID, err)
+	d.submitMu.Lock()
+	defer d.submitMu.Unlock()
+	if _, known, ok := d.ledger.Resolve(t.ID); ok {
+		return Accepted{ID: t.ID, Duplicate: true, State: known.State}, nil
 	}
-	event.Publish(d.o.Bus, event.TriggerQueued{Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Source: t.Source, Depth: d.queue.Len()})
-	return nil
+	queued, replaced, err := d.queue.Add(t, func(t triggers.Trigger, replaced *triggers.Trigger) error {
+		rec := triggers.Record{At: now, ID: t.ID, State: triggers.StateQueued, Trigger: &t, Schedule: schedule, Slot: slot}
+		if replaced != nil {
+			rec.Merges = []string{replaced.ID}
+		}
+		return d.ledger.Append(rec)
+	})
+	if errors.Is(err, triggers.ErrQueueFull) {
+		reason := fmt.Sprintf("queue full (%d triggers)", d.queue.Limit())
+		event.Publish(d.o.Bus, event.TriggerDropped{Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Reason: reason})
+		return Accepted{ID: t.ID}, fmt.Errorf("desk %s: queue trigger %s: %w", d.o.Name, t.ID, err)
+	}
+	if err != nil {
+		return Accepted{ID: t.ID}, fmt.Errorf("desk %s: queue trigger %s: %w", d.o.Name, t.ID, err)
+	}
+	a := Accepted{ID: t.ID, State: triggers.StateQueued}
+	ev := event.TriggerQueued{
+		Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Source: t.Source, Depth: d.queue.Len(), Key: t.Key,
+		Merged: queued.Merged,
+	}
+	if replaced != nil {
+		a.Replaced, ev.Replaced = replaced.ID, replaced.ID
+	}
+	event.Publish(d.o.Bus, ev)
+	return a, nil
+}
+
+// arm records when a new schedule's slots start to count.
+func (d *Desk) arm(e triggers.Entry, from time.Time) {
+	_ = d.ledger.Append(triggers.Record{At: d.o.Clock.Now(), ID: triggers.ArmID(e.Name), State: triggers.StateArmed, Schedule: e.Name, Slot: from})
+}
+
+// claim records a scheduled slot in the ledger and queues its trigger; a
+// slot that finds the queue full is recorded as dropped and announced.
+func (d *Desk) claim(e triggers.Entry, slot time.Time, t triggers.Trigger) {
+	_, err := d.submit(t, e.Name, slot)
+	if errors.Is(err, triggers.ErrQueueFull) {
+		reason := fmt.Sprintf("queue full (%d triggers)", d.queue.Limit())
+		_ = d.ledger.Append(triggers.Record{
+			At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateDropped, Trigger: &t, Schedule: e.Name, Slot: slot, Reason: reason,
+		})
+		event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: reason})
+	} else if err != nil {
+		event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: err.Error()})
+	}
+}
+
+// missed records and announces a slot that will not run.
+func (d *Desk) missed(e triggers.Entry, slot time.Time, reason string) {
+	_ = d.ledger.Append(triggers.Record{
+		At: d.o.Clock.Now(), ID: triggers.SlotID(e.Name, slot), State: triggers.StateMissed, Schedule: e.Name, Slot: slot, Reason: reason,
+	})
+	event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: reason})
+}
+
+// RollOver rolls the desk over to a new session now, between turns, and
+// returns the previous and the new session's ids.
+func (d *Desk) RollOver(ctx context.Context) (previous, session string, err error) {
+	req := rolloverRequest{reply: make(chan rolloverResult, 1)}
+	select {
+	case d.rollovers <- req:
+	case <-ctx.Done():
+		return "", "", ctx.Err()
+	case <-d.done:
+		return "", "", fmt.Errorf("desk %s: %w", d.o.Name, ErrStopped)
+	}
+	select {
+	case r := <-req.reply:
+		return r.previous, r.session, r.err
+	case <-ctx.Done():
+		return "", "", ctx.Err()
+	}
 }
 
 // Run starts the desk's session and runs turns until ctx is done. When ctx
 // ends no new turn starts; a running turn may finish within the shutdown
 // timeout, then it is cancelled. Run returns once the desk has stopped.
 func (d *Desk) Run(ctx context.Context) error {
+	defer close(d.done)
+	defer d.setState("stopped")
 	work, stop := d.workContext(ctx)
 	defer stop()
 	if err := d.o.Keeper.Start(work); err != nil {
@@ -137,14 +419,36 @@ func (d *Desk) Run(ctx context.Context) error {
 	defer func() {
 		event.Publish(d.o.Bus, event.DeskStopped{Header: d.header(), Reason: reason})
 	}()
+	for _, it := range d.interrupted {
+		event.Publish(d.o.Bus, event.TurnInterrupted{
+			Header: d.header(), Session: it.Session, Trigger: it.Trigger.ID, Kind: string(it.Trigger.Kind), Reason: it.Reason,
+		})
+	}
+	for _, t := range d.queue.Items() {
+		event.Publish(d.o.Bus, event.TriggerQueued{
+			Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Source: t.Source, Depth: d.queue.Len(), Key: t.Key,
+			Merged: t.Merged, Restored: true,
+		})
+	}
+	d.look()
+	d.setState("idle")
+	close(d.started)
 	if d.o.Keeper.Due() {
-		// The daemon was down over a boundary: roll over now, not at the first turn.
+		// The daemon was down over a boundary: roll over now, not at the
+		// first turn. Triggers may arrive meanwhile; they wait in the queue.
 		_, _ = d.o.Keeper.RollOver(work, "daily_rollover")
+		d.look()
 	}
 
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); d.sched.Run(ctx) }()
+	startScheduler := func(sc *triggers.Scheduler) (stop func()) {
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		wg.Add(1)
+		go func() { defer wg.Done(); defer close(done); sc.Run(sctx) }()
+		return func() { cancel(); <-done }
+	}
+	stopScheduler := startScheduler(d.sched)
 	defer wg.Wait()
 
 	for {
@@ -157,10 +461,27 @@ func (d *Desk) Run(ctx context.Context) error {
 			if d.o.Keeper.Due() {
 				_, _ = d.o.Keeper.RollOver(work, "daily_rollover")
 			}
+			d.look()
+		case s := <-d.reconfig:
+			boundary.Stop()
+			stopScheduler()
+			sc := d.scheduler(s.Schedules)
+			d.queue.Configure(s.QueueLimit, s.Coalesce)
+			d.mu.Lock()
+			d.sched, d.calendar = sc, s.Calendar
+			d.mu.Unlock()
+			stopScheduler = startScheduler(sc)
+		case req := <-d.rollovers:
+			boundary.Stop()
+			prev := d.o.Router.SessionID()
+			id, err := d.o.Keeper.RollOver(work, "manual_rollover")
+			d.look()
+			req.reply <- rolloverResult{previous: prev, session: id, err: err}
 		case <-d.queue.Ready():
 			boundary.Stop()
 			if t, ok := d.queue.Pop(); ok {
 				d.turn(work, t)
+				d.look()
 			}
 		}
 		if ctx.Err() != nil {
@@ -189,29 +510,55 @@ func (d *Desk) workContext(ctx context.Context) (work context.Context, stop func
 	return work, func() { cancel(errors.New("desk stopped")); wg.Wait() }
 }
 
-// turn runs one trigger through the keeper and the router.
+// turn runs one trigger through the keeper and the router, writing each
+// step to the ledger before taking it.
 func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
-	d.mu.Lock()
-	d.running = t.ID
-	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		d.running = ""
-		d.mu.Unlock()
-	}()
-	prepared, err := d.o.Keeper.Prepare(ctx, t)
+	now := d.o.Clock.Now()
+	if err := d.ledger.Note(triggers.Record{At: now, ID: t.ID, State: triggers.StateRunning}); err != nil {
+		// The ledger still says queued: the trigger runs after a restart.
+		event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: d.o.Router.SessionID(), Trigger: t.ID, Error: err.Error()})
+		return
+	}
+	d.setRunning(&Running{Trigger: t.ID, Kind: t.Kind, Since: now, Phase: "preparing"})
+	defer d.setRunning(nil)
+
+	msg := t
+	msg.Text = triggers.Prompt(t)
+	prepared, err := d.o.Keeper.Prepare(ctx, msg)
 	session := d.o.Router.SessionID()
 	turn := d.o.Router.Exchanges() + 1
 	if err != nil {
-		d.failed(ctx, session, turn, t, err)
+		if ctx.Err() != nil {
+			// Stopped before the model saw it: the ledger says running, so
+			// the trigger runs again after the restart.
+			return
+		}
+		d.finish(t, session, turn, triggers.StateFailed, err.Error())
+		event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()})
 		return
 	}
+	if err := d.ledger.Append(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateSent, Session: session, Turn: turn}); err != nil {
+		event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()})
+		return
+	}
+	d.look()
+	d.setPhase("model")
 	event.Publish(d.o.Bus, event.TurnStarted{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Kind: string(t.Kind)})
 	reply, err := d.o.Router.Send(ctx, prepared)
 	if err != nil {
-		d.failed(ctx, session, turn, t, err)
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			reason := context.Cause(ctx).Error()
+			d.finish(t, session, turn, triggers.StateInterrupted, reason)
+			event.Publish(d.o.Bus, event.TurnInterrupted{Header: d.header(), Session: session, Trigger: t.ID, Kind: string(t.Kind), Reason: reason})
+			return
+		}
+		d.finish(t, session, turn, triggers.StateFailed, err.Error())
+		event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()})
 		return
 	}
+	_ = d.ledger.Append(triggers.Record{
+		At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateAnswered, Session: reply.Session, Turn: reply.Turn, Reply: reply.Text,
+	})
 	event.Publish(d.o.Bus, event.TurnCompleted{
 		Header: d.header(), Session: reply.Session, Turn: reply.Turn, Trigger: t.ID, Model: reply.Model,
 		Provider: reply.Provider, Scripted: reply.Scripted, InputTokens: reply.Usage.InputTokens,
@@ -219,14 +566,61 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	})
 }
 
-func (d *Desk) failed(ctx context.Context, session string, turn int, t triggers.Trigger, err error) {
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		event.Publish(d.o.Bus, event.TurnInterrupted{Header: d.header(), Session: session, Trigger: t.ID, Reason: context.Cause(ctx).Error()})
+// finish writes a turn's final state. A failure to write it leaves the
+// ledger at sent, which the next start reports as interrupted: never run
+// twice.
+func (d *Desk) finish(t triggers.Trigger, session string, turn int, state triggers.State, reason string) {
+	_ = d.ledger.Append(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: state, Session: session, Turn: turn, Reason: reason})
+}
+
+// look records the router's session for Status. Only the loop calls it,
+// between turns.
+func (d *Desk) look() {
+	date, _ := d.o.Router.TradingDate()
+	v := sessionView{
+		session: d.o.Router.SessionID(), date: date.String(), exchanges: d.o.Router.Exchanges(), model: d.o.Router.Primary(),
+	}
+	d.mu.Lock()
+	d.seen = v
+	d.mu.Unlock()
+}
+
+func (d *Desk) setState(s string) {
+	d.mu.Lock()
+	d.state = s
+	d.mu.Unlock()
+}
+
+func (d *Desk) setRunning(r *Running) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.running = r
+	if d.state == "stopped" {
 		return
 	}
-	event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()})
+	if r != nil {
+		d.state = "running"
+	} else {
+		d.state = "idle"
+	}
+}
+
+func (d *Desk) setPhase(p string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running != nil {
+		d.running.Phase = p
+	}
 }
 
 func (d *Desk) header() event.Header {
 	return event.Header{At: d.o.Clock.Now(), Desk: d.o.Name}
+}
+
+// newTriggerID makes an id for a trigger that came without one: the UTC
+// time and random hex, sortable and unique.
+func newTriggerID(now time.Time) string {
+	var b [5]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail on Linux
+	return "t-" + now.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
 }

@@ -30,7 +30,7 @@ func levelOf(e event.Event) zerolog.Level {
 	switch e := e.(type) {
 	case event.ConfigRejected, event.RolloverFailed:
 		return zerolog.ErrorLevel
-	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.ScheduleMissed,
+	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.ScheduleMissed, event.InboxRejected,
 		event.BudgetExceeded, event.SessionTorn:
 		return zerolog.WarnLevel
 	case event.SessionSummarized:

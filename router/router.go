@@ -525,7 +525,18 @@ func (r *Router) askLocked(ctx context.Context, task Task, prompt string, fold *
 func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Model, error) {
 	var errs []error
 	for _, m := range r.set.Route {
-		call := func(ctx context.Context) (Response, error) { return m.Client.Complete(ctx, req) }
+		call := func(ctx context.Context) (Response, error) {
+			resp, err := m.Client.Complete(ctx, req)
+			if err != nil && ctx.Err() == nil {
+				ev := event.ModelFailed{Header: event.Header{At: r.clock.Now(), Desk: r.desk}, Model: m.Name, Error: err.Error()}
+				var ae *APIError
+				if errors.As(err, &ae) {
+					ev.Status, ev.Retryable = ae.Status, ae.Retryable
+				}
+				event.Publish(r.bus, ev)
+			}
+			return resp, err
+		}
 		var resp Response
 		var err error
 		if r.set.Retry != nil {

@@ -5,37 +5,69 @@ import (
 	"sync"
 )
 
-// ErrQueueFull is returned by Push when the queue holds its limit.
+// ErrQueueFull is returned by Add when the queue holds its limit.
 var ErrQueueFull = errors.New("queue full")
 
 // Queue is one desk's queue of triggers waiting for a turn: manual triggers
 // go first, then market, then scheduled ones, each kind in arrival order.
-// It is safe for concurrent use.
+// With coalescing on, a market trigger with a key replaces the queued
+// market trigger of the same key, in that trigger's place. It is safe for
+// concurrent use.
 type Queue struct {
-	mu    sync.Mutex
-	items []Trigger
-	limit int
-	ready chan struct{}
+	mu       sync.Mutex
+	items    []Trigger
+	limit    int
+	coalesce bool
+	ready    chan struct{}
 }
 
-// NewQueue returns an empty queue that holds at most limit triggers.
-func NewQueue(limit int) *Queue {
-	return &Queue{limit: limit, ready: make(chan struct{}, 1)}
+// NewQueue returns an empty queue that holds at most limit triggers; with
+// coalesce, market triggers of one key replace one another while queued.
+func NewQueue(limit int, coalesce bool) *Queue {
+	return &Queue{limit: limit, coalesce: coalesce, ready: make(chan struct{}, 1)}
 }
 
-// Push adds t, or returns ErrQueueFull.
-func (q *Queue) Push(t Trigger) error {
+// Add queues t. Under the queue's lock and before anything changes, it
+// calls commit with the trigger as it will be queued (Merged counted) and
+// the queued trigger it replaces (nil when none); commit makes the change
+// durable, and when it fails the queue is left as it was and its error is
+// returned. Add returns ErrQueueFull, without calling commit, when t would
+// take a new place in a full queue.
+func (q *Queue) Add(t Trigger, commit func(t Trigger, replaced *Trigger) error) (Trigger, *Trigger, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.coalesce && t.Kind == Market && t.Key != "" {
+		for i, old := range q.items {
+			if old.Kind != Market || old.Key != t.Key {
+				continue
+			}
+			t.Merged = old.Merged + 1
+			if err := commit(t, &old); err != nil {
+				return t, nil, err
+			}
+			q.items[i] = t
+			q.signal()
+			return t, &old, nil
+		}
+	}
 	if len(q.items) >= q.limit {
-		return ErrQueueFull
+		return t, nil, ErrQueueFull
+	}
+	if err := commit(t, nil); err != nil {
+		return t, nil, err
 	}
 	q.items = append(q.items, t)
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-	return nil
+	q.signal()
+	return t, nil, nil
+}
+
+// Restore queues t whatever the limit: it is for triggers accepted before
+// a restart, which the queue must hold again.
+func (q *Queue) Restore(t Trigger) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.items = append(q.items, t)
+	q.signal()
 }
 
 // Pop removes and returns the trigger to run next.
@@ -54,10 +86,7 @@ func (q *Queue) Pop() (Trigger, bool) {
 	t := q.items[best]
 	q.items = append(q.items[:best], q.items[best+1:]...)
 	if len(q.items) > 0 {
-		select {
-		case q.ready <- struct{}{}:
-		default:
-		}
+		q.signal()
 	}
 	return t, true
 }
@@ -70,6 +99,43 @@ func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.items)
+}
+
+// Limit returns the queue's limit.
+func (q *Queue) Limit() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.limit
+}
+
+// Configure changes the limit and coalescing. Triggers already queued
+// stay, even beyond a lower limit.
+func (q *Queue) Configure(limit int, coalesce bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.limit, q.coalesce = limit, coalesce
+}
+
+// Items returns the waiting triggers in the order they will run.
+func (q *Queue) Items() []Trigger {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]Trigger, 0, len(q.items))
+	for r := range 3 {
+		for _, t := range q.items {
+			if rank(t.Kind) == r {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+func (q *Queue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
 }
 
 func rank(k Kind) int {

@@ -8,16 +8,95 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 )
 
+// On says on which days, or at which hours, a schedule with a calendar fires.
+type On string
+
+// The values of On.
+const (
+	// EveryDay fires every slot of the cron expression (the default).
+	EveryDay On = ""
+	// TradingDays fires only on the calendar's trading days.
+	TradingDays On = "trading_days"
+	// MarketHours fires only while the market is open.
+	MarketHours On = "market_hours"
+)
+
+// DefaultRunWithin is how late a slot missed while deskd was down may still
+// run, when a schedule says nothing.
+const DefaultRunWithin = 5 * time.Minute
+
+// DefaultGrace is how late a slot may fire while deskd runs (a timer that
+// woke late, a slow disk) before it counts as missed.
+const DefaultGrace = time.Minute
+
 // Entry is one of a desk's schedules.
 type Entry struct {
 	Name string
 	Spec *Spec
 	Text string
+	// Calendar, if set, filters the slots by On.
+	Calendar *Calendar
+	On       On
+	// RunWithin is the missed-run policy: a slot that passed while deskd
+	// was down still runs if it is at most this late (only the latest such
+	// slot); 0 means skip every missed slot.
+	RunWithin time.Duration
 }
+
+// Next returns the first slot of e strictly after t, or the zero time if
+// there is none in reach.
+func (e Entry) Next(t time.Time) time.Time {
+	for range 5000 {
+		s := e.Spec.Next(t)
+		if s.IsZero() || e.Calendar == nil {
+			return s
+		}
+		switch e.On {
+		case TradingDays:
+			if e.Calendar.TradingDay(s) {
+				return s
+			}
+			next, ok := e.Calendar.NextTradingDay(s)
+			if !ok {
+				return time.Time{}
+			}
+			t = next.Add(-time.Nanosecond)
+		case MarketHours:
+			if e.Calendar.Open(s) {
+				return s
+			}
+			next, ok := e.Calendar.NextOpen(s)
+			if !ok {
+				return time.Time{}
+			}
+			if next.Equal(s) { // cannot happen: s is not open
+				return time.Time{}
+			}
+			t = next.Add(-time.Nanosecond)
+		default:
+			return s
+		}
+	}
+	return time.Time{}
+}
+
+// SlotID is the trigger id of a schedule's slot, and its claim in the ledger.
+func SlotID(name string, slot time.Time) string {
+	return name + "@" + slot.UTC().Format(time.RFC3339)
+}
+
+// ArmID is the ledger id of the record that arms schedule name.
+func ArmID(name string) string { return name + "@armed" }
 
 // Scheduler fires a desk's schedules on deskd's clock. It uses robfig/cron
 // only to parse expressions and compute the next slot; it never runs cron's
-// own runner, which reads the wall clock.
+// own runner, which reads the wall clock and forgets past slots.
+//
+// Slots are counted from the latest slot the desk's ledger holds for each
+// schedule (Last), so a restart never fires a slot twice, even after the
+// clock stepped back; the slots that passed while deskd was down are put
+// to the schedule's missed policy, and each one that does not run is
+// reported to Missed. A schedule the ledger knows nothing of starts now.
 type Scheduler struct {
 	// Desk is the desk the triggers are for.
 	Desk string
@@ -25,18 +104,31 @@ type Scheduler struct {
 	Clock clock.Clock
 	// Entries are the schedules.
 	Entries []Entry
-	// Fire receives one trigger per slot.
-	Fire func(Trigger)
-	// Missed is told of each slot that passed without firing, because the
-	// clock jumped past more than one slot of a schedule; may be nil.
-	Missed func(name string, slot time.Time)
+	// Last returns the latest slot of a schedule that was claimed or
+	// reported before; ok is false when there is none. May be nil.
+	Last func(name string) (time.Time, bool)
+	// Arm is told of each schedule Last knows nothing of, with the instant
+	// its slots are counted from; it records that durably, so that a
+	// restart reports the slots missed before the first one fired. May be nil.
+	Arm func(e Entry, from time.Time)
+	// Fire claims one slot: it must record it durably before queueing it.
+	Fire func(e Entry, slot time.Time, t Trigger)
+	// Missed is told of each slot that will not run, and why.
+	Missed func(e Entry, slot time.Time, reason string)
+	// Grace is how late a slot may fire while the scheduler runs (default
+	// DefaultGrace); a schedule's RunWithin, if longer, wins.
+	Grace time.Duration
 }
+
+// maxReported is how many missed slots of one schedule are reported one by
+// one at a time; earlier ones are counted in the first report's reason.
+const maxReported = 100
 
 // Next returns the earliest upcoming slot after now and its schedule's
 // name; ok is false when there are no schedules.
 func (s *Scheduler) Next(now time.Time) (name string, at time.Time, ok bool) {
 	for _, e := range s.Entries {
-		n := e.Spec.Next(now)
+		n := e.Next(now)
 		if !n.IsZero() && (!ok || n.Before(at)) {
 			name, at, ok = e.Name, n, true
 		}
@@ -44,18 +136,38 @@ func (s *Scheduler) Next(now time.Time) (name string, at time.Time, ok bool) {
 	return name, at, ok
 }
 
-// Run fires slots until ctx is done. Slots are counted from the time Run
-// starts; when the clock passes several slots of one schedule at once, the
-// latest fires and the earlier ones are reported to Missed.
+// Run fires slots until ctx is done. It first settles the slots that passed
+// while deskd was down, then waits for each next slot.
 func (s *Scheduler) Run(ctx context.Context) {
-	last := s.Clock.Now()
+	grace := s.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	now := s.Clock.Now()
+	cursor := make([]time.Time, len(s.Entries))
+	for i, e := range s.Entries {
+		cursor[i] = now
+		if s.Last == nil {
+			continue
+		}
+		if last, ok := s.Last(e.Name); ok {
+			cursor[i] = s.settle(e, last, now, e.RunWithin, true)
+		} else if s.Arm != nil {
+			s.Arm(e, now)
+		}
+	}
 	for {
-		_, at, ok := s.Next(last)
-		if !ok {
+		var next time.Time
+		for i, e := range s.Entries {
+			if n := e.Next(cursor[i]); !n.IsZero() && (next.IsZero() || n.Before(next)) {
+				next = n
+			}
+		}
+		if next.IsZero() {
 			<-ctx.Done()
 			return
 		}
-		t := s.Clock.NewTimer(at.Sub(s.Clock.Now()))
+		t := s.Clock.NewTimer(next.Sub(s.Clock.Now()))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -63,37 +175,73 @@ func (s *Scheduler) Run(ctx context.Context) {
 		case <-t.C():
 		}
 		now := s.Clock.Now()
-		for _, e := range s.Entries {
-			s.fireDue(e, last, now)
+		for i, e := range s.Entries {
+			cursor[i] = s.settle(e, cursor[i], now, max(e.RunWithin, grace), false)
 		}
-		last = now
 	}
 }
 
-// fireDue fires the latest slot of e in (after, now] and reports the others.
-func (s *Scheduler) fireDue(e Entry, after, now time.Time) {
-	var due []time.Time
-	for slot := e.Spec.Next(after); !slot.IsZero() && !slot.After(now); slot = e.Spec.Next(slot) {
-		due = append(due, slot)
-		if len(due) > 1000 { // a clock jump of years: report no more
-			break
+// settle handles the slots of e in (after, now]: the latest fires if it is
+// at most window late, and every other one is reported missed. It returns
+// the new cursor: the latest slot, or after when there was none.
+func (s *Scheduler) settle(e Entry, after, now time.Time, window time.Duration, startup bool) time.Time {
+	if floor := now.AddDate(0, 0, -400); after.Before(floor) {
+		after = floor // down for more than a year: look back no further
+	}
+	var recent []time.Time // the latest maxReported+1 slots
+	total := 0
+	for slot := e.Next(after); !slot.IsZero() && !slot.After(now); slot = e.Next(slot) {
+		total++
+		recent = append(recent, slot)
+		if len(recent) > maxReported+1 {
+			recent = recent[1:]
 		}
 	}
-	if len(due) == 0 {
-		return
+	if total == 0 {
+		return after
 	}
-	if s.Missed != nil {
-		for _, slot := range due[:len(due)-1] {
-			s.Missed(e.Name, slot)
+	latest := recent[len(recent)-1]
+	fire := now.Sub(latest) <= window
+	missed := recent[:len(recent)-1]
+	if !fire {
+		missed = recent
+	}
+	if len(missed) > maxReported {
+		missed = missed[len(missed)-maxReported:]
+	}
+	earlier := total - len(missed)
+	if fire {
+		earlier--
+	}
+	for i, slot := range missed {
+		reason := missReason(e, slot, latest, now, fire, startup)
+		if i == 0 && earlier > 0 {
+			reason += fmt.Sprintf(" (%d earlier slots of this schedule were missed as well and are not listed one by one)", earlier)
+		}
+		if s.Missed != nil {
+			s.Missed(e, slot, reason)
 		}
 	}
-	slot := due[len(due)-1]
-	s.Fire(Trigger{
-		ID:     fmt.Sprintf("%s@%s", e.Name, slot.UTC().Format(time.RFC3339)),
-		Desk:   s.Desk,
-		Kind:   Schedule,
-		Text:   e.Text,
-		At:     now,
-		Source: "schedule:" + e.Name,
-	})
+	if fire {
+		s.Fire(e, latest, Trigger{
+			ID: SlotID(e.Name, latest), Desk: s.Desk, Kind: Schedule, Text: e.Text, At: now, Source: "schedule:" + e.Name,
+		})
+	}
+	return latest
+}
+
+func missReason(e Entry, slot, latest, now time.Time, fired, startup bool) string {
+	switch {
+	case startup && e.RunWithin == 0:
+		return "deskd was not running at the slot, and the schedule's missed policy is skip"
+	case startup && slot.Equal(latest) && !fired:
+		return fmt.Sprintf("deskd was not running at the slot, and it is %s late, more than run_within (%s)",
+			now.Sub(slot).Round(time.Second), e.RunWithin)
+	case startup:
+		return "deskd was not running at the slot; only the latest missed slot of a schedule may run"
+	case slot.Equal(latest) && !fired:
+		return fmt.Sprintf("the slot came due %s late, more than the schedule allows", now.Sub(slot).Round(time.Second))
+	default:
+		return "the clock passed several slots at once; only the latest ran"
+	}
 }

@@ -1,6 +1,8 @@
 // Package triggers holds the Trigger type and the sources that make one:
-// cron schedules evaluated on deskd's clock in the trading time zone,
-// market events and manual requests.
+// cron schedules evaluated on deskd's clock in the trading time zone (and,
+// when they name one, on an exchange's calendar), market events and manual
+// requests, the spool folder that feeds write into, and the per-desk
+// durable ledger and queue that every trigger passes through.
 package triggers
 
 import "time"
@@ -27,7 +29,8 @@ type Trigger struct {
 	Desk string `json:"desk"`
 	// Kind is where it came from.
 	Kind Kind `json:"kind"`
-	// Text is the message the desk's model receives.
+	// Text is the message the desk's model receives. For a market trigger
+	// it is untrusted data: Prompt frames it before it reaches the model.
 	Text string `json:"text"`
 	// At is when it was made, on deskd's clock.
 	At time.Time `json:"at"`
@@ -35,4 +38,7 @@ type Trigger struct {
 	Source string `json:"source"`
 	// Key groups market triggers that may be coalesced (a symbol, say).
 	Key string `json:"key,omitempty"`
+	// Merged counts the earlier queued triggers of the same key that this
+	// one replaced (coalescing); the turn's text says so.
+	Merged int `json:"merged,omitempty"`
 }

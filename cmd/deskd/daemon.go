@@ -21,7 +21,6 @@ import (
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
-	"github.com/deskd/deskd/triggers"
 )
 
 func newRunCommand(stderr io.Writer) *cobra.Command {
@@ -120,17 +119,35 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 
 	log.Info().Str("config", cfg.Path).Str("state_dir", cfg.StateDir).Strs("desks", names).
 		Time("clock_start", clk.Now()).Msg("deskd starting")
+	runCtx, stopDesks := context.WithCancel(ctx)
+	defer stopDesks()
 	var wg sync.WaitGroup
 	errs := make([]error, len(desks))
 	for i, d := range desks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = d.Run(ctx)
+			errs[i] = d.Run(runCtx)
 		}()
 	}
-	<-ctx.Done()
+	// The spool and the HTTP API start once every desk takes triggers;
+	// they log "deskd ready" (services.go).
+	svc, err := startServices(runCtx, cfg, clk, bus, log, desks, nil)
+	if err != nil {
+		stopDesks()
+		wg.Wait()
+		return errors.Join(append(errs, err)...)
+	}
+	select {
+	case <-ctx.Done():
+	case serr := <-svc.Errs():
+		errs = append(errs, serr)
+	}
 	log.Info().Msg("deskd stopping: no new turns; running turns get the shutdown timeout")
+	if serr := svc.Stop(5 * time.Second); serr != nil {
+		log.Error().Err(serr).Msg("stop the API")
+	}
+	stopDesks()
 	wg.Wait()
 	log.Info().Msg("deskd stopped")
 	return errors.Join(errs...)
@@ -153,19 +170,16 @@ func buildDesk(cfg *config.Config, dc *config.Desk, clk clock.Clock, bus *event.
 	}
 	var cur keeper.Curator
 	if dc.Curator.Enabled {
-		cur = &curator.Inventory{Folder: folder, Now: clk.Now}
+		cur = &curator.Reviewer{Folder: folder, Model: r, Now: clk.Now, MaxChanges: dc.Curator.MaxChanges, ScheduleTexts: scheduleTexts(dc)}
 	}
 	k := keeper.New(keeper.Options{
-		Desk: dc.Name, Router: r, Folder: folder, Curator: cur, Bus: bus, Clock: clk, Day: cfg.Day,
+		Desk: dc.Name, Router: keeperRouter(cfg, dc, r, clk), Folder: folder, Curator: cur, Bus: bus, Clock: clk, Day: cfg.Day,
 		Disabled: dc.Rollover == config.RolloverOff,
+		Guard:    memory.FoldGuard{MaxBytes: dc.Memory.MaxBytes, MinKept: dc.Memory.MinKept},
 	})
-	var schedules []triggers.Entry
-	for _, s := range dc.Schedules {
-		schedules = append(schedules, triggers.Entry{Name: s.Name, Spec: s.Spec, Text: s.Text})
+	d, err := newDesk(cfg, dc, folder, k, r, clk, bus) // services.go: ledger, queue, calendar
+	if err != nil {
+		return nil, nil, err
 	}
-	d := desk.New(desk.Options{
-		Name: dc.Name, Keeper: k, Router: r, Schedules: schedules, Clock: clk, Bus: bus,
-		ShutdownTimeout: cfg.ShutdownTimeout,
-	})
 	return d, r, nil
 }

@@ -18,6 +18,14 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, restore the default action: a second
+		// SIGINT or SIGTERM ends deskd at once. Every file deskd writes is
+		// crash safe, so that loses no data; a turn cut off is marked
+		// interrupted at the next start.
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -57,7 +65,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCommand(stderr), newCheckConfigCommand(stdout), newVersionCommand(stdout))
-	root.AddCommand(newContextCommand(stdout))
+	root.AddCommand(clientCommands(stdout, stderr)...) // client.go: status, trigger, rollover, events
+	root.AddCommand(newContextCommand(stdout), newMemoryCommand(stdout), newSkillsCommand(stdout))
+	root.AddCommand(newSessionsCommand(stdout), newRenameCommand(stdout), newShowCommand(stdout), newExportCommand(stdout), newAuditCommand(stdout))
 	return root
 }
 

@@ -97,13 +97,22 @@ type RolloverFailed struct {
 	Error   string `json:"error"`
 }
 
-// TriggerQueued: a trigger is in the desk's queue.
+// TriggerQueued: a trigger is durably recorded in the desk's ledger and in
+// its queue.
 type TriggerQueued struct {
 	Header
 	Trigger string `json:"trigger"`
 	Kind    string `json:"kind"`
 	Source  string `json:"source"`
 	Depth   int    `json:"depth"`
+	// Key is the market trigger's coalescing key, if any.
+	Key string `json:"key,omitempty"`
+	// Replaced is the queued trigger of the same key this one replaced
+	// (coalescing), and Merged how many triggers it stands for in all.
+	Replaced string `json:"replaced,omitempty"`
+	Merged   int    `json:"merged,omitempty"`
+	// Restored is true for a trigger queued again after a restart.
+	Restored bool `json:"restored,omitempty"`
 }
 
 // TriggerDropped: a trigger was refused or removed without a turn.
@@ -112,6 +121,14 @@ type TriggerDropped struct {
 	Trigger string `json:"trigger"`
 	Kind    string `json:"kind"`
 	Reason  string `json:"reason"`
+}
+
+// InboxRejected: a file in a desk's inbox (the spool folder) was refused
+// and moved to rejected/, beside a .reason file.
+type InboxRejected struct {
+	Header
+	File   string `json:"file"`
+	Reason string `json:"reason"`
 }
 
 // TurnStarted: a desk began a turn.
@@ -134,7 +151,22 @@ type TurnCompleted struct {
 	Scripted     bool   `json:"scripted,omitempty"`
 	InputTokens  int    `json:"input_tokens"`
 	OutputTokens int    `json:"output_tokens"`
-	DurationMS   int64  `json:"duration_ms"`
+	CachedTokens int    `json:"cached_tokens,omitempty"`
+	// Cost is the turn's cost where the models have prices.
+	Cost       float64 `json:"cost,omitempty"`
+	ToolCalls  int     `json:"tool_calls,omitempty"`
+	DurationMS int64   `json:"duration_ms"`
+}
+
+// ModelFailed: one call to a model failed (it may be retried, or the next
+// model of the route tried).
+type ModelFailed struct {
+	Header
+	Model string `json:"model"`
+	// Status is the HTTP status, 0 when no answer came.
+	Status    int    `json:"status"`
+	Retryable bool   `json:"retryable"`
+	Error     string `json:"error"`
 }
 
 // TurnFailed: a turn ended without an answer.
@@ -147,11 +179,13 @@ type TurnFailed struct {
 }
 
 // TurnInterrupted: a turn was cut off (shutdown deadline, crash) after its
-// model call may have acted; an operator decides what to do.
+// model call may have acted; it is not run again automatically, and an
+// operator decides what to do.
 type TurnInterrupted struct {
 	Header
 	Session string `json:"session"`
 	Trigger string `json:"trigger"`
+	Kind    string `json:"kind,omitempty"`
 	Reason  string `json:"reason"`
 }
 
@@ -228,11 +262,17 @@ func (TriggerQueued) Topic() string { return "trigger.queued" }
 // Topic returns "trigger.dropped".
 func (TriggerDropped) Topic() string { return "trigger.dropped" }
 
+// Topic returns "inbox.rejected".
+func (InboxRejected) Topic() string { return "inbox.rejected" }
+
 // Topic returns "turn.started".
 func (TurnStarted) Topic() string { return "turn.started" }
 
 // Topic returns "turn.completed".
 func (TurnCompleted) Topic() string { return "turn.completed" }
+
+// Topic returns "model.failed".
+func (ModelFailed) Topic() string { return "model.failed" }
 
 // Topic returns "turn.failed".
 func (TurnFailed) Topic() string { return "turn.failed" }
@@ -264,7 +304,7 @@ func Topics() []string {
 		DeskStarted{}.Topic(), DeskStopped{}.Topic(), SessionStarted{}.Topic(),
 		SessionSummarized{}.Topic(), SessionTorn{}.Topic(), MemoryFolded{}.Topic(),
 		SkillsReviewed{}.Topic(), RolloverFailed{}.Topic(), TriggerQueued{}.Topic(),
-		TriggerDropped{}.Topic(), TurnStarted{}.Topic(), TurnCompleted{}.Topic(),
+		TriggerDropped{}.Topic(), InboxRejected{}.Topic(), TurnStarted{}.Topic(), TurnCompleted{}.Topic(), ModelFailed{}.Topic(),
 		TurnFailed{}.Topic(), TurnInterrupted{}.Topic(), ScheduleMissed{}.Topic(),
 		BudgetExceeded{}.Topic(), DeskPaused{}.Topic(), DeskResumed{}.Topic(),
 		ConfigReloaded{}.Topic(), ConfigRejected{}.Topic(),

@@ -1,0 +1,561 @@
+package main
+
+// The HTTP API of DESIGN.md: desks, triggers, rollovers and the event
+// stream, served on every listen address (host:port or unix:PATH).
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/triggers"
+)
+
+// Limits of the API.
+const (
+	// retryAfterFull is the Retry-After of a 429, in seconds.
+	retryAfterFull = 5
+	// maxWait bounds ?wait= on GET /v1/desks/{desk}/triggers/{id}.
+	maxWait = 5 * time.Minute
+	// sseKeepalive is how often an idle event stream gets a comment line.
+	sseKeepalive = 15 * time.Second
+	// eventRingSize is how many events GET /v1/events can replay.
+	eventRingSize = 4096
+)
+
+// apiOptions configures the API.
+type apiOptions struct {
+	// Desks are the desks it serves, by name.
+	Desks []*desk.Desk
+	// Token is the bearer token mutations need; empty: none.
+	Token string
+	// Clock is deskd's clock (waits, keepalives).
+	Clock clock.Clock
+	// Events is the ring GET /v1/events replays and follows.
+	Events *eventRing
+	// Log receives request failures.
+	Log zerolog.Logger
+}
+
+// api serves the HTTP API. Extra handlers (GET /metrics) may be added with
+// Handle before it serves.
+type api struct {
+	o     apiOptions
+	desks map[string]*desk.Desk
+	mux   *http.ServeMux
+	token [sha256.Size]byte
+}
+
+func newAPI(o apiOptions) *api {
+	a := &api{o: o, desks: map[string]*desk.Desk{}, mux: http.NewServeMux()}
+	for _, d := range o.Desks {
+		a.desks[d.Name()] = d
+	}
+	if o.Token != "" {
+		a.token = sha256.Sum256([]byte(o.Token))
+	}
+	a.mux.HandleFunc("GET /healthz", a.healthz)
+	a.mux.HandleFunc("GET /v1/desks", a.listDesks)
+	a.mux.HandleFunc("GET /v1/desks/{desk}", a.getDesk)
+	a.mux.HandleFunc("POST /v1/desks/{desk}/triggers", a.postTrigger)
+	a.mux.HandleFunc("GET /v1/desks/{desk}/triggers/{id}", a.getTrigger)
+	a.mux.HandleFunc("POST /v1/desks/{desk}/rollover", a.postRollover)
+	a.mux.HandleFunc("GET /v1/events", a.events)
+	a.mux.HandleFunc("/", a.notFound)
+	return a
+}
+
+// Handle adds a handler, such as "GET /metrics". Mutating methods on it
+// need the token like every other.
+func (a *api) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
+
+// ServeHTTP checks the token of every mutation, then routes.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions && !a.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="deskd"`)
+		writeError(w, http.StatusUnauthorized, "this request needs Authorization: Bearer <token> (the token of auth_token_file)")
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// authorized compares the bearer token in constant time (as SHA-256
+// digests, so that not even its length leaks).
+func (a *api) authorized(r *http.Request) bool {
+	if a.o.Token == "" {
+		return true
+	}
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(got[:], a.token[:]) == 1
+}
+
+func (a *api) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := a.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path))
+}
+
+// desk returns the desk the path names, or answers 404.
+func (a *api) desk(w http.ResponseWriter, r *http.Request) (*desk.Desk, bool) {
+	name := r.PathValue("desk")
+	d, ok := a.desks[name]
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown desk %q", name))
+	}
+	return d, ok
+}
+
+// desksResponse is the body of GET /v1/desks.
+type desksResponse struct {
+	Desks []desk.Status `json:"desks"`
+}
+
+func (a *api) listDesks(w http.ResponseWriter, _ *http.Request) {
+	out := desksResponse{Desks: []desk.Status{}}
+	for _, d := range a.o.Desks {
+		out.Desks = append(out.Desks, d.Status())
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *api) getDesk(w http.ResponseWriter, r *http.Request) {
+	if d, ok := a.desk(w, r); ok {
+		writeJSON(w, http.StatusOK, d.Status())
+	}
+}
+
+// triggerResponse is the body of a POST /v1/desks/{desk}/triggers answer.
+type triggerResponse struct {
+	ID    string         `json:"id"`
+	State triggers.State `json:"state,omitempty"`
+	// Duplicate is true when the id was known: nothing new was queued.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Replaced is the queued trigger of the same key this one replaced.
+	Replaced string `json:"replaced,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+func (a *api) postTrigger(w http.ResponseWriter, r *http.Request) {
+	d, ok := a.desk(w, r)
+	if !ok {
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, triggers.MaxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", triggers.MaxBody))
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
+		return
+	}
+	req, err := triggers.DecodeRequest(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	acc, err := d.Submit(req.Trigger(d.Name(), "api"))
+	switch {
+	case errors.Is(err, triggers.ErrQueueFull):
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterFull))
+		writeJSON(w, http.StatusTooManyRequests, triggerResponse{ID: acc.ID, Error: err.Error()})
+		return
+	case err != nil:
+		a.o.Log.Error().Err(err).Str("desk", d.Name()).Msg("queue trigger")
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	w.Header().Set("Location", "/v1/desks/"+d.Name()+"/triggers/"+acc.ID)
+	if acc.Duplicate {
+		writeJSON(w, http.StatusOK, triggerResponse{ID: acc.ID, State: publicState(acc.State), Duplicate: true})
+		return
+	}
+	writeJSON(w, http.StatusAccepted, triggerResponse{ID: acc.ID, State: acc.State, Replaced: acc.Replaced})
+}
+
+// publicState names a ledger state as the API does: "sent" is running.
+func publicState(s triggers.State) triggers.State {
+	if s == triggers.StateSent {
+		return triggers.StateRunning
+	}
+	return s
+}
+
+func (a *api) getTrigger(w http.ResponseWriter, r *http.Request) {
+	d, ok := a.desk(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	var wait time.Duration
+	if v := r.URL.Query().Get("wait"); v != "" {
+		var err error
+		if wait, err = time.ParseDuration(v); err != nil || wait < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("wait=%q: want a duration such as 30s", v))
+			return
+		}
+		wait = min(wait, maxWait)
+	}
+	var (
+		s     desk.TriggerStatus
+		found bool
+	)
+	if wait > 0 {
+		s, found = d.WaitTrigger(r.Context(), id, wait)
+	} else {
+		s, found = d.Trigger(id)
+	}
+	if !found {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("desk %s has no trigger %q", d.Name(), id))
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+// rolloverResponse is the body of a POST /v1/desks/{desk}/rollover answer.
+type rolloverResponse struct {
+	Desk     string `json:"desk"`
+	Previous string `json:"previous"`
+	Session  string `json:"session"`
+}
+
+func (a *api) postRollover(w http.ResponseWriter, r *http.Request) {
+	d, ok := a.desk(w, r)
+	if !ok {
+		return
+	}
+	prev, id, err := d.RollOver(r.Context())
+	switch {
+	case errors.Is(err, desk.ErrStopped):
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, rolloverResponse{Desk: d.Name(), Previous: prev, Session: id})
+	}
+}
+
+// events streams the event ring as Server-Sent Events: "id: <epoch>-<n>",
+// "event: <topic>", "data: <json>". A client that reconnects with
+// Last-Event-ID gets what it missed, as far as the ring reaches back;
+// ?backlog=1 starts with everything the ring holds; ?follow=0 ends after
+// the backlog; ?desk=NAME keeps one desk's events.
+func (a *api) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	only := q.Get("desk")
+	if only != "" {
+		if _, ok := a.desks[only]; !ok {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("unknown desk %q", only))
+			return
+		}
+	}
+	follow := q.Get("follow") != "0" && q.Get("follow") != "false"
+	ring := a.o.Events
+	cursor, restarted := ring.cursor(r.Header.Get("Last-Event-ID"), q.Get("backlog") == "1" || !follow)
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if restarted {
+		fmt.Fprintf(w, ": deskd restarted since event %s; replaying what this deskd holds\n\n", r.Header.Get("Last-Event-ID"))
+	}
+	for {
+		evs, missed, changed := ring.since(cursor)
+		if missed > 0 {
+			fmt.Fprintf(w, ": %d events were missed: the ring holds the last %d\n\n", missed, eventRingSize)
+		}
+		for _, e := range evs {
+			cursor = e.seq
+			if only != "" && e.desk != only {
+				continue
+			}
+			fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", ring.id(e.seq), e.topic, e.data)
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		if !follow {
+			return
+		}
+		ping := a.o.Clock.NewTimer(sseKeepalive)
+		select {
+		case <-changed:
+			ping.Stop()
+		case <-ping.C():
+			if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
+				return
+			}
+		case <-r.Context().Done():
+			ping.Stop()
+			return
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// eventRing keeps the last events of the bus, numbered, for the event
+// stream to replay to a client that reconnects.
+type eventRing struct {
+	epoch  string
+	cancel func()
+
+	mu      sync.Mutex
+	buf     []ringEvent
+	next    uint64 // the number the next event gets (from 1)
+	changed chan struct{}
+}
+
+type ringEvent struct {
+	seq         uint64
+	topic, desk string
+	data        []byte
+}
+
+// newEventRing subscribes to every event of bus; Close unsubscribes.
+func newEventRing(bus *event.Bus, now time.Time, size int) *eventRing {
+	r := &eventRing{
+		epoch: strconv.FormatInt(now.UnixNano(), 36), buf: make([]ringEvent, 0, size), next: 1,
+		changed: make(chan struct{}),
+	}
+	r.cancel = event.SubscribeAll(bus, r.add)
+	return r
+}
+
+func (r *eventRing) add(e event.Event) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		data = []byte(`{}`)
+	}
+	topic := e.Topic()
+	head := `{"topic":` + strconv.Quote(topic)
+	if len(data) > 2 {
+		data = append([]byte(head+","), data[1:]...)
+	} else {
+		data = []byte(head + "}")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev := ringEvent{seq: r.next, topic: topic, desk: e.Head().Desk, data: data}
+	r.next++
+	if len(r.buf) < cap(r.buf) {
+		r.buf = append(r.buf, ev)
+	} else {
+		copy(r.buf, r.buf[1:])
+		r.buf[len(r.buf)-1] = ev
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// Close stops taking events.
+func (r *eventRing) Close() { r.cancel() }
+
+// id formats an event number as an SSE id.
+func (r *eventRing) id(seq uint64) string { return r.epoch + "-" + strconv.FormatUint(seq, 10) }
+
+// cursor returns the number after which a client's stream starts: the
+// event of lastID, or the oldest held (backlog) or the newest (live only)
+// when there is none. restarted is true when lastID came from another
+// deskd process.
+func (r *eventRing) cursor(lastID string, backlog bool) (seq uint64, restarted bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	oldest := r.next - 1
+	if len(r.buf) > 0 {
+		oldest = r.buf[0].seq - 1
+	}
+	if lastID != "" {
+		epoch, n, ok := strings.Cut(lastID, "-")
+		if v, err := strconv.ParseUint(n, 10, 64); ok && err == nil && epoch == r.epoch && v < r.next {
+			return v, false
+		}
+		return oldest, true
+	}
+	if backlog {
+		return oldest, false
+	}
+	return r.next - 1, false
+}
+
+// since returns the held events after seq, how many after seq are no
+// longer held, and a channel closed at the next event.
+func (r *eventRing) since(seq uint64) (evs []ringEvent, missed uint64, changed <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) > 0 && r.buf[0].seq > seq+1 {
+		missed = r.buf[0].seq - seq - 1
+	}
+	for _, e := range r.buf {
+		if e.seq > seq {
+			evs = append(evs, e)
+		}
+	}
+	return evs, missed, r.changed
+}
+
+// apiServer is the API on its listeners.
+type apiServer struct {
+	srv     *http.Server
+	stop    context.CancelFunc
+	addrs   []string
+	serving sync.WaitGroup
+	errs    chan error
+}
+
+// listenAPI opens every listen address: host:port over TCP, unix:PATH as
+// a unix socket (a stale socket file left by a crash is replaced; one in
+// use is an error).
+func listenAPI(addrs []string) ([]net.Listener, error) {
+	var ls []net.Listener
+	closeAll := func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}
+	for _, a := range addrs {
+		var (
+			l   net.Listener
+			err error
+		)
+		if p, ok := strings.CutPrefix(a, config.UnixPrefix); ok {
+			l, err = listenUnix(p)
+		} else {
+			l, err = net.Listen("tcp", a)
+		}
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("listen on %s: %w", a, err)
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
+func listenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("%s is in use by another process", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// serveAPI serves h on ls until Shutdown.
+func serveAPI(ctx context.Context, h http.Handler, ls []net.Listener) *apiServer {
+	base, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s := &apiServer{
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			BaseContext:       func(net.Listener) context.Context { return base },
+		},
+		stop: stop,
+		errs: make(chan error, len(ls)),
+	}
+	for _, l := range ls {
+		addr := l.Addr().String()
+		if l.Addr().Network() == "unix" {
+			addr = config.UnixPrefix + addr
+		}
+		s.addrs = append(s.addrs, addr)
+		s.serving.Add(1)
+		go func() {
+			defer s.serving.Done()
+			if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.errs <- fmt.Errorf("serve the API on %s: %w", addr, err)
+			}
+		}()
+	}
+	return s
+}
+
+// Addrs returns the addresses served, with the ports the system chose.
+func (s *apiServer) Addrs() []string { return s.addrs }
+
+// Errs delivers an error if serving stops on its own.
+func (s *apiServer) Errs() <-chan error { return s.errs }
+
+// Shutdown ends the event streams and waits, within timeout, for the
+// requests in flight.
+func (s *apiServer) Shutdown(timeout time.Duration) error {
+	s.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		_ = s.srv.Close()
+	}
+	s.serving.Wait()
+	return err
+}

@@ -1,0 +1,553 @@
+package main
+
+// In-process tests of the HTTP API and the client commands: the API over
+// real desks (scripted or gated models) on a fake clock, served by
+// httptest, and the commands run against it.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/keeper"
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/triggers"
+)
+
+// apiGate is a model whose turns wait for the test; the text of each
+// turn's last message is sent on calls first.
+type apiGate struct {
+	calls   chan string
+	release chan struct{}
+}
+
+func newAPIGate() *apiGate {
+	return &apiGate{calls: make(chan string, 100), release: make(chan struct{}, 100)}
+}
+
+func (g *apiGate) Complete(ctx context.Context, req router.Request) (router.Response, error) {
+	if req.Task != router.TaskTurn {
+		return router.Scripted{}.Complete(ctx, req)
+	}
+	g.calls <- req.Messages[len(req.Messages)-1].Text
+	select {
+	case <-g.release:
+		return router.Response{Text: "answered"}, nil
+	case <-ctx.Done():
+		return router.Response{}, ctx.Err()
+	}
+}
+
+// apiHarness is one desk "main" behind the API.
+type apiHarness struct {
+	t      *testing.T
+	clk    *clock.Fake
+	bus    *event.Bus
+	desk   *desk.Desk
+	srv    *httptest.Server
+	events chan event.Event
+}
+
+type apiHarnessOptions struct {
+	model    router.Provider
+	limit    int
+	coalesce bool
+	token    string
+}
+
+func newAPIHarness(t *testing.T, o apiHarnessOptions) *apiHarness {
+	t.Helper()
+	if o.model == nil {
+		o.model = router.Scripted{}
+	}
+	ist, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := memory.TradingDay{Location: ist}
+	h := &apiHarness{t: t, clk: clock.NewFake(time.Date(2026, 3, 2, 10, 0, 0, 0, ist)), bus: event.New(), events: make(chan event.Event, 1000)}
+	unsub := event.SubscribeAll(h.bus, func(e event.Event) { h.events <- e })
+	ring := newEventRing(h.bus, h.clk.Now(), eventRingSize)
+	folder, err := memory.OpenFolder(filepath.Join(t.TempDir(), "main"), "main", h.clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := router.New(router.Options{Desk: "main", Folder: folder, Clock: h.clk, Day: day, Bus: h.bus,
+		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "test", Client: o.model}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := keeper.New(keeper.Options{Desk: "main", Router: r, Folder: folder, Bus: h.bus, Clock: h.clk, Day: day})
+	ledger, err := triggers.OpenLedger(folder.Path(triggers.LedgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.desk, err = desk.New(desk.Options{Name: "main", Keeper: k, Router: r, Ledger: ledger, Clock: h.clk, Bus: h.bus,
+		QueueLimit: o.limit, Coalesce: o.coalesce, ShutdownTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = h.desk.Run(ctx) }()
+	<-h.desk.Started()
+	a := newAPI(apiOptions{Desks: []*desk.Desk{h.desk}, Token: o.token, Clock: h.clk, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(t))})
+	h.srv = httptest.NewUnstartedServer(a)
+	h.srv.Config.BaseContext = nil
+	h.srv.Start()
+	t.Cleanup(func() {
+		h.srv.CloseClientConnections()
+		h.srv.Close()
+		cancel()
+		for {
+			select {
+			case <-done:
+				ring.Close()
+				unsub()
+				h.bus.Close()
+				_ = r.Close()
+				_ = ledger.Close()
+				return
+			case <-time.After(10 * time.Millisecond):
+				h.clk.Advance(time.Minute) // past the shutdown timeout of a gated turn
+			}
+		}
+	})
+	return h
+}
+
+// call sends a request and returns the status, the headers and the body.
+func (h *apiHarness) call(method, path, body string, header ...string) (int, http.Header, string) {
+	h.t.Helper()
+	req, err := http.NewRequestWithContext(h.t.Context(), method, h.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func decode[T any](t *testing.T, body string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	return v
+}
+
+func (h *apiHarness) expectCall(g *apiGate, want string) {
+	h.t.Helper()
+	select {
+	case got := <-g.calls:
+		if !strings.Contains(got, want) {
+			h.t.Errorf("the model got %q, want it to contain %q", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		h.t.Fatalf("no model call within 10s, want %q", want)
+	}
+}
+
+// TestAPITriggerLifecycle: 202 once durably queued, the same id again is
+// 200 with its state, and GET ?wait= returns the answer.
+func TestAPITriggerLifecycle(t *testing.T) {
+	h := newAPIHarness(t, apiHarnessOptions{})
+	status, hdr, body := h.call("POST", "/v1/desks/main/triggers", `{"text": "NIFTY crossed 22000", "id": "evt-1", "key": "NIFTY"}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("POST = %d %s", status, body)
+	}
+	acc := decode[triggerResponse](t, body)
+	if acc.ID != "evt-1" || acc.State != "queued" || hdr.Get("Location") != "/v1/desks/main/triggers/evt-1" {
+		t.Errorf("POST answer = %+v, Location %q", acc, hdr.Get("Location"))
+	}
+	status, _, body = h.call("GET", "/v1/desks/main/triggers/evt-1?wait=10s", "")
+	s := decode[desk.TriggerStatus](t, body)
+	if status != 200 || s.State != "answered" || s.Session == "" || s.Turn != 1 || s.Reply == "" || s.Kind != "market" || s.Source != "api" {
+		t.Errorf("GET = %d %+v", status, s)
+	}
+	if !strings.Contains(s.Reply, "[scripted]") {
+		t.Errorf("the scripted model's reply is not marked: %q", s.Reply)
+	}
+	status, _, body = h.call("POST", "/v1/desks/main/triggers", `{"text": "NIFTY crossed 22000", "id": "evt-1"}`)
+	if dup := decode[triggerResponse](t, body); status != http.StatusOK || dup.ID != "evt-1" || dup.State != "answered" || !dup.Duplicate {
+		t.Errorf("second POST = %d %s", status, body)
+	}
+	status, _, body = h.call("GET", "/v1/desks", "")
+	list := decode[desksResponse](t, body)
+	if status != 200 || len(list.Desks) != 1 || list.Desks[0].Name != "main" || list.Desks[0].Exchanges != 1 || list.Desks[0].Session != s.Session {
+		t.Errorf("GET /v1/desks = %d %s", status, body)
+	}
+	if status, _, body = h.call("GET", "/healthz", ""); status != 200 || !strings.Contains(body, "ok") {
+		t.Errorf("healthz = %d %s", status, body)
+	}
+}
+
+// TestAPIBadInputs: every bad request gets its status and a JSON error.
+func TestAPIBadInputs(t *testing.T) {
+	h := newAPIHarness(t, apiHarnessOptions{})
+	big := `{"text": "` + strings.Repeat("x", triggers.MaxBody) + `"}`
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		err                      string
+	}{
+		{"body over 64 KiB", "POST", "/v1/desks/main/triggers", big, 413, "larger than 65536 bytes"},
+		{"bad JSON", "POST", "/v1/desks/main/triggers", `{"text": "x",}`, 400, "bad JSON at line 1, column 14"},
+		{"not an object", "POST", "/v1/desks/main/triggers", `["x"]`, 400, "bad JSON"},
+		{"empty body", "POST", "/v1/desks/main/triggers", ``, 400, "ends before"},
+		{"empty text", "POST", "/v1/desks/main/triggers", `{"text": "   "}`, 400, "text is empty"},
+		{"unknown field", "POST", "/v1/desks/main/triggers", `{"text": "x", "priority": 1}`, 400, `unknown field "priority"`},
+		{"bad kind", "POST", "/v1/desks/main/triggers", `{"text": "x", "kind": "schedule"}`, 400, "reserved"},
+		{"bad id", "POST", "/v1/desks/main/triggers", `{"text": "x", "id": "a b"}`, 400, "no spaces"},
+		{"unknown desk", "POST", "/v1/desks/nope/triggers", `{"text": "x"}`, 404, `unknown desk "nope"`},
+		{"unknown desk status", "GET", "/v1/desks/nope", ``, 404, `unknown desk "nope"`},
+		{"unknown trigger", "GET", "/v1/desks/main/triggers/nope", ``, 404, `no trigger "nope"`},
+		{"bad wait", "GET", "/v1/desks/main/triggers/x?wait=soon", ``, 400, "wait="},
+		{"unknown path", "GET", "/v2/anything", ``, 404, "no such endpoint"},
+		{"wrong method", "GET", "/v1/desks/main/triggers", ``, 405, "method not allowed"},
+		{"wrong method on rollover", "GET", "/v1/desks/main/rollover", ``, 405, "allowed: POST"},
+		{"unknown desk events", "GET", "/v1/events?desk=nope", ``, 404, "unknown desk"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, hdr, body := h.call(tt.method, tt.path, tt.body)
+			if status != tt.status {
+				t.Errorf("%s %s = %d %s, want %d", tt.method, tt.path, status, body, tt.status)
+			}
+			e := decode[map[string]string](t, body)
+			if !strings.Contains(e["error"], tt.err) || hdr.Get("Content-Type") != "application/json" {
+				t.Errorf("error = %q (%s), want it to contain %q", e["error"], hdr.Get("Content-Type"), tt.err)
+			}
+		})
+	}
+	if st := h.desk.Status(); st.QueueDepth != 0 || st.Exchanges != 0 {
+		t.Errorf("a bad request changed the desk: %+v", st)
+	}
+}
+
+// TestAPIAuth: with a token, every mutation needs it; reads do not.
+func TestAPIAuth(t *testing.T) {
+	h := newAPIHarness(t, apiHarnessOptions{token: "s3cret-token"})
+	body := `{"text": "hello", "kind": "manual"}`
+	for _, hdr := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", "s3cret-token"}, {"Authorization", "Basic s3cret-token"}} {
+		status, h2, resp := h.call("POST", "/v1/desks/main/triggers", body, hdr...)
+		if status != http.StatusUnauthorized || !strings.HasPrefix(h2.Get("WWW-Authenticate"), "Bearer") || !strings.Contains(resp, "Bearer") {
+			t.Errorf("POST with %v = %d %s", hdr, status, resp)
+		}
+	}
+	if status, _, resp := h.call("POST", "/v1/desks/main/rollover", "", "Authorization", "Bearer nope"); status != 401 {
+		t.Errorf("rollover without the token = %d %s", status, resp)
+	}
+	if status, _, resp := h.call("POST", "/v1/desks/main/triggers", body, "Authorization", "Bearer s3cret-token"); status != 202 {
+		t.Errorf("POST with the token = %d %s", status, resp)
+	}
+	if status, _, resp := h.call("POST", "/v1/desks/main/triggers", body, "Authorization", "bearer  s3cret-token "); status != 202 {
+		t.Errorf("POST with a lower-case scheme = %d %s", status, resp)
+	}
+	if status, _, _ := h.call("GET", "/v1/desks", ""); status != 200 {
+		t.Errorf("GET /v1/desks without a token = %d", status)
+	}
+}
+
+// TestAPIOverflowAndPriorities: a full queue answers 429 with Retry-After
+// and announces trigger.dropped; queued triggers run manual first.
+func TestAPIOverflowAndPriorities(t *testing.T) {
+	g := newAPIGate()
+	h := newAPIHarness(t, apiHarnessOptions{model: g, limit: 2})
+	post := func(body string) (int, http.Header, string) { return h.call("POST", "/v1/desks/main/triggers", body) }
+	if s, _, b := post(`{"text": "busy", "id": "busy"}`); s != 202 {
+		t.Fatalf("POST busy = %d %s", s, b)
+	}
+	h.expectCall(g, "busy")
+	post(`{"text": "market one", "id": "m1"}`)
+	post(`{"text": "manual one", "id": "h1", "kind": "manual"}`)
+	status, hdr, body := post(`{"text": "too many", "id": "over"}`)
+	if status != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" || !strings.Contains(body, "queue full") {
+		t.Errorf("POST to a full queue = %d %s (Retry-After %q)", status, body, hdr.Get("Retry-After"))
+	}
+	if resp := decode[triggerResponse](t, body); resp.ID != "over" {
+		t.Errorf("429 answer = %+v", resp)
+	}
+	for e := range h.events {
+		if d, ok := e.(event.TriggerDropped); ok {
+			if d.Trigger != "over" {
+				t.Errorf("trigger.dropped = %+v", d)
+			}
+			break
+		}
+	}
+	if s, _, _ := h.call("GET", "/v1/desks/main/triggers/over", ""); s != 404 {
+		t.Errorf("the refused trigger is known: GET = %d", s)
+	}
+	st := decode[desk.Status](t, func() string { _, _, b := h.call("GET", "/v1/desks/main", ""); return b }())
+	if st.QueueDepth != 2 || st.Running == nil || st.Running.Trigger != "busy" || st.State != "running" {
+		t.Errorf("status while busy = %+v", st)
+	}
+	g.release <- struct{}{}
+	h.expectCall(g, "manual one")
+	g.release <- struct{}{}
+	h.expectCall(g, "market one")
+	g.release <- struct{}{}
+	// After the drain, the id refused earlier is accepted.
+	if s, _, b := post(`{"text": "too many", "id": "over"}`); s != 202 {
+		t.Errorf("retry after 429 = %d %s", s, b)
+	}
+	h.expectCall(g, "too many")
+	g.release <- struct{}{}
+}
+
+// TestAPICoalesce: market events of one key fold into the newest while
+// queued; the older ids answer with the newest's outcome.
+func TestAPICoalesce(t *testing.T) {
+	g := newAPIGate()
+	h := newAPIHarness(t, apiHarnessOptions{model: g, coalesce: true})
+	h.call("POST", "/v1/desks/main/triggers", `{"text": "busy", "kind": "manual"}`)
+	h.expectCall(g, "busy")
+	for i := 1; i <= 3; i++ {
+		status, _, body := h.call("POST", "/v1/desks/main/triggers", fmt.Sprintf(`{"text": "NIFTY %d", "key": "NIFTY", "id": "n%d"}`, 22000+i, i))
+		if status != 202 {
+			t.Fatalf("POST n%d = %d %s", i, status, body)
+		}
+		if r := decode[triggerResponse](t, body); i > 1 && r.Replaced != fmt.Sprintf("n%d", i-1) {
+			t.Errorf("n%d replaced %q", i, r.Replaced)
+		}
+	}
+	g.release <- struct{}{}
+	h.expectCall(g, "replaced 2 earlier queued events")
+	g.release <- struct{}{}
+	_, _, body := h.call("GET", "/v1/desks/main/triggers/n1?wait=10s", "")
+	if s := decode[desk.TriggerStatus](t, body); s.State != "answered" || s.MergedInto != "n3" || s.Reply != "answered" {
+		t.Errorf("GET n1 = %s", body)
+	}
+}
+
+// TestAPIRollover: POST rollover starts a new session.
+func TestAPIRollover(t *testing.T) {
+	h := newAPIHarness(t, apiHarnessOptions{})
+	h.call("POST", "/v1/desks/main/triggers", `{"text": "x", "id": "a"}`)
+	h.call("GET", "/v1/desks/main/triggers/a?wait=10s", "")
+	before := h.desk.Status().Session
+	status, _, body := h.call("POST", "/v1/desks/main/rollover", "")
+	r := decode[rolloverResponse](t, body)
+	if status != 200 || r.Previous != before || r.Session == before || r.Session == "" || r.Desk != "main" {
+		t.Errorf("rollover = %d %s (session before %s)", status, body, before)
+	}
+	if st := h.desk.Status(); st.Session != r.Session {
+		t.Errorf("status session %s, want %s", st.Session, r.Session)
+	}
+}
+
+// sseEvent is one event of a stream.
+type sseEvent struct{ id, topic, data string }
+
+// openStream opens GET /v1/events and returns its events on a channel.
+func (h *apiHarness) openStream(ctx context.Context, query, lastID string) <-chan sseEvent {
+	h.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", h.srv.URL+"/v1/events"+query, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		h.t.Fatalf("GET /v1/events = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	out := make(chan sseEvent, 1000)
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		var e sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "" && e.topic != "":
+				out <- e
+				e = sseEvent{}
+			case strings.HasPrefix(line, "id: "):
+				e.id = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				e.topic = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				e.data = line[6:]
+			}
+		}
+	}()
+	return out
+}
+
+func nextOf(t *testing.T, ch <-chan sseEvent, topic string) sseEvent {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				t.Fatalf("the stream ended before a %s event", topic)
+			}
+			if e.topic == topic {
+				return e
+			}
+		case <-deadline:
+			t.Fatalf("no %s event within 10s", topic)
+		}
+	}
+}
+
+// TestAPIEvents: the stream carries ids; a client that reconnects with
+// Last-Event-ID gets exactly what it missed.
+func TestAPIEvents(t *testing.T) {
+	h := newAPIHarness(t, apiHarnessOptions{})
+	ctx, cancel := context.WithCancel(t.Context())
+	stream := h.openStream(ctx, "", "")
+	h.call("POST", "/v1/desks/main/triggers", `{"text": "one", "id": "one"}`)
+	first := nextOf(t, stream, "turn.completed")
+	if !strings.Contains(first.data, `"topic":"turn.completed"`) || !strings.Contains(first.data, `"trigger":"one"`) ||
+		!strings.Contains(first.data, `"desk":"main"`) || first.id == "" {
+		t.Errorf("turn.completed = %+v", first)
+	}
+	cancel() // the client goes away
+
+	h.call("POST", "/v1/desks/main/triggers", `{"text": "two", "id": "two"}`)
+	h.call("GET", "/v1/desks/main/triggers/two?wait=10s", "")
+	h.call("POST", "/v1/desks/main/triggers", `{"text": "three", "id": "three"}`)
+	h.call("GET", "/v1/desks/main/triggers/three?wait=10s", "")
+
+	again := h.openStream(t.Context(), "?follow=0", first.id)
+	var topics, triggersSeen []string
+	for e := range again {
+		topics = append(topics, e.topic)
+		var payload struct {
+			Trigger string `json:"trigger"`
+		}
+		_ = json.Unmarshal([]byte(e.data), &payload)
+		if e.topic == "trigger.queued" {
+			triggersSeen = append(triggersSeen, payload.Trigger)
+		}
+		if e.id == first.id {
+			t.Errorf("the replay repeats event %s", first.id)
+		}
+	}
+	if got := strings.Join(triggersSeen, ","); got != "two,three" {
+		t.Errorf("replayed trigger.queued of %s, want two,three (topics %v)", got, topics)
+	}
+	if n := strings.Count(strings.Join(topics, " "), "turn.completed"); n != 2 {
+		t.Errorf("replayed %d turn.completed, want 2: %v", n, topics)
+	}
+
+	// An id from another deskd process: everything held is replayed.
+	all := h.openStream(t.Context(), "?follow=0", "otherepoch-5")
+	n := 0
+	for range all {
+		n++
+	}
+	if n < 9 {
+		t.Errorf("a stale Last-Event-ID replayed %d events, want the whole ring", n)
+	}
+}
+
+// TestClientCommands: status, trigger --wait, rollover and events against
+// the API, as the CLI runs them.
+func TestClientCommands(t *testing.T) {
+	h := newAPIHarness(t, apiHarnessOptions{token: "tok"})
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("tok\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), append(args, "--addr", h.srv.URL, "--token-file", tokenFile), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := cli("trigger", "main", "What is the plan?", "--id", "q1", "--wait", "--timeout", "10s")
+	if code != 0 || !strings.Contains(out, "q1: answered, session ") || !strings.Contains(out, "[scripted]") {
+		t.Errorf("trigger --wait = %d\n%s%s", code, out, errs)
+	}
+	if s, _ := h.desk.Trigger("q1"); s.Kind != triggers.Manual || s.Source != "cli" {
+		t.Errorf("the CLI's trigger = %+v, want manual from cli", s)
+	}
+	code, out, _ = cli("trigger", "main", "What is the plan?", "--id", "q1")
+	if code != 0 || !strings.Contains(out, "q1: already known, answered") {
+		t.Errorf("trigger again = %d %s", code, out)
+	}
+	code, out, errs = cli("status")
+	if code != 0 || !strings.Contains(out, "DESK") || !strings.Contains(out, "main") || !strings.Contains(out, "idle") {
+		t.Errorf("status = %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = cli("status", "--json")
+	if st := decode[desksResponse](t, out); code != 0 || len(st.Desks) != 1 || st.Desks[0].Exchanges != 1 {
+		t.Errorf("status --json = %d %s", code, out)
+	}
+	code, out, errs = cli("rollover", "main")
+	if code != 0 || !strings.Contains(out, "desk main: session ") {
+		t.Errorf("rollover = %d %s%s", code, out, errs)
+	}
+	code, out, errs = cli("events")
+	if code != 0 || !strings.Contains(out, `"topic":"turn.completed"`) || !strings.Contains(out, `"topic":"session.started"`) {
+		t.Errorf("events = %d\n%s%s", code, out, errs)
+	}
+	code, _, errs = cli("trigger", "nope", "x")
+	if code != 1 || !strings.Contains(errs, `unknown desk \"nope\"`) && !strings.Contains(errs, `unknown desk "nope"`) {
+		t.Errorf("trigger to an unknown desk = %d %s", code, errs)
+	}
+	var out2, errb bytes.Buffer
+	if code := run(t.Context(), []string{"trigger", "main", "x", "--addr", h.srv.URL}, &out2, &errb); code != 1 || !strings.Contains(errb.String(), "401") {
+		t.Errorf("trigger without the token = %d %s", code, errb.String())
+	}
+}
+
+// TestClientWaitTimeout: --wait exits 4 when the timeout passes before
+// the trigger is answered.
+func TestClientWaitTimeout(t *testing.T) {
+	g := newAPIGate()
+	h := newAPIHarness(t, apiHarnessOptions{model: g})
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), []string{"trigger", "main", "slow", "--wait", "--timeout", "1ms", "--addr", h.srv.URL}, &out, &errb)
+	}()
+	h.expectCall(g, "slow")
+	// The server's long poll waits on deskd's (fake) clock.
+	var code int
+	for waiting := true; waiting; {
+		select {
+		case code = <-done:
+			waiting = false
+		case <-time.After(10 * time.Millisecond):
+			h.clk.Advance(time.Second)
+		}
+	}
+	if code != exitTimeout || !strings.Contains(errb.String(), "still running") {
+		t.Errorf("trigger --wait --timeout 1ms = %d %s%s", code, out.String(), errb.String())
+	}
+	g.release <- struct{}{}
+}

@@ -1,0 +1,475 @@
+package main
+
+// End-to-end tests: each builds the real deskd binary (once per test
+// binary), runs it on a config in t.TempDir(), and follows its JSON log
+// lines. They are skipped under -short. TestE2EMidnightRollover is the slow
+// one: it runs a little over a minute of deskd's clock across IST midnight.
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// istZone is the trading time zone of the tests' configs.
+var istZone = func() *time.Location {
+	loc, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
+
+// TestE2EMidnightRollover runs a desk with an every-minute schedule across
+// IST midnight: a turn at 23:59 in the first session, the rollover at the
+// boundary (summary written, new session announced), and the 00:00 turn in
+// the new session, whose first message carries the summary.
+func TestE2EMidnightRollover(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	deadline := time.Now().Add(150 * time.Second)
+	s := newE2ESetup(t, everyMinuteSchedule)
+	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-01T23:58:57+05:30")
+
+	first := d.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first"))
+	s1 := first.Str("session")
+	if s1 == "" {
+		d.fail(t, "session.started without a session id: %s", first.Raw)
+	}
+	d.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+
+	// The 23:59 slot: a turn in the first session, of trading date 2026-03-01.
+	turn1 := d.waitFor(t, deadline, "turn.completed in "+s1, isEvent("turn.completed", "session", s1))
+	if at := parseTimeField(t, turn1, "at").In(istZone); at.Format("2006-01-02 15:04") != "2026-03-01 23:59" {
+		t.Errorf("first turn at %v on deskd's clock, want during 2026-03-01 23:59 IST", at)
+	}
+	if turn1.Fields["scripted"] != true || turn1.Str("provider") != "scripted" {
+		t.Errorf("turn.completed of the scripted model does not say so: %s", turn1.Raw)
+	}
+
+	// The boundary: summary, then the new session.
+	summarized := d.waitFor(t, deadline, "session.summarized of "+s1, isEvent("session.summarized", "session", s1))
+	if got := summarized.Str("trading_date"); got != "2026-03-01" {
+		t.Errorf("session.summarized trading_date = %q, want 2026-03-01", got)
+	}
+	rolled := d.waitFor(t, deadline, "session.started reason daily_rollover",
+		isEvent("session.started", "desk", "main", "reason", "daily_rollover"))
+	s2 := rolled.Str("session")
+	summaryFile := filepath.Join(s.DeskDir(), "summaries", "2026-03-01.md")
+	if s2 == "" || s2 == s1 {
+		t.Errorf("daily_rollover session = %q, want a new id (the old one is %s)", s2, s1)
+	}
+	if got := rolled.Str("previous"); got != s1 {
+		t.Errorf("daily_rollover previous = %q, want %s", got, s1)
+	}
+	if got := rolled.Str("summary_path"); got != summaryFile {
+		t.Errorf("daily_rollover summary_path = %q, want %s", got, summaryFile)
+	}
+	if at := parseTimeField(t, rolled, "at").In(istZone); at.Format("2006-01-02") != "2026-03-02" {
+		t.Errorf("rollover at %v on deskd's clock, want on 2026-03-02 IST", at)
+	}
+	summary, err := os.ReadFile(summaryFile)
+	if err != nil {
+		d.fail(t, "the rollover was announced but its summary is not there: %v", err)
+	}
+	if strings.TrimSpace(string(summary)) == "" {
+		t.Errorf("%s is empty", summaryFile)
+	}
+
+	// The 00:00 slot: the first turn of the new session.
+	turn2 := d.waitFor(t, deadline, "turn.completed in "+s2, isEvent("turn.completed", "session", s2))
+	if at := parseTimeField(t, turn2, "at").In(istZone); at.Format("2006-01-02 15:04") != "2026-03-02 00:00" {
+		t.Errorf("second turn at %v on deskd's clock, want during 2026-03-02 00:00 IST", at)
+	}
+	if n := turn2.Num("turn"); n != 1 {
+		t.Errorf("the 00:00 turn is turn %v of %s, want 1", n, s2)
+	}
+	d.stopCleanly(t, syscall.SIGTERM)
+
+	// The session files.
+	recs1, _ := readSessionRecords(t, s.SessionFile(s1))
+	recs2, _ := readSessionRecords(t, s.SessionFile(s2))
+	checkSessionHeader(t, s1, recs1, "2026-03-01", "")
+	checkSessionHeader(t, s2, recs2, "2026-03-02", s1)
+	if got := firstUserText(t, s1, recs1); got != "Check the tape." {
+		t.Errorf("first user message of %s (no summary yet) = %q, want %q", s1, got, "Check the tape.")
+	}
+	checkFirstMessage(t, s2, recs2, "2026-03-01", string(summary), "Check the tape.")
+	for id, recs := range map[string][]map[string]any{s1: recs1, s2: recs2} {
+		n := 0
+		for _, r := range recs {
+			if r["role"] != "assistant" {
+				continue
+			}
+			n++
+			if r["scripted"] != true {
+				t.Errorf("%s: an assistant record of the scripted model lacks \"scripted\":true: %v", id, r)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s has no assistant record", id)
+		}
+	}
+}
+
+// checkFirstMessage checks, byte for byte, that the first user message of
+// a new session is the previous session's summary followed by the trigger.
+func checkFirstMessage(t *testing.T, id string, recs []map[string]any, date, summary, text string) {
+	t.Helper()
+	want := "[This is the first message of a new session. Summary of your previous session, from " + date + ":]\n" +
+		strings.TrimRight(summary, "\n") +
+		"\n[End of the summary. Your lasting lessons are in Memory.md. The message follows.]\n\n" + text
+	if got := firstUserText(t, id, recs); got != want {
+		t.Errorf("first user message of %s:\n got: %q\nwant: %q", id, got, want)
+	}
+}
+
+// checkSessionHeader checks the first record of a session file.
+func checkSessionHeader(t *testing.T, id string, recs []map[string]any, date, parent string) {
+	t.Helper()
+	if len(recs) == 0 {
+		t.Fatalf("session %s: empty file", id)
+	}
+	h := recs[0]
+	if h["type"] != "header" || h["session"] != id || h["desk"] != "main" || h["trading_date"] != date {
+		t.Errorf("session %s header = %v, want type header, session %s, desk main, trading_date %s", id, h, id, date)
+	}
+	if got, _ := h["parent"].(string); got != parent {
+		t.Errorf("session %s header parent = %q, want %q", id, got, parent)
+	}
+}
+
+// firstUserText returns the text of the session's first user message.
+func firstUserText(t *testing.T, id string, recs []map[string]any) string {
+	t.Helper()
+	for _, r := range recs {
+		if r["role"] == "user" {
+			s, _ := r["text"].(string)
+			return s
+		}
+	}
+	t.Fatalf("session %s has no user message", id)
+	return ""
+}
+
+// TestE2ERestartResumesSession stops deskd and starts it again on the same
+// state: the desk resumes its session.
+func TestE2ERestartResumesSession(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	deadline := time.Now().Add(60 * time.Second)
+	s := newE2ESetup(t, "")
+
+	d1 := startDeskd(t, "first deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T09:00:00+05:30")
+	started := d1.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first"))
+	id := started.Str("session")
+	d1.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d1.stopCleanly(t, syscall.SIGTERM)
+
+	d2 := startDeskd(t, "second deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T09:10:00+05:30")
+	resumed := d2.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
+	if resumed.Str("reason") != "resumed" || resumed.Str("session") != id || resumed.Str("previous") != "" {
+		t.Errorf("after a restart: %s\nwant session.started reason resumed, session %s, no previous", resumed.Raw, id)
+	}
+	d2.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d2.stopCleanly(t, syscall.SIGTERM)
+	if n := d2.count(isEvent("session.started")); n != 1 {
+		t.Errorf("the second run announced %d sessions, want 1", n)
+	}
+	entries, err := os.ReadDir(filepath.Join(s.DeskDir(), "sessions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != id+".jsonl" {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("session files after a restart = %v, want only %s.jsonl", names, id)
+	}
+}
+
+// TestE2ESecondDeskdRefused starts a second deskd on a state dir that one
+// already runs on: it exits non-zero and names the holder.
+func TestE2ESecondDeskdRefused(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	deadline := time.Now().Add(60 * time.Second)
+	s := newE2ESetup(t, everyMinuteSchedule)
+
+	d1 := startDeskd(t, "first deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:30+05:30")
+	d1.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+
+	d2 := startDeskd(t, "second deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:30+05:30")
+	if code := d2.wait(t, 30*time.Second); code <= 0 {
+		d2.fail(t, "exit status %d, want a failure: another deskd (pid %d) holds the state dir", code, d1.Pid())
+	}
+	holder := "pid " + strconv.Itoa(d1.Pid()) + " on "
+	if out := d2.stderr.String(); !strings.Contains(out, holder) || !strings.Contains(out, s.StateDir) {
+		d2.fail(t, "stderr does not name the state dir %s and its holder (%q)", s.StateDir, holder)
+	}
+	if d2.count(isEvent("desk.started")) != 0 {
+		d2.fail(t, "the refused deskd started a desk")
+	}
+	select {
+	case <-d1.exited:
+		d1.fail(t, "the first deskd exited when the second was refused")
+	default:
+	}
+	d1.stopCleanly(t, syscall.SIGTERM)
+}
+
+// TestE2ESIGINTStopsCleanly: Ctrl-C stops deskd like SIGTERM does.
+func TestE2ESIGINTStopsCleanly(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	deadline := time.Now().Add(60 * time.Second)
+	s := newE2ESetup(t, everyMinuteSchedule)
+	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T11:00:30+05:30")
+	d.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d.stopCleanly(t, syscall.SIGINT)
+	if d.count(isEvent("desk.stopped", "desk", "main")) != 1 {
+		t.Errorf("no desk.stopped event after SIGINT")
+	}
+}
+
+// TestE2EVersion: deskd version prints its name and version.
+func TestE2EVersion(t *testing.T) {
+	bin := deskdBinary(t)
+	t.Parallel()
+	cmd := exec.CommandContext(t.Context(), bin, "version")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("deskd version: %v\n%s", err, stderr.String())
+	}
+	if !strings.HasPrefix(string(out), "deskd ") {
+		t.Errorf("deskd version printed %q, want it to start with \"deskd \"", out)
+	}
+}
+
+// TestE2ECheckConfig: check-config accepts a good config, and reports every
+// problem of a bad one, across files, as "file: field: reason".
+func TestE2ECheckConfig(t *testing.T) {
+	bin := deskdBinary(t)
+	t.Parallel()
+	checkConfig := func(path string) (string, int) {
+		t.Helper()
+		out, err := exec.CommandContext(t.Context(), bin, "check-config", "--config", path).CombinedOutput()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return string(out), 0
+		case errors.As(err, &exit):
+			return string(out), exit.ExitCode()
+		default:
+			t.Fatalf("deskd check-config: %v\n%s", err, out)
+			return "", 0
+		}
+	}
+
+	good := newE2ESetup(t, everyMinuteSchedule)
+	if out, code := checkConfig(good.Config); code != 0 {
+		t.Errorf("check-config of a good config: exit status %d, want 0\n%s", code, out)
+	}
+
+	dir := t.TempDir()
+	mainFile := writeTestFile(t, dir, "deskd.yaml", "state_dir: state\nlisten: 127.0.0.1:7317\n"+
+		"models:\n  offline: {provider: scripted}\nstate_dirr: typo\n")
+	deskFile := writeTestFile(t, dir, filepath.Join("desks.d", "main.yaml"), "model: offline\nschedules:\n"+
+		"  - name: open\n    cron: \"61 9 * * 1-5\"\n    text: \"Open.\"\n")
+	out, code := checkConfig(mainFile)
+	if code == 0 {
+		t.Errorf("check-config of a config with two problems: exit status 0, want non-zero\n%s", out)
+	}
+	for _, want := range []string{mainFile + ": state_dirr: ", deskFile + ": schedules[0].cron: "} {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, want) && len(line) > len(want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("check-config output has no line %q<reason>:\n%s", want, out)
+		}
+	}
+}
+
+// TestE2ETornSessionLine: a session file whose last line a crash cut short
+// is repaired at start: the fragment is set aside once, announced once, and
+// the desk resumes the same session.
+func TestE2ETornSessionLine(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	deadline := time.Now().Add(90 * time.Second)
+	s := newE2ESetup(t, everyMinuteSchedule)
+
+	// A session with one exchange.
+	d1 := startDeskd(t, "first deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:57+05:30")
+	id := d1.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first")).Str("session")
+	d1.waitFor(t, deadline, "turn.completed in "+id, isEvent("turn.completed", "session", id))
+	d1.stopCleanly(t, syscall.SIGTERM)
+
+	// A crash mid-write: half a record, no newline.
+	path := s.SessionFile(id)
+	_, good := readSessionRecords(t, path)
+	const frag = `{"type":"message","at":"2026-03-02T04:31:00Z","role":"assistant","text":"[scripted] Rec`
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(frag); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next start repairs it (the clock is mid-minute: no turn comes).
+	d2 := startDeskd(t, "second deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:30:05+05:30")
+	torn := d2.waitFor(t, deadline, "session.torn", isEvent("session.torn", "desk", "main", "session", id, "path", path))
+	if got := torn.Num("offset"); got != float64(len(good)) {
+		t.Errorf("session.torn offset = %v, want %d (the end of the last good line)", got, len(good))
+	}
+	if got := torn.Num("bytes"); got != float64(len(frag)) {
+		t.Errorf("session.torn bytes = %v, want %d", got, len(frag))
+	}
+	resumed := d2.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
+	if resumed.Str("reason") != "resumed" || resumed.Str("session") != id {
+		t.Errorf("after the repair: %s\nwant session.started reason resumed, session %s", resumed.Raw, id)
+	}
+	d2.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d2.stopCleanly(t, syscall.SIGTERM)
+	if n := d2.count(isEvent("session.torn")); n != 1 {
+		t.Errorf("session.torn logged %d times, want once", n)
+	}
+
+	if _, data := readSessionRecords(t, path); string(data) != string(good) {
+		t.Errorf("session file after the repair:\n%s\nwant it cut back to:\n%s", data, good)
+	}
+	saved, err := filepath.Glob(path + ".torn-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved) != 1 {
+		t.Fatalf("files %s.torn-* = %v, want one", path, saved)
+	}
+	if saved[0] != torn.Str("saved_to") {
+		t.Errorf("session.torn saved_to = %q, but the fragment is in %s", torn.Str("saved_to"), saved[0])
+	}
+	if b, err := os.ReadFile(saved[0]); err != nil || string(b) != frag {
+		t.Errorf("%s = %q (%v), want the fragment %q", saved[0], b, err, frag)
+	}
+
+	// The file is clean now: the next start finds nothing to repair.
+	d3 := startDeskd(t, "third deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:40:05+05:30")
+	again := d3.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
+	if again.Str("reason") != "resumed" || again.Str("session") != id {
+		t.Errorf("third run: %s\nwant session.started reason resumed, session %s", again.Raw, id)
+	}
+	d3.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d3.stopCleanly(t, syscall.SIGTERM)
+	if n := d3.count(isEvent("session.torn")); n != 0 {
+		t.Errorf("third run: session.torn logged %d times, want 0 (the file was repaired)", n)
+	}
+	if saved, _ := filepath.Glob(path + ".torn-*"); len(saved) != 1 {
+		t.Errorf("files %s.torn-* after the third run = %v, want still one", path, saved)
+	}
+}
+
+// TestE2ERestartAfterBoundary: deskd was down over IST midnight. At start
+// it resumes yesterday's session, rolls it over at once (summary, new
+// session), and the first turn of the new session carries the summary.
+func TestE2ERestartAfterBoundary(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	deadline := time.Now().Add(90 * time.Second)
+	s := newE2ESetup(t, everyMinuteSchedule)
+
+	d1 := startDeskd(t, "first deskd", "run", "--config", s.Config, "--clock-start", "2026-03-01T23:58:57+05:30")
+	s1 := d1.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first")).Str("session")
+	d1.waitFor(t, deadline, "turn.completed in "+s1, isEvent("turn.completed", "session", s1))
+	d1.stopCleanly(t, syscall.SIGTERM)
+
+	d2 := startDeskd(t, "second deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T09:00:57+05:30")
+	resumed := d2.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
+	if resumed.Str("reason") != "resumed" || resumed.Str("session") != s1 {
+		t.Errorf("after a restart: %s\nwant session.started reason resumed, session %s", resumed.Raw, s1)
+	}
+	rolled := d2.waitFor(t, deadline, "session.started reason daily_rollover",
+		isEvent("session.started", "desk", "main", "reason", "daily_rollover", "previous", s1))
+	s2 := rolled.Str("session")
+	summaryFile := filepath.Join(s.DeskDir(), "summaries", "2026-03-01.md")
+	if got := rolled.Str("summary_path"); got != summaryFile {
+		t.Errorf("daily_rollover summary_path = %q, want %s", got, summaryFile)
+	}
+	// The rollover comes at start, before any turn.
+	if n := d2.count(isEvent("turn.started")); n != 0 {
+		t.Errorf("%d turns started before the rollover, want 0", n)
+	}
+	d2.waitFor(t, deadline, "turn.completed in "+s2, isEvent("turn.completed", "session", s2))
+	d2.stopCleanly(t, syscall.SIGTERM)
+
+	summary, err := os.ReadFile(summaryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs2, _ := readSessionRecords(t, s.SessionFile(s2))
+	checkSessionHeader(t, s2, recs2, "2026-03-02", s1)
+	checkFirstMessage(t, s2, recs2, "2026-03-01", string(summary), "Check the tape.")
+}
+
+// TestE2EDeskStartFailureIsReported: a desk that cannot start (its state
+// file is damaged) is reported when it happens, not only once an operator
+// stops the daemon.
+func TestE2EDeskStartFailureIsReported(t *testing.T) {
+	deskdBinary(t)
+	t.Skip("blocked by: cmd/deskd/daemon.go runDaemon keeps each desk's Run error in errs[i] and reports it " +
+		"only after ctx is done: a desk that fails to start leaves deskd running silently (see the e2e report)")
+	t.Parallel()
+	deadline := time.Now().Add(30 * time.Second)
+	s := newE2ESetup(t, "")
+	stateFile := filepath.Join(s.DeskDir(), "state.json")
+	writeTestFile(t, s.DeskDir(), "state.json", "{not json\n")
+
+	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T09:00:00+05:30")
+	// Either an error line naming the file while deskd runs on, or deskd
+	// exits on its own with the error.
+	d.waitFor(t, deadline, "an error naming "+stateFile, func(l stderrLine) bool {
+		return strings.Contains(l.Raw, stateFile) && (l.Str("level") == "error" || l.Fields == nil)
+	})
+	select {
+	case <-d.exited:
+		if code := d.cmd.ProcessState.ExitCode(); code == 0 {
+			d.fail(t, "exit status 0 after a desk failed to start")
+		}
+	default:
+	}
+}
+
+// TestE2EStoppedIsLastLine: "deskd stopped" is the daemon's last word:
+// every event of the shutdown (desk.stopped) is logged before it.
+func TestE2EStoppedIsLastLine(t *testing.T) {
+	deskdBinary(t)
+	t.Skip("blocked by: cmd/deskd/daemon.go runDaemon logs \"deskd stopped\" before its deferred stopLog and " +
+		"bus.Close drain the event log, so desk.stopped is often logged after it (see the e2e report)")
+	t.Parallel()
+	s := newE2ESetup(t, "")
+	// The order is a race in the daemon: try a few times.
+	for i := range 5 {
+		d := startDeskd(t, "deskd run "+strconv.Itoa(i+1), "run", "--config", s.Config, "--clock-start", "2026-03-02T09:00:00+05:30")
+		d.waitFor(t, time.Now().Add(30*time.Second), "desk.started", isEvent("desk.started", "desk", "main"))
+		d.stopCleanly(t, syscall.SIGTERM)
+		lines, _ := d.stderr.snapshot()
+		if last := lines[len(lines)-1]; last.Str("message") != "deskd stopped" {
+			d.fail(t, "the last line is %s, want \"deskd stopped\"", last.Raw)
+		}
+	}
+}

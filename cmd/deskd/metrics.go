@@ -1,0 +1,245 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/deskd/deskd/desk/event"
+)
+
+// Turn outcomes, the values of deskd_turns_total's outcome label.
+const (
+	outcomeCompleted   = "completed"
+	outcomeFailed      = "failed"
+	outcomeInterrupted = "interrupted"
+)
+
+// deskGauges is what the metrics read from one desk at each scrape: the
+// values that change without an event.
+type deskGauges struct {
+	Desk       string
+	QueueDepth int
+	// NextSlot is the desk's next schedule slot; zero when it has none.
+	NextSlot time.Time
+}
+
+// metrics is deskd's Prometheus metrics, served at GET /metrics. They have
+// a registry of their own (never the global one) and are fed by the event
+// bus: one SubscribeAll subscriber, so events are counted in the order they
+// were published. Queue depths and next slots are read at each scrape from
+// the function given to SetStatus, so a desk that is removed disappears.
+//
+// Failed and interrupted turns carry no model in their events; they are
+// labelled with the desk's model from its last desk.started.
+type metrics struct {
+	reg *prometheus.Registry
+
+	turns         *prometheus.CounterVec   // desk, model, outcome
+	turnDuration  *prometheus.HistogramVec // desk, model
+	tokens        *prometheus.CounterVec   // desk, model, kind
+	cost          *prometheus.CounterVec   // desk, model
+	rollovers     *prometheus.CounterVec   // desk
+	degraded      *prometheus.CounterVec   // desk
+	reloads       prometheus.Counter
+	rejections    prometheus.Counter
+	modelErrors   *prometheus.CounterVec // desk, model, status
+	lastTurn      *prometheus.GaugeVec   // desk
+	queueDepthDsc *prometheus.Desc
+	nextSlotDsc   *prometheus.Desc
+
+	mu     sync.Mutex
+	models map[string]string // desk -> its model, from desk.started
+	status func() []deskGauges
+
+	cancel func()
+}
+
+// newMetrics registers deskd's metrics and starts counting the events of
+// bus. Close stops counting.
+func newMetrics(bus *event.Bus) *metrics { return buildMetrics(bus, nil) }
+
+// buildMetrics is newMetrics; after, if not nil, is called after each
+// event has been counted (tests use it to wait for the subscriber).
+func buildMetrics(bus *event.Bus, after func(event.Event)) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "deskd_turns_total",
+			Help: "Turns that ended, by desk, model and outcome (completed, failed, interrupted).",
+		}, []string{"desk", "model", "outcome"}),
+		turnDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "deskd_turn_duration_seconds",
+			Help:    "How long completed turns took, model calls and tool loop included.",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 13), // 0.25s .. 1024s
+		}, []string{"desk", "model"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "deskd_tokens_total",
+			Help: "Tokens used by completed turns, by desk, model and kind (input, output, cached).",
+		}, []string{"desk", "model", "kind"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "deskd_cost_total",
+			Help: "Cost of model calls in the currency of the models' prices (usually US dollars); only models with prices count.",
+		}, []string{"desk", "model"}),
+		rollovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "deskd_rollovers_total",
+			Help: "Sessions rolled over (daily or manual), by desk.",
+		}, []string{"desk"}),
+		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "deskd_degraded_rollovers_total",
+			Help: "Rollovers whose summary fell back to a mechanical digest because the model failed, by desk.",
+		}, []string{"desk"}),
+		reloads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "deskd_config_reloads_total",
+			Help: "Config reloads that took effect (config.reloaded events).",
+		}),
+		rejections: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "deskd_config_rejections_total",
+			Help: "Config problems refused on reload (config.rejected events: one per file and field).",
+		}),
+		modelErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "deskd_model_errors_total",
+			Help: "Failed model calls, by desk, model and HTTP status (0: no answer: timeout, dropped connection).",
+		}, []string{"desk", "model", "status"}),
+		lastTurn: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "deskd_last_turn_timestamp_seconds",
+			Help: "When each desk's last turn ended, on deskd's clock, in Unix seconds.",
+		}, []string{"desk"}),
+		queueDepthDsc: prometheus.NewDesc("deskd_queue_depth",
+			"Triggers waiting in each desk's queue.", []string{"desk"}, nil),
+		nextSlotDsc: prometheus.NewDesc("deskd_next_slot_timestamp_seconds",
+			"Each desk's next schedule slot, in Unix seconds; absent when the desk has none.", []string{"desk"}, nil),
+		models: map[string]string{},
+	}
+	m.reg.MustRegister(
+		m.turns, m.turnDuration, m.tokens, m.cost, m.rollovers, m.degraded, m.reloads, m.rejections,
+		m.modelErrors, m.lastTurn, statusCollector{m},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "deskd_bus_dropped_total",
+			Help: "Event deliveries dropped because a subscriber's mailbox was full.",
+		}, func() float64 { return float64(bus.Dropped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "deskd_bus_handler_panics_total",
+			Help: "Event handler calls that panicked (and were recovered).",
+		}, func() float64 { return float64(bus.Panics()) }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	m.cancel = event.SubscribeAll(bus, func(e event.Event) {
+		m.observe(e)
+		if after != nil {
+			after(e)
+		}
+	})
+	return m
+}
+
+// Handler serves the metrics in the Prometheus exposition formats. A
+// collector that fails (the process collector under the unit's
+// ProcSubset=pid, say) costs its own metrics, never the whole answer.
+func (m *metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, ErrorHandling: promhttp.ContinueOnError})
+}
+
+// SetStatus sets the function read at each scrape for queue depths and
+// next slots. Until it is set, those metrics are absent.
+func (m *metrics) SetStatus(status func() []deskGauges) {
+	m.mu.Lock()
+	m.status = status
+	m.mu.Unlock()
+}
+
+// ModelError counts one failed model call.
+func (m *metrics) ModelError(desk, model string, status int) {
+	m.modelErrors.WithLabelValues(desk, model, strconv.Itoa(status)).Inc()
+}
+
+// AddCost adds the cost of a model call to deskd_cost_total.
+func (m *metrics) AddCost(desk, model string, cost float64) {
+	if cost > 0 {
+		m.cost.WithLabelValues(desk, model).Add(cost)
+	}
+}
+
+// Close stops counting events. The handler keeps serving what was counted.
+func (m *metrics) Close() { m.cancel() }
+
+// observe counts one event.
+func (m *metrics) observe(e event.Event) {
+	switch e := e.(type) {
+	case event.DeskStarted:
+		m.mu.Lock()
+		m.models[e.Desk] = e.Model
+		m.mu.Unlock()
+	case event.DeskStopped:
+		m.lastTurn.DeleteLabelValues(e.Desk)
+	case event.TurnCompleted:
+		m.turns.WithLabelValues(e.Desk, e.Model, outcomeCompleted).Inc()
+		m.turnDuration.WithLabelValues(e.Desk, e.Model).Observe(float64(e.DurationMS) / 1000)
+		m.tokens.WithLabelValues(e.Desk, e.Model, "input").Add(float64(e.InputTokens))
+		m.tokens.WithLabelValues(e.Desk, e.Model, "output").Add(float64(e.OutputTokens))
+		m.tokens.WithLabelValues(e.Desk, e.Model, "cached").Add(float64(e.CachedTokens))
+		m.AddCost(e.Desk, e.Model, e.Cost)
+		m.turnEnded(e.Header)
+	case event.ModelFailed:
+		m.ModelError(e.Desk, e.Model, e.Status)
+	case event.TurnFailed:
+		m.turns.WithLabelValues(e.Desk, m.modelOf(e.Desk), outcomeFailed).Inc()
+		m.turnEnded(e.Header)
+	case event.TurnInterrupted:
+		m.turns.WithLabelValues(e.Desk, m.modelOf(e.Desk), outcomeInterrupted).Inc()
+		m.turnEnded(e.Header)
+	case event.SessionStarted:
+		if e.Reason == "daily_rollover" || e.Reason == "manual_rollover" {
+			m.rollovers.WithLabelValues(e.Desk).Inc()
+		}
+	case event.SessionSummarized:
+		if e.Degraded {
+			m.degraded.WithLabelValues(e.Desk).Inc()
+		}
+	case event.ConfigReloaded:
+		m.reloads.Inc()
+	case event.ConfigRejected:
+		m.rejections.Inc()
+	}
+}
+
+func (m *metrics) turnEnded(h event.Header) {
+	m.lastTurn.WithLabelValues(h.Desk).Set(unixSeconds(h.At))
+}
+
+func (m *metrics) modelOf(desk string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.models[desk]
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// statusCollector reads queue depths and next slots at scrape time.
+type statusCollector struct{ m *metrics }
+
+func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.m.queueDepthDsc
+	ch <- c.m.nextSlotDsc
+}
+
+func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	status := c.m.status
+	c.m.mu.Unlock()
+	if status == nil {
+		return
+	}
+	for _, d := range status() {
+		ch <- prometheus.MustNewConstMetric(c.m.queueDepthDsc, prometheus.GaugeValue, float64(d.QueueDepth), d.Desk)
+		if !d.NextSlot.IsZero() {
+			ch <- prometheus.MustNewConstMetric(c.m.nextSlotDsc, prometheus.GaugeValue, unixSeconds(d.NextSlot), d.Desk)
+		}
+	}
+}

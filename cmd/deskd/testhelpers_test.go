@@ -1,0 +1,466 @@
+package main
+
+// Helpers for the end-to-end tests in e2e_test.go: build the deskd binary
+// once, run it as a child process with a config in t.TempDir(), follow its
+// JSON log lines on stderr, and make sure it has ended before the test does.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The binary is built at most once per test binary, the first time an
+// end-to-end test asks for it, and removed by TestMain.
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildPath string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// builtWithRace reports whether this test binary was built with -race; the
+// daemon under test is then built with -race too, so that the end-to-end
+// tests also hunt data races in the real process.
+func builtWithRace() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" && s.Value == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// deskdBinary skips the test under -short, and otherwise returns the path
+// of the deskd binary built from this package.
+func deskdBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test of the built deskd binary: skipped under -short")
+	}
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "deskd-e2e-")
+		if buildErr != nil {
+			return
+		}
+		buildPath = filepath.Join(buildDir, "deskd")
+		args := []string{"build", "-o", buildPath}
+		if builtWithRace() {
+			args = append(args, "-race")
+		}
+		args = append(args, ".")
+		out, err := exec.Command("go", args...).CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build deskd: %v", buildErr)
+	}
+	return buildPath
+}
+
+// pickFreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func pickFreePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	return port
+}
+
+// writeTestFile writes text to dir/name, making folders as needed, and returns
+// the file's path.
+func writeTestFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// e2eSetup is one config in a temporary folder.
+type e2eSetup struct {
+	Config   string // the main file
+	StateDir string // the state folder it names
+	Desk     string // the one desk's name
+}
+
+// DeskDir returns the desk's folder in the state dir.
+func (s e2eSetup) DeskDir() string { return filepath.Join(s.StateDir, "desks", s.Desk) }
+
+// SessionFile returns the path of a session file of the desk.
+func (s e2eSetup) SessionFile(id string) string {
+	return filepath.Join(s.DeskDir(), "sessions", id+".jsonl")
+}
+
+// newE2ESetup writes deskd.yaml (state_dir relative to it, a free port, the
+// offline scripted model) and desks.d/main.yaml with the given schedules
+// block (YAML list items, or "" for none) into t.TempDir().
+func newE2ESetup(t *testing.T, schedules string) e2eSetup {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := writeTestFile(t, dir, "deskd.yaml", fmt.Sprintf(`state_dir: state
+timezone: Asia/Kolkata
+rollover_at: "00:00"
+listen: 127.0.0.1:%d
+log: {level: info, format: json}
+shutdown_timeout: 20s
+models:
+  offline: {provider: scripted}
+`, pickFreePort(t)))
+	desk := "model: offline\ninstructions: |\n  You run the main desk. Keep notes of what you learn.\n"
+	if schedules != "" {
+		desk += "schedules:\n" + schedules
+	}
+	writeTestFile(t, dir, filepath.Join("desks.d", "main.yaml"), desk)
+	return e2eSetup{Config: cfg, StateDir: filepath.Join(dir, "state"), Desk: "main"}
+}
+
+// everyMinuteSchedule is a schedules block that fires "Check the tape." each minute.
+const everyMinuteSchedule = `  - name: every-minute
+    cron: "* * * * *"
+    text: "Check the tape."
+`
+
+// stderrLine is one line deskd wrote to stderr.
+type stderrLine struct {
+	Raw    string
+	Fields map[string]any // nil unless the line is a JSON object
+}
+
+// Str returns the string field key, or "".
+func (l stderrLine) Str(key string) string {
+	s, _ := l.Fields[key].(string)
+	return s
+}
+
+// Num returns the numeric field key, or -1.
+func (l stderrLine) Num(key string) float64 {
+	if n, ok := l.Fields[key].(float64); ok {
+		return n
+	}
+	return -1
+}
+
+// Event returns the bus topic of an event line, or "".
+func (l stderrLine) Event() string { return l.Str("event") }
+
+// lineRecorder is an io.Writer that splits what it is given into lines. Readers
+// take a snapshot of the lines and a channel closed at the next change.
+type lineRecorder struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   []stderrLine
+	changed chan struct{}
+}
+
+func newLineRecorder() *lineRecorder { return &lineRecorder{changed: make(chan struct{})} }
+
+func (w *lineRecorder) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	added := false
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		w.addLocked(string(w.partial[:i]))
+		w.partial = w.partial[i+1:]
+		added = true
+	}
+	if added {
+		w.notifyLocked()
+	}
+	return len(p), nil
+}
+
+// flush keeps a last line that had no '\n'.
+func (w *lineRecorder) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.partial) > 0 {
+		w.addLocked(string(w.partial))
+		w.partial = nil
+		w.notifyLocked()
+	}
+}
+
+func (w *lineRecorder) addLocked(raw string) {
+	l := stderrLine{Raw: raw}
+	var fields map[string]any
+	if json.Unmarshal([]byte(raw), &fields) == nil {
+		l.Fields = fields
+	}
+	w.lines = append(w.lines, l)
+}
+
+func (w *lineRecorder) notifyLocked() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// snapshot returns the lines so far and a channel closed when more come.
+// The returned slice is never written to again.
+func (w *lineRecorder) snapshot() ([]stderrLine, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lines[:len(w.lines):len(w.lines)], w.changed
+}
+
+func (w *lineRecorder) String() string {
+	lines, _ := w.snapshot()
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l.Raw)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// deskdProc is one deskd process started by a test.
+type deskdProc struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr *lineRecorder
+	stdout *lineRecorder
+	exited chan struct{} // closed once the process has ended and its output is read
+	next   int           // waitFor's cursor into stderr's lines
+	dumped bool          // the log was already printed in a failure
+}
+
+// startDeskd starts the binary with args. The process is tied to the
+// test: when the test ends it is sent SIGTERM, killed if it has not
+// exited 15s later, and waited for, before the test returns.
+func startDeskd(t *testing.T, name string, args ...string) *deskdProc {
+	t.Helper()
+	bin := deskdBinary(t)
+	d := &deskdProc{name: name, stderr: newLineRecorder(), stdout: newLineRecorder(), exited: make(chan struct{})}
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 15 * time.Second
+	cmd.Stdout, cmd.Stderr = d.stdout, d.stderr
+	// The host's zone must not leak into trading dates: run under a zone
+	// far from Asia/Kolkata.
+	cmd.Env = append(os.Environ(), "TZ=America/New_York")
+	d.cmd = cmd
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		_ = cmd.Wait() // the exit status is read from cmd.ProcessState
+		d.stderr.flush()
+		d.stdout.flush()
+		close(d.exited)
+	}()
+	t.Cleanup(func() {
+		// t.Context() is cancelled by now: cmd.Cancel has sent SIGTERM.
+		<-d.exited
+		if t.Failed() && !d.dumped {
+			t.Logf("%s stderr:\n%s", d.name, d.stderr)
+		}
+		d.checkRaces(t)
+	})
+	return d
+}
+
+// Pid returns the process id.
+func (d *deskdProc) Pid() int { return d.cmd.Process.Pid }
+
+// checkRaces fails the test if the race detector reported in the daemon.
+func (d *deskdProc) checkRaces(t *testing.T) {
+	t.Helper()
+	if s := d.stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
+		t.Errorf("%s: the race detector reported a data race:\n%s", d.name, s)
+	}
+}
+
+// unexpectedLine reports lines that end a wait early: failures the tests never
+// expect, a panic, or a data race.
+func unexpectedLine(l stderrLine) bool {
+	switch l.Event() {
+	case "turn.failed", "turn.interrupted", "rollover.failed", "trigger.dropped", "config.rejected":
+		return true
+	}
+	return l.Str("level") == "error" || l.Str("level") == "fatal" || l.Str("level") == "panic" ||
+		strings.HasPrefix(l.Raw, "panic:") || strings.HasPrefix(l.Raw, "fatal error:") ||
+		strings.Contains(l.Raw, "WARNING: DATA RACE")
+}
+
+// fail ends the test with why, and the lines the daemon wrote so far.
+func (d *deskdProc) fail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	d.dumped = true
+	t.Fatalf("%s: %s\nstderr so far:\n%sstdout so far:\n%s", d.name, fmt.Sprintf(format, args...), d.stderr, d.stdout)
+}
+
+// waitFor returns the first line after the previous match that satisfies
+// match. It fails the test at deadline, when the process exits first, or
+// when an unexpectedLine comes first.
+func (d *deskdProc) waitFor(t *testing.T, deadline time.Time, what string, match func(stderrLine) bool) stderrLine {
+	t.Helper()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		lines, changed := d.stderr.snapshot()
+		for ; d.next < len(lines); d.next++ {
+			l := lines[d.next]
+			if match(l) {
+				d.next++
+				return l
+			}
+			if unexpectedLine(l) {
+				d.fail(t, "waiting for %s, got a failure first: %s", what, l.Raw)
+			}
+		}
+		select {
+		case <-changed:
+		case <-d.exited:
+			if lines, _ := d.stderr.snapshot(); len(lines) > d.next {
+				continue // read what came with the exit
+			}
+			d.fail(t, "waiting for %s: the process exited (%v)", what, d.cmd.ProcessState)
+		case <-timer.C:
+			d.fail(t, "waiting for %s: no such line by the deadline, %s", what, deadline.Format(time.RFC3339))
+		}
+	}
+}
+
+// count returns how many lines so far satisfy match.
+func (d *deskdProc) count(match func(stderrLine) bool) int {
+	lines, _ := d.stderr.snapshot()
+	n := 0
+	for _, l := range lines {
+		if match(l) {
+			n++
+		}
+	}
+	return n
+}
+
+// wait waits for the process to exit and returns its exit code (-1 if a
+// signal ended it). If it has not exited by timeout, it is killed and the
+// test fails.
+func (d *deskdProc) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-d.exited:
+	case <-timer.C:
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+		d.fail(t, "did not exit within %v; killed", timeout)
+	}
+	return d.cmd.ProcessState.ExitCode()
+}
+
+// stop sends sig and returns the exit code (see wait).
+func (d *deskdProc) stop(t *testing.T, sig os.Signal, timeout time.Duration) int {
+	t.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		d.fail(t, "send %v: %v", sig, err)
+	}
+	return d.wait(t, timeout)
+}
+
+// stopCleanly sends sig and fails the test unless deskd exits 0 and logs
+// "deskd stopped".
+func (d *deskdProc) stopCleanly(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if code := d.stop(t, sig, 30*time.Second); code != 0 {
+		d.fail(t, "exit status %d after %v, want 0", code, sig)
+	}
+	if d.count(logMessage("deskd stopped")) != 1 {
+		d.fail(t, "no \"deskd stopped\" line after %v", sig)
+	}
+	lines, _ := d.stderr.snapshot()
+	for _, l := range lines {
+		if l.Fields == nil {
+			d.fail(t, "a stderr line that is not JSON (log.format is json): %q", l.Raw)
+		}
+	}
+}
+
+// isEvent matches an event line of the topic whose string fields equal the
+// given key, value pairs.
+func isEvent(topic string, kv ...string) func(stderrLine) bool {
+	return func(l stderrLine) bool {
+		if l.Event() != topic {
+			return false
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if l.Str(kv[i]) != kv[i+1] {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// logMessage matches a line whose "message" is msg.
+func logMessage(msg string) func(stderrLine) bool {
+	return func(l stderrLine) bool { return l.Str("message") == msg }
+}
+
+// readSessionRecords returns the JSON lines of a session file, each decoded, and
+// the file's raw content.
+func readSessionRecords(t *testing.T, path string) ([]map[string]any, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read session file: %v", err)
+	}
+	var recs []map[string]any
+	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%s line %d is not JSON (%v): %q", path, i+1, err, line)
+		}
+		recs = append(recs, r)
+	}
+	return recs, data
+}
+
+// parseTimeField parses an RFC3339 time field of a log line.
+func parseTimeField(t *testing.T, l stderrLine, key string) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339Nano, l.Str(key))
+	if err != nil {
+		t.Fatalf("field %s of %s: %v", key, l.Raw, err)
+	}
+	return at
+}

@@ -1,0 +1,507 @@
+package config
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+
+	"github.com/deskd/deskd/triggers"
+)
+
+// This file reads the settings of the HTTP API (listen, auth_token_file),
+// the exchange calendars (calendars_dir, and the ones deskd ships), and a
+// desk's trigger settings (queue_limit, coalesce, calendar, and each
+// schedule's calendar, on and missed).
+
+// shipped holds the calendars deskd ships, one <NAME>.yaml each.
+//
+//go:embed calendars/*.yaml
+var shipped embed.FS
+
+var calendarNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+
+// loadListen reads listen: one address or a list of them, each host:port
+// or unix:PATH. Port 0 asks the system for a free port (tests).
+func loadListen(root node, c *Config) {
+	c.Listen = DefaultListen
+	c.Listens = []string{DefaultListen}
+	v, ok := root.get("listen")
+	if !ok {
+		return
+	}
+	var addrs []string
+	switch v := v.(type) {
+	case string:
+		addrs = []string{v}
+	case []any:
+		if len(v) == 0 {
+			root.problem("listen", "the list is empty: give at least one address")
+			return
+		}
+		for i, x := range v {
+			a, ok := x.(string)
+			if !ok {
+				root.s.add(root.file, fmt.Sprintf("%s[%d]", root.field("listen"), i), "want a string, got %s", kind(x))
+				continue
+			}
+			addrs = append(addrs, a)
+		}
+	default:
+		root.problem("listen", "want a string, got %s, or a list of addresses", kind(v))
+		return
+	}
+	for i, a := range addrs {
+		field := root.field("listen")
+		if len(addrs) > 1 {
+			field = fmt.Sprintf("%s[%d]", field, i)
+		}
+		if err := checkListen(a); err != nil {
+			root.s.add(root.file, field, "%v", err)
+		} else if slices.Contains(addrs[:i], a) {
+			root.s.add(root.file, field, "%q is listed twice", a)
+		}
+	}
+	if len(addrs) > 0 {
+		c.Listen, c.Listens = addrs[0], addrs
+	}
+}
+
+// checkListen checks one listen address: host:port with a port from 0
+// to 65535, or unix:PATH.
+func checkListen(addr string) error {
+	if p, ok := strings.CutPrefix(addr, UnixPrefix); ok {
+		if strings.TrimSpace(p) == "" {
+			return fmt.Errorf("%q: want unix:PATH, the path of the socket", addr)
+		}
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (or unix:PATH): %v", addr, unwrapAddrErr(err))
+	}
+	var n int
+	if _, err := fmt.Sscanf(port, "%d", &n); err != nil || fmt.Sprint(n) != port || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 0 to 65535", addr, port)
+	}
+	return nil
+}
+
+// IsLoopback reports whether a listen address is reachable from this host
+// only: a unix socket, localhost, or a loopback IP.
+func IsLoopback(addr string) bool {
+	if strings.HasPrefix(addr, UnixPrefix) {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loadAuth reads auth_token_file, and refuses a listen address beyond
+// loopback without it.
+func loadAuth(root node, c *Config, dir string) {
+	if f, st := root.str("auth_token_file"); st == set {
+		switch p, err := expandKeyFile(f); {
+		case strings.TrimSpace(f) == "":
+			root.problem("auth_token_file", "must not be empty")
+		case err != nil:
+			root.problem("auth_token_file", "%v", err)
+		default:
+			c.AuthTokenFile = resolve(dir, p)
+			if err := checkKeyFile(c.AuthTokenFile); err != nil {
+				root.problem("auth_token_file", "%v", err)
+			}
+		}
+	}
+	if c.AuthTokenFile != "" {
+		return
+	}
+	if _, st := root.str("auth_token_file"); st != absent {
+		return // reported above
+	}
+	for _, a := range c.Listens {
+		if checkListen(a) == nil && !IsLoopback(a) {
+			root.problem("listen", "%q is reachable beyond this host: set auth_token_file, or listen on 127.0.0.1, [::1], localhost or a unix: socket", a)
+		}
+	}
+}
+
+// ReadAuthToken reads the API's bearer token from path: the file's first
+// line, without surrounding spaces. An empty token is an error.
+func ReadAuthToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read auth token: %w", err)
+	}
+	tok, _, _ := strings.Cut(string(b), "\n")
+	tok = strings.TrimSpace(tok)
+	if tok == "" {
+		return "", fmt.Errorf("read auth token: %s holds no token", path)
+	}
+	return tok, nil
+}
+
+// loadCalendars reads the shipped calendars, then calendars_dir, into
+// c.Calendars (keyed by upper-case name).
+func loadCalendars(root node, c *Config, dir string) {
+	c.Calendars = map[string]*triggers.Calendar{}
+	entries, _ := fs.ReadDir(shipped, "calendars")
+	for _, e := range entries {
+		data, err := shipped.ReadFile("calendars/" + e.Name())
+		if err != nil {
+			root.s.add("(shipped) "+e.Name(), "", "cannot read: %v", err)
+			continue
+		}
+		name := strings.TrimSuffix(e.Name(), ".yaml")
+		if cal := loadCalendar(root.s, "(shipped calendar) "+e.Name(), name, data); cal != nil {
+			c.Calendars[strings.ToUpper(name)] = cal
+		}
+	}
+	c.CalendarsDir = resolve(dir, DefaultCalendarsDir)
+	explicit := false
+	if d, st := root.str("calendars_dir"); st == set {
+		if strings.TrimSpace(d) == "" {
+			root.problem("calendars_dir", "must not be empty (default %s)", DefaultCalendarsDir)
+			return
+		}
+		c.CalendarsDir, explicit = resolve(dir, d), true
+	} else if st == invalid {
+		return
+	}
+	files, err := os.ReadDir(c.CalendarsDir)
+	if errors.Is(err, fs.ErrNotExist) && !explicit {
+		return
+	}
+	if err != nil {
+		root.problem("calendars_dir", "cannot read %s: %v", c.CalendarsDir, pathErr(err))
+		return
+	}
+	for _, e := range files {
+		name, ok := strings.CutSuffix(e.Name(), ".yaml")
+		if !ok || isIgnored(e.Name()) || e.IsDir() {
+			continue
+		}
+		p := filepath.Join(c.CalendarsDir, e.Name())
+		if !calendarNameRE.MatchString(name) {
+			root.s.add(p, "", "bad calendar name %q (the file name without .yaml): want %s", name, calendarNameRE)
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			root.s.add(p, "", "cannot read: %v", pathErr(err))
+			continue
+		}
+		if cal := loadCalendar(root.s, p, name, data); cal != nil {
+			c.Calendars[strings.ToUpper(name)] = cal
+		}
+	}
+}
+
+// loadCalendar reads one calendar file:
+//
+//	timezone: Asia/Kolkata
+//	weekdays: [mon, tue, wed, thu, fri]      # the default
+//	sessions: [{open: "09:15", close: "15:30"}]
+//	holidays: [{date: "2026-01-26", name: Republic Day}]
+//	special_sessions: [{date: "2026-11-08", name: Muhurat trading, open: "18:00", close: "19:00"}]
+func loadCalendar(s *sink, file, name string, data []byte) *triggers.Calendar {
+	root, ok := readYAMLData(s, file, data)
+	if !ok {
+		return nil
+	}
+	root.only("holidays", "sessions", "special_sessions", "timezone", "weekdays")
+	cal := &triggers.Calendar{Name: name, Holidays: map[string]string{}, Special: map[string]triggers.SpecialDay{}}
+	if tz, ok := root.requiredStr("timezone"); ok {
+		if loc, err := time.LoadLocation(tz); err != nil || tz == "Local" {
+			root.problem("timezone", "unknown time zone %q", tz)
+		} else {
+			cal.Location = loc
+		}
+	}
+	days := []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
+	if wd, st := root.list("weekdays"); st == set {
+		for i, v := range wd {
+			d, _ := v.(string)
+			j := slices.Index(days, strings.ToLower(strings.TrimSpace(d)))
+			if j < 0 {
+				root.s.add(file, fmt.Sprintf("weekdays[%d]", i), "want mon, tue, wed, thu, fri, sat or sun, got %v", v)
+				continue
+			}
+			cal.Weekdays[j] = true
+		}
+	} else if st == absent {
+		for d := time.Monday; d <= time.Friday; d++ {
+			cal.Weekdays[d] = true
+		}
+	}
+	session := func(n node) (triggers.Session, bool) {
+		var ses triggers.Session
+		okAll := true
+		for _, k := range []string{"open", "close"} {
+			v, ok := n.requiredStr(k)
+			if !ok {
+				okAll = false
+				continue
+			}
+			d, ok := parseClock(v)
+			if !ok && v == "24:00" && k == "close" {
+				d, ok = 24*time.Hour, true
+			}
+			if !ok {
+				n.problem(k, "%q is not a time of day: want \"HH:MM\", 24-hour", v)
+				okAll = false
+				continue
+			}
+			if k == "open" {
+				ses.Open = d
+			} else {
+				ses.Close = d
+			}
+		}
+		if okAll && ses.Open >= ses.Close {
+			n.problem("close", "%s is not after open", clockString(ses.Close))
+			okAll = false
+		}
+		return ses, okAll
+	}
+	if ss, st := root.list("sessions"); st == set {
+		for i, v := range ss {
+			n, ok := root.asMapping(fmt.Sprintf("sessions[%d]", i), v)
+			if !ok {
+				continue
+			}
+			n.only("close", "open")
+			if ses, ok := session(n); ok {
+				cal.Sessions = append(cal.Sessions, ses)
+			}
+		}
+	} else if st == absent {
+		root.problem("sessions", "required: the regular trading sessions, such as [{open: \"09:15\", close: \"15:30\"}]")
+	}
+	date := func(n node) (string, bool) {
+		v, ok := n.get("date")
+		if !ok {
+			n.problem("date", "required")
+			return "", false
+		}
+		switch v := v.(type) {
+		case time.Time:
+			return v.UTC().Format(time.DateOnly), true
+		case string:
+			if t, err := time.Parse(time.DateOnly, v); err == nil && t.Format(time.DateOnly) == v {
+				return v, true
+			}
+		}
+		n.problem("date", "%v is not a date: want YYYY-MM-DD", v)
+		return "", false
+	}
+	if hs, st := root.list("holidays"); st == set {
+		for i, v := range hs {
+			n, ok := root.asMapping(fmt.Sprintf("holidays[%d]", i), v)
+			if !ok {
+				continue
+			}
+			n.only("date", "name")
+			d, ok := date(n)
+			name, _ := n.str("name")
+			if ok {
+				if _, dup := cal.Holidays[d]; dup {
+					n.problem("date", "%s is listed twice", d)
+				}
+				cal.Holidays[d] = name
+			}
+		}
+	}
+	if ss, st := root.list("special_sessions"); st == set {
+		for i, v := range ss {
+			n, ok := root.asMapping(fmt.Sprintf("special_sessions[%d]", i), v)
+			if !ok {
+				continue
+			}
+			n.only("close", "date", "name", "open")
+			d, okDate := date(n)
+			name, _ := n.str("name")
+			ses, okSes := session(n)
+			if okDate && okSes {
+				sd := cal.Special[d]
+				sd.Name = name
+				sd.Sessions = append(sd.Sessions, ses)
+				slices.SortFunc(sd.Sessions, func(a, b triggers.Session) int { return int(a.Open - b.Open) })
+				cal.Special[d] = sd
+			}
+		}
+	}
+	if len(cal.Sessions) > 0 && cal.Location != nil {
+		if err := cal.Check(); err != nil {
+			root.s.add(file, "", "%v", err)
+			return nil
+		}
+	}
+	if cal.Location == nil || len(cal.Sessions) == 0 {
+		return nil
+	}
+	return cal
+}
+
+func clockString(d time.Duration) string {
+	return fmt.Sprintf("%02d:%02d", int(d/time.Hour), int(d%time.Hour/time.Minute))
+}
+
+// readYAMLData is readYAML for a file held in memory (a shipped calendar).
+func readYAMLData(s *sink, file string, data []byte) (node, bool) {
+	c := &capture{}
+	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelimiter), viper.WithDecoderRegistry(c))
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+		s.add(file, "", "not valid YAML: %v", err)
+		return node{}, false
+	}
+	if len(c.keys) == 0 {
+		s.add(file, "", "empty")
+		return node{}, false
+	}
+	for _, p := range c.collisions {
+		s.add(file, p.Field, "%s", p.Reason)
+	}
+	m := make(map[string]any, len(c.keys))
+	for _, k := range c.keys {
+		m[k] = v.Get(k)
+	}
+	return node{s: s, file: file, m: m}, true
+}
+
+// loadDeskTriggers reads a desk's queue_limit, coalesce and calendar.
+func loadDeskTriggers(root node, d *Desk, c *Config) {
+	d.QueueLimit = DefaultQueueLimit
+	if n, st := root.integer("queue_limit"); st == set {
+		d.QueueLimit = n
+		if n < 1 || n > MaxQueueLimit {
+			root.problem("queue_limit", "%d is out of range: want 1 to %d", n, MaxQueueLimit)
+		}
+	}
+	d.Coalesce = CoalesceOff
+	if v, st := root.str("coalesce"); st == set {
+		d.Coalesce = v
+		if v != CoalesceOff && v != CoalesceKey {
+			root.problem("coalesce", "%q: want key (a market trigger replaces the queued one of the same key) or off", v)
+		}
+	}
+	if v, st := root.str("calendar"); st == set {
+		d.Calendar = v
+		checkCalendarRef(root, "calendar", v, c)
+	}
+}
+
+// loadScheduleTriggers reads a schedule's calendar, on and missed.
+func loadScheduleTriggers(sn node, sc *Schedule, c *Config) {
+	if v, st := sn.str("calendar"); st == set {
+		sc.Calendar = v
+		checkCalendarRef(sn, "calendar", v, c)
+	}
+	sc.On = OnEveryDay
+	if v, st := sn.str("on"); st == set {
+		sc.On = v
+		if v != OnEveryDay && v != OnTradingDays && v != OnMarketHours {
+			sn.problem("on", "%q: want every_day, trading_days or market_hours", v)
+		}
+	}
+	sc.RunWithin = DefaultRunWithin
+	v, ok := sn.get("missed")
+	if !ok {
+		return
+	}
+	switch v := v.(type) {
+	case string:
+		if v != "skip" {
+			sn.problem("missed", "%q: want skip, or {run_within: DURATION}", v)
+		}
+		sc.RunWithin = 0
+	default:
+		m, ok := sn.asMapping(sn.field("missed"), v)
+		if !ok {
+			return
+		}
+		m.only("run_within")
+		if d, st := m.duration("run_within"); st == set {
+			sc.RunWithin = d
+			if d <= 0 {
+				m.problem("run_within", "%v: want more than 0 (or missed: skip)", d)
+			}
+		} else if st == absent {
+			m.problem("run_within", "required: how late a missed slot may still run, such as \"10m\"")
+		}
+	}
+}
+
+// finishDeskTriggers gives schedules the desk's calendar, and checks what
+// needs a calendar has one.
+func finishDeskTriggers(root node, d *Desk) {
+	for i := range d.Schedules {
+		sc := &d.Schedules[i]
+		if sc.Calendar == "" {
+			sc.Calendar = d.Calendar
+		}
+		if sc.Calendar == "" && (sc.On == OnTradingDays || sc.On == OnMarketHours) {
+			root.s.add(root.file, fmt.Sprintf("%s[%d].on", root.field("schedules"), i),
+				"%s needs a calendar: set calendar on the schedule or the desk (deskd ships NSE)", sc.On)
+		}
+	}
+	if d.Rollover == RolloverTradingDay && d.Calendar == "" {
+		root.problem("rollover", "trading_day needs the desk's calendar: set calendar (deskd ships NSE)")
+	}
+}
+
+// checkCalendarRef adds a problem if name is not a known calendar.
+func checkCalendarRef(n node, field, name string, c *Config) {
+	if _, ok := c.Calendars[strings.ToUpper(name)]; ok {
+		return
+	}
+	known := make([]string, 0, len(c.Calendars))
+	for _, cal := range c.Calendars {
+		known = append(known, cal.Name)
+	}
+	slices.Sort(known)
+	n.problem(field, "unknown calendar %q; known calendars: %s (files <NAME>.yaml in %s add more)",
+		name, strings.Join(known, ", "), c.CalendarsDir)
+}
+
+// CalendarOf returns the calendar of name (case-insensitive), or nil.
+func (c *Config) CalendarOf(name string) *triggers.Calendar {
+	if name == "" {
+		return nil
+	}
+	return c.Calendars[strings.ToUpper(name)]
+}
+
+// Entries returns the desk's schedules as the scheduler takes them.
+func (c *Config) Entries(d *Desk) []triggers.Entry {
+	var out []triggers.Entry
+	for _, s := range d.Schedules {
+		e := triggers.Entry{Name: s.Name, Spec: s.Spec, Text: s.Text, Calendar: c.CalendarOf(s.Calendar), RunWithin: s.RunWithin}
+		switch s.On {
+		case OnTradingDays:
+			e.On = triggers.TradingDays
+		case OnMarketHours:
+			e.On = triggers.MarketHours
+		}
+		out = append(out, e)
+	}
+	return out
+}

@@ -1,0 +1,194 @@
+package triggers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/triggers"
+)
+
+// spoolHarness runs a Spool for desk "main" on a fake clock.
+type spoolHarness struct {
+	dir      string
+	clk      *clock.Fake
+	taken    chan string
+	rejected chan string
+	mu       sync.Mutex
+	ids      map[string]string // file -> id submitted
+	full     bool
+}
+
+func runSpool(t *testing.T, before func(inbox string)) *spoolHarness {
+	t.Helper()
+	h := &spoolHarness{
+		dir: t.TempDir(), clk: clock.NewFake(t0), taken: make(chan string, 100), rejected: make(chan string, 100),
+		ids: map[string]string{},
+	}
+	sp := &triggers.Spool{
+		Dir: h.dir, Desks: []string{"main"}, Clock: h.clk, IncompleteAfter: time.Minute,
+		Submit: func(desk, file string, r triggers.Request) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.full {
+				return fmt.Errorf("desk %s: %w", desk, triggers.ErrQueueFull)
+			}
+			if r.Text == "refuse me" {
+				return errors.New("desk refused it")
+			}
+			h.ids[file] = r.ID
+			return nil
+		},
+		Taken:    func(desk, file string) { h.taken <- file },
+		Rejected: func(desk, file, reason string) { h.rejected <- file + ": " + reason },
+		Failed:   func(desk, file string, err error) { t.Errorf("spool failed on %s: %v", file, err) },
+	}
+	if before != nil { // files already there when the spool opens
+		if err := os.MkdirAll(h.inbox(), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		before(h.inbox())
+	}
+	if err := sp.Open(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); sp.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return h
+}
+
+func (h *spoolHarness) inbox() string { return filepath.Join(h.dir, "main") }
+
+// drop writes a file the way feeds should: under a dot name, renamed in.
+func (h *spoolHarness) drop(t *testing.T, name, body string) {
+	t.Helper()
+	tmp := filepath.Join(h.inbox(), "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(h.inbox(), name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *spoolHarness) id(file string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ids[file]
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestSpool: files present at start and files renamed in are taken and
+// moved to processed/; bad ones go to rejected/ beside a .reason.
+func TestSpool(t *testing.T) {
+	h := runSpool(t, func(inbox string) {
+		if err := os.WriteFile(filepath.Join(inbox, "early.json"), []byte(`{"text": "before the start", "id": "e-1"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	expect(t, h.taken, "taken", "early.json")
+	if h.id("early.json") != "e-1" || !exists(filepath.Join(h.inbox(), "processed", "early.json")) {
+		t.Errorf("early.json: id %q, in processed: %v", h.id("early.json"), exists(filepath.Join(h.inbox(), "processed", "early.json")))
+	}
+
+	h.drop(t, "tick.json", `{"text": "NIFTY 22000", "key": "NIFTY"}`)
+	expect(t, h.taken, "taken", "tick.json")
+	if id := h.id("tick.json"); !strings.HasPrefix(id, "inbox-tick-") {
+		t.Errorf("a file without id got id %q, want inbox-tick-<hash>", id)
+	}
+
+	h.drop(t, "bad.json", `{"text": "x", "kind": "urgent"}`)
+	expect(t, h.rejected, "rejected", `bad.json: kind "urgent"`)
+	reason, err := os.ReadFile(filepath.Join(h.inbox(), "rejected", "bad.json.reason"))
+	if err != nil || !strings.Contains(string(reason), "urgent") || !exists(filepath.Join(h.inbox(), "rejected", "bad.json")) {
+		t.Errorf("rejected/bad.json.reason = %q, %v", reason, err)
+	}
+	h.drop(t, "refused.json", `{"text": "refuse me"}`)
+	expect(t, h.rejected, "rejected", "refused.json: desk refused it")
+
+	// The same name again does not overwrite the first in processed/.
+	h.drop(t, "tick.json", `{"text": "NIFTY 22010", "key": "NIFTY"}`)
+	expect(t, h.taken, "taken", "tick.json")
+	if !exists(filepath.Join(h.inbox(), "processed", "tick-2.json")) {
+		t.Error("the second tick.json is not processed/tick-2.json")
+	}
+	if others, _ := filepath.Glob(filepath.Join(h.inbox(), "*.json")); len(others) != 0 {
+		t.Errorf("left in the inbox: %v", others)
+	}
+}
+
+// TestSpoolSameFileSameID: a file taken again (a crash before it was
+// moved) gets the same id, so the desk's ledger queues it once.
+func TestSpoolSameFileSameID(t *testing.T) {
+	body := `{"text": "NIFTY 22000"}`
+	var first string
+	for range 2 {
+		h := runSpool(t, func(inbox string) {
+			if err := os.WriteFile(filepath.Join(inbox, "a.json"), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		})
+		expect(t, h.taken, "taken", "a.json")
+		if first == "" {
+			first = h.id("a.json")
+		} else if id := h.id("a.json"); id != first {
+			t.Errorf("the same file got ids %q and %q", first, id)
+		}
+	}
+}
+
+// TestSpoolFullQueue: a file that finds the queue full stays in the inbox
+// and is taken at a later scan.
+func TestSpoolFullQueue(t *testing.T) {
+	h := runSpool(t, nil)
+	h.mu.Lock()
+	h.full = true
+	h.mu.Unlock()
+	h.drop(t, "wait.json", `{"text": "later"}`)
+	h.drop(t, "marker.json", `{"text": "x", "kind": "bogus"}`) // handled after wait.json
+	expect(t, h.rejected, "rejected", "marker.json")
+	if !exists(filepath.Join(h.inbox(), "wait.json")) {
+		t.Fatal("wait.json left the inbox while the queue was full")
+	}
+	h.mu.Lock()
+	h.full = false
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := h.clk.WaitPending(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Advance(triggers.DefaultRescan)
+	expect(t, h.taken, "taken", "wait.json")
+}
+
+// TestSpoolIncomplete: a file that is not complete JSON waits; one that
+// stays so is rejected after IncompleteAfter.
+func TestSpoolIncomplete(t *testing.T) {
+	h := runSpool(t, nil)
+	h.drop(t, "cut.json", `{"text": "half`)
+	h.drop(t, "marker.json", `{"text": "x", "kind": "bogus"}`)
+	expect(t, h.rejected, "rejected", "marker.json")
+	if !exists(filepath.Join(h.inbox(), "cut.json")) {
+		t.Fatal("cut.json was moved at once")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for range 2 {
+		if err := h.clk.WaitPending(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		h.clk.Advance(time.Minute)
+	}
+	expect(t, h.rejected, "rejected", "cut.json: bad JSON: the body ends before the JSON value does, and stayed so")
+}
