@@ -562,7 +562,8 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	event.Publish(d.o.Bus, event.TurnCompleted{
 		Header: d.header(), Session: reply.Session, Turn: reply.Turn, Trigger: t.ID, Model: reply.Model,
 		Provider: reply.Provider, Scripted: reply.Scripted, InputTokens: reply.Usage.InputTokens,
-		OutputTokens: reply.Usage.OutputTokens, DurationMS: reply.Duration.Milliseconds(),
+		OutputTokens: reply.Usage.OutputTokens, CachedTokens: reply.Usage.CachedTokens, Cost: reply.Cost,
+		ToolCalls: reply.ToolCalls, DurationMS: reply.Duration.Milliseconds(),
 	})
 }
 
