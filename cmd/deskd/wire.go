@@ -17,6 +17,7 @@ func routerSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, 
 		Instructions:  dc.Instructions,
 		MaxToolRounds: dc.MaxToolRounds,
 		CompactShare:  dc.CompactShare,
+		Retry:         router.RetryPolicy{},
 		Budgets: router.Budgets{
 			TurnTokens: dc.Budgets.TurnTokens, SessionTokens: dc.Budgets.SessionTokens, DayTokens: dc.Budgets.DayTokens,
 			DayCost: dc.Budgets.DayCost, ReserveTokens: dc.Budgets.ReserveTokens,
@@ -45,11 +46,28 @@ func newModel(m config.Model) (router.Model, error) {
 	if m.Prices != nil {
 		rm.Prices = router.Prices{Input: m.Prices.Input, Output: m.Prices.Output, CachedInput: m.Prices.CachedInput}
 	}
-	switch m.Provider {
-	case router.ScriptedProvider:
+	if m.Provider == router.ScriptedProvider {
 		rm.Client = router.Scripted{}
 		return rm, nil
-	default:
-		return router.Model{}, fmt.Errorf("model %s: provider %q is not available in this build", m.Name, m.Provider)
 	}
+	key, err := m.APIKey()
+	if err != nil {
+		return router.Model{}, err
+	}
+	switch m.Provider {
+	case router.OpenAIProvider:
+		rm.Client, err = router.NewOpenAI(router.OpenAIOptions{
+			Name: m.Name, BaseURL: m.BaseURL, Model: m.Model, APIKey: key, MaxOutputTokens: m.MaxOutputTokens, Timeout: m.Timeout,
+		})
+	case router.AnthropicProvider:
+		rm.Client, err = router.NewAnthropic(router.AnthropicOptions{
+			Name: m.Name, BaseURL: m.BaseURL, Model: m.Model, APIKey: key, MaxOutputTokens: m.MaxOutputTokens, Timeout: m.Timeout,
+		})
+	default:
+		err = fmt.Errorf("model %s: unknown provider %q", m.Name, m.Provider)
+	}
+	if err != nil {
+		return router.Model{}, err
+	}
+	return rm, nil
 }

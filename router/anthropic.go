@@ -1,0 +1,317 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/deskd/deskd/memory"
+)
+
+// AnthropicProvider is the provider name of the Messages API client.
+const AnthropicProvider = "anthropic"
+
+// DefaultAnthropicBaseURL is Anthropic's own endpoint, used when no base URL
+// is set.
+const DefaultAnthropicBaseURL = "https://api.anthropic.com"
+
+// DefaultAnthropicMaxTokens is the answer cap sent when neither the options
+// nor the request set one: the Messages API requires max_tokens.
+const DefaultAnthropicMaxTokens = 4096
+
+// AnthropicOptions configure a Messages API client.
+type AnthropicOptions struct {
+	// Name is the model's name in the config; every error names it.
+	Name string
+	// BaseURL is the API's root, without /v1 (a trailing /v1 is dropped);
+	// empty means DefaultAnthropicBaseURL.
+	BaseURL string
+	// Model is the service's model id, sent with every request.
+	Model string
+	// APIKey authenticates the calls; it never appears in an error.
+	APIKey string
+	// MaxOutputTokens caps every answer (max_tokens); 0 means
+	// DefaultAnthropicMaxTokens unless a request sets a cap.
+	MaxOutputTokens int
+	// Timeout bounds one call, the whole stream included; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// HTTPClient makes the requests; nil means a client of its own.
+	HTTPClient *http.Client
+}
+
+// Anthropic is a client of the Messages API. It streams every answer and
+// makes one attempt per call: the router retries.
+type Anthropic struct {
+	name, model string
+	key         string
+	maxOut      int
+	timeout     time.Duration
+	svc         anthropic.MessageService
+	now         func() time.Time // reads an HTTP-date Retry-After without a Date header
+}
+
+var _ Provider = (*Anthropic)(nil)
+
+// NewAnthropic returns a Messages API client. It reads nothing from the
+// environment or from profile files: the options are the whole
+// configuration.
+func NewAnthropic(o AnthropicOptions) (*Anthropic, error) {
+	if o.Name == "" {
+		o.Name = o.Model
+	}
+	if o.Model == "" {
+		return nil, fmt.Errorf("model %s: anthropic: no model id", o.Name)
+	}
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultAnthropicBaseURL
+	}
+	if err := checkBaseURL(o.Name, o.BaseURL); err != nil {
+		return nil, err
+	}
+	// The SDK adds v1/messages to the root.
+	base := strings.TrimSuffix(strings.TrimSuffix(o.BaseURL, "/"), "/v1")
+	if o.MaxOutputTokens < 0 {
+		return nil, fmt.Errorf("model %s: max_output_tokens %d is negative", o.Name, o.MaxOutputTokens)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithBaseURL(base),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	}
+	if o.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(o.APIKey))
+	}
+	client := anthropic.NewClient(opts...)
+	return &Anthropic{
+		name: o.Name, model: o.Model, key: o.APIKey, maxOut: o.MaxOutputTokens,
+		timeout: o.Timeout, svc: client.Messages, now: time.Now,
+	}, nil
+}
+
+// Complete streams one answer to req. Every failure is an *APIError; a
+// stream that ends before message_stop is a failure, never a reply.
+func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return Response{}, &APIError{Model: p.name, Err: err}
+	}
+	callCtx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	rec := &recorder{}
+	c := call{model: p.name, key: p.key, timeout: p.timeout, ctx: ctx, callCtx: callCtx, rec: rec, now: p.now}
+
+	stream := p.svc.NewStreaming(callCtx, params, option.WithMiddleware(rec.middleware))
+	defer stream.Close()
+	var (
+		msg     anthropic.Message
+		events  int
+		started bool
+		stopped bool
+	)
+	for stream.Next() {
+		ev := stream.Current()
+		events++
+		if ev.Type == "message_start" {
+			started = true
+		} else if !started {
+			return Response{}, &APIError{Model: p.name,
+				Err: fmt.Errorf("malformed stream: %q before message_start", ev.Type)}
+		}
+		if err := msg.Accumulate(ev); err != nil {
+			return Response{}, &APIError{Model: p.name, Err: fmt.Errorf("malformed stream: %s", c.scrub(err.Error()))}
+		}
+		if ev.Type == "message_stop" {
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return Response{}, c.failure(err, p.streamError)
+	}
+	if !stopped {
+		if events == 0 {
+			return Response{}, &APIError{Model: p.name, Retryable: true,
+				Err: errors.New("the answer carried no stream event (is base_url a Messages API?)")}
+		}
+		return Response{}, &APIError{Model: p.name, Retryable: true,
+			Err: fmt.Errorf("the stream ended after %d events, before message_stop", events)}
+	}
+	resp := Response{ModelID: msg.Model, StopReason: string(msg.StopReason)}
+	var text strings.Builder
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "tool_use":
+			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: toolArguments(string(b.Input))})
+		}
+	}
+	resp.Text = text.String()
+	// InputTokens counts the whole prompt, as OpenAI's prompt_tokens does:
+	// Anthropic's input_tokens leaves out what was read from or written to
+	// the cache.
+	u := msg.Usage
+	resp.Usage = memory.Usage{
+		InputTokens:  int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
+		OutputTokens: int(u.OutputTokens),
+		CachedTokens: int(u.CacheReadInputTokens),
+	}
+	return resp, nil
+}
+
+// anthropicErrorStatus is the HTTP status the Messages API gives each error
+// type; an error event inside a stream carries only the type.
+var anthropicErrorStatus = map[string]int{
+	"invalid_request_error": http.StatusBadRequest,
+	"authentication_error":  http.StatusUnauthorized,
+	"billing_error":         http.StatusPaymentRequired,
+	"permission_error":      http.StatusForbidden,
+	"not_found_error":       http.StatusNotFound,
+	"request_too_large":     http.StatusRequestEntityTooLarge,
+	"rate_limit_error":      http.StatusTooManyRequests,
+	"api_error":             http.StatusInternalServerError,
+	"timeout_error":         http.StatusGatewayTimeout,
+	"overloaded_error":      529,
+}
+
+// streamError classifies an error event sent inside a stream, such as
+// {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}.
+// Its Status is the one the API gives that error type.
+func (p *Anthropic) streamError(err error) *APIError {
+	var data string
+	var ae *anthropic.Error
+	switch {
+	case errors.As(err, &ae):
+		data = ae.RawJSON()
+	case strings.HasPrefix(err.Error(), "received error while streaming: "):
+		data = strings.TrimPrefix(err.Error(), "received error while streaming: ")
+	default:
+		return nil
+	}
+	var v struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(data), &v)
+	msg := v.Error.Message
+	if msg == "" {
+		msg = serviceMessage([]byte(data))
+	}
+	if v.Error.Type != "" && !strings.Contains(msg, v.Error.Type) {
+		msg = v.Error.Type + ": " + msg
+	}
+	c := call{key: p.key}
+	out := &APIError{Model: p.name, Err: fmt.Errorf("error in the stream: %s", c.scrub(msg))}
+	if status, ok := anthropicErrorStatus[v.Error.Type]; ok {
+		out.Status = status
+		out.Retryable = retryableStatus(status)
+	} else {
+		out.Retryable = true // an unknown failure while generating
+	}
+	if overflowText(msg) && !out.Retryable {
+		out.ContextOverflow = true
+	}
+	return out
+}
+
+// params turns req into a Messages API request.
+func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
+	n := outputCap(p.maxOut, req.MaxOutputTokens)
+	if n <= 0 {
+		n = DefaultAnthropicMaxTokens
+	}
+	params := anthropic.MessageNewParams{Model: p.model, MaxTokens: int64(n)}
+	if req.System != "" {
+		params.System = []anthropic.TextBlockParam{{Text: req.System}}
+	}
+	// Tool results go back in a user message; the results of one assistant
+	// message's calls, and any user text after them, make one user turn.
+	var user []anthropic.ContentBlockParamUnion
+	flush := func() {
+		if len(user) > 0 {
+			params.Messages = append(params.Messages, anthropic.NewUserMessage(user...))
+			user = nil
+		}
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case RoleUser:
+			user = append(user, anthropic.NewTextBlock(nonEmpty(m.Text)))
+		case RoleTool:
+			tr := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+			if m.Text != "" {
+				tr.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Text}}}
+			}
+			if m.IsError {
+				tr.IsError = anthropic.Bool(true)
+			}
+			user = append(user, anthropic.ContentBlockParamUnion{OfToolResult: &tr})
+		case RoleAssistant:
+			flush()
+			var blocks []anthropic.ContentBlockParamUnion
+			if m.Text != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
+			}
+			for _, tc := range m.ToolCalls {
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, toolArguments(string(tc.Arguments)), tc.Name))
+			}
+			if len(blocks) == 0 {
+				blocks = append(blocks, anthropic.NewTextBlock(nonEmpty("")))
+			}
+			params.Messages = append(params.Messages, anthropic.NewAssistantMessage(blocks...))
+		default:
+			return params, fmt.Errorf("message %d: unknown role %q", i, m.Role)
+		}
+	}
+	flush()
+	for _, t := range req.Tools {
+		schema, err := schemaObject(t)
+		if err != nil {
+			return params, err
+		}
+		in := anthropic.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
+		if req, ok := schema["required"].([]any); ok {
+			for _, r := range req {
+				if s, ok := r.(string); ok {
+					in.Required = append(in.Required, s)
+				}
+			}
+		}
+		for k, v := range schema {
+			if k != "type" && k != "properties" && k != "required" {
+				in.ExtraFields[k] = v
+			}
+		}
+		tool := anthropic.ToolParam{Name: t.Name, InputSchema: in}
+		if t.Description != "" {
+			tool.Description = anthropic.String(t.Description)
+		}
+		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &tool})
+	}
+	return params, nil
+}
+
+// nonEmpty stands in for an empty text, which the Messages API refuses.
+func nonEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(empty)"
+	}
+	return s
+}

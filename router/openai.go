@@ -1,0 +1,297 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/deskd/deskd/memory"
+)
+
+// OpenAIProvider is the provider name of the Chat Completions client.
+const OpenAIProvider = "openai"
+
+// DefaultOpenAIBaseURL is OpenAI's own endpoint, used when no base URL is set.
+const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+
+// OpenAIOptions configure a Chat Completions client.
+type OpenAIOptions struct {
+	// Name is the model's name in the config; every error names it.
+	Name string
+	// BaseURL is the API's root, up to and including /v1: OpenAI
+	// (https://api.openai.com/v1, the default), vLLM, Ollama
+	// (http://localhost:11434/v1), a llama.cpp server, ...
+	BaseURL string
+	// Model is the service's model id, sent with every request.
+	Model string
+	// APIKey is sent as a bearer token; empty sends none (local servers).
+	// It never appears in an error.
+	APIKey string
+	// MaxOutputTokens caps every answer (max_completion_tokens); 0 leaves
+	// the cap to the service unless a request sets one.
+	MaxOutputTokens int
+	// Timeout bounds one call, the whole stream included; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// HTTPClient makes the requests; nil means a client of its own.
+	HTTPClient *http.Client
+}
+
+// OpenAI is a client of the Chat Completions API at any base URL. It
+// streams every answer, asks for the usage in the stream's last chunk, and
+// makes one attempt per call: the router retries.
+type OpenAI struct {
+	name, model string
+	key         string
+	maxOut      int
+	timeout     time.Duration
+	svc         openai.ChatCompletionService
+	now         func() time.Time // reads an HTTP-date Retry-After without a Date header
+}
+
+var _ Provider = (*OpenAI)(nil)
+
+// NewOpenAI returns a Chat Completions client. It reads nothing from the
+// environment: the options are the whole configuration.
+func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
+	if o.Name == "" {
+		o.Name = o.Model
+	}
+	if o.Model == "" {
+		return nil, fmt.Errorf("model %s: openai: no model id", o.Name)
+	}
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultOpenAIBaseURL
+	}
+	if err := checkBaseURL(o.Name, o.BaseURL); err != nil {
+		return nil, err
+	}
+	if o.MaxOutputTokens < 0 {
+		return nil, fmt.Errorf("model %s: max_output_tokens %d is negative", o.Name, o.MaxOutputTokens)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	// The service, unlike openai.NewClient, reads no OPENAI_* variable: a
+	// key from the environment must never reach another base URL.
+	svc := openai.NewChatCompletionService(
+		option.WithBaseURL(o.BaseURL),
+		option.WithAPIKey(o.APIKey),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	)
+	return &OpenAI{
+		name: o.Name, model: o.Model, key: o.APIKey, maxOut: o.MaxOutputTokens,
+		timeout: o.Timeout, svc: svc, now: time.Now,
+	}, nil
+}
+
+// Complete streams one answer to req. Every failure is an *APIError; a
+// stream that ends before a choice's finish_reason is a failure, never a
+// reply.
+func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return Response{}, &APIError{Model: p.name, Err: err}
+	}
+	callCtx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	rec := &recorder{}
+	c := call{model: p.name, key: p.key, timeout: p.timeout, ctx: ctx, callCtx: callCtx, rec: rec, now: p.now}
+
+	stream := p.svc.NewStreaming(callCtx, params, option.WithMiddleware(rec.middleware))
+	defer stream.Close()
+	var (
+		acc      openai.ChatCompletionAccumulator
+		chunks   int
+		modelID  string
+		finish   string
+		usage    openai.CompletionUsage
+		hasUsage bool
+	)
+	for stream.Next() {
+		chunk := stream.Current()
+		chunks++
+		if !acc.AddChunk(chunk) {
+			return Response{}, &APIError{Model: p.name,
+				Err: fmt.Errorf("malformed stream: chunk %d does not continue the answer", chunks)}
+		}
+		if chunk.Model != "" {
+			modelID = chunk.Model
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Index == 0 && ch.FinishReason != "" {
+				finish = ch.FinishReason
+			}
+		}
+		// Some servers repeat a running total in every chunk: the last wins.
+		if chunk.JSON.Usage.Valid() {
+			usage, hasUsage = chunk.Usage, true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return Response{}, c.failure(err, p.streamError)
+	}
+	if finish == "" {
+		if chunks == 0 {
+			return Response{}, &APIError{Model: p.name, Retryable: true,
+				Err: errors.New("the answer carried no stream chunk (is base_url a Chat Completions API?)")}
+		}
+		return Response{}, &APIError{Model: p.name, Retryable: true,
+			Err: fmt.Errorf("the stream ended after %d chunks, before its finish_reason", chunks)}
+	}
+	if len(acc.Choices) == 0 {
+		return Response{}, &APIError{Model: p.name, Err: errors.New("malformed stream: no choice")}
+	}
+	msg := acc.Choices[0].Message
+	resp := Response{Text: msg.Content, ModelID: modelID, StopReason: finish}
+	if resp.Text == "" && msg.Refusal != "" {
+		resp.Text = msg.Refusal
+	}
+	for _, tc := range msg.ToolCalls {
+		resp.ToolCalls = append(resp.ToolCalls, ToolCall{
+			ID: tc.ID, Name: tc.Function.Name, Arguments: toolArguments(tc.Function.Arguments),
+		})
+	}
+	if hasUsage {
+		resp.Usage = memory.Usage{
+			InputTokens:  int(usage.PromptTokens),
+			OutputTokens: int(usage.CompletionTokens),
+			CachedTokens: int(usage.PromptTokensDetails.CachedTokens),
+		}
+	}
+	return resp, nil
+}
+
+// streamError classifies an error object the service sent in place of a
+// chunk: {"error": {"message", "type", "code"}}.
+func (p *OpenAI) streamError(err error) *APIError {
+	var se *ssestream.StreamError
+	if !errors.As(err, &se) {
+		return nil
+	}
+	var v struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(se.Event.Data, &v)
+	msg := v.Error.Message
+	if msg == "" {
+		msg = serviceMessage(se.Event.Data)
+	}
+	kind := strings.ToLower(v.Error.Type + " " + fmt.Sprint(v.Error.Code))
+	c := call{key: p.key}
+	ae := &APIError{Model: p.name, Err: fmt.Errorf("error in the stream: %s", c.scrub(msg))}
+	switch {
+	case overflowText(msg) || overflowText(kind):
+		ae.ContextOverflow = true
+	case strings.Contains(kind, "invalid_request"), strings.Contains(kind, "auth"),
+		strings.Contains(kind, "permission"), strings.Contains(kind, "not_found"):
+	default:
+		// A failure while generating (server_error, rate limits, overload).
+		ae.Retryable = true
+	}
+	return ae
+}
+
+// params turns req into a Chat Completions request.
+func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
+	params := openai.ChatCompletionNewParams{
+		Model:         shared.ChatModel(p.model),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	if n := outputCap(p.maxOut, req.MaxOutputTokens); n > 0 {
+		params.MaxCompletionTokens = openai.Int(int64(n))
+	}
+	if req.System != "" {
+		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case RoleUser:
+			params.Messages = append(params.Messages, openai.UserMessage(m.Text))
+		case RoleAssistant:
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if m.Text != "" || len(m.ToolCalls) == 0 {
+				a.Content.OfString = openai.String(m.Text)
+			}
+			for _, tc := range m.ToolCalls {
+				args := string(tc.Arguments)
+				if strings.TrimSpace(args) == "" {
+					args = "{}"
+				}
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       tc.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: args},
+					},
+				})
+			}
+			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case RoleTool:
+			text := m.Text
+			if m.IsError && !strings.HasPrefix(strings.ToLower(text), "error") {
+				text = "Error: " + text
+			}
+			params.Messages = append(params.Messages, openai.ToolMessage(text, m.ToolCallID))
+		default:
+			return params, fmt.Errorf("message %d: unknown role %q", i, m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		schema, err := schemaObject(t)
+		if err != nil {
+			return params, err
+		}
+		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
+		if t.Description != "" {
+			fn.Description = openai.String(t.Description)
+		}
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
+	}
+	return params, nil
+}
+
+// outputCap is the tighter of the configured and the requested caps; 0 is
+// no cap.
+func outputCap(configured, requested int) int {
+	switch {
+	case requested <= 0:
+		return configured
+	case configured <= 0:
+		return requested
+	}
+	return min(configured, requested)
+}
+
+// schemaObject decodes a tool's JSON schema; an empty one is an object
+// schema without properties.
+func schemaObject(t ToolSpec) (map[string]any, error) {
+	if len(t.Schema) == 0 {
+		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(t.Schema, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("tool %s: the schema is not a JSON object: %v", t.Name, err)
+	}
+	if _, ok := m["type"]; !ok {
+		m["type"] = "object"
+	}
+	return m, nil
+}
