@@ -3,34 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/curator"
-	"github.com/deskd/deskd/desk/clock"
-	"github.com/deskd/deskd/memory"
 )
-
-// openDeskFolder loads the config and opens one desk's folder.
-func openDeskFolder(path, name string) (*config.Config, *config.Desk, *memory.Folder, error) {
-	cfg, err := loadConfig(path)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	dc, ok := cfg.Desks[name]
-	if !ok {
-		return nil, nil, nil, &exitError{code: 2, err: fmt.Errorf("no desk %q in %s", name, cfg.DesksDir)}
-	}
-	clk := clock.Real()
-	folder, err := memory.OpenFolder(filepath.Join(cfg.StateDir, "desks", dc.Name), dc.Name, clk.Now)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return cfg, dc, folder, nil
-}
 
 func newMemoryCommand(stdout io.Writer) *cobra.Command {
 	var path, diff, restore string
@@ -40,7 +18,7 @@ func newMemoryCommand(stdout io.Writer) *cobra.Command {
 		Short: "Show a desk's Memory.md, its kept versions (--history), a diff against one (--diff V), or restore one (--restore V)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, _, folder, err := openDeskFolder(path, args[0])
+			_, folder, err := openDeskState(path, args[0])
 			if err != nil {
 				return err
 			}
@@ -66,7 +44,7 @@ func newMemoryCommand(stdout io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprint(stdout, unifiedDiff("Memory.md@"+diff, "Memory.md", old, cur))
+				fmt.Fprint(stdout, unifiedHunks("Memory.md@"+diff, "Memory.md", old, cur))
 				return nil
 			case restore != "":
 				hist, err := folder.RestoreMemory(restore)
@@ -99,12 +77,12 @@ func newSkillsCommand(stdout io.Writer) *cobra.Command {
 		Short: "List a desk's skills and the curator's changes, or undo one (--undo ID)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, dc, folder, err := openDeskFolder(path, args[0])
+			cfg, folder, err := openDeskState(path, args[0])
 			if err != nil {
 				return err
 			}
 			if undo != "" {
-				r := &curator.Reviewer{Folder: folder, Now: folder.Now, ScheduleTexts: scheduleTexts(dc)}
+				r := &curator.Reviewer{Folder: folder, Now: folder.Now, ScheduleTexts: scheduleTexts(cfg.Desks[args[0]])}
 				e, err := r.Undo(undo)
 				if err != nil {
 					return err
@@ -144,46 +122,12 @@ func newSkillsCommand(stdout io.Writer) *cobra.Command {
 // scheduleTexts returns the texts of a desk's schedules, which protect the
 // skills they name from the curator.
 func scheduleTexts(dc *config.Desk) []string {
+	if dc == nil {
+		return nil
+	}
 	var out []string
 	for _, s := range dc.Schedules {
 		out = append(out, s.Text)
 	}
 	return out
-}
-
-// unifiedDiff returns a line diff of a and b in unified format (whole-file
-// hunk), from their longest common subsequence.
-func unifiedDiff(nameA, nameB, a, b string) string {
-	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
-	n, m := len(x), len(y)
-	lcs := make([][]int, n+1)
-	for i := range lcs {
-		lcs[i] = make([]int, m+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if x[i] == y[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var out strings.Builder
-	fmt.Fprintf(&out, "--- %s\n+++ %s\n@@ -1,%d +1,%d @@\n", nameA, nameB, n, m)
-	i, j := 0, 0
-	for i < n || j < m {
-		switch {
-		case i < n && j < m && x[i] == y[j]:
-			fmt.Fprintf(&out, " %s\n", x[i])
-			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			fmt.Fprintf(&out, "+%s\n", y[j])
-			j++
-		default:
-			fmt.Fprintf(&out, "-%s\n", x[i])
-			i++
-		}
-	}
-	return out.String()
 }
