@@ -57,6 +57,14 @@ const (
 	CoalesceKey = "key"
 )
 
+// Values of a desk's paused_triggers.
+const (
+	// PausedQueue queues a paused desk's triggers until it is resumed (the default).
+	PausedQueue = "queue"
+	// PausedRefuse refuses a paused desk's triggers.
+	PausedRefuse = "refuse"
+)
+
 // Values of a schedule's on.
 const (
 	// OnEveryDay fires every slot of the cron expression (the default).
@@ -232,6 +240,10 @@ type Desk struct {
 	Tools []Tool
 	// Memory guards the folds into Memory.md (memory).
 	Memory MemoryGuard
+	// PausedTriggers is what the desk does with triggers while an operator
+	// has paused it: queue (default) them for when it is resumed, or
+	// refuse them (paused_triggers).
+	PausedTriggers string
 }
 
 // Schedule is one entry of a desk's schedules: a cron expression that

@@ -417,7 +417,7 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 	if !ok {
 		return nil
 	}
-	root.only("budgets", "calendar", "coalesce", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "memory", "model", "queue_limit", "rollover", "schedules", "tools")
+	root.only("budgets", "calendar", "coalesce", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "memory", "model", "paused_triggers", "queue_limit", "rollover", "schedules", "tools")
 	d := &Desk{Name: name, Path: file, Curator: Curator{Enabled: true}, Rollover: RolloverDaily}
 
 	if m, ok := root.requiredStr("model"); ok {

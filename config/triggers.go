@@ -387,7 +387,8 @@ func readYAMLData(s *sink, file string, data []byte) (node, bool) {
 	return node{s: s, file: file, m: m}, true
 }
 
-// loadDeskTriggers reads a desk's queue_limit, coalesce and calendar.
+// loadDeskTriggers reads a desk's queue_limit, coalesce, calendar and
+// paused_triggers.
 func loadDeskTriggers(root node, d *Desk, c *Config) {
 	d.QueueLimit = DefaultQueueLimit
 	if n, st := root.integer("queue_limit"); st == set {
@@ -406,6 +407,13 @@ func loadDeskTriggers(root node, d *Desk, c *Config) {
 	if v, st := root.str("calendar"); st == set {
 		d.Calendar = v
 		checkCalendarRef(root, "calendar", v, c)
+	}
+	d.PausedTriggers = PausedQueue
+	if v, st := root.str("paused_triggers"); st == set {
+		d.PausedTriggers = v
+		if v != PausedQueue && v != PausedRefuse {
+			root.problem("paused_triggers", "%q: want queue (triggers wait while the desk is paused) or refuse", v)
+		}
 	}
 }
 

@@ -26,6 +26,7 @@ func TestTriggerDefaults(t *testing.T) {
 		{"QueueLimit", d.QueueLimit, 256},
 		{"Coalesce", d.Coalesce, "off"},
 		{"Calendar", d.Calendar, ""},
+		{"PausedTriggers", d.PausedTriggers, "queue"},
 		{"Schedules[0].On", d.Schedules[0].On, "every_day"},
 		{"Schedules[0].RunWithin", d.Schedules[0].RunWithin, 5 * time.Minute},
 		{"Schedules[0].Calendar", d.Schedules[0].Calendar, ""},
@@ -44,6 +45,7 @@ func TestTriggerKeys(t *testing.T) {
 instructions: hi
 queue_limit: 10
 coalesce: key
+paused_triggers: refuse
 calendar: NSE
 rollover: trading_day
 schedules:
@@ -71,8 +73,9 @@ holidays: [{date: "2026-12-25", name: Christmas}]
 	if tok, err := config.ReadAuthToken(c.AuthTokenFile); err != nil || tok != "s3cret" {
 		t.Errorf("ReadAuthToken = %q, %v", tok, err)
 	}
-	if d.QueueLimit != 10 || d.Coalesce != "key" || d.Calendar != "NSE" || d.Rollover != "trading_day" {
-		t.Errorf("desk = queue_limit %d, coalesce %s, calendar %s, rollover %s", d.QueueLimit, d.Coalesce, d.Calendar, d.Rollover)
+	if d.QueueLimit != 10 || d.Coalesce != "key" || d.Calendar != "NSE" || d.Rollover != "trading_day" || d.PausedTriggers != "refuse" {
+		t.Errorf("desk = queue_limit %d, coalesce %s, calendar %s, rollover %s, paused_triggers %s",
+			d.QueueLimit, d.Coalesce, d.Calendar, d.Rollover, d.PausedTriggers)
 	}
 	want := []struct {
 		cal, on string
@@ -165,6 +168,7 @@ func TestTriggerProblems(t *testing.T) {
 		{name: "queue_limit 0", desk: deskWith("queue_limit: 0\n"), file: deskFile, field: "queue_limit", reason: "out of range"},
 		{name: "queue_limit text", desk: deskWith("queue_limit: many\n"), file: deskFile, field: "queue_limit", reason: "want an integer"},
 		{name: "coalesce bad", desk: deskWith("coalesce: symbol\n"), file: deskFile, field: "coalesce", reason: `"symbol": want key`},
+		{name: "paused_triggers bad", desk: deskWith("paused_triggers: drop\n"), file: deskFile, field: "paused_triggers", reason: `"drop": want queue`},
 		{name: "unknown calendar", desk: deskWith("calendar: LSE\n"), file: deskFile, field: "calendar", reason: `unknown calendar "LSE"; known calendars: NSE`},
 		{name: "trading_day without calendar", desk: deskWith("rollover: trading_day\n"), file: deskFile, field: "rollover", reason: "needs the desk's calendar"},
 		{name: "on without calendar", desk: schedWith(t, "    on: market_hours\n"), file: deskFile, field: "schedules[0].on", reason: "needs a calendar"},

@@ -43,7 +43,7 @@ var ErrQueueFull = triggers.ErrQueueFull
 var ErrStopped = errors.New("desk is not running")
 
 // Options configures a Desk. Every field is required but QueueLimit,
-// Coalesce, Calendar, KeepFor and ShutdownTimeout.
+// Coalesce, Calendar, KeepFor, ShutdownTimeout, PauseFile and RefusePaused.
 type Options struct {
 	Name   string
 	Keeper *keeper.Keeper
@@ -67,6 +67,12 @@ type Options struct {
 	// ShutdownTimeout is how long a running turn may go on once the desk is
 	// told to stop, before it is cancelled (default 30s).
 	ShutdownTimeout time.Duration
+	// PauseFile is where the desk's pause is kept (PauseFile in the desk's
+	// folder), so that it survives a restart; empty: a pause is not kept.
+	PauseFile string
+	// RefusePaused makes a paused desk refuse triggers (ErrPaused) instead
+	// of queueing them for when it is resumed.
+	RefusePaused bool
 }
 
 // Desk is one desk's runtime.
@@ -77,11 +83,25 @@ type Desk struct {
 	ledger *triggers.Ledger
 
 	submitMu sync.Mutex // serialises Submit and schedule claims
+	// closed is set, under submitMu, when Run returns: later triggers are
+	// refused with ErrStopped, so that none is left in the ledger behind
+	// a desk that will not run it (a restarted desk reads the ledger anew).
+	closed bool
 
 	rollovers chan rolloverRequest
-	reconfig  chan Settings
-	started   chan struct{}
-	done      chan struct{}
+	// wake tells the loop that settings are pending or the pause changed.
+	wake    chan struct{}
+	started chan struct{}
+	done    chan struct{}
+	// hurry is closed by CutShort: a running turn is cancelled at once
+	// once the desk is stopping.
+	hurry     chan struct{}
+	hurryOnce sync.Once
+	// pauseMu guards pause and refusePaused, and orders Pause against the
+	// loop's taking of the next trigger: once Pause returns no turn starts.
+	pauseMu      sync.Mutex
+	pause        *Pause
+	refusePaused bool
 	// interrupted are the triggers a restart found cut off during their
 	// model call; Run announces them once the session is known.
 	interrupted []triggers.Item
@@ -90,6 +110,7 @@ type Desk struct {
 	state    string
 	running  *Running
 	calendar *triggers.Calendar
+	pending  *Settings // settings Configure left for the loop
 	// seen is the router's session as the loop last saw it between turns:
 	// the router holds its lock for a whole model call, so Status must not
 	// ask it while a turn runs.
@@ -141,8 +162,13 @@ func New(o Options) (*Desk, error) {
 	}
 	d := &Desk{
 		o: o, queue: triggers.NewQueue(o.QueueLimit, o.Coalesce), ledger: o.Ledger,
-		rollovers: make(chan rolloverRequest), reconfig: make(chan Settings), started: make(chan struct{}), done: make(chan struct{}),
-		state: "starting", calendar: o.Calendar,
+		rollovers: make(chan rolloverRequest), wake: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{}),
+		hurry: make(chan struct{}), state: "starting", calendar: o.Calendar, refusePaused: o.RefusePaused,
+	}
+	p, err := loadPause(o.PauseFile)
+	d.pause = p // a damaged pause file leaves the desk paused, and says why
+	if err != nil && p == nil {
+		return nil, fmt.Errorf("desk %s: %w", o.Name, err)
 	}
 	d.sched = d.scheduler(o.Schedules)
 	if n, live := o.Ledger.Records(), o.Ledger.Len(); n > 2*live+1000 {
@@ -172,25 +198,41 @@ type Settings struct {
 	QueueLimit int
 	Coalesce   bool
 	Calendar   *triggers.Calendar
+	// Router, if not nil, replaces the router's settings: the model route,
+	// instructions, tools, budgets.
+	Router *router.Settings
+	// RefusePaused: see Options.RefusePaused.
+	RefusePaused bool
 }
 
-// Configure applies new settings between turns: the schedules restart
-// from the ledger's record of their slots (a schedule that is new is
-// armed; one that keeps its name keeps its history), and the queue takes
-// the new limit and coalescing (triggers already queued stay queued).
-func (d *Desk) Configure(ctx context.Context, s Settings) error {
+// Configure hands the desk new settings and returns at once; the desk's
+// loop applies them all together between turns (after a running turn,
+// before the next): the router takes its new settings, the schedules
+// restart from the ledger's record of their slots (a schedule that is new
+// is armed; one that keeps its name keeps its history), and the queue
+// takes the new limit and coalescing (triggers already queued stay
+// queued). Settings handed over before an earlier call's were applied
+// replace them. A desk that has stopped returns ErrStopped.
+func (d *Desk) Configure(s Settings) error {
 	if s.QueueLimit <= 0 {
 		s.QueueLimit = DefaultQueueLimit
 	}
 	select {
-	case d.reconfig <- s:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	case <-d.done:
 		return fmt.Errorf("desk %s: %w", d.o.Name, ErrStopped)
+	default:
 	}
+	d.mu.Lock()
+	d.pending = &s
+	d.mu.Unlock()
+	d.poke()
+	return nil
 }
+
+// CutShort makes a stopping desk cancel its running turn now instead of
+// after the shutdown timeout (the turn is recorded interrupted). It may be
+// called before or after the desk's context ends, and more than once.
+func (d *Desk) CutShort() { d.hurryOnce.Do(func() { close(d.hurry) }) }
 
 // recover queues again what the ledger says was waiting or had not reached
 // the model, and marks interrupted what had.
@@ -242,7 +284,7 @@ type Status struct {
 	Session     string `json:"session"`
 	TradingDate string `json:"trading_date"`
 	Exchanges   int    `json:"exchanges"`
-	// State is starting, idle, running or stopped.
+	// State is starting, idle, running, paused or stopped.
 	State      string   `json:"state"`
 	QueueDepth int      `json:"queue_depth"`
 	QueueLimit int      `json:"queue_limit"`
@@ -260,6 +302,11 @@ type Status struct {
 	// Interrupted lists the triggers cut off during their model call, for
 	// an operator to decide on, oldest first.
 	Interrupted []TriggerStatus `json:"interrupted"`
+	// Paused is who paused the desk, when and why; nil when it is not paused.
+	Paused *Pause `json:"paused,omitempty"`
+	// PausedTriggers is what the desk does with triggers while paused:
+	// queue or refuse.
+	PausedTriggers string `json:"paused_triggers"`
 }
 
 // Status returns a snapshot of the desk. It never waits for a running turn.
@@ -281,6 +328,16 @@ func (d *Desk) Status() Status {
 	d.mu.Lock()
 	sched, cal := d.sched, d.calendar
 	d.mu.Unlock()
+	d.pauseMu.Lock()
+	if d.pause != nil {
+		p := *d.pause
+		s.Paused = &p
+	}
+	s.PausedTriggers = "queue"
+	if d.refusePaused {
+		s.PausedTriggers = "refuse"
+	}
+	d.pauseMu.Unlock()
 	if name, at, ok := sched.Next(now); ok {
 		s.NextSchedule, s.NextSlot = name, at
 	}
@@ -325,8 +382,15 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 	}
 	d.submitMu.Lock()
 	defer d.submitMu.Unlock()
+	if d.closed {
+		return Accepted{ID: t.ID}, fmt.Errorf("desk %s: queue trigger %s: %w", d.o.Name, t.ID, ErrStopped)
+	}
 	if _, known, ok := d.ledger.Resolve(t.ID); ok {
 		return Accepted{ID: t.ID, Duplicate: true, State: known.State}, nil
+	}
+	if err := d.refusing(); err != nil {
+		event.Publish(d.o.Bus, event.TriggerDropped{Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Reason: err.Error()})
+		return Accepted{ID: t.ID}, err
 	}
 	queued, replaced, err := d.queue.Add(t, func(t triggers.Trigger, replaced *triggers.Trigger) error {
 		rec := triggers.Record{At: now, ID: t.ID, State: triggers.StateQueued, Trigger: &t, Schedule: schedule, Slot: slot}
@@ -364,8 +428,11 @@ func (d *Desk) arm(e triggers.Entry, from time.Time) {
 // slot that finds the queue full is recorded as dropped and announced.
 func (d *Desk) claim(e triggers.Entry, slot time.Time, t triggers.Trigger) {
 	_, err := d.submit(t, e.Name, slot)
-	if errors.Is(err, triggers.ErrQueueFull) {
+	if errors.Is(err, triggers.ErrQueueFull) || errors.Is(err, ErrPaused) {
 		reason := fmt.Sprintf("queue full (%d triggers)", d.queue.Limit())
+		if errors.Is(err, ErrPaused) {
+			reason = err.Error()
+		}
 		_ = d.ledger.Append(triggers.Record{
 			At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateDropped, Trigger: &t, Schedule: e.Name, Slot: slot, Reason: reason,
 		})
@@ -403,11 +470,19 @@ func (d *Desk) RollOver(ctx context.Context) (previous, session string, err erro
 }
 
 // Run starts the desk's session and runs turns until ctx is done. When ctx
-// ends no new turn starts; a running turn may finish within the shutdown
-// timeout, then it is cancelled. Run returns once the desk has stopped.
+// ends no new turn starts and the schedules stop; a running turn may
+// finish within the shutdown timeout (or until CutShort), then it is
+// cancelled. Run returns once the desk has stopped; desk.stopped gives
+// context.Cause(ctx) as its reason when the cause is not plain
+// cancellation.
 func (d *Desk) Run(ctx context.Context) error {
 	defer close(d.done)
 	defer d.setState("stopped")
+	defer func() {
+		d.submitMu.Lock()
+		d.closed = true
+		d.submitMu.Unlock()
+	}()
 	work, stop := d.workContext(ctx)
 	defer stop()
 	if err := d.o.Keeper.Start(work); err != nil {
@@ -415,8 +490,11 @@ func (d *Desk) Run(ctx context.Context) error {
 	}
 	m := d.o.Router.Primary()
 	event.Publish(d.o.Bus, event.DeskStarted{Header: d.header(), Model: m.Name, Provider: m.Provider, Scripted: m.Scripted()})
-	reason := "stopped"
 	defer func() {
+		reason := "stopped"
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			reason = cause.Error()
+		}
 		event.Publish(d.o.Bus, event.DeskStopped{Header: d.header(), Reason: reason})
 	}()
 	for _, it := range d.interrupted {
@@ -431,7 +509,7 @@ func (d *Desk) Run(ctx context.Context) error {
 		})
 	}
 	d.look()
-	d.setState("idle")
+	d.setState(d.idleState())
 	close(d.started)
 	if d.o.Keeper.Due() {
 		// The daemon was down over a boundary: roll over now, not at the
@@ -450,8 +528,24 @@ func (d *Desk) Run(ctx context.Context) error {
 	}
 	stopScheduler := startScheduler(d.sched)
 	defer wg.Wait()
+	// applyPending puts the settings Configure left into effect; it runs
+	// before every turn, so that no turn starts on settings replaced.
+	applyPending := func() {
+		d.mu.Lock()
+		s := d.pending
+		d.pending = nil
+		d.mu.Unlock()
+		if s != nil {
+			stopScheduler()
+			stopScheduler = startScheduler(d.apply(*s))
+		}
+	}
 
 	for {
+		var ready <-chan struct{}
+		if d.Paused() == nil {
+			ready = d.queue.Ready()
+		}
 		boundary := d.o.Clock.NewTimer(d.o.Keeper.NextBoundary().Sub(d.o.Clock.Now()))
 		select {
 		case <-ctx.Done():
@@ -462,27 +556,20 @@ func (d *Desk) Run(ctx context.Context) error {
 				_, _ = d.o.Keeper.RollOver(work, "daily_rollover")
 			}
 			d.look()
-		case s := <-d.reconfig:
+		case <-d.wake:
 			boundary.Stop()
-			stopScheduler()
-			sc := d.scheduler(s.Schedules)
-			d.queue.Configure(s.QueueLimit, s.Coalesce)
-			d.mu.Lock()
-			d.sched, d.calendar = sc, s.Calendar
-			d.mu.Unlock()
-			stopScheduler = startScheduler(sc)
+			applyPending()
+			d.next(work) // a resumed desk takes up its queue
 		case req := <-d.rollovers:
 			boundary.Stop()
 			prev := d.o.Router.SessionID()
 			id, err := d.o.Keeper.RollOver(work, "manual_rollover")
 			d.look()
 			req.reply <- rolloverResult{previous: prev, session: id, err: err}
-		case <-d.queue.Ready():
+		case <-ready:
 			boundary.Stop()
-			if t, ok := d.queue.Pop(); ok {
-				d.turn(work, t)
-				d.look()
-			}
+			applyPending()
+			d.next(work)
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -490,8 +577,45 @@ func (d *Desk) Run(ctx context.Context) error {
 	}
 }
 
+// apply puts settings into effect between turns and returns the new
+// scheduler, for the loop to start.
+func (d *Desk) apply(s Settings) *triggers.Scheduler {
+	if s.Router != nil {
+		// Validated when the config was loaded: a route is never empty.
+		_ = d.o.Router.Configure(*s.Router)
+	}
+	sc := d.scheduler(s.Schedules)
+	d.queue.Configure(s.QueueLimit, s.Coalesce)
+	d.pauseMu.Lock()
+	d.refusePaused = s.RefusePaused
+	d.pauseMu.Unlock()
+	d.mu.Lock()
+	d.sched, d.calendar = sc, s.Calendar
+	d.mu.Unlock()
+	d.look()
+	return sc
+}
+
+// next runs the next queued trigger, unless the desk is paused. The pause
+// is checked under pauseMu as the trigger is taken, so that no turn starts
+// once Pause has returned.
+func (d *Desk) next(work context.Context) {
+	d.pauseMu.Lock()
+	if d.pause != nil {
+		d.pauseMu.Unlock()
+		return
+	}
+	t, ok := d.queue.Pop()
+	d.pauseMu.Unlock()
+	if ok {
+		d.turn(work, t)
+		d.look()
+	}
+}
+
 // workContext returns a context for turns and rollovers: it outlives ctx
-// by the shutdown timeout, so that running work can finish. stop releases it.
+// by the shutdown timeout (or until CutShort), so that running work can
+// finish. stop releases it.
 func (d *Desk) workContext(ctx context.Context) (work context.Context, stop func()) {
 	work, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -503,8 +627,14 @@ func (d *Desk) workContext(ctx context.Context) (work context.Context, stop func
 			return
 		case <-ctx.Done():
 		}
-		if clock.Sleep(work, d.o.Clock, d.o.ShutdownTimeout) == nil {
+		t := d.o.Clock.NewTimer(d.o.ShutdownTimeout)
+		defer t.Stop()
+		select {
+		case <-work.Done():
+		case <-t.C():
 			cancel(fmt.Errorf("desk %s: shutdown timeout of %s passed", d.o.Name, d.o.ShutdownTimeout))
+		case <-d.hurry:
+			cancel(fmt.Errorf("desk %s: stopped at once (a second signal)", d.o.Name))
 		}
 	}()
 	return work, func() { cancel(errors.New("desk stopped")); wg.Wait() }
@@ -556,6 +686,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()})
 		return
 	}
+	d.ended()
 	_ = d.ledger.Append(triggers.Record{
 		At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateAnswered, Session: reply.Session, Turn: reply.Turn, Reply: reply.Text,
 	})
@@ -571,7 +702,16 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 // ledger at sent, which the next start reports as interrupted: never run
 // twice.
 func (d *Desk) finish(t triggers.Trigger, session string, turn int, state triggers.State, reason string) {
+	d.ended()
 	_ = d.ledger.Append(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: state, Session: session, Turn: turn, Reason: reason})
+}
+
+// ended shows the turn over in the status (the session as it is now, no
+// running turn) before its outcome is written: whoever sees the outcome in
+// the ledger sees a status that agrees with it.
+func (d *Desk) ended() {
+	d.look()
+	d.setRunning(nil)
 }
 
 // look records the router's session for Status. Only the loop calls it,
@@ -592,7 +732,37 @@ func (d *Desk) setState(s string) {
 	d.mu.Unlock()
 }
 
+// idleState is "paused" or "idle".
+func (d *Desk) idleState() string {
+	if d.Paused() != nil {
+		return "paused"
+	}
+	return "idle"
+}
+
+// setIdleState shows the desk idle (or paused) unless it is starting,
+// running a turn or stopped.
+func (d *Desk) setIdleState() {
+	idle := d.idleState()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.state == "stopped" || d.running != nil || d.state == "starting" && !isClosed(d.started) {
+		return
+	}
+	d.state = idle
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 func (d *Desk) setRunning(r *Running) {
+	idle := d.idleState()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.running = r
@@ -602,7 +772,7 @@ func (d *Desk) setRunning(r *Running) {
 	if r != nil {
 		d.state = "running"
 	} else {
-		d.state = "idle"
+		d.state = idle
 	}
 }
 

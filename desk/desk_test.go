@@ -84,6 +84,10 @@ type deskOptions struct {
 	noStart    bool
 	calendar   *triggers.Calendar
 	tradingDay bool
+	// pauseFile keeps the desk's pause in its folder; refuse refuses
+	// triggers while paused.
+	pauseFile bool
+	refuse    bool
 }
 
 func newHarness(t *testing.T, o deskOptions) *harness {
@@ -117,9 +121,14 @@ func newHarness(t *testing.T, o deskOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var pauseFile string
+	if o.pauseFile {
+		pauseFile = folder.Path(desk.PauseFile)
+	}
 	h.desk, err = desk.New(desk.Options{
 		Name: "main", Keeper: k, Router: h.router, Ledger: h.ledger, Schedules: o.schedules, Clock: h.clk, Bus: h.bus,
 		QueueLimit: o.limit, Coalesce: o.coalesce, Calendar: o.calendar, ShutdownTimeout: time.Minute,
+		PauseFile: pauseFile, RefusePaused: o.refuse,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -564,7 +573,7 @@ func TestConfigure(t *testing.T) {
 	clk := clock.NewFake(start)
 	g := newGate()
 	h := newHarness(t, deskOptions{clk: clk, model: g, schedules: []triggers.Entry{{Name: "five", Spec: every5, Text: "five"}}})
-	if err := h.desk.Configure(t.Context(), desk.Settings{
+	if err := h.desk.Configure(desk.Settings{
 		Schedules: []triggers.Entry{{Name: "seven", Spec: every7, Text: "seven"}}, QueueLimit: 1,
 	}); err != nil {
 		t.Fatal(err)
@@ -572,11 +581,12 @@ func TestConfigure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	for { // the new scheduler has armed "seven"
+		changed := h.ledger.Changed() // before Get: an arming between the two is not missed
 		if _, ok := h.ledger.Get(triggers.ArmID("seven")); ok {
 			break
 		}
 		select {
-		case <-h.ledger.Changed():
+		case <-changed:
 		case <-ctx.Done():
 			t.Fatal("seven was not armed")
 		}

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -42,7 +43,10 @@ const (
 
 // apiOptions configures the API.
 type apiOptions struct {
-	// Desks are the desks it serves, by name.
+	// Set is the desks it serves, which may change while it serves; if
+	// nil, Desks are.
+	Set *deskSet
+	// Desks are the desks it serves when Set is nil.
 	Desks []*desk.Desk
 	// Token is the bearer token mutations need; empty: none.
 	Token string
@@ -52,21 +56,26 @@ type apiOptions struct {
 	Events *eventRing
 	// Log receives request failures.
 	Log zerolog.Logger
+	// Check, if set, answers GET /v1/config/diff.
+	Check func() configCheck
 }
 
 // api serves the HTTP API. Extra handlers (GET /metrics) may be added with
 // Handle before it serves.
 type api struct {
 	o     apiOptions
-	desks map[string]*desk.Desk
+	desks *deskSet
 	mux   *http.ServeMux
 	token [sha256.Size]byte
+	// stopping is set when deskd begins to shut down: mutations and
+	// GET /healthz are answered 503.
+	stopping atomic.Bool
 }
 
 func newAPI(o apiOptions) *api {
-	a := &api{o: o, desks: map[string]*desk.Desk{}, mux: http.NewServeMux()}
-	for _, d := range o.Desks {
-		a.desks[d.Name()] = d
+	a := &api{o: o, desks: o.Set, mux: http.NewServeMux()}
+	if a.desks == nil {
+		a.desks = newDeskSet(o.Desks...)
 	}
 	if o.Token != "" {
 		a.token = sha256.Sum256([]byte(o.Token))
@@ -77,6 +86,9 @@ func newAPI(o apiOptions) *api {
 	a.mux.HandleFunc("POST /v1/desks/{desk}/triggers", a.postTrigger)
 	a.mux.HandleFunc("GET /v1/desks/{desk}/triggers/{id}", a.getTrigger)
 	a.mux.HandleFunc("POST /v1/desks/{desk}/rollover", a.postRollover)
+	a.mux.HandleFunc("POST /v1/desks/{desk}/pause", a.postPause)   // pause.go
+	a.mux.HandleFunc("POST /v1/desks/{desk}/resume", a.postResume) // pause.go
+	a.mux.HandleFunc("GET /v1/config/diff", a.configDiff)
 	a.mux.HandleFunc("GET /v1/events", a.events)
 	a.mux.HandleFunc("/", a.notFound)
 	return a
@@ -86,9 +98,19 @@ func newAPI(o apiOptions) *api {
 // need the token like every other.
 func (a *api) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
 
-// ServeHTTP checks the token of every mutation, then routes.
+// Refuse makes the API answer 503 to mutations and to GET /healthz: deskd
+// is shutting down.
+func (a *api) Refuse() { a.stopping.Store(true) }
+
+// ServeHTTP answers 503 to mutations once deskd is shutting down, checks
+// the token of every mutation, then routes.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions && !a.authorized(r) {
+	mutation := r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
+	if a.stopping.Load() && (mutation || r.URL.Path == "/healthz") {
+		writeError(w, http.StatusServiceUnavailable, "deskd is shutting down")
+		return
+	}
+	if mutation && !a.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="deskd"`)
 		writeError(w, http.StatusUnauthorized, "this request needs Authorization: Bearer <token> (the token of auth_token_file)")
 		return
@@ -137,7 +159,7 @@ func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
 // desk returns the desk the path names, or answers 404.
 func (a *api) desk(w http.ResponseWriter, r *http.Request) (*desk.Desk, bool) {
 	name := r.PathValue("desk")
-	d, ok := a.desks[name]
+	d, ok := a.desks.Get(name)
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown desk %q", name))
 	}
@@ -151,7 +173,7 @@ type desksResponse struct {
 
 func (a *api) listDesks(w http.ResponseWriter, _ *http.Request) {
 	out := desksResponse{Desks: []desk.Status{}}
-	for _, d := range a.o.Desks {
+	for _, d := range a.desks.List() {
 		out.Desks = append(out.Desks, d.Status())
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -199,6 +221,13 @@ func (a *api) postTrigger(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, triggers.ErrQueueFull):
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterFull))
 		writeJSON(w, http.StatusTooManyRequests, triggerResponse{ID: acc.ID, Error: err.Error()})
+		return
+	case errors.Is(err, desk.ErrPaused):
+		writeJSON(w, http.StatusLocked, triggerResponse{ID: acc.ID, Error: err.Error()})
+		return
+	case errors.Is(err, desk.ErrStopped):
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterFull))
+		writeError(w, http.StatusServiceUnavailable, err.Error()+" (it may be restarting to take a config change: try again)")
 		return
 	case err != nil:
 		a.o.Log.Error().Err(err).Str("desk", d.Name()).Msg("queue trigger")
@@ -284,7 +313,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	only := q.Get("desk")
 	if only != "" {
-		if _, ok := a.desks[only]; !ok {
+		if _, ok := a.desks.Get(only); !ok {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("unknown desk %q", only))
 			return
 		}
@@ -333,6 +362,16 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// configDiff answers what a reload would change, or why it would be
+// refused: the files as they are now against the config in force.
+func (a *api) configDiff(w http.ResponseWriter, _ *http.Request) {
+	if a.o.Check == nil {
+		writeError(w, http.StatusNotImplemented, "this deskd cannot check its config")
+		return
+	}
+	writeJSON(w, http.StatusOK, a.o.Check())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

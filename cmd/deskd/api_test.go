@@ -69,6 +69,7 @@ type apiHarnessOptions struct {
 	limit    int
 	coalesce bool
 	token    string
+	refuse   bool // paused_triggers: refuse
 }
 
 func newAPIHarness(t *testing.T, o apiHarnessOptions) *apiHarness {
@@ -99,7 +100,7 @@ func newAPIHarness(t *testing.T, o apiHarnessOptions) *apiHarness {
 		t.Fatal(err)
 	}
 	h.desk, err = desk.New(desk.Options{Name: "main", Keeper: k, Router: r, Ledger: ledger, Clock: h.clk, Bus: h.bus,
-		QueueLimit: o.limit, Coalesce: o.coalesce, ShutdownTimeout: time.Minute})
+		QueueLimit: o.limit, Coalesce: o.coalesce, ShutdownTimeout: time.Minute, RefusePaused: o.refuse})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"net/http"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -15,27 +16,70 @@ import (
 const defaultConfig = "/etc/deskd/deskd.yaml"
 
 func newCheckConfigCommand(stdout io.Writer) *cobra.Command {
-	var path string
+	var f clientFlags
+	var diff bool
 	cmd := &cobra.Command{
 		Use:   "check-config",
-		Short: "Validate the config files and print every problem",
-		Args:  cobra.NoArgs,
+		Short: "Validate the config files and print every problem; --diff: what a reload of the running deskd would change",
+		Long: `Validate the config files and print every problem, one a line, as
+"file: field: reason"; the exit status is 2 when there is any.
+
+With --diff, ask the running deskd (found as deskd status finds it) to load
+its config files as a reload would and to compare them with the config in
+force: each change is printed, one a line ("desk main: schedule open added"),
+and nothing changes. Problems are printed as above (exit status 2): a reload
+now would be refused. Exit status 1 when no deskd answers.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(path)
+			if diff {
+				return checkDiff(cmd, &f, stdout)
+			}
+			cfg, err := loadConfig(f.config)
 			if err != nil {
 				return err
 			}
-			names := make([]string, 0, len(cfg.Desks))
-			for name := range cfg.Desks {
-				names = append(names, name)
-			}
-			sort.Strings(names)
+			names := sortedNames(cfg.Desks)
 			fmt.Fprintf(stdout, "%s: ok, %d desks %v\n", cfg.Path, len(names), names)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
+	f.register(cmd)
+	cmd.Flags().BoolVar(&diff, "diff", false, "show what a reload of the running deskd would change (asks it over its API)")
 	return cmd
+}
+
+// checkDiff prints what a reload of the running daemon would change.
+func checkDiff(cmd *cobra.Command, f *clientFlags, stdout io.Writer) error {
+	c, err := f.newClient()
+	if err != nil {
+		return err
+	}
+	var out configCheck
+	if _, err := c.do(cmd.Context(), http.MethodGet, "/v1/config/diff", nil, &out); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return err
+		}
+		return fmt.Errorf("%w at %s, so there is nothing to compare with (check-config without --diff checks the files alone): %v",
+			errNoDaemon, c.base, err)
+	}
+	if abs, err := filepath.Abs(f.config); err == nil && abs != out.Config && cmd.Flags().Changed("config") {
+		fmt.Fprintf(stdout, "note: the running deskd reads %s, not %s; this compares its files\n", out.Config, abs)
+	}
+	if len(out.Problems) > 0 {
+		for _, p := range out.Problems {
+			fmt.Fprintln(stdout, p)
+		}
+		return &exitError{code: 2, err: fmt.Errorf("config has %d problems: a reload now would be refused, and the running config kept", len(out.Problems))}
+	}
+	if len(out.Changes) == 0 {
+		fmt.Fprintf(stdout, "%s: no changes against the running deskd\n", out.Config)
+		return nil
+	}
+	for _, ch := range out.Changes {
+		fmt.Fprintln(stdout, ch.What)
+	}
+	return nil
 }
 
 // loadConfig loads the config; its problems, one a line, become the error.

@@ -1,7 +1,7 @@
 package main
 
 // The commands that drive a running deskd through its HTTP API: status,
-// trigger, rollover and events.
+// trigger, rollover, events, and pause and resume (pause.go).
 
 import (
 	"bufio"
@@ -40,7 +40,7 @@ const (
 func clientCommands(stdout, stderr io.Writer) []*cobra.Command {
 	return []*cobra.Command{
 		newStatusCommand(stdout), newTriggerCommand(stdout, stderr), newRolloverCommand(stdout),
-		newEventsCommand(stdout, stderr),
+		newEventsCommand(stdout, stderr), newPauseCommand(stdout), newResumeCommand(stdout),
 	}
 }
 
@@ -254,6 +254,12 @@ func printStatus(w io.Writer, desks []desk.Status) {
 			s.Exchanges, s.QueueDepth, s.QueueLimit, running, next, market, model)
 	}
 	_ = tw.Flush()
+	for _, s := range desks {
+		if s.Paused != nil {
+			fmt.Fprintf(w, "\ndesk %s is paused %s; its triggers are %s until deskd resume %s\n", s.Name, describePause(*s.Paused),
+				map[bool]string{true: "refused", false: "queued"}[s.PausedTriggers == "refuse"], s.Name)
+		}
+	}
 	for _, s := range desks {
 		if len(s.Interrupted) == 0 {
 			continue

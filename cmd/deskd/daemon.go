@@ -5,9 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
+	"net/http"
+	"os"
+	"os/signal"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -21,6 +26,7 @@ import (
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/triggers"
 )
 
 func newRunCommand(stderr io.Writer) *cobra.Command {
@@ -51,16 +57,43 @@ func newRunCommand(stderr io.Writer) *cobra.Command {
 }
 
 // newLogger returns the daemon's logger, writing to w in the configured
-// format at the configured level.
-func newLogger(cfg config.Log, w io.Writer, clk clock.Clock) (zerolog.Logger, error) {
+// format, and the filter that holds its level: a reload changes the level
+// through it (zerolog's own level is fixed per logger value, and its
+// global level is a package global).
+func newLogger(cfg config.Log, w io.Writer, clk clock.Clock) (zerolog.Logger, *levelFilter, error) {
 	level, err := zerolog.ParseLevel(cfg.Level)
 	if err != nil {
-		return zerolog.Logger{}, fmt.Errorf("log level %q: %w", cfg.Level, err)
+		return zerolog.Logger{}, nil, fmt.Errorf("log level %q: %w", cfg.Level, err)
 	}
 	if cfg.Format == "console" {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
 	}
-	return zerolog.New(w).Level(level).With().Timestamp().Logger().Hook(clockHook{clk}), nil
+	f := &levelFilter{w: w}
+	f.Set(level)
+	return zerolog.New(f).Level(zerolog.TraceLevel).With().Timestamp().Logger().Hook(clockHook{clk}), f, nil
+}
+
+// levelFilter passes on the log lines at or above its level, which may be
+// changed at any time. zerolog hands it each line with its level
+// (zerolog.LevelWriter); a line without a level always passes.
+type levelFilter struct {
+	w     io.Writer
+	level atomic.Int32
+}
+
+// Set changes the level.
+func (f *levelFilter) Set(l zerolog.Level) { f.level.Store(int32(l)) }
+
+// Level returns the level.
+func (f *levelFilter) Level() zerolog.Level { return zerolog.Level(f.level.Load()) }
+
+func (f *levelFilter) Write(p []byte) (int, error) { return f.w.Write(p) }
+
+func (f *levelFilter) WriteLevel(l zerolog.Level, p []byte) (int, error) {
+	if l != zerolog.NoLevel && l < f.Level() {
+		return len(p), nil
+	}
+	return f.w.Write(p)
 }
 
 // clockHook stamps each line with deskd's clock, which --clock-start may
@@ -71,11 +104,19 @@ func (h clockHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 	e.Time("clock", h.clk.Now())
 }
 
-// runDaemon runs every desk of cfg until ctx is done, then stops them in
-// order: no new turn starts, running turns get the shutdown timeout, files
-// are closed, the bus is drained and the state folder unlocked.
+// runDaemon runs every desk of cfg until ctx is done or SIGTERM or SIGINT
+// comes, reloading the config on SIGHUP and when its files change, and
+// then stops in order: systemd is told (STOPPING=1); the API answers 503
+// to mutations and the spool stops taking files; the schedules stop; a
+// running turn gets shutdown_timeout to finish (a second SIGTERM or SIGINT
+// cuts it short), then is cancelled and recorded interrupted; the session
+// files and ledgers are closed; the API stops; the event log is drained;
+// the state folder is unlocked; "deskd stopped" is the last line.
+//
+// A desk that fails to start is logged at once, and deskd stops and
+// returns the error (so that systemd's Restart= tries again).
 func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr io.Writer) (err error) {
-	log, err := newLogger(cfg.Log, stderr, clk)
+	log, level, err := newLogger(cfg.Log, stderr, clk)
 	if err != nil {
 		return err
 	}
@@ -83,103 +124,148 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 	if err != nil {
 		return err
 	}
+	locked := true
 	defer func() {
-		if rerr := lock.Release(); rerr != nil && err == nil {
-			err = fmt.Errorf("unlock %s: %w", cfg.StateDir, rerr)
+		if locked {
+			_ = lock.Release()
 		}
 	}()
+	// SIGHUP reloads. SIGTERM and SIGINT are counted here as well as by
+	// main's context: the first stops deskd, a second cuts running turns
+	// short. signal.Notify makes each signal reach this channel whatever
+	// main does with its own.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
 
 	bus := event.New()
 	defer bus.Close()
 	stopLog := desk.LogEvents(bus, log)
 	defer stopLog()
+	met := newMetrics(bus)
+	defer met.Close()
 
-	names := make([]string, 0, len(cfg.Desks))
-	for name := range cfg.Desks {
+	dm := &supervisor{clk: clk, bus: bus, log: log, level: level, notify: newNotifier(clk), hb: newHeartbeat(clk)}
+	dm.cur.Store(cfg)
+	dm.fleet = newFleet(clk, bus, log)
+	met.SetStatus(dm.fleet.set.gauges)
+
+	// The desks stop when runDaemon says, after the API refuses triggers,
+	// not when ctx ends.
+	deskCtx, stopDesks := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopDesks(nil)
+
+	names := sortedNames(cfg.Desks)
+	log.Info().Str("config", cfg.Path).Str("state_dir", cfg.StateDir).Strs("desks", names).
+		Time("clock_start", clk.Now()).Msg("deskd starting")
+	_ = dm.notify.Status(fmt.Sprintf("starting %d desks: %s", len(names), strings.Join(names, ", ")))
+	runErr := dm.startDesks(ctx, deskCtx, cfg, names)
+	if runErr == nil && ctx.Err() == nil {
+		// Watching starts before "deskd ready": an edit from then on is
+		// reloaded.
+		dm.startWatch(ctx, cfg)
+		dm.svc, runErr = startServices(ctx, cfg, clk, bus, log, dm.fleet.set, dm.check,
+			map[string]http.Handler{"GET /metrics": met.Handler()})
+	}
+	if runErr == nil && ctx.Err() == nil {
+		runErr = dm.serve(ctx, deskCtx, sigs)
+	}
+
+	// Shutdown, in order.
+	_ = dm.notify.Stopping(fmt.Sprintf("stopping: no new triggers; running turns get up to %s", cfg.ShutdownTimeout))
+	log.Info().Dur("shutdown_timeout", cfg.ShutdownTimeout).
+		Msg("deskd stopping: the API refuses triggers, schedules stop, running turns get the shutdown timeout")
+	if dm.svc != nil {
+		dm.svc.Refuse()
+	}
+	dm.stopWatch()
+	dm.fleet.stopAll(errors.New("deskd is shutting down"))
+	dm.drain(sigs)
+	if dm.svc != nil {
+		if serr := dm.svc.Stop(5 * time.Second); serr != nil {
+			log.Error().Err(serr).Msg("stop the API")
+		}
+	}
+	dm.stopWatchdog()
+	met.Close()
+	stopLog()
+	bus.Close() // every event is logged before the last line
+	locked = false
+	if rerr := lock.Release(); rerr != nil {
+		rerr = fmt.Errorf("unlock %s: %w", cfg.StateDir, rerr)
+		log.Error().Err(rerr).Msg("unlock the state folder")
+		runErr = errors.Join(runErr, rerr)
+	}
+	if runErr != nil {
+		log.Error().Err(runErr).Msg("deskd stopped")
+		return runErr
+	}
+	log.Info().Msg("deskd stopped")
+	return nil
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for name := range m {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-
-	var desks []*desk.Desk
-	var routers []*router.Router
-	defer func() {
-		for _, r := range routers {
-			if cerr := r.Close(); cerr != nil {
-				log.Error().Err(cerr).Msg("close session")
-			}
-		}
-	}()
-	for _, name := range names {
-		d, r, err := buildDesk(cfg, cfg.Desks[name], clk, bus)
-		if err != nil {
-			return err
-		}
-		desks, routers = append(desks, d), append(routers, r)
-	}
-
-	log.Info().Str("config", cfg.Path).Str("state_dir", cfg.StateDir).Strs("desks", names).
-		Time("clock_start", clk.Now()).Msg("deskd starting")
-	runCtx, stopDesks := context.WithCancel(ctx)
-	defer stopDesks()
-	var wg sync.WaitGroup
-	errs := make([]error, len(desks))
-	for i, d := range desks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = d.Run(runCtx)
-		}()
-	}
-	// The spool and the HTTP API start once every desk takes triggers;
-	// they log "deskd ready" (services.go).
-	svc, err := startServices(runCtx, cfg, clk, bus, log, desks, nil)
-	if err != nil {
-		stopDesks()
-		wg.Wait()
-		return errors.Join(append(errs, err)...)
-	}
-	select {
-	case <-ctx.Done():
-	case serr := <-svc.Errs():
-		errs = append(errs, serr)
-	}
-	log.Info().Msg("deskd stopping: no new turns; running turns get the shutdown timeout")
-	if serr := svc.Stop(5 * time.Second); serr != nil {
-		log.Error().Err(serr).Msg("stop the API")
-	}
-	stopDesks()
-	wg.Wait()
-	log.Info().Msg("deskd stopped")
-	return errors.Join(errs...)
+	return names
 }
 
-// buildDesk wires one desk: its folder, model route, router, curator,
-// keeper and loop.
-func buildDesk(cfg *config.Config, dc *config.Desk, clk clock.Clock, bus *event.Bus) (*desk.Desk, *router.Router, error) {
-	folder, err := memory.OpenFolder(filepath.Join(cfg.StateDir, "desks", dc.Name), dc.Name, clk.Now)
-	if err != nil {
-		return nil, nil, fmt.Errorf("desk %s: %w", dc.Name, err)
-	}
+// buildDesk wires one desk on its (open) folder and ledger: its model
+// route, router, curator, keeper and loop.
+func buildDesk(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger *triggers.Ledger, clk clock.Clock,
+	bus *event.Bus) (*desk.Desk, *router.Router, *liveCurator, error) {
 	settings, err := routerSettings(cfg, dc, folder, clk)
 	if err != nil {
-		return nil, nil, fmt.Errorf("desk %s: %w", dc.Name, err)
+		return nil, nil, nil, fmt.Errorf("desk %s: %w", dc.Name, err)
 	}
 	r, err := router.New(router.Options{Desk: dc.Name, Folder: folder, Clock: clk, Day: cfg.Day, Bus: bus, Settings: settings})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var cur keeper.Curator
+	var (
+		cur  keeper.Curator
+		live *liveCurator
+	)
 	if dc.Curator.Enabled {
-		cur = &curator.Reviewer{Folder: folder, Model: r, Now: clk.Now, MaxChanges: dc.Curator.MaxChanges, ScheduleTexts: scheduleTexts(dc)}
+		live = &liveCurator{r: curator.Reviewer{Folder: folder, Model: r, Now: clk.Now, MaxChanges: dc.Curator.MaxChanges, ScheduleTexts: scheduleTexts(dc)}}
+		cur = live
 	}
 	k := keeper.New(keeper.Options{
 		Desk: dc.Name, Router: keeperRouter(cfg, dc, r, clk), Folder: folder, Curator: cur, Bus: bus, Clock: clk, Day: cfg.Day,
 		Disabled: dc.Rollover == config.RolloverOff,
 		Guard:    memory.FoldGuard{MaxBytes: dc.Memory.MaxBytes, MinKept: dc.Memory.MinKept},
 	})
-	d, err := newDesk(cfg, dc, folder, k, r, clk, bus) // services.go: ledger, queue, calendar
+	d, err := newDesk(cfg, dc, folder, ledger, k, r, clk, bus) // services.go: queue, calendar, pause
 	if err != nil {
-		return nil, nil, err
+		_ = r.Close()
+		return nil, nil, nil, err
 	}
-	return d, r, nil
+	return d, r, live, nil
+}
+
+// liveCurator is a desk's skill curator whose settings a reload may
+// change: each review works on a copy of the settings of its start.
+type liveCurator struct {
+	mu sync.Mutex
+	r  curator.Reviewer
+}
+
+var _ keeper.Curator = (*liveCurator)(nil)
+
+// Review runs the curator with the current settings.
+func (c *liveCurator) Review(ctx context.Context, date memory.Date, session string) (keeper.Review, error) {
+	c.mu.Lock()
+	r := c.r
+	c.mu.Unlock()
+	return r.Review(ctx, date, session)
+}
+
+// set changes the settings of the next review.
+func (c *liveCurator) set(dc *config.Desk) {
+	c.mu.Lock()
+	c.r.MaxChanges, c.r.ScheduleTexts = dc.Curator.MaxChanges, scheduleTexts(dc)
+	c.mu.Unlock()
 }

@@ -19,10 +19,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
-		// After the first signal, restore the default action: a second
-		// SIGINT or SIGTERM ends deskd at once. Every file deskd writes is
-		// crash safe, so that loses no data; a turn cut off is marked
-		// interrupted at the next start.
+		// After the first signal, this context lets go of SIGINT and
+		// SIGTERM. deskd run counts them itself: a second one cuts running
+		// turns short (recorded interrupted) and a third ends deskd at once.
+		// Other commands end at the second. Every file deskd writes is crash
+		// safe, so that loses no data; a turn cut off is marked interrupted
+		// at the next start.
 		<-ctx.Done()
 		stop()
 	}()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,47 +35,44 @@ func keeperRouter(cfg *config.Config, dc *config.Desk, r *router.Router, clk clo
 	return r
 }
 
-// newDesk opens the desk's trigger ledger and makes its loop.
-func newDesk(cfg *config.Config, dc *config.Desk, folder *memory.Folder, k *keeper.Keeper, r *router.Router,
-	clk clock.Clock, bus *event.Bus) (*desk.Desk, error) {
-	ledger, err := triggers.OpenLedger(folder.Path(triggers.LedgerFile))
-	if err != nil {
-		return nil, fmt.Errorf("desk %s: %w", dc.Name, err)
-	}
-	d, err := desk.New(desk.Options{
+// newDesk makes the desk's loop on its ledger, with its queue settings,
+// calendar and pause file.
+func newDesk(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger *triggers.Ledger, k *keeper.Keeper,
+	r *router.Router, clk clock.Clock, bus *event.Bus) (*desk.Desk, error) {
+	return desk.New(desk.Options{
 		Name: dc.Name, Keeper: k, Router: r, Ledger: ledger, Schedules: cfg.Entries(dc), Clock: clk, Bus: bus,
 		QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce == config.CoalesceKey, Calendar: cfg.CalendarOf(dc.Calendar),
-		ShutdownTimeout: cfg.ShutdownTimeout,
+		ShutdownTimeout: cfg.ShutdownTimeout, PauseFile: folder.Path(desk.PauseFile),
+		RefusePaused: dc.PausedTriggers == config.PausedRefuse,
 	})
-	if err != nil {
-		_ = ledger.Close()
-		return nil, err
-	}
-	return d, nil
 }
 
 // services are the spool and the API of a running daemon.
 type services struct {
-	api   *apiServer
-	ring  *eventRing
-	stop  context.CancelFunc
-	spool sync.WaitGroup
+	api  *apiServer
+	a    *api
+	ring *eventRing
+	set  *deskSet
+	clk  clock.Clock
+	bus  *event.Bus
+	log  zerolog.Logger
+	dir  string // the inbox root
+
+	// The spool of the desks of the set; SetDesks starts it again when
+	// the desks change.
+	spoolNames []string
+	spoolStop  context.CancelFunc
+	spool      sync.WaitGroup
 }
 
-// startServices waits until every desk takes triggers (or has stopped),
-// then starts the spool folders and the API, and logs "deskd ready" with
-// the addresses served. extra handlers (such as GET /metrics) join the API.
+// startServices starts the spool folders and the API of the desks of set,
+// and logs "deskd ready" with the addresses served. check answers
+// GET /v1/config/diff; extra handlers (such as GET /metrics) join the API.
 func startServices(ctx context.Context, cfg *config.Config, clk clock.Clock, bus *event.Bus, log zerolog.Logger,
-	desks []*desk.Desk, extra map[string]http.Handler) (*services, error) {
-	s := &services{ring: newEventRing(bus, clk.Now(), eventRingSize)}
-	for _, d := range desks {
-		select {
-		case <-d.Started():
-		case <-d.Done():
-		case <-ctx.Done():
-			s.ring.Close()
-			return nil, ctx.Err()
-		}
+	set *deskSet, check func() configCheck, extra map[string]http.Handler) (*services, error) {
+	s := &services{
+		ring: newEventRing(bus, clk.Now(), eventRingSize), set: set, clk: clk, bus: bus, log: log,
+		dir: filepath.Join(cfg.StateDir, "inbox"),
 	}
 	var token string
 	if cfg.AuthTokenFile != "" {
@@ -84,56 +82,86 @@ func startServices(ctx context.Context, cfg *config.Config, clk clock.Clock, bus
 			return nil, err
 		}
 	}
-	byName := map[string]*desk.Desk{}
-	names := make([]string, 0, len(desks))
-	for _, d := range desks {
-		byName[d.Name()] = d
-		names = append(names, d.Name())
-	}
-	sp := &triggers.Spool{
-		Dir: filepath.Join(cfg.StateDir, "inbox"), Desks: names, Clock: clk,
-		Submit: func(name, file string, r triggers.Request) error {
-			_, err := byName[name].Submit(r.Trigger(name, "inbox:"+file))
-			return err
-		},
-		Rejected: func(name, file, reason string) {
-			event.Publish(bus, event.InboxRejected{Header: event.Header{At: clk.Now(), Desk: name}, File: file, Reason: reason})
-		},
-		Failed: func(name, file string, err error) {
-			log.Error().Err(err).Str("desk", name).Str("file", file).Msg("inbox file left in place")
-		},
-	}
-	if err := sp.Open(); err != nil {
+	if err := s.startSpool(ctx, set.Names()); err != nil {
 		s.ring.Close()
 		return nil, err
 	}
-	spoolCtx, stop := context.WithCancel(ctx)
-	s.stop = stop
-	s.spool.Add(1)
-	go func() { defer s.spool.Done(); sp.Run(spoolCtx) }()
-
-	a := newAPI(apiOptions{Desks: desks, Token: token, Clock: clk, Events: s.ring, Log: log})
+	s.a = newAPI(apiOptions{Set: set, Token: token, Clock: clk, Events: s.ring, Log: log, Check: check})
 	for pattern, h := range extra {
-		a.Handle(pattern, h)
+		s.a.Handle(pattern, h)
 	}
 	ls, err := listenAPI(cfg.Listens)
 	if err != nil {
 		s.stopSpool()
+		s.ring.Close()
 		return nil, err
 	}
-	s.api = serveAPI(ctx, a, ls)
-	log.Info().Strs("listen", s.api.Addrs()).Strs("desks", names).Bool("auth", token != "").
-		Str("inbox", sp.Dir).Msg("deskd ready")
+	s.api = serveAPI(ctx, s.a, ls)
+	log.Info().Strs("listen", s.api.Addrs()).Strs("desks", set.Names()).Bool("auth", token != "").
+		Str("inbox", s.dir).Msg("deskd ready")
 	return s, nil
+}
+
+// startSpool takes trigger files from the inboxes of the desks named.
+func (s *services) startSpool(ctx context.Context, names []string) error {
+	sp := &triggers.Spool{
+		Dir: s.dir, Desks: names, Clock: s.clk,
+		Submit: func(name, file string, r triggers.Request) error {
+			d, ok := s.set.Get(name)
+			if !ok {
+				return fmt.Errorf("desk %s is not in the config any more", name)
+			}
+			_, err := d.Submit(r.Trigger(name, "inbox:"+file))
+			if errors.Is(err, desk.ErrStopped) {
+				// The desk is restarting to take a config change: the
+				// file stays in the inbox for the next look.
+				return fmt.Errorf("%w (desk %s is restarting)", triggers.ErrQueueFull, name)
+			}
+			return err
+		},
+		Rejected: func(name, file, reason string) {
+			event.Publish(s.bus, event.InboxRejected{Header: event.Header{At: s.clk.Now(), Desk: name}, File: file, Reason: reason})
+		},
+		Failed: func(name, file string, err error) {
+			s.log.Error().Err(err).Str("desk", name).Str("file", file).Msg("inbox file left in place")
+		},
+	}
+	if err := sp.Open(); err != nil {
+		return err
+	}
+	spoolCtx, stop := context.WithCancel(ctx)
+	s.spoolStop, s.spoolNames = stop, names
+	s.spool.Add(1)
+	go func() { defer s.spool.Done(); sp.Run(spoolCtx) }()
+	return nil
+}
+
+// SetDesks starts the spool again on the set's desks, when they changed.
+func (s *services) SetDesks(ctx context.Context) error {
+	names := s.set.Names()
+	if slices.Equal(names, s.spoolNames) {
+		return nil
+	}
+	s.stopSpool()
+	return s.startSpool(ctx, names)
 }
 
 // Errs delivers an error if the API stops serving on its own.
 func (s *services) Errs() <-chan error { return s.api.Errs() }
 
 func (s *services) stopSpool() {
-	s.stop()
-	s.spool.Wait()
-	s.ring.Close()
+	if s.spoolStop != nil {
+		s.spoolStop()
+		s.spool.Wait()
+		s.spoolStop, s.spoolNames = nil, nil
+	}
+}
+
+// Refuse begins the shutdown: the API answers 503 to mutations and to
+// GET /healthz, and the spool stops taking files.
+func (s *services) Refuse() {
+	s.a.Refuse()
+	s.stopSpool()
 }
 
 // Stop closes the API (in-flight requests get timeout; event streams end)
@@ -141,6 +169,7 @@ func (s *services) stopSpool() {
 func (s *services) Stop(timeout time.Duration) error {
 	err := s.api.Shutdown(timeout)
 	s.stopSpool()
+	s.ring.Close()
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil // the streams were cut: nothing was lost
 	}

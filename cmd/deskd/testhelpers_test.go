@@ -267,6 +267,13 @@ type deskdProc struct {
 // exited 15s later, and waited for, before the test returns.
 func startDeskd(t *testing.T, name string, args ...string) *deskdProc {
 	t.Helper()
+	return startDeskdEnv(t, name, nil, args...)
+}
+
+// startDeskdEnv is startDeskd with more environment variables for the
+// process (NAME=value).
+func startDeskdEnv(t *testing.T, name string, env []string, args ...string) *deskdProc {
+	t.Helper()
 	bin := deskdBinary(t)
 	d := &deskdProc{name: name, stderr: newLineRecorder(), stdout: newLineRecorder(), exited: make(chan struct{})}
 	cmd := exec.CommandContext(t.Context(), bin, args...)
@@ -275,7 +282,7 @@ func startDeskd(t *testing.T, name string, args ...string) *deskdProc {
 	cmd.Stdout, cmd.Stderr = d.stdout, d.stderr
 	// The host's zone must not leak into trading dates: run under a zone
 	// far from Asia/Kolkata.
-	cmd.Env = append(os.Environ(), "TZ=America/New_York")
+	cmd.Env = append(append(os.Environ(), "TZ=America/New_York"), env...)
 	d.cmd = cmd
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
