@@ -137,6 +137,8 @@ type Running struct {
 
 type rolloverRequest struct {
 	reply chan rolloverResult
+	// fork starts a new session carrying the current context instead.
+	fork bool
 }
 
 type rolloverResult struct {
@@ -453,7 +455,18 @@ func (d *Desk) missed(e triggers.Entry, slot time.Time, reason string) {
 // RollOver rolls the desk over to a new session now, between turns, and
 // returns the previous and the new session's ids.
 func (d *Desk) RollOver(ctx context.Context) (previous, session string, err error) {
-	req := rolloverRequest{reply: make(chan rolloverResult, 1)}
+	return d.newSession(ctx, rolloverRequest{reply: make(chan rolloverResult, 1)})
+}
+
+// Fork starts a new session now, between turns, that carries the current
+// session's context and names it as its parent, and returns the previous
+// and the new session's ids.
+func (d *Desk) Fork(ctx context.Context) (previous, session string, err error) {
+	return d.newSession(ctx, rolloverRequest{reply: make(chan rolloverResult, 1), fork: true})
+}
+
+// newSession hands req to the desk's loop and waits for its answer.
+func (d *Desk) newSession(ctx context.Context, req rolloverRequest) (previous, session string, err error) {
 	select {
 	case d.rollovers <- req:
 	case <-ctx.Done():
@@ -563,7 +576,16 @@ func (d *Desk) Run(ctx context.Context) error {
 		case req := <-d.rollovers:
 			boundary.Stop()
 			prev := d.o.Router.SessionID()
-			id, err := d.o.Keeper.RollOver(work, "manual_rollover")
+			var id string
+			var err error
+			if req.fork {
+				id, err = d.o.Router.Fork(work)
+				if err == nil {
+					event.Publish(d.o.Bus, event.SessionStarted{Header: d.header(), Session: id, Reason: "fork", Previous: prev})
+				}
+			} else {
+				id, err = d.o.Keeper.RollOver(work, "manual_rollover")
+			}
 			d.look()
 			req.reply <- rolloverResult{previous: prev, session: id, err: err}
 		case <-ready:

@@ -86,6 +86,7 @@ func newAPI(o apiOptions) *api {
 	a.mux.HandleFunc("POST /v1/desks/{desk}/triggers", a.postTrigger)
 	a.mux.HandleFunc("GET /v1/desks/{desk}/triggers/{id}", a.getTrigger)
 	a.mux.HandleFunc("POST /v1/desks/{desk}/rollover", a.postRollover)
+	a.mux.HandleFunc("POST /v1/desks/{desk}/fork", a.postFork)
 	a.mux.HandleFunc("POST /v1/desks/{desk}/pause", a.postPause)   // pause.go
 	a.mux.HandleFunc("POST /v1/desks/{desk}/resume", a.postResume) // pause.go
 	a.mux.HandleFunc("GET /v1/config/diff", a.configDiff)
@@ -289,11 +290,21 @@ type rolloverResponse struct {
 }
 
 func (a *api) postRollover(w http.ResponseWriter, r *http.Request) {
+	a.newSession(w, r, (*desk.Desk).RollOver)
+}
+
+// postFork starts a new session carrying the current context (deskd fork).
+func (a *api) postFork(w http.ResponseWriter, r *http.Request) {
+	a.newSession(w, r, (*desk.Desk).Fork)
+}
+
+// newSession answers a rollover or a fork with the previous and new session.
+func (a *api) newSession(w http.ResponseWriter, r *http.Request, start func(*desk.Desk, context.Context) (string, string, error)) {
 	d, ok := a.desk(w, r)
 	if !ok {
 		return
 	}
-	prev, id, err := d.RollOver(r.Context())
+	prev, id, err := start(d, r.Context())
 	switch {
 	case errors.Is(err, desk.ErrStopped):
 		writeError(w, http.StatusServiceUnavailable, err.Error())

@@ -15,6 +15,9 @@ import (
 // defaultConfig is where deskd looks for its main file.
 const defaultConfig = "/etc/deskd/deskd.yaml"
 
+// errNoDaemon says that no deskd answered at the client's address.
+var errNoDaemon = errors.New("no running deskd answered")
+
 func newCheckConfigCommand(stdout io.Writer) *cobra.Command {
 	var f clientFlags
 	var diff bool

@@ -39,7 +39,7 @@ const (
 // clientCommands returns the commands that talk to a running deskd.
 func clientCommands(stdout, stderr io.Writer) []*cobra.Command {
 	return []*cobra.Command{
-		newStatusCommand(stdout), newTriggerCommand(stdout, stderr), newRolloverCommand(stdout),
+		newStatusCommand(stdout), newTriggerCommand(stdout, stderr), newRolloverCommand(stdout), newForkCommand(stdout),
 		newEventsCommand(stdout, stderr), newPauseCommand(stdout), newResumeCommand(stdout),
 	}
 }
@@ -393,10 +393,20 @@ func outcomeError(s desk.TriggerStatus) error {
 }
 
 func newRolloverCommand(stdout io.Writer) *cobra.Command {
+	return newSessionCommand(stdout, "rollover", "Roll a desk over to a new session now (between turns)")
+}
+
+func newForkCommand(stdout io.Writer) *cobra.Command {
+	return newSessionCommand(stdout, "fork", "Start a new session that carries the current session's context, linked to it as its parent")
+}
+
+// newSessionCommand makes a command that asks the daemon for a new session
+// of a desk through POST /v1/desks/{desk}/<verb>.
+func newSessionCommand(stdout io.Writer, verb, short string) *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
-		Use:   "rollover DESK",
-		Short: "Roll a desk over to a new session now (between turns)",
+		Use:   verb + " DESK",
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.newClient()
@@ -404,7 +414,7 @@ func newRolloverCommand(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			var out rolloverResponse
-			if _, err := c.do(cmd.Context(), http.MethodPost, "/v1/desks/"+url.PathEscape(args[0])+"/rollover", struct{}{}, &out); err != nil {
+			if _, err := c.do(cmd.Context(), http.MethodPost, "/v1/desks/"+url.PathEscape(args[0])+"/"+verb, struct{}{}, &out); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "desk %s: session %s -> %s\n", out.Desk, out.Previous, out.Session)

@@ -158,7 +158,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 	names := sortedNames(cfg.Desks)
 	log.Info().Str("config", cfg.Path).Str("state_dir", cfg.StateDir).Strs("desks", names).
 		Time("clock_start", clk.Now()).Msg("deskd starting")
-	_ = dm.notify.Status(fmt.Sprintf("starting %d desks: %s", len(names), strings.Join(names, ", ")))
+	_ = dm.notify.Status(fmt.Sprintf("starting %s: %s", plural(len(names), "desk"), strings.Join(names, ", ")))
 	runErr := dm.startDesks(ctx, deskCtx, cfg, names)
 	if runErr == nil && ctx.Err() == nil {
 		// Watching starts before "deskd ready": an edit from then on is

@@ -8,7 +8,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -212,6 +211,3 @@ func describePause(p desk.Pause) string {
 	}
 	return s
 }
-
-// errNoDaemon says that no deskd answered at the client's address.
-var errNoDaemon = errors.New("no running deskd answered")

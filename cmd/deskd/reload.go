@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -311,7 +312,7 @@ func (dm *supervisor) serve(ctx, deskCtx context.Context, sigs <-chan os.Signal)
 	_ = dm.notify.Ready(dm.statusLine("running"))
 	for {
 		dm.hb.Beat()
-		if err, stop := dm.step(ctx, deskCtx, sigs, iv); stop {
+		if stop, err := dm.step(ctx, deskCtx, sigs, iv); stop {
 			return err
 		}
 	}
@@ -320,7 +321,7 @@ func (dm *supervisor) serve(ctx, deskCtx context.Context, sigs <-chan os.Signal)
 // step is one round of the main loop: it waits for one thing to do (or
 // for the heartbeat's next beat) and does it. stop is true when deskd
 // must stop.
-func (dm *supervisor) step(ctx, deskCtx context.Context, sigs <-chan os.Signal, watchdog time.Duration) (err error, stop bool) {
+func (dm *supervisor) step(ctx, deskCtx context.Context, sigs <-chan os.Signal, watchdog time.Duration) (stop bool, err error) {
 	var beat <-chan time.Time
 	if watchdog > 0 {
 		t := dm.clk.NewTimer(watchdog / 4)
@@ -333,26 +334,26 @@ func (dm *supervisor) step(ctx, deskCtx context.Context, sigs <-chan os.Signal, 
 	}
 	select {
 	case <-ctx.Done():
-		return nil, true
+		return true, nil
 	case sig := <-sigs:
 		if sig == syscall.SIGHUP {
 			dm.reload(ctx, deskCtx, "SIGHUP")
-			return nil, false
+			return false, nil
 		}
 		dm.terms++
 		dm.log.Info().Str("signal", sig.String()).Msg("signal received")
-		return nil, true
+		return true, nil
 	case <-changes:
 		dm.reload(ctx, deskCtx, "the config files changed")
 	case err := <-dm.svc.Errs():
-		return err, true
+		return true, err
 	case run := <-dm.fleet.exits:
 		if err := dm.exited(ctx, deskCtx, run); err != nil {
-			return err, true
+			return true, err
 		}
 	case <-beat:
 	}
-	return nil, false
+	return false, nil
 }
 
 // exited handles the end of a desk's loop while deskd runs: a desk the
@@ -403,17 +404,9 @@ func (dm *supervisor) exited(ctx, deskCtx context.Context, run *deskRun) error {
 // so that the next reload sees it as new and tries again.
 func (dm *supervisor) dropDesk(name string) {
 	cfg := *dm.cur.Load()
-	cfg.Desks = maps(cfg.Desks)
+	cfg.Desks = maps.Clone(cfg.Desks)
 	delete(cfg.Desks, name)
 	dm.cur.Store(&cfg)
-}
-
-func maps[K comparable, V any](m map[K]V) map[K]V {
-	out := make(map[K]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // drain waits for every desk's loop to end after stopAll, closing each
@@ -492,7 +485,7 @@ func (dm *supervisor) statusLine(doing string) string {
 			paused = append(paused, d.Name())
 		}
 	}
-	s := fmt.Sprintf("%s %d desks", doing, len(desks))
+	s := fmt.Sprintf("%s %s", doing, plural(len(desks), "desk"))
 	if len(names) > 0 {
 		s += ": " + strings.Join(names, ", ")
 	}
@@ -717,4 +710,12 @@ func (dm *supervisor) check() configCheck {
 		out.Changes = append(out.Changes, configChange{Desk: c.Desk, Field: c.Field, What: c.String(), Restart: c.Restart})
 	}
 	return out
+}
+
+// plural reads "1 desk", "2 desks".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -514,7 +514,7 @@ func TestE2ESystemdNotify(t *testing.T) {
 		"run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:05+05:30")
 	var log []string
 	ready := n.next(t, &log, "READY=1")
-	if !strings.Contains(ready, "STATUS=running 1 desks: main") {
+	if !strings.Contains(ready, "STATUS=running 1 desk: main") {
 		t.Errorf("READY datagram = %q, want a STATUS= naming the desk", ready)
 	}
 	d.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
