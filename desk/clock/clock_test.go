@@ -1,0 +1,83 @@
+package clock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/desk/clock"
+)
+
+func TestStartingAtReadsTheStartAndRuns(t *testing.T) {
+	start := time.Date(2026, 3, 1, 18, 29, 0, 0, time.UTC)
+	c := clock.StartingAt(start)
+	now := c.Now()
+	if now.Before(start) || now.Sub(start) > time.Minute {
+		t.Fatalf("Now() = %v, want just after %v", now, start)
+	}
+	if now.Location() != time.UTC {
+		t.Errorf("Now() is in %v, want UTC whatever the host's zone", now.Location())
+	}
+	if later := c.Now(); later.Before(now) {
+		t.Errorf("the clock went back: %v then %v", now, later)
+	}
+}
+
+func TestFakeFiresDueTimersInOrder(t *testing.T) {
+	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	f := clock.NewFake(start)
+	a, b, stopped := f.NewTimer(time.Second), f.NewTimer(time.Minute), f.NewTimer(2*time.Second)
+	if !stopped.Stop() || stopped.Stop() {
+		t.Fatal("Stop reports pending only the first time")
+	}
+	if f.Pending() != 2 {
+		t.Fatalf("Pending() = %d, want 2", f.Pending())
+	}
+	f.Advance(time.Second - time.Nanosecond)
+	select {
+	case <-a.C():
+		t.Fatal("a timer fired before its deadline")
+	default:
+	}
+	f.Advance(time.Nanosecond)
+	if got := <-a.C(); !got.Equal(start.Add(time.Second)) {
+		t.Errorf("a fired at %v", got)
+	}
+	select {
+	case <-b.C():
+		t.Fatal("the minute timer fired after a second")
+	case <-stopped.C():
+		t.Fatal("a stopped timer fired")
+	default:
+	}
+	f.Set(start) // never backwards
+	if !f.Now().Equal(start.Add(time.Second)) {
+		t.Errorf("Set moved the clock back to %v", f.Now())
+	}
+	if now := <-f.NewTimer(0).C(); !now.Equal(f.Now()) {
+		t.Errorf("a zero timer fired at %v", now)
+	}
+}
+
+func TestWaitPendingAndSleep(t *testing.T) {
+	f := clock.NewFake(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	done := make(chan error, 1)
+	go func() { done <- clock.Sleep(context.Background(), f, time.Hour) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := f.WaitPending(ctx, 1); err != nil {
+		t.Fatalf("the sleeper never armed its timer: %v", err)
+	}
+	f.Advance(time.Hour)
+	if err := <-done; err != nil {
+		t.Fatalf("Sleep = %v", err)
+	}
+	cctx, ccancel := context.WithCancel(context.Background())
+	ccancel()
+	if err := clock.Sleep(cctx, f, time.Hour); err != context.Canceled {
+		t.Fatalf("Sleep on a cancelled context = %v", err)
+	}
+	if f.Pending() != 0 {
+		t.Errorf("a cancelled Sleep left %d timers", f.Pending())
+	}
+}
