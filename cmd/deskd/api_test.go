@@ -438,10 +438,15 @@ func TestAPIEvents(t *testing.T) {
 	}
 	cancel() // the client goes away
 
+	// A second client follows, so that the test knows when the ring holds
+	// the turns (the ledger answers before the event reaches the ring).
+	watch := h.openStream(t.Context(), "", "")
 	h.call("POST", "/v1/desks/main/triggers", `{"text": "two", "id": "two"}`)
 	h.call("GET", "/v1/desks/main/triggers/two?wait=10s", "")
 	h.call("POST", "/v1/desks/main/triggers", `{"text": "three", "id": "three"}`)
 	h.call("GET", "/v1/desks/main/triggers/three?wait=10s", "")
+	nextOf(t, watch, "turn.completed")
+	nextOf(t, watch, "turn.completed")
 
 	again := h.openStream(t.Context(), "?follow=0", first.id)
 	var topics, triggersSeen []string

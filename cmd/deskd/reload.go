@@ -216,10 +216,10 @@ func (f *fleet) stop(run *deskRun, cause error) {
 	run.cancel(cause)
 }
 
-// stopAll stops every desk.
+// stopAll stops every desk. They stay in the set, so that the API can
+// still tell their status and their triggers' while they stop.
 func (f *fleet) stopAll(cause error) {
 	for _, run := range f.runs {
-		f.set.remove(run.name)
 		f.stop(run, cause)
 	}
 }

@@ -409,15 +409,19 @@ func followEvents(t *testing.T, addr string) *eventStream {
 		t.Fatal(err)
 	}
 	es := &eventStream{lines: make(chan string, 1000)}
+	done := make(chan struct{})
 	go func() {
-		defer resp.Body.Close()
+		defer close(done)
 		defer close(es.lines)
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
-			es.lines <- sc.Text()
+			select {
+			case es.lines <- sc.Text():
+			default: // nobody reads any more: drop
+			}
 		}
 	}()
-	t.Cleanup(func() { resp.Body.Close() })
+	t.Cleanup(func() { resp.Body.Close(); <-done })
 	return es
 }
 

@@ -139,3 +139,53 @@ func TestTopicsAreUnique(t *testing.T) {
 		t.Errorf("catalogue has %d topics, want at least the 20 of DESIGN.md", len(seen))
 	}
 }
+
+// TestFirstPublishOfATopicDuringAnotherPublish: the first event of a topic
+// (which registers the topic with EventBus) while another goroutine
+// publishes a known topic must not deadlock. It did: the first took the
+// bus's lock and then EventBus's, the other EventBus's and then the bus's.
+func TestFirstPublishOfATopicDuringAnotherPublish(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 300 {
+			b := event.New()
+			cancel := event.SubscribeAll(b, func(event.Event) {})
+			event.Publish(b, event.TriggerQueued{Header: at(1)}) // a known topic from here
+			stop := make(chan struct{})
+			busy := make(chan struct{})
+			go func() {
+				defer close(busy)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						event.Publish(b, event.TriggerQueued{Header: at(2)})
+					}
+				}
+			}()
+			for _, e := range []event.Event{event.TurnStarted{}, event.TurnCompleted{}, event.DeskStarted{}, event.DeskStopped{}} {
+				switch e := e.(type) {
+				case event.TurnStarted:
+					event.Publish(b, e)
+				case event.TurnCompleted:
+					event.Publish(b, e)
+				case event.DeskStarted:
+					event.Publish(b, e)
+				case event.DeskStopped:
+					event.Publish(b, e)
+				}
+			}
+			close(stop)
+			<-busy
+			cancel()
+			b.Close()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("deadlock: publishing a topic for the first time while another goroutine publishes did not return within 60s")
+	}
+}
