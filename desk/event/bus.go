@@ -41,13 +41,19 @@ type Event interface {
 type Bus struct {
 	eb evbus.Bus
 
-	mu         sync.Mutex
+	// regMu guards registered. It is never taken while mu is held, nor by
+	// dispatch (which runs under EventBus's own lock), so that registering
+	// a topic with EventBus (which takes EventBus's lock) cannot deadlock
+	// with a publication in progress (EventBus's lock, then mu).
+	regMu      sync.Mutex
 	registered map[string]bool
-	byTopic    map[string]map[uint64]*mailbox
-	all        map[uint64]*mailbox
-	next       uint64
-	closed     bool
-	workers    sync.WaitGroup
+
+	mu      sync.Mutex
+	byTopic map[string]map[uint64]*mailbox
+	all     map[uint64]*mailbox
+	next    uint64
+	closed  bool
+	workers sync.WaitGroup
 
 	dropped  atomic.Int64
 	panicked atomic.Int64
@@ -69,19 +75,27 @@ func New() *Bus {
 func Publish[E Event](b *Bus, e E) {
 	topic := e.Topic()
 	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
 		return
 	}
+	b.register(topic)
+	b.eb.Publish(topic, Event(e))
+}
+
+// register makes EventBus call dispatch for topic: one dispatcher per
+// topic, registered once, never unsubscribed. Its single parameter is the
+// Event interface and Publish passes exactly one Event, so EventBus's
+// reflect.Call cannot fail. It takes regMu and then EventBus's lock, never
+// mu (see Bus.regMu).
+func (b *Bus) register(topic string) {
+	b.regMu.Lock()
+	defer b.regMu.Unlock()
 	if !b.registered[topic] {
-		// One dispatcher per topic, registered once, never unsubscribed.
-		// Its single parameter is the Event interface and Publish passes
-		// exactly one Event, so EventBus's reflect.Call cannot fail.
 		_ = b.eb.Subscribe(topic, func(ev Event) { b.dispatch(ev) })
 		b.registered[topic] = true
 	}
-	b.mu.Unlock()
-	b.eb.Publish(topic, Event(e))
 }
 
 // Subscribe calls fn, on a goroutine of its own, for every published E in

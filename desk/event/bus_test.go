@@ -185,7 +185,7 @@ func TestFirstPublishOfATopicDuringAnotherPublish(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("deadlock: publishing a topic for the first time while another goroutine publishes did not return within 60s")
+	case <-time.After(30 * time.Second):
+		t.Fatal("deadlock: publishing a topic for the first time while another goroutine publishes did not return within 30s")
 	}
 }
