@@ -306,8 +306,7 @@ func (p Problem) String() string {
 	return p.File + ": " + p.Field + ": " + p.Reason
 }
 
-// Problems is every problem found in one load; it is the error Load and
-// LoadDesk return.
+// Problems is every problem found in one load; it is the error Load returns.
 type Problems []Problem
 
 // Error returns the problems, one a line.

@@ -728,56 +728,6 @@ func TestIgnoredFiles(t *testing.T) {
 	}
 }
 
-func TestLoadDesk(t *testing.T) {
-	path := setup(t, sub(t, baseMain, `"00:00"`, `"06:00"`), map[string]string{"desks.d/main.yaml": baseDesk})
-	c := mustLoad(t, path)
-	dir := filepath.Join(filepath.Dir(path), "desks.d")
-
-	writeFiles(t, dir, map[string]string{
-		"fx.yaml":  "model: offline\nschedules:\n  - {name: open, cron: \"15 9 * * 1-5\", text: Open.}\n",
-		"bad.yaml": "model: gpt\n",
-		"Bad.yaml": "model: offline\n",
-	})
-	d, err := config.LoadDesk(c, filepath.Join(dir, "fx.yaml"))
-	if err != nil {
-		t.Fatalf("LoadDesk: %v", err)
-	}
-	if d.Name != "fx" || d.Path != filepath.Join(dir, "fx.yaml") || len(d.Schedules) != 1 {
-		t.Fatalf("desk = %+v", d)
-	}
-	from := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
-	wantNext := time.Date(2026, 3, 10, 9, 15, 0, 0, c.Location)
-	if got := d.Schedules[0].Spec.Next(from); !got.Equal(wantNext) {
-		t.Errorf("Next(%v) = %v, want %v (in the config's location)", from, got, wantNext)
-	}
-	if _, ok := c.Desks["fx"]; ok {
-		t.Error("LoadDesk added the desk to the config")
-	}
-
-	tests := []struct {
-		file string
-		c    *config.Config
-		want want
-	}{
-		{"bad.yaml", c, want{"bad.yaml", "model", `unknown model "gpt"`}},
-		{"Bad.yaml", c, want{"Bad.yaml", "", "bad desk name"}},
-		{"gone.yaml", c, want{"gone.yaml", "", "cannot read"}},
-		{"fx.yaml", nil, want{"fx.yaml", "", "no main config"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			d, err := config.LoadDesk(tt.c, filepath.Join(dir, tt.file))
-			if d != nil {
-				t.Error("LoadDesk returned a desk with problems")
-			}
-			ps := problemsOf(t, err)
-			if len(ps) != 1 || !tt.want.matches(ps[0]) {
-				t.Fatalf("problems:\n%v\nwant exactly one: %s: %s: ...%s...", err, tt.want.file, tt.want.field, tt.want.reason)
-			}
-		})
-	}
-}
-
 func TestLoadMissingMainFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "deskd.yaml")
 	_, err := config.Load(path)

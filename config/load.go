@@ -43,26 +43,6 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// LoadDesk reads and validates one desk file against the main config c
-// (its models and location); it is for reloading one desk while the daemon
-// runs. It does not add the desk to c. On any problem it returns nil and
-// Problems.
-func LoadDesk(c *Config, path string) (*Desk, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, Problems{{File: path, Reason: err.Error()}}
-	}
-	if c == nil {
-		return nil, Problems{{File: abs, Reason: "no main config to check the desk against"}}
-	}
-	s := &sink{}
-	d := loadDesk(s, c, abs)
-	if len(s.ps) > 0 {
-		return nil, s.ps
-	}
-	return d, nil
-}
-
 // resolve makes p absolute, relative to dir.
 func resolve(dir, p string) string {
 	if filepath.IsAbs(p) {

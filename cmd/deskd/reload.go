@@ -153,6 +153,15 @@ func (f *fleet) start(ctx context.Context, cfg *config.Config, dc *config.Desk, 
 		if err != nil {
 			return nil, fmt.Errorf("desk %s: %w", dc.Name, err)
 		}
+		// Under the state-dir lock and before the desk runs, nothing else
+		// writes here: temp files are what a crash left mid-write.
+		stale, err := folder.RemoveStaleTemps()
+		if err != nil {
+			return nil, fmt.Errorf("desk %s: %w", dc.Name, err)
+		}
+		if len(stale) > 0 {
+			f.log.Warn().Str("desk", dc.Name).Strs("removed", stale).Msg("removed temp files a crash left mid-write")
+		}
 		ledger, err := triggers.OpenLedger(folder.Path(triggers.LedgerFile))
 		if err != nil {
 			return nil, fmt.Errorf("desk %s: %w", dc.Name, err)
