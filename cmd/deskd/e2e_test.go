@@ -309,7 +309,11 @@ func TestE2ETornSessionLine(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(90 * time.Second)
-	s := newE2ESetup(t, everyMinuteSchedule)
+	// One slot a day, at 10:01 IST: the first deskd answers it, and the
+	// later starts (10:30, 10:40) find no slot since, so no turn can race
+	// their SIGTERM. (An every-minute schedule would fire the slot missed
+	// at each start, since it is within run_within.)
+	s := newE2ESetup(t, "  - name: at-ten-one\n    cron: \"1 10 * * *\"\n    text: \"Check the tape.\"\n")
 
 	// A session with one exchange.
 	d1 := startDeskd(t, "first deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:57+05:30")
@@ -332,7 +336,7 @@ func TestE2ETornSessionLine(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The next start repairs it (the clock is mid-minute: no turn comes).
+	// The next start repairs it (no slot came due since 10:01: no turn comes).
 	d2 := startDeskd(t, "second deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:30:05+05:30")
 	torn := d2.waitFor(t, deadline, "session.torn", isEvent("session.torn", "desk", "main", "session", id, "path", path))
 	if got := torn.Num("offset"); got != float64(len(good)) {
