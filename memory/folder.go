@@ -1,12 +1,14 @@
 package memory
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -128,8 +130,10 @@ func (f *Folder) ReadMemory() (string, error) {
 // WriteMemory replaces Memory.md with text. The current Memory.md, if any,
 // is first copied to history/memory/<UTC now as 20060102T150405.000000000Z>.md
 // (atomically; a name already taken gets a -2, -3, ... suffix), whose path
-// is returned; historyPath is "" if there was no previous file. Memory.md
-// keeps its permissions.
+// is returned; historyPath is "" if there was no previous file. When the
+// newest file there already holds exactly the current Memory.md (a crash
+// came between the copy and the rename), that file is the copy and its
+// path is returned. Memory.md keeps its permissions.
 func (f *Folder) WriteMemory(text string) (historyPath string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -148,6 +152,13 @@ func (f *Folder) WriteMemory(text string) (historyPath string, err error) {
 // histRel named after the clock (<stamp><ext>), and returns that file's path ("" if there
 // was nothing to keep) and the permissions a replacement should get.
 // f.mu must be held.
+//
+// Keeping is idempotent across a crash: a crash after the copy but before
+// the caller's rename leaves the old text both at path and as the newest
+// file of histRel, and the retry reuses that file (and returns its path)
+// instead of keeping a second identical copy. Only the newest file is
+// compared, so that history still reads in order: text that comes back
+// after other versions (A, B, then A again) is kept again.
 func (f *Folder) keepOld(path, histRel, ext string) (string, os.FileMode, error) {
 	old, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -160,11 +171,57 @@ func (f *Folder) keepOld(path, histRel, ext string) (string, os.FileMode, error)
 	if fi, err := os.Stat(path); err == nil {
 		perm = fi.Mode().Perm()
 	}
+	if kept, same, err := newestKeptHolds(f.Path(histRel), ext, old); err != nil {
+		return "", 0, fmt.Errorf("keep previous version: %w", err)
+	} else if same {
+		return kept, perm, nil
+	}
 	hist, err := writeFileKeep(f.Path(histRel), f.stamp(), ext, old, perm)
 	if err != nil {
 		return "", 0, fmt.Errorf("keep previous version: %w", err)
 	}
 	return hist, perm, nil
+}
+
+// newestKeptHolds returns the newest file in history folder dir and whether
+// it holds exactly data. Files are named <stamp><ext> or <stamp>-<n><ext>
+// (see writeFileKeep) and ordered by stamp, then n; temporary files and
+// other names are ignored. A missing or empty dir has no newest file.
+func newestKeptHolds(dir, ext string, data []byte) (path string, same bool, err error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	var newest, newestStem string
+	newestN := 0
+	for _, e := range entries {
+		name := e.Name()
+		base, ok := strings.CutSuffix(name, ext)
+		if !ok || base == "" || !e.Type().IsRegular() || isTempName(name) {
+			continue
+		}
+		stem, n := base, 1
+		if i := strings.LastIndexByte(base, '-'); i > 0 {
+			if k, err := strconv.Atoi(base[i+1:]); err == nil && k > 1 {
+				stem, n = base[:i], k
+			}
+		}
+		if newest == "" || stem > newestStem || stem == newestStem && n > newestN {
+			newest, newestStem, newestN = name, stem, n
+		}
+	}
+	if newest == "" {
+		return "", false, nil
+	}
+	path = filepath.Join(dir, newest)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", false, err
+	}
+	return path, bytes.Equal(b, data), nil
 }
 
 // listDates returns the dates of the files YYYY-MM-DD.md in dir, sorted

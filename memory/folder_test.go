@@ -106,6 +106,69 @@ func TestWriteMemorySameInstantKeepsBoth(t *testing.T) {
 	}
 }
 
+func TestHistoryCopyIsIdempotentAcrossACrash(t *testing.T) {
+	tests := []struct {
+		name    string
+		replace func(f *memory.Folder, old, text string) (string, error)
+	}{
+		{"WriteMemory", func(f *memory.Folder, _, text string) (string, error) { return f.WriteMemory(text) }},
+		{"ReplaceMemory", func(f *memory.Folder, old, text string) (string, error) { return f.ReplaceMemory(old, text) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFolder(t) // history stamps 03:04:05, 03:04:06, ... (.000000006)
+			if _, err := f.WriteMemory("A\n"); err != nil {
+				t.Fatal(err)
+			}
+			// A, then B, then A again, then C: the older copy of A is not
+			// the newest history file, so A is kept once more.
+			prev := "A\n"
+			for _, text := range []string{"B\n", "A\n", "C\n"} {
+				if _, err := tt.replace(f, prev, text); err != nil {
+					t.Fatal(err)
+				}
+				prev = text
+			}
+			// A crash between the history copy and the rename leaves a copy
+			// of C under history/ and C still in Memory.md.
+			crashCopy := f.Path("history/memory/20250102T030407.500000000Z.md")
+			writeFile(t, crashCopy, "C\n")
+
+			hist, err := tt.replace(f, "C\n", "D\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hist != crashCopy {
+				t.Errorf("history path after the crash = %q, want the crash's copy %q reused", hist, crashCopy)
+			}
+			if got, _ := f.ReadMemory(); got != "D\n" {
+				t.Errorf("Memory.md = %q, want %q", got, "D\n")
+			}
+			versions, err := f.MemoryHistory()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, v := range versions {
+				text, err := f.ReadMemoryVersion(v.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, v.ID+" "+strings.TrimSpace(text))
+			}
+			want := []string{
+				"20250102T030405.000000006Z A",
+				"20250102T030406.000000006Z B",
+				"20250102T030407.000000006Z A",
+				"20250102T030407.500000000Z C",
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("history/memory = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 func TestNotes(t *testing.T) {
 	f := newFolder(t)
 	appends := []struct {
