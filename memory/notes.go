@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -88,4 +90,67 @@ func (f *Folder) NoteDates() ([]Date, error) {
 		return nil, fmt.Errorf("list notes %s: %w", f.Path(NotesDir), err)
 	}
 	return dates, nil
+}
+
+// NotesMark is how much of a notes file a reader (the keeper's fold) has
+// taken in: its first Offset bytes, whose SHA-256 is Sum (lower-case hex).
+// The zero mark is the start of a file. Notes are only ever appended to, so
+// a mark stays good until someone edits the file by hand before it.
+type NotesMark struct {
+	Offset int64  `json:"offset"`
+	Sum    string `json:"sha256,omitempty"`
+}
+
+// NotesTail is what a notes file holds beyond a mark.
+type NotesTail struct {
+	// Text is the file's bytes from From to To.
+	Text string
+	// From is where Text begins: the mark asked for, or the zero mark when
+	// the file was rewritten.
+	From NotesMark
+	// To is the mark of the whole file as read: pass it to the next call to
+	// read only what is appended after this one.
+	To NotesMark
+	// Rewritten is true when the file no longer begins with the bytes the
+	// mark covers: it shrank below the mark, or was edited by hand before
+	// it (or the mark is not one this package made). Text is then the
+	// whole file, so that nothing in it is lost; the caller decides what
+	// to do with what it took before.
+	Rewritten bool
+}
+
+// ReadNotesFrom returns the notes of date d beyond mark: the bytes appended
+// since the read that returned mark as To. ok is false, with no error, if d
+// has no notes file. The read is consistent with AppendNote: it never sees
+// half a note.
+func (f *Folder) ReadNotesFrom(d Date, mark NotesMark) (tail NotesTail, ok bool, err error) {
+	path, err := f.dateFile(NotesDir, d)
+	if err != nil {
+		return NotesTail{}, false, fmt.Errorf("read notes: %w", err)
+	}
+	f.mu.Lock()
+	b, err := os.ReadFile(path)
+	f.mu.Unlock()
+	if errors.Is(err, fs.ErrNotExist) {
+		return NotesTail{}, false, nil
+	}
+	if err != nil {
+		return NotesTail{}, false, fmt.Errorf("read notes %s from offset %d: %w", path, mark.Offset, err)
+	}
+	tail = NotesTail{To: markOf(b)}
+	switch {
+	case mark.Offset == 0:
+		tail.Text, tail.From = string(b), mark
+	case mark.Offset > 0 && mark.Offset <= int64(len(b)) && markOf(b[:mark.Offset]) == mark:
+		tail.Text, tail.From = string(b[mark.Offset:]), mark
+	default:
+		tail.Text, tail.Rewritten = string(b), true
+	}
+	return tail, true, nil
+}
+
+// markOf returns the mark of b as a whole.
+func markOf(b []byte) NotesMark {
+	sum := sha256.Sum256(b)
+	return NotesMark{Offset: int64(len(b)), Sum: hex.EncodeToString(sum[:])}
 }
