@@ -12,12 +12,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // InventoryFile is where the curator records what it saw: one JSON line
@@ -48,6 +47,9 @@ type Inventory struct {
 	Folder *memory.Folder
 	// Now returns deskd's time.
 	Now func() time.Time
+	// OnTorn, if set, is told of a torn tail found (and set aside) in the
+	// inventory file before an append.
+	OnTorn func(durable.Torn)
 }
 
 var _ keeper.Curator = (*Inventory)(nil)
@@ -64,32 +66,35 @@ func (c *Inventory) Review(ctx context.Context, date memory.Date, session string
 		e.Skills = append(e.Skills, SkillStock{Name: s.Name, Description: s.Description, Hash: s.Hash, Size: s.Size, Pinned: s.Pinned})
 		r.Skills = append(r.Skills, s.Name)
 	}
-	if err := appendLine(c.Folder.Path(InventoryFile), e); err != nil {
+	if err := appendLine(c.Folder, InventoryFile, e, c.OnTorn); err != nil {
 		return keeper.Review{}, fmt.Errorf("review skills of %s: %w", c.Folder.Desk(), err)
 	}
 	return r, nil
 }
 
-// appendLine appends v as one JSON line and fsyncs.
-func appendLine(path string, v any) error {
+// appendLine appends v as one JSON line to the append-only file rel of
+// folder and fsyncs it, through the folder's file layer: a failed write is
+// cut back (durable.Log), and a torn tail an earlier crash left is set
+// aside first and reported to onTorn (when set).
+func appendLine(folder *memory.Folder, rel string, v any, onTorn func(durable.Torn)) error {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encode ledger entry: %w", err)
+		return fmt.Errorf("encode %s entry: %w", rel, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	path := folder.Path(rel)
+	l, sc, err := durable.OpenLog(folder.FS, path, 0o640, json.Valid)
 	if err != nil {
-		return fmt.Errorf("open ledger: %w", err)
+		return fmt.Errorf("open %s: %w", path, err)
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
+	if sc.Torn != nil && onTorn != nil {
+		onTorn(*sc.Torn)
+	}
+	err = l.Append(b, true)
+	if cerr := l.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("append to %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	return f.Close()
+	return nil
 }

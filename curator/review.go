@@ -18,6 +18,7 @@ import (
 
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // DefaultMaxChanges caps the changes of one review.
@@ -44,6 +45,9 @@ type Reviewer struct {
 	// ScheduleTexts are the texts of the desk's schedules: a skill whose
 	// name appears in one as a word is in use by a schedule and protected.
 	ScheduleTexts []string
+	// OnTorn, if set, is told of a torn tail found (and set aside) in the
+	// change ledger before an append.
+	OnTorn func(durable.Torn)
 }
 
 var _ keeper.Curator = (*Reviewer)(nil)
@@ -321,10 +325,10 @@ func (c *Reviewer) retire(e LedgerEntry, name string) error {
 		return err
 	}
 	rel := filepath.Join(memory.SkillsDir, ".archive", name+"-"+c.Now().UTC().Format("20060102T150405.000000000Z"))
-	if err := os.MkdirAll(filepath.Dir(c.Folder.Path(rel)), 0o750); err != nil {
+	if err := durable.MkdirAll(c.Folder.FS, filepath.Dir(c.Folder.Path(rel)), 0o750); err != nil {
 		return fmt.Errorf("archive skill %s: %w", name, err)
 	}
-	if err := os.Rename(c.Folder.Path(filepath.Join(memory.SkillsDir, name)), c.Folder.Path(rel)); err != nil {
+	if err := durable.Or(c.Folder.FS).Rename(c.Folder.Path(filepath.Join(memory.SkillsDir, name)), c.Folder.Path(rel)); err != nil {
 		return fmt.Errorf("archive skill %s: %w", name, err)
 	}
 	e.ArchivedTo = rel
@@ -374,7 +378,7 @@ func (c *Reviewer) Undo(id string) (LedgerEntry, error) {
 		if _, err := os.Stat(dst); err == nil {
 			return LedgerEntry{}, fmt.Errorf("undo %s: a skill %s exists again; move it away first", id, target.Skill)
 		}
-		if err := os.Rename(c.Folder.Path(target.ArchivedTo), dst); err != nil {
+		if err := durable.Or(c.Folder.FS).Rename(c.Folder.Path(target.ArchivedTo), dst); err != nil {
 			return LedgerEntry{}, fmt.Errorf("undo %s: %w", id, err)
 		}
 		e.After = target.Before
@@ -403,7 +407,7 @@ func (c *Reviewer) record(e LedgerEntry) error {
 	}
 	e.At = c.Now()
 	e.ID = fmt.Sprintf("c%d", len(entries)+1)
-	return appendLine(c.Folder.Path(LedgerFile), e)
+	return appendLine(c.Folder, LedgerFile, e, c.OnTorn)
 }
 
 // keepBlob stores content under curator/blobs/<sha256>.md and returns the
@@ -418,10 +422,10 @@ func (c *Reviewer) keepBlob(content string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return h, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	if err := durable.MkdirAll(c.Folder.FS, filepath.Dir(path), 0o750); err != nil {
 		return "", fmt.Errorf("keep skill version: %w", err)
 	}
-	if err := memory.WriteFileAtomic(path, []byte(content), 0o640); err != nil {
+	if err := durable.WriteFile(c.Folder.FS, path, []byte(content), 0o640); err != nil {
 		return "", fmt.Errorf("keep skill version: %w", err)
 	}
 	return h, nil

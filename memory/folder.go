@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // Names of the files and folders inside a desk folder.
@@ -41,6 +43,10 @@ type Folder struct {
 	// the files kept under history/ and stamps session records that have
 	// no time of their own.
 	Now func() time.Time
+	// FS is the file layer every write of the folder goes through; nil is
+	// the operating system's. Tests set a fault-injecting one
+	// (memory/durable/faultfs) before the first write.
+	FS durable.FS
 
 	dir  string
 	desk string
@@ -62,16 +68,16 @@ func OpenFolder(dir, desk string, now func() time.Time) (*Folder, error) {
 		created = true
 	}
 	for _, sub := range []string{"", NotesDir, SummariesDir, SessionsDir, SkillsDir, HistoryDir} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), dirPerm); err != nil {
+		if err := durable.MkdirAll(nil, filepath.Join(dir, sub), dirPerm); err != nil {
 			return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
 		}
 	}
 	if created {
-		if err := syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+		if err := durable.SyncDir(nil, filepath.Dir(filepath.Clean(dir))); err != nil {
 			return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(nil, dir); err != nil {
 		return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
 	}
 	return &Folder{Now: now, dir: dir, desk: desk}, nil
@@ -142,7 +148,7 @@ func (f *Folder) WriteMemory(text string) (historyPath string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("write memory %s: %w", path, err)
 	}
-	if err := writeAtomic(path, []byte(text), perm); err != nil {
+	if err := f.writeAtomic(path, []byte(text), perm); err != nil {
 		return hist, fmt.Errorf("write memory %s: %w", path, err)
 	}
 	return hist, nil
@@ -176,7 +182,7 @@ func (f *Folder) keepOld(path, histRel, ext string) (string, os.FileMode, error)
 	} else if same {
 		return kept, perm, nil
 	}
-	hist, err := writeFileKeep(f.Path(histRel), f.stamp(), ext, old, perm)
+	hist, err := f.writeFileKeep(f.Path(histRel), f.stamp(), ext, old, perm)
 	if err != nil {
 		return "", 0, fmt.Errorf("keep previous version: %w", err)
 	}

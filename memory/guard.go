@@ -109,7 +109,7 @@ func (f *Folder) ReplaceMemory(expected, text string) (historyPath string, err e
 	if err != nil {
 		return "", fmt.Errorf("replace memory %s: %w", path, err)
 	}
-	if err := writeAtomic(path, []byte(text), perm); err != nil {
+	if err := f.writeAtomic(path, []byte(text), perm); err != nil {
 		return hist, fmt.Errorf("replace memory %s: %w", path, err)
 	}
 	return hist, nil

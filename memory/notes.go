@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // AppendNote appends line and a newline to notes/YYYY-MM-DD.md of date d,
@@ -28,11 +30,16 @@ func (f *Folder) AppendNote(d Date, line string) error {
 	defer f.mu.Unlock()
 	_, statErr := os.Stat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	file, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, filePerm)
+	file, err := f.fs().OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, filePerm)
 	if err != nil {
 		return fmt.Errorf("append note %s: %w", path, err)
 	}
 	defer file.Close()
+	if created {
+		if err := durable.Adopt(file, path); err != nil {
+			return fmt.Errorf("append note %s: %w", path, err)
+		}
+	}
 	buf := make([]byte, 0, len(line)+2)
 	fi, err := file.Stat()
 	if err != nil {
@@ -49,17 +56,22 @@ func (f *Folder) AppendNote(d Date, line string) error {
 	}
 	buf = append(buf, line...)
 	buf = append(buf, '\n')
-	if _, err := file.Write(buf); err != nil {
-		return fmt.Errorf("append note %s: %w", path, err)
+	_, err = file.Write(buf)
+	if err == nil {
+		err = file.Sync()
 	}
-	if err := file.Sync(); err != nil {
+	if err != nil {
+		// No half note for the next one to follow: cut the file back.
+		if cerr := file.Truncate(fi.Size()); cerr == nil {
+			_ = file.Sync()
+		}
 		return fmt.Errorf("append note %s: %w", path, err)
 	}
 	if err := file.Close(); err != nil {
 		return fmt.Errorf("append note %s: %w", path, err)
 	}
 	if created {
-		if err := syncDir(f.Path(NotesDir)); err != nil {
+		if err := f.syncDir(f.Path(NotesDir)); err != nil {
 			return fmt.Errorf("append note %s: %w", path, err)
 		}
 	}

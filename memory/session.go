@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // Record types.
@@ -43,6 +42,7 @@ type Record struct {
 	Desk       string          `json:"desk,omitempty"`         // header: the desk
 	Date       string          `json:"trading_date,omitempty"` // header: the trading date, YYYY-MM-DD
 	Parent     string          `json:"parent,omitempty"`       // header: the parent session id
+	ForkedFrom string          `json:"forked_from,omitempty"`  // header: the session this one was forked from (also Parent); other records: copied by a fork, first written in this session
 	Role       string          `json:"role,omitempty"`         // message: "user" or "assistant"
 	Text       string          `json:"text,omitempty"`         // message text
 	Trigger    string          `json:"trigger,omitempty"`      // message: the trigger id
@@ -72,11 +72,8 @@ type TornTail struct {
 // SessionLog is an open session file that records are appended to. It is
 // safe for concurrent use. Keep one SessionLog per session file at a time.
 type SessionLog struct {
-	mu      sync.Mutex
-	file    *os.File // nil once closed
-	size    int64    // the file's length after the last good append
+	log     *durable.Log
 	id      string
-	path    string
 	now     func() time.Time
 	skipped int
 }
@@ -131,83 +128,44 @@ func (f *Folder) CreateSession(header Record) (*SessionLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: %w", path, err)
 	}
-	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, filePerm)
+	log, err := durable.CreateLog(f.fs(), path, filePerm, bytes.TrimSuffix(line, []byte("\n")))
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: %w", path, err)
 	}
-	if _, err := file.Write(line); err == nil {
-		err = file.Sync()
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		_ = file.Close()
-		_ = os.Remove(path)
-		return nil, fmt.Errorf("create session %s: %w", path, err)
-	}
-	return &SessionLog{file: file, size: int64(len(line)), id: header.Session, path: path, now: f.Now}, nil
+	return &SessionLog{log: log, id: header.Session, now: f.Now}, nil
 }
 
 // OpenSession opens session id's file for appending and returns every good
 // record in it. A missing file is an error satisfying
 // errors.Is(err, fs.ErrNotExist).
 //
-// A good record is a line holding a JSON object with a "type". If the last
-// line is not good, a crash cut its write short: OpenSession copies that
-// line (and anything after it) to <file>.torn-<offset> atomically,
-// truncates the file back to where the line began, fsyncs it, and returns
-// torn != nil, so the caller reports it once: the next OpenSession finds a
-// clean file. A good last line that lacks its '\n' (the crash came just
-// before it) is kept: OpenSession adds the '\n'. A bad line that is not the
-// last is skipped, and left in the file; SkippedLines counts them. Blank
-// lines are ignored.
+// A good record is a line holding a JSON object with a "type". If the file
+// ends in lines that are not good, a crash (or a failed write) cut a write
+// short: OpenSession copies them to <file>.torn-<offset> atomically,
+// truncates the file back to the end of the last good record, fsyncs it,
+// and returns torn != nil, so the caller reports it once: the next
+// OpenSession finds a clean file. A good last line that lacks its '\n'
+// (the crash came just before it) is kept: OpenSession adds the '\n'. A
+// bad line before a good one is skipped, and left in the file; a good
+// record glued onto the end of one (written after a failure that was not
+// cut back) is recovered. SkippedLines counts the bad lines. Blank lines
+// are ignored.
 func (f *Folder) OpenSession(id string) (log *SessionLog, records []Record, torn *TornTail, err error) {
 	path, err := f.sessionPath(id)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open session: %w", err)
 	}
-	file, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if _, err := os.Lstat(path); err != nil {
+		return nil, nil, nil, fmt.Errorf("open session %s: %w", path, err)
+	}
+	l, sc, err := durable.OpenLog(f.fs(), path, filePerm, collect(&records))
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open session %s: %w", path, err)
 	}
-	fail := func(err error) (*SessionLog, []Record, *TornTail, error) {
-		_ = file.Close()
-		return nil, nil, nil, fmt.Errorf("open session %s: %w", path, err)
+	if t := sc.Torn; t != nil {
+		torn = &TornTail{Path: t.Path, Offset: t.Offset, Bytes: t.Bytes, SavedTo: t.SavedTo}
 	}
-	data, err := io.ReadAll(file)
-	if err != nil {
-		return fail(err)
-	}
-	sc := scanRecords(data)
-	size := int64(len(data))
-	switch {
-	case sc.tornAt >= 0:
-		frag := data[sc.tornAt:]
-		stem := filepath.Base(path) + ".torn-" + strconv.Itoa(sc.tornAt)
-		saved, err := writeFileKeep(filepath.Dir(path), stem, "", frag, filePerm)
-		if err != nil {
-			return fail(fmt.Errorf("save torn tail: %w", err))
-		}
-		if err := file.Truncate(int64(sc.tornAt)); err != nil {
-			return fail(err)
-		}
-		if err := file.Sync(); err != nil {
-			return fail(err)
-		}
-		size = int64(sc.tornAt)
-		torn = &TornTail{Path: path, Offset: int64(sc.tornAt), Bytes: len(frag), SavedTo: saved}
-	case sc.unterminated:
-		if _, err := file.Write([]byte{'\n'}); err != nil {
-			return fail(err)
-		}
-		if err := file.Sync(); err != nil {
-			return fail(err)
-		}
-		size++
-	}
-	log = &SessionLog{file: file, size: size, id: id, path: path, now: f.Now, skipped: sc.skipped}
-	return log, sc.records, torn, nil
+	return &SessionLog{log: l, id: id, now: f.Now, skipped: len(sc.Skipped)}, records, torn, nil
 }
 
 // ReadSession returns the good records of session id's file without
@@ -222,7 +180,9 @@ func (f *Folder) ReadSession(id string) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read session %s: %w", path, err)
 	}
-	return scanRecords(data).records, nil
+	var records []Record
+	durable.ScanRecords(data, collect(&records))
+	return records, nil
 }
 
 // SessionIDs returns the ids of the session files, sessions/<id>.jsonl,
@@ -272,54 +232,43 @@ func (f *Folder) SessionIDs() ([]string, error) {
 func (s *SessionLog) ID() string { return s.id }
 
 // Path returns the session file's path.
-func (s *SessionLog) Path() string { return s.path }
+func (s *SessionLog) Path() string { return s.log.Path() }
 
-// SkippedLines returns how many bad lines, other than a torn last line,
+// SkippedLines returns how many bad lines, other than a torn tail,
 // OpenSession skipped.
 func (s *SessionLog) SkippedLines() int { return s.skipped }
 
+// Err returns the write failure that left the file with a tail that could
+// not be cut off yet, or nil; Append refuses to write until it is cut.
+func (s *SessionLog) Err() error { return s.log.Err() }
+
 // Append writes r as one JSON line in a single write and fsyncs the file.
 // r.Type must be set; a zero r.At becomes the folder's Now(). If the write
-// fails part way, the file is cut back to its previous length. Append is
-// safe for concurrent use and fails after Close.
+// or its fsync fails, the file is cut back to its previous length (and, if
+// even that fails, later appends are refused until it succeeds): the
+// record is not in the session. Append is safe for concurrent use and
+// fails after Close.
 func (s *SessionLog) Append(r Record) error {
 	if r.Type == "" {
-		return fmt.Errorf("append to session %s: record has no type", s.path)
+		return fmt.Errorf("append to session %s: record has no type", s.Path())
 	}
 	if r.At.IsZero() {
 		r.At = s.now()
 	}
 	line, err := marshalRecord(r)
 	if err != nil {
-		return fmt.Errorf("append to session %s: %w", s.path, err)
+		return fmt.Errorf("append to session %s: %w", s.Path(), err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.file == nil {
-		return fmt.Errorf("append to session %s: %w", s.path, os.ErrClosed)
-	}
-	if _, err := s.file.Write(line); err != nil {
-		_ = s.file.Truncate(s.size) // best effort: no half line for the next append to follow
-		return fmt.Errorf("append to session %s: %w", s.path, err)
-	}
-	s.size += int64(len(line))
-	if err := s.file.Sync(); err != nil {
-		return fmt.Errorf("append to session %s: %w", s.path, err)
+	if err := s.log.Append(bytes.TrimSuffix(line, []byte("\n")), true); err != nil {
+		return fmt.Errorf("append %s record to session %s: %w", r.Type, s.id, err)
 	}
 	return nil
 }
 
 // Close closes the file. Closing again does nothing.
 func (s *SessionLog) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.file == nil {
-		return nil
-	}
-	err := s.file.Close()
-	s.file = nil
-	if err != nil {
-		return fmt.Errorf("close session %s: %w", s.path, err)
+	if err := s.log.Close(); err != nil {
+		return fmt.Errorf("close session %s: %w", s.id, err)
 	}
 	return nil
 }
@@ -346,39 +295,15 @@ func decodeRecord(line []byte) (Record, bool) {
 	return r, true
 }
 
-// scanned is what scanRecords found in a session file.
-type scanned struct {
-	records      []Record
-	skipped      int  // bad lines other than the last
-	tornAt       int  // offset of the last non-blank line if it is bad, else -1
-	unterminated bool // the last line is good but has no '\n'
-}
-
-// scanRecords parses the lines of a session file.
-func scanRecords(data []byte) scanned {
-	sc := scanned{tornAt: -1}
-	for pos := 0; pos < len(data); {
-		end, next := len(data), len(data)
-		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
-			end, next = pos+i, pos+i+1
+// collect returns the record rule of session files (a JSON object with a
+// type) that also appends each good record to *records, so that a file is
+// decoded once.
+func collect(records *[]Record) durable.Valid {
+	return func(line []byte) bool {
+		r, ok := decodeRecord(line)
+		if ok {
+			*records = append(*records, r)
 		}
-		line := data[pos:end]
-		if len(bytes.TrimSpace(line)) == 0 {
-			pos = next
-			continue
-		}
-		if sc.tornAt >= 0 { // the bad line before this one was not the last
-			sc.skipped++
-			sc.tornAt = -1
-		}
-		if r, ok := decodeRecord(line); ok {
-			sc.records = append(sc.records, r)
-			sc.unterminated = end == len(data)
-		} else {
-			sc.tornAt = pos
-			sc.unterminated = false
-		}
-		pos = next
+		return ok
 	}
-	return sc
 }

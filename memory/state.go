@@ -64,7 +64,7 @@ func (f *Folder) WriteJSON(name string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
 		return fmt.Errorf("write state %s: %w", path, err)
 	}
-	if err := writeAtomic(path, b, filePerm); err != nil {
+	if err := f.writeAtomic(path, b, filePerm); err != nil {
 		return fmt.Errorf("write state %s: %w", path, err)
 	}
 	return nil

@@ -30,7 +30,7 @@ func (f *Folder) WriteSummary(d Date, text string) (path string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("write summary %s: %w", path, err)
 	}
-	if err := writeAtomic(path, []byte(text), perm); err != nil {
+	if err := f.writeAtomic(path, []byte(text), perm); err != nil {
 		return "", fmt.Errorf("write summary %s: %w", path, err)
 	}
 	return path, nil

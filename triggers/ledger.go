@@ -1,16 +1,14 @@
 package triggers
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // LedgerFile is the name of a desk's trigger ledger in the desk's folder.
@@ -104,90 +102,74 @@ type Item struct {
 // Ledger is a desk's durable record of its triggers: an append-only file
 // of JSON lines, each fsynced before Append returns, and an index of the
 // latest state of every trigger, rebuilt from the file when it is opened.
-// It is safe for concurrent use.
+// A write that fails (a full disk) leaves no trace in the file: it is cut
+// back to its last good record, so the next record is whole (see
+// durable.Log). It is safe for concurrent use.
 type Ledger struct {
 	path string
+	log  *durable.Log
+	scan durable.Scan // what OpenLedger found: the damage to report
 
 	mu       sync.Mutex
-	f        *os.File
+	closed   bool
 	entries  map[string]*Item
 	lastSlot map[string]time.Time
 	seq      int64
 	records  int
-	torn     int
 	changed  chan struct{}
 }
 
 // OpenLedger opens (creating it if needed) the ledger at path and reads it.
-// A torn last line, left by a crash in the middle of a write, is cut off;
-// other lines that do not parse are skipped. Both are counted by Torn.
-func OpenLedger(path string) (*Ledger, error) {
+// See OpenLedgerOn.
+func OpenLedger(path string) (*Ledger, error) { return OpenLedgerOn(nil, path) }
+
+// OpenLedgerOn opens (creating it if needed) the ledger at path, writing
+// through fsys (nil: the operating system), and reads it. A torn tail, left
+// by a crash in the middle of a write, is set aside in
+// <path>.torn-<offset> and cut off; bad lines before the last good record
+// are skipped (a record glued onto half of an earlier one is recovered).
+// Damage reports what was found, for the caller to announce.
+func OpenLedgerOn(fsys durable.FS, path string) (*Ledger, error) {
 	l := &Ledger{path: path, entries: map[string]*Item{}, lastSlot: map[string]time.Time{}, changed: make(chan struct{})}
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
-	}
-	good := 0
-	for off := 0; off < len(data); {
-		nl := bytes.IndexByte(data[off:], '\n')
-		if nl < 0 { // a torn last line: the crash came mid-write
-			l.torn++
-			break
-		}
-		line := data[off : off+nl]
-		off += nl + 1
-		good = off
+	log, sc, err := durable.OpenLog(fsys, path, 0o640, func(line []byte) bool {
 		var r Record
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		if err := json.Unmarshal(line, &r); err != nil || r.ID == "" {
-			l.torn++
-			continue
+		if json.Unmarshal(line, &r) != nil || r.ID == "" {
+			return false
 		}
 		l.apply(r)
-	}
-	created := errors.Is(err, fs.ErrNotExist)
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+		return true
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
 	}
-	if good < len(data) {
-		if err := f.Truncate(int64(good)); err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("cut the torn tail of trigger ledger %s: %w", path, err)
-		}
-		if err := f.Sync(); err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("cut the torn tail of trigger ledger %s: %w", path, err)
-		}
-	}
-	if created {
-		if err := syncDir(filepath.Dir(path)); err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
-		}
-	}
-	l.f = f
+	sc.Records, sc.Offsets = nil, nil // applied; not kept
+	l.log, l.scan = log, sc
 	return l, nil
 }
 
 // Path returns the ledger's file.
 func (l *Ledger) Path() string { return l.path }
 
-// Torn reports how many lines OpenLedger cut off or skipped.
+// Torn reports how many damaged lines OpenLedger set aside or skipped.
 func (l *Ledger) Torn() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.torn
+	n := len(l.scan.Skipped)
+	if l.scan.Torn != nil {
+		n++
+	}
+	return n
 }
 
+// Damage returns what OpenLedger found wrong with the file: the torn tail
+// it set aside (nil if none) and the bad lines it skipped.
+func (l *Ledger) Damage() (*durable.Torn, []durable.Skipped) { return l.scan.Torn, l.scan.Skipped }
+
+// Err returns the write failure that left the file with a tail that could
+// not yet be cut off, or nil. While it is not nil, appends are refused
+// unless the cut succeeds first.
+func (l *Ledger) Err() error { return l.log.Err() }
+
 // Append writes r, fsyncs it, and applies it to the index. When it
-// returns an error the index is unchanged (the line may or may not be on
-// disk; the next OpenLedger decides).
+// returns an error neither the file nor the index holds r.
 func (l *Ledger) Append(r Record) error { return l.append(r, true) }
 
 // Note is Append without the fsync, for a record whose loss in a crash
@@ -204,19 +186,13 @@ func (l *Ledger) append(r Record, durable bool) error {
 	if err != nil {
 		return fmt.Errorf("trigger ledger %s: encode %s: %w", l.path, r.ID, err)
 	}
-	line = append(line, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
+	if l.closed {
 		return fmt.Errorf("trigger ledger %s: closed", l.path)
 	}
-	if _, err := l.f.Write(line); err != nil {
-		return fmt.Errorf("trigger ledger %s: write %s: %w", l.path, r.ID, err)
-	}
-	if durable {
-		if err := l.f.Sync(); err != nil {
-			return fmt.Errorf("trigger ledger %s: fsync %s: %w", l.path, r.ID, err)
-		}
+	if err := l.log.Append(line, durable); err != nil {
+		return fmt.Errorf("trigger ledger: record %s %s: %w", r.ID, r.State, err)
 	}
 	l.apply(r)
 	close(l.changed)
@@ -374,7 +350,7 @@ func (l *Ledger) Records() int {
 func (l *Ledger) Compact(cutoff time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
+	if l.closed {
 		return fmt.Errorf("trigger ledger %s: closed", l.path)
 	}
 	all := make([]*Item, 0, len(l.entries))
@@ -395,8 +371,7 @@ func (l *Ledger) Compact(cutoff time.Time) error {
 			keep[l.entries[id].MergedInto] = true
 		}
 	}
-	var buf bytes.Buffer
-	n := 0
+	var lines [][]byte
 	for _, e := range all {
 		if !keep[e.Trigger.ID] {
 			continue
@@ -410,19 +385,12 @@ func (l *Ledger) Compact(cutoff time.Time) error {
 		if err != nil {
 			return fmt.Errorf("compact trigger ledger %s: %w", l.path, err)
 		}
-		buf.Write(b)
-		buf.WriteByte('\n')
-		n++
+		lines = append(lines, b)
 	}
-	if err := writeFileSynced(l.path, buf.Bytes()); err != nil {
-		return fmt.Errorf("compact trigger ledger %s: %w", l.path, err)
+	if err := l.log.Replace(lines, 0o640); err != nil {
+		return fmt.Errorf("compact trigger ledger: %w", err)
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o640)
-	if err != nil {
-		return fmt.Errorf("compact trigger ledger %s: reopen: %w", l.path, err)
-	}
-	_ = l.f.Close()
-	l.f = f
+	n := len(lines)
 	for id := range l.entries {
 		if !keep[id] {
 			delete(l.entries, id)
@@ -436,52 +404,6 @@ func (l *Ledger) Compact(cutoff time.Time) error {
 func (l *Ledger) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
-		return nil
-	}
-	err := l.f.Close()
-	l.f = nil
-	return err
-}
-
-// writeFileSynced replaces path with data atomically: a temporary file in
-// the same folder, fsynced, renamed over path, and the folder fsynced.
-func writeFileSynced(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o640)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
-		_ = os.Remove(name)
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir fsyncs a folder, making a creation or rename in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	l.closed = true
+	return l.log.Close()
 }

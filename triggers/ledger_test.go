@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deskd/deskd/memory/durable"
+	"github.com/deskd/deskd/memory/durable/faultfs"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -188,5 +190,78 @@ func TestLedgerChanged(t *testing.T) {
 	case <-ch:
 	default:
 		t.Fatal("Changed is open after an Append")
+	}
+}
+
+// TestLedgerFullDisk is the repro of a lost trigger: the disk fills, an
+// append fails half way, the disk frees, trigger B is acknowledged. B must
+// survive a reopen (the half record is cut back at once, never glued to B).
+func TestLedgerFullDisk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), triggers.LedgerFile)
+	ffs := &faultfs.FS{}
+	l, err := triggers.OpenLedgerOn(ffs, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, queued("a", triggers.Market, "tick a"))
+	ffs.Fill(faultfs.ErrNoSpace)
+	if err := l.Append(queued("x", triggers.Market, "refused on a full disk")); !durable.IsDiskFull(err) {
+		t.Fatalf("Append on a full disk = %v, want a disk-full error", err)
+	}
+	if _, ok := l.Get("x"); ok {
+		t.Error("the refused record x is in the index")
+	}
+	ffs.Free()
+	mustAppend(t, l, queued("b", triggers.Market, "tick b"))
+	_ = l.Close()
+
+	l = openLedger(t, path)
+	if _, ok := l.Get("b"); !ok {
+		t.Fatal("trigger b, acknowledged after the disk freed, is lost")
+	}
+	if _, ok := l.Get("x"); ok {
+		t.Error("the refused trigger x is in the ledger after a reopen")
+	}
+	if n := l.Torn(); n != 0 {
+		t.Errorf("Torn = %d after a reopen, want 0: the failed write was cut back", n)
+	}
+}
+
+// TestLedgerRecoversGluedRecord: a ledger damaged by an older deskd, which
+// did not cut a failed write back (half a record with the next one glued
+// on), gives the glued record back and reports the damage.
+func TestLedgerRecoversGluedRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), triggers.LedgerFile)
+	const damaged = `{"at":"2026-03-02T04:00:00Z","id":"a","state":"queued"}` + "\n" +
+		`{"at":"2026-03-02T04:00:01Z","id":"x","sta` +
+		`{"at":"2026-03-02T04:00:02Z","id":"b","state":"queued"}` + "\n"
+	if err := os.WriteFile(path, []byte(damaged), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	l := openLedger(t, path)
+	if _, ok := l.Get("b"); !ok {
+		t.Error("the record glued onto half of x is lost")
+	}
+	torn, skipped := l.Damage()
+	if torn != nil || len(skipped) != 1 || skipped[0].Offset == 0 {
+		t.Errorf("Damage() = %+v, %+v; want one skipped half record", torn, skipped)
+	}
+}
+
+// TestLedgerTornTailSetAside: the torn tail is kept in a file next to the
+// ledger, not dropped.
+func TestLedgerTornTailSetAside(t *testing.T) {
+	path := filepath.Join(t.TempDir(), triggers.LedgerFile)
+	const frag = `{"at":"2026-03-02T04:00:01Z","id":"x","sta`
+	if err := os.WriteFile(path, []byte(`{"at":"2026-03-02T04:00:00Z","id":"a","state":"queued"}`+"\n"+frag), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	l := openLedger(t, path)
+	torn, _ := l.Damage()
+	if torn == nil {
+		t.Fatal("Damage() reports no torn tail")
+	}
+	if b, err := os.ReadFile(torn.SavedTo); err != nil || string(b) != frag {
+		t.Errorf("%s = %q (%v), want the fragment", torn.SavedTo, b, err)
 	}
 }

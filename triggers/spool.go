@@ -17,6 +17,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // Names of the spool's folders inside a desk's inbox.
@@ -259,7 +260,7 @@ func (s *Spool) reject(desk, path, reason string) {
 	dir := filepath.Join(filepath.Dir(path), RejectedDir)
 	dest, err := freeName(dir, name)
 	if err == nil {
-		err = writeFileSynced(dest+ReasonSuffix, []byte(reason+"\n"))
+		err = durable.WriteFile(nil, dest+ReasonSuffix, []byte(reason+"\n"), 0o640)
 	}
 	if err == nil {
 		err = os.Rename(path, dest)
@@ -316,7 +317,7 @@ func freeName(dir, name string) (string, error) {
 
 func syncDirs(dirs ...string) error {
 	for _, d := range dirs {
-		if err := syncDir(d); err != nil {
+		if err := durable.SyncDir(nil, d); err != nil {
 			return err
 		}
 	}

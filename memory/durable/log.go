@@ -1,0 +1,356 @@
+package durable
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+)
+
+// Log is an append-only file of records, one per line. It never keeps a
+// torn record: when a write or its fsync fails, the file is cut back to
+// the end of its last good record before Append returns, and if even that
+// fails, every later Append first tries the cut again and refuses to write
+// until it has succeeded. So a record acknowledged after a failure (a full
+// disk that freed up) is never glued onto half of an earlier one. A Log is
+// safe for concurrent use.
+type Log struct {
+	fsys FS
+	path string
+
+	mu sync.Mutex
+	f  File  // nil once closed
+	at int64 // the end of the last good record
+	// broken is the failure that left bytes after at that could not be
+	// cut off yet; nil when the file ends at at.
+	broken error
+}
+
+// Scan is what OpenLog found in the file.
+type Scan struct {
+	// Records are the good records, in order, without their '\n'.
+	Records [][]byte
+	// Offsets[i] is where Records[i] begins in the file.
+	Offsets []int64
+	// Torn is the damaged tail found and set aside, or nil.
+	Torn *Torn
+	// Skipped are the bad lines before the last good record. They stay in
+	// the file; a record glued onto the end of one (the write that failed
+	// before it left half a record) is recovered into Records.
+	Skipped []Skipped
+}
+
+// Torn is a damaged last line: the bytes of a write a crash or a failure
+// cut short. OpenLog copies them to SavedTo and cuts the file back to
+// Offset.
+type Torn struct {
+	Path    string // the file
+	Offset  int64  // where the damaged line began; the file now ends here
+	Bytes   int    // how many bytes were removed
+	SavedTo string // the file that keeps them: <file>.torn-<Offset>
+}
+
+// Skipped is a bad line in the middle of a file.
+type Skipped struct {
+	Offset int64 // where it begins
+	Bytes  int   // its length, without the '\n'
+}
+
+// Valid says whether a line is a good record. OpenLog and ScanRecords call
+// it on the lines in file order, and each line (or part of a line) it
+// accepts becomes the next of Scan.Records: a Valid may decode and keep
+// what it accepts, so that a file is decoded once.
+type Valid func(line []byte) bool
+
+// OpenLog opens the log at path, creating it (and its folder) with perm
+// if it does not exist, and reads it. valid decides which lines are good
+// records; blank lines are ignored. A last line that is not a good record,
+// or lacks its '\n', is torn: it is copied to <path>.torn-<offset>, and the
+// file is cut back to where it began and fsynced, so that the next open
+// finds a clean file; the caller reports Scan.Torn. (A good last record
+// that lacks only its '\n' is kept, and the '\n' added.) Bad lines before
+// the last good record are reported in Scan.Skipped and left in place.
+func OpenLog(fsys FS, path string, perm fs.FileMode, valid Valid) (*Log, Scan, error) {
+	fsys = Or(fsys)
+	if err := MkdirAll(fsys, filepath.Dir(path), 0o750); err != nil {
+		return nil, Scan{}, err
+	}
+	_, statErr := os.Lstat(path)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, perm)
+	if err != nil {
+		return nil, Scan{}, err
+	}
+	fail := func(err error) (*Log, Scan, error) {
+		_ = f.Close()
+		return nil, Scan{}, err
+	}
+	if fi, err := f.Stat(); err != nil {
+		return fail(err)
+	} else if !fi.Mode().IsRegular() {
+		return fail(fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type()))
+	}
+	if created {
+		if err := inherit(f, path, true); err != nil {
+			return fail(err)
+		}
+		if err := SyncDir(fsys, filepath.Dir(path)); err != nil {
+			return fail(err)
+		}
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return fail(err)
+	}
+	sc, end, terminated := ScanRecords(data, valid)
+	switch {
+	case end < int64(len(data)):
+		frag := data[end:]
+		saved, err := WriteFileKeep(fsys, filepath.Dir(path), filepath.Base(path)+".torn-"+strconv.FormatInt(end, 10), "", frag, perm)
+		if err != nil {
+			return fail(fmt.Errorf("save the torn tail of %s: %w", path, err))
+		}
+		if err := cut(f, end); err != nil {
+			return fail(fmt.Errorf("cut the torn tail of %s: %w", path, err))
+		}
+		sc.Torn = &Torn{Path: path, Offset: end, Bytes: len(frag), SavedTo: saved}
+	case !terminated:
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			return fail(fmt.Errorf("end the last line of %s: %w", path, err))
+		}
+		if err := f.Sync(); err != nil {
+			return fail(fmt.Errorf("end the last line of %s: %w", path, err))
+		}
+		end++
+	}
+	return &Log{fsys: fsys, path: path, f: f, at: end}, sc, nil
+}
+
+// CreateLog creates the log at path, which must not exist (the error then
+// satisfies errors.Is(err, fs.ErrExist)), with first as its first record,
+// fsynced with the folder. On failure no file is left.
+func CreateLog(fsys FS, path string, perm fs.FileMode, first []byte) (*Log, error) {
+	fsys = Or(fsys)
+	if bytes.IndexByte(first, '\n') >= 0 {
+		return nil, fmt.Errorf("create %s: the record holds a newline", path)
+	}
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, perm)
+	if err != nil {
+		return nil, err
+	}
+	line := append(append([]byte(nil), first...), '\n')
+	_, err = f.Write(line)
+	if err == nil {
+		err = inherit(f, path, true)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = SyncDir(fsys, filepath.Dir(path))
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = fsys.Remove(path)
+		return nil, err
+	}
+	return &Log{fsys: fsys, path: path, f: f, at: int64(len(line))}, nil
+}
+
+// ScanRecords parses the lines of data. It returns the good records, the
+// offset where the good part of the file ends (after the '\n' of the last
+// good record; everything after it is torn), and whether the last good
+// record has its '\n' (when not, end is the end of data).
+func ScanRecords(data []byte, valid Valid) (sc Scan, end int64, terminated bool) {
+	terminated = true
+	var pendingBad []Skipped // bad lines after the last good record so far
+	for pos := 0; pos < len(data); {
+		stop, next := len(data), len(data)
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			stop, next = pos+i, pos+i+1
+		}
+		line := data[pos:stop]
+		switch {
+		case len(bytes.TrimSpace(line)) == 0:
+			if len(pendingBad) == 0 {
+				end = int64(next)
+			}
+		case valid(line):
+			sc.Skipped = append(sc.Skipped, pendingBad...)
+			pendingBad = nil
+			sc.Records = append(sc.Records, line)
+			sc.Offsets = append(sc.Offsets, int64(pos))
+			end, terminated = int64(next), stop < len(data)
+		default:
+			if off, ok := glued(line, valid); ok && next > stop {
+				// Half a record, then a whole one: the failed write
+				// before it was never cut off. Keep the whole one.
+				sc.Skipped = append(sc.Skipped, pendingBad...)
+				sc.Skipped = append(sc.Skipped, Skipped{Offset: int64(pos), Bytes: off})
+				pendingBad = nil
+				sc.Records = append(sc.Records, line[off:])
+				sc.Offsets = append(sc.Offsets, int64(pos+off))
+				end, terminated = int64(next), true
+				break
+			}
+			pendingBad = append(pendingBad, Skipped{Offset: int64(pos), Bytes: len(line)})
+		}
+		pos = next
+	}
+	if !terminated {
+		end = int64(len(data))
+	}
+	return sc, end, terminated
+}
+
+// maxGlueTries bounds the search for a record glued onto a torn one, so
+// that a hostile line full of braces costs little.
+const maxGlueTries = 64
+
+// glued finds a good record that begins inside a bad line (after its first
+// byte) and runs to its end; it returns where it begins.
+func glued(line []byte, valid Valid) (int, bool) {
+	tries := 0
+	for i := 1; i < len(line) && tries < maxGlueTries; i++ {
+		j := bytes.IndexByte(line[i:], '{')
+		if j < 0 {
+			return 0, false
+		}
+		i += j
+		tries++
+		if valid(line[i:]) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// cut truncates f to size and fsyncs it.
+func cut(f File, size int64) error {
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// Path returns the file's path.
+func (l *Log) Path() string { return l.path }
+
+// Size returns the length of the file's good part: where the next record goes.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.at
+}
+
+// Err returns the failure that left the file with bytes after its last
+// good record that could not be cut off yet, or nil. While it is not nil,
+// Append refuses to write unless the cut succeeds first.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.broken
+}
+
+// Append writes record (one line, without '\n': Append adds it) in a
+// single write and, when sync is set, fsyncs the file. A record written
+// without sync becomes durable with the next synced one. On any failure
+// the file is cut back to the end of the last good record, and the error
+// is returned: the record is not in the log.
+func (l *Log) Append(record []byte, sync bool) error {
+	if bytes.IndexByte(record, '\n') >= 0 {
+		return fmt.Errorf("append to %s: the record holds a newline", l.path)
+	}
+	line := make([]byte, 0, len(record)+1)
+	line = append(append(line, record...), '\n')
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return fmt.Errorf("append to %s: %w", l.path, os.ErrClosed)
+	}
+	if l.broken != nil {
+		if err := cut(l.f, l.at); err != nil {
+			return fmt.Errorf("append to %s: refused until the tail a failed write left is cut off (%v): %w", l.path, l.broken, err)
+		}
+		l.broken = nil
+	}
+	_, err := l.f.Write(line)
+	if err == nil && sync {
+		err = l.f.Sync()
+	}
+	if err != nil {
+		// After a failed write or fsync the tail is unknown: cut it.
+		if cerr := cut(l.f, l.at); cerr != nil {
+			l.broken = err
+		}
+		return fmt.Errorf("append to %s: %w", l.path, err)
+	}
+	l.at += int64(len(line))
+	return nil
+}
+
+// Sync fsyncs the file.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return fmt.Errorf("sync %s: %w", l.path, os.ErrClosed)
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// Replace rewrites the whole file atomically with records (each one line,
+// without '\n'), as in a compaction, and goes on appending to the new
+// file. A crash leaves the old file or the new one.
+func (l *Log) Replace(records [][]byte, perm fs.FileMode) error {
+	var buf bytes.Buffer
+	for _, r := range records {
+		if bytes.IndexByte(r, '\n') >= 0 {
+			return fmt.Errorf("rewrite %s: a record holds a newline", l.path)
+		}
+		buf.Write(r)
+		buf.WriteByte('\n')
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return fmt.Errorf("rewrite %s: %w", l.path, os.ErrClosed)
+	}
+	if err := WriteFile(l.fsys, l.path, buf.Bytes(), perm); err != nil {
+		return fmt.Errorf("rewrite %s: %w", l.path, err)
+	}
+	f, err := l.fsys.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		// The new file is in place but cannot be opened: appending to the
+		// old descriptor would write to the replaced file. Refuse.
+		_ = l.f.Close()
+		l.f = nil
+		return fmt.Errorf("rewrite %s: reopen: %w", l.path, err)
+	}
+	_ = l.f.Close()
+	l.f, l.at, l.broken = f, int64(buf.Len()), nil
+	return nil
+}
+
+// Close closes the file; later Appends fail. Closing again does nothing.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	if err != nil {
+		return fmt.Errorf("close %s: %w", l.path, err)
+	}
+	return nil
+}

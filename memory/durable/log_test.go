@@ -1,0 +1,251 @@
+package durable_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/deskd/deskd/memory/durable"
+	"github.com/deskd/deskd/memory/durable/faultfs"
+)
+
+// isObject is the record rule of the tests: a JSON object.
+func isObject(line []byte) bool {
+	var m map[string]any
+	return json.Unmarshal(line, &m) == nil
+}
+
+func openLog(t *testing.T, fsys durable.FS, path string) (*durable.Log, durable.Scan) {
+	t.Helper()
+	l, sc, err := durable.OpenLog(fsys, path, 0o640, isObject)
+	if err != nil {
+		t.Fatalf("OpenLog %s: %v", path, err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l, sc
+}
+
+func records(sc durable.Scan) []string {
+	var out []string
+	for _, r := range sc.Records {
+		out = append(out, string(r))
+	}
+	return out
+}
+
+// A write that fails half way is cut back at once: the next record is
+// whole, and a reopen finds exactly the acknowledged records.
+func TestLogFailedWriteIsCutBack(t *testing.T) {
+	for _, op := range []faultfs.Op{faultfs.Write, faultfs.Sync} {
+		t.Run(string(op), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log.jsonl")
+			ffs := &faultfs.FS{}
+			l, _ := openLog(t, ffs, path)
+			if err := l.Append([]byte(`{"n":1}`), true); err != nil {
+				t.Fatal(err)
+			}
+			ffs.FailAt(op, 1, faultfs.ErrNoSpace)
+			err := l.Append([]byte(`{"n":2,"pad":"`+strings.Repeat("x", 100)+`"}`), true)
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("Append on a full disk = %v, want ENOSPC", err)
+			}
+			if got, _ := os.ReadFile(path); string(got) != "{\"n\":1}\n" {
+				t.Fatalf("after the failed append the file holds %q, want only the first record", got)
+			}
+			if err := l.Append([]byte(`{"n":3}`), true); err != nil {
+				t.Fatal(err)
+			}
+			_ = l.Close()
+			_, sc := openLog(t, nil, path)
+			if got, want := records(sc), []string{`{"n":1}`, `{"n":3}`}; strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("records after reopen = %v, want %v", got, want)
+			}
+			if sc.Torn != nil || len(sc.Skipped) != 0 {
+				t.Errorf("reopen found damage: torn %+v, skipped %v", sc.Torn, sc.Skipped)
+			}
+		})
+	}
+}
+
+// When even the cut fails, the log refuses to append until a cut works:
+// it never writes after a torn record.
+func TestLogRefusesUntilCut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	ffs := &faultfs.FS{}
+	l, _ := openLog(t, ffs, path)
+	ffs.FailAt(faultfs.Write, 1, faultfs.ErrIO)
+	ffs.FailAt(faultfs.Truncate, 1, faultfs.ErrIO)
+	ffs.FailAt(faultfs.Truncate, 2, faultfs.ErrIO)
+	if err := l.Append([]byte(`{"n":1,"pad":"xxxxxxxxxxxx"}`), true); err == nil {
+		t.Fatal("Append with a failing write succeeded")
+	}
+	if l.Err() == nil {
+		t.Fatal("Err() = nil after a failed write whose cut failed too")
+	}
+	if err := l.Append([]byte(`{"n":2}`), true); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("Append while the tail could not be cut = %v, want a refusal", err)
+	}
+	if got, _ := os.ReadFile(path); bytes.Contains(got, []byte(`{"n":2}`)) {
+		t.Fatalf("the refused record was written: %q", got)
+	}
+	if err := l.Append([]byte(`{"n":3}`), true); err != nil {
+		t.Fatalf("Append once the cut works: %v", err)
+	}
+	if l.Err() != nil {
+		t.Errorf("Err() = %v after a successful append", l.Err())
+	}
+	if got, _ := os.ReadFile(path); string(got) != "{\"n\":3}\n" {
+		t.Errorf("file = %q, want only the record appended after the cut", got)
+	}
+}
+
+// A torn tail is set aside, reported once, and the file cut back; a good
+// last record without its newline is kept.
+func TestOpenLogTornTail(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "log.jsonl")
+	const good = "{\"n\":1}\n\n{\"n\":2}\n"
+	const frag = `{"n":3,"half`
+	if err := os.WriteFile(path, []byte(good+frag), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	l, sc := openLog(t, nil, path)
+	if sc.Torn == nil || sc.Torn.Offset != int64(len(good)) || sc.Torn.Bytes != len(frag) {
+		t.Fatalf("Torn = %+v, want offset %d, %d bytes", sc.Torn, len(good), len(frag))
+	}
+	if b, err := os.ReadFile(sc.Torn.SavedTo); err != nil || string(b) != frag {
+		t.Errorf("%s = %q (%v), want the fragment", sc.Torn.SavedTo, b, err)
+	}
+	if err := l.Append([]byte(`{"n":4}`), true); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	_, sc = openLog(t, nil, path)
+	if sc.Torn != nil {
+		t.Errorf("second open found a torn tail again: %+v", sc.Torn)
+	}
+	if got := strings.Join(records(sc), " "); got != `{"n":1} {"n":2} {"n":4}` {
+		t.Errorf("records = %s", got)
+	}
+
+	path2 := filepath.Join(dir, "unterminated.jsonl")
+	if err := os.WriteFile(path2, []byte(`{"n":1}`), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	l2, sc2 := openLog(t, nil, path2)
+	if sc2.Torn != nil || len(sc2.Records) != 1 {
+		t.Fatalf("a good last record without its newline: torn %+v, %d records", sc2.Torn, len(sc2.Records))
+	}
+	if err := l2.Append([]byte(`{"n":2}`), true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path2); string(got) != "{\"n\":1}\n{\"n\":2}\n" {
+		t.Errorf("file = %q", got)
+	}
+}
+
+// A file damaged by a writer that did not cut its failures back (half a
+// record with the next one glued on) gives the whole record back, and
+// reports the damage.
+func TestScanRecordsRecoversGluedRecord(t *testing.T) {
+	data := []byte("{\"n\":1}\n{\"n\":2,\"ha{\"n\":3}\ngarbage\n{\"n\":4}\n")
+	sc, end, _ := durable.ScanRecords(data, isObject)
+	if got := strings.Join(records(sc), " "); got != `{"n":1} {"n":3} {"n":4}` {
+		t.Errorf("records = %s, want n 1, 3, 4", got)
+	}
+	if end != int64(len(data)) {
+		t.Errorf("end = %d, want %d", end, len(data))
+	}
+	if len(sc.Skipped) != 2 {
+		t.Errorf("skipped = %+v, want the torn half and the garbage line", sc.Skipped)
+	}
+}
+
+// WriteFile leaves the old content when any step fails, and leaves no
+// temporary file behind.
+func TestWriteFileFailureKeepsOld(t *testing.T) {
+	for _, op := range []faultfs.Op{faultfs.Write, faultfs.Sync, faultfs.Create, faultfs.Rename} {
+		t.Run(string(op), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "Memory.md")
+			if err := os.WriteFile(path, []byte("old\n"), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			ffs := &faultfs.FS{}
+			ffs.FailAt(op, 1, faultfs.ErrNoSpace)
+			if err := durable.WriteFile(ffs, path, []byte("new\n"), 0o640); err == nil && op != faultfs.Sync {
+				t.Fatalf("WriteFile with a failing %s succeeded", op)
+			}
+			got, _ := os.ReadFile(path)
+			if string(got) != "old\n" && string(got) != "new\n" {
+				t.Errorf("Memory.md = %q, want the old or the new text whole", got)
+			}
+			if op != faultfs.Sync && string(got) != "old\n" {
+				t.Errorf("Memory.md = %q after a failed write, want the old text", got)
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if durable.IsTemp(e.Name()) {
+					t.Errorf("temporary file %s left behind", e.Name())
+				}
+			}
+		})
+	}
+}
+
+// As root, a replaced file keeps its owner, and a new one takes its
+// folder's: an operator's sudo never leaves a file the daemon cannot read.
+func TestWriteFileKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give files away")
+	}
+	dir := t.TempDir()
+	const uid, gid = 4321, 4322
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(dir, "Memory.md")
+	if err := os.WriteFile(old, []byte("old\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(old, uid+1, gid+1); err != nil {
+		t.Fatal(err)
+	}
+	if err := durable.WriteFile(nil, old, []byte("new\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	checkOwner(t, old, uid+1, gid+1)
+	fresh := filepath.Join(dir, "skills", "x", "SKILL.md")
+	if err := durable.MkdirAll(nil, filepath.Dir(fresh), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := durable.WriteFile(nil, fresh, []byte("x\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	checkOwner(t, filepath.Join(dir, "skills"), uid, gid)
+	checkOwner(t, filepath.Dir(fresh), uid, gid)
+	checkOwner(t, fresh, uid, gid)
+	l, _, err := durable.OpenLog(nil, filepath.Join(dir, "ledger.jsonl"), 0o640, isObject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	checkOwner(t, filepath.Join(dir, "ledger.jsonl"), uid, gid)
+}
+
+func checkOwner(t *testing.T, path string, uid, gid int) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if int(st.Uid) != uid || int(st.Gid) != gid {
+		t.Errorf("%s is owned by %d:%d, want %d:%d", path, st.Uid, st.Gid, uid, gid)
+	}
+}
