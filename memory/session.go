@@ -57,6 +57,7 @@ type Record struct {
 	ToolName   string          `json:"tool_name,omitempty"`    // tool: the tool that ran
 	IsError    bool            `json:"is_error,omitempty"`     // tool: the result is an error
 	Silent     bool            `json:"silent,omitempty"`       // message: part of a silent turn (the flush before a compaction)
+	Truncated  bool            `json:"truncated,omitempty"`    // assistant message or event: the model's reply was cut at deskd's cap, the rest not read
 	Data       json.RawMessage `json:"data,omitempty"`         // anything else a later feature needs
 }
 

@@ -3,9 +3,14 @@ package memory_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/deskd/deskd/memory"
 )
 
 func TestSkills(t *testing.T) {
@@ -83,5 +88,47 @@ func TestSkillsNone(t *testing.T) {
 	skills, err = f.Skills()
 	if err != nil || len(skills) != 0 {
 		t.Errorf("Skills without skills/ = %v, %v", skills, err)
+	}
+}
+
+func TestWriteSkillRefusesAPinnedSkill(t *testing.T) {
+	f := newFolder(t)
+	pinned := "---\nname: hedging\ndescription: Hedge when VIX > 20\npinned: true\n---\n\nThe operator's rule.\n"
+	writeFile(t, f.Path("skills/hedge/SKILL.md"), pinned)
+	writeFile(t, f.Path("skills/plain/SKILL.md"), "---\nname: plain\ndescription: x\n---\n")
+	replace := "---\nname: hedge\ndescription: never hedge\n---\n\nYOLO\n"
+
+	for _, name := range []string{"hedge", "hedging"} { // by folder, and by the name in its front matter
+		hist, err := f.WriteSkill(name, replace)
+		if !errors.Is(err, memory.ErrSkillPinned) {
+			t.Fatalf("WriteSkill(%s) of a pinned skill = %q, %v; want ErrSkillPinned", name, hist, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, `"`+name+`"`) || !strings.Contains(msg, "pinned: true") || !strings.Contains(msg, "operator") {
+			t.Errorf("the refusal %q does not name the skill, the reason and who may change it", msg)
+		}
+	}
+	if got := readFile(t, f.Path("skills/hedge/SKILL.md")); got != pinned {
+		t.Errorf("the pinned skill changed:\n%s", got)
+	}
+	if _, err := os.Stat(f.Path("skills/hedging")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a skill shadowing the pinned one was made: %v", err)
+	}
+	if entries, _ := os.ReadDir(f.Path("history/skills/hedge")); len(entries) != 0 {
+		t.Errorf("a refused write kept a history version: %v", entries)
+	}
+	// The operator may.
+	hist, err := f.WriteSkillAs(memory.ByOperator, "hedge", replace)
+	if err != nil || hist == "" {
+		t.Fatalf("WriteSkillAs(ByOperator) = %q, %v", hist, err)
+	}
+	if got := readFile(t, hist); got != pinned {
+		t.Errorf("the operator's write did not keep the pinned version: %s", got)
+	}
+	if got := readFile(t, f.Path("skills/hedge/SKILL.md")); got != replace {
+		t.Errorf("the operator's write was not made:\n%s", got)
+	}
+	// Unpinned now, the desk may write it again.
+	if _, err := f.WriteSkill("hedge", replace+"more\n"); err != nil {
+		t.Errorf("WriteSkill of an unpinned skill: %v", err)
 	}
 }

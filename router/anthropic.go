@@ -105,7 +105,9 @@ func NewAnthropic(o AnthropicOptions) (*Anthropic, error) {
 }
 
 // Complete streams one answer to req. Every failure is an *APIError; a
-// stream that ends before message_stop is a failure, never a reply.
+// stream that ends before message_stop is a failure, never a reply. An
+// answer that passes its cap (ReplyCap of max_tokens) is read no further:
+// the call is cut off and the answer returned as Truncated.
 func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error) {
 	params, err := p.params(req)
 	if err != nil {
@@ -113,7 +115,8 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	rec := &recorder{}
+	meter := replyMeter{limit: ReplyCap(int(params.MaxTokens))}
+	rec := &recorder{limit: int64(ReplyStreamFactor) * int64(meter.limit)}
 	c := call{model: p.name, key: p.key, timeout: p.timeout, ctx: ctx, callCtx: callCtx, rec: rec, now: p.now}
 
 	stream := p.svc.NewStreaming(callCtx, params, option.WithMiddleware(rec.middleware))
@@ -123,6 +126,7 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 		events  int
 		started bool
 		stopped bool
+		cut     bool
 	)
 	for stream.Next() {
 		ev := stream.Current()
@@ -139,6 +143,14 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 		if ev.Type == "message_stop" {
 			stopped = true
 		}
+		if !meter.add(anthropicEventBytes(ev)) {
+			cut = true
+			break
+		}
+	}
+	if cut || rec.cut.Load() {
+		cancel() // hang up: the rest is not read
+		return p.truncated(msg, req, meter.limit, int(params.MaxTokens)), nil
 	}
 	if err := stream.Err(); err != nil {
 		return Response{}, c.failure(err, p.streamError)
@@ -172,6 +184,35 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 		CachedTokens: int(u.CacheReadInputTokens),
 	}
 	return resp, nil
+}
+
+// anthropicEventBytes is what an event adds to a reply: a delta's text,
+// tool arguments or thinking, or any other event whole.
+func anthropicEventBytes(ev anthropic.MessageStreamEventUnion) int {
+	if ev.Type == "content_block_delta" {
+		d := ev.Delta
+		return len(d.Text) + len(d.PartialJSON) + len(d.Thinking) + len(d.Signature) + len(d.Citation.RawJSON())
+	}
+	return len(ev.RawJSON())
+}
+
+// truncated is the answer of a stream cut at its cap of limit bytes: the
+// text so far, cut to the cap, without tool calls.
+func (p *Anthropic) truncated(msg anthropic.Message, req Request, limit, maxTokens int) Response {
+	var text strings.Builder
+	for _, b := range msg.Content {
+		if b.Type == "text" && text.Len() < limit {
+			text.WriteString(cutText(b.Text, limit-text.Len()))
+		}
+	}
+	u := msg.Usage
+	usage := memory.Usage{
+		InputTokens:  int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
+		OutputTokens: int(u.OutputTokens),
+		CachedTokens: int(u.CacheReadInputTokens),
+	}
+	return Response{Text: text.String(), ModelID: msg.Model, StopReason: "truncated", Truncated: true,
+		Usage: truncatedUsage(usage, req, maxTokens)}
 }
 
 // anthropicErrorStatus is the HTTP status the Messages API gives each error
@@ -266,7 +307,7 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 		case RoleAssistant:
 			flush()
 			var blocks []anthropic.ContentBlockParamUnion
-			if m.Text != "" {
+			if strings.TrimSpace(m.Text) != "" {
 				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
 			}
 			for _, tc := range m.ToolCalls {
@@ -281,7 +322,11 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 		}
 	}
 	flush()
-	for _, t := range req.Tools {
+	tools, callable := definedTools(req)
+	if len(tools) > 0 && !callable {
+		params.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+	}
+	for _, t := range tools {
 		schema, err := schemaObject(t)
 		if err != nil {
 			return params, err

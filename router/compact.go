@@ -82,8 +82,7 @@ func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, curren
 	if window <= 0 || len(r.history) == 0 {
 		return nil
 	}
-	req := Request{System: r.systemLocked(), Messages: append(append([]Message(nil), r.history...), current), Tools: specs(r.set.Tools)}
-	est := requestTokens(req)
+	est := requestTokens(r.requestLocked(TaskTurn, []Message{current}, true))
 	if float64(est) <= r.set.CompactShare*float64(window) {
 		return nil
 	}

@@ -153,8 +153,13 @@ func TestToolRoundsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := p.requests()
-	if len(reqs) != 3 || len(reqs[2].Tools) != 0 || len(reqs[0].Tools) == 0 {
-		t.Fatalf("%d requests; the last offered %d tools", len(reqs), len(reqs[len(reqs)-1].Tools))
+	if len(reqs) != 3 || len(reqs[0].Tools) == 0 || reqs[0].ToolChoice == router.ToolChoiceNone {
+		t.Fatalf("%d requests; the first let the model call %d tools (tool choice %q)", len(reqs), len(reqs[0].Tools), reqs[0].ToolChoice)
+	}
+	// The last round still defines the tools, so that the conversation's
+	// calls stay well formed, but lets the model call none.
+	if last := reqs[2]; len(last.Tools) == 0 || last.ToolChoice != router.ToolChoiceNone {
+		t.Fatalf("the last round defines %d tools with tool choice %q, want the tools and none", len(last.Tools), last.ToolChoice)
 	}
 	if reply.ToolCalls != 2 {
 		t.Errorf("ran %d tools, want 2 (one per allowed round)", reply.ToolCalls)
@@ -184,7 +189,7 @@ func TestCommandToolGetsArgumentsOnStdinAndNoSecrets(t *testing.T) {
 	}
 	big := router.CommandTool{Name: "big", Argv: []string{"/bin/sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x"}, MaxOutput: 100}.Tool("main")
 	out, err = big.Run(context.Background(), json.RawMessage(`{}`))
-	if err != nil || !strings.HasPrefix(out, strings.Repeat("x", 100)+"\n[output cut at 100 bytes]") {
+	if err != nil || out != strings.Repeat("x", 100)+"\n[truncated: 100 of 5000 bytes kept]" {
 		t.Fatalf("capped output %q, %v", out, err)
 	}
 	failing := router.CommandTool{Name: "fail", Argv: []string{"/bin/sh", "-c", "echo broker down >&2; exit 3"}}.Tool("main")

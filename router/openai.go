@@ -101,7 +101,9 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 
 // Complete streams one answer to req. Every failure is an *APIError; a
 // stream that ends before a choice's finish_reason is a failure, never a
-// reply.
+// reply. An answer that passes its cap (ReplyCap of the output cap) is
+// read no further: the call is cut off and the answer returned as
+// Truncated.
 func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	params, err := p.params(req)
 	if err != nil {
@@ -109,7 +111,9 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	callCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	rec := &recorder{}
+	maxOut := outputCap(p.maxOut, req.MaxOutputTokens)
+	meter := replyMeter{limit: ReplyCap(maxOut)}
+	rec := &recorder{limit: int64(ReplyStreamFactor) * int64(meter.limit)}
 	c := call{model: p.name, key: p.key, timeout: p.timeout, ctx: ctx, callCtx: callCtx, rec: rec, now: p.now}
 
 	stream := p.svc.NewStreaming(callCtx, params, option.WithMiddleware(rec.middleware))
@@ -121,6 +125,7 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		finish   string
 		usage    openai.CompletionUsage
 		hasUsage bool
+		cut      bool
 	)
 	for stream.Next() {
 		chunk := stream.Current()
@@ -128,6 +133,10 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		if !acc.AddChunk(chunk) {
 			return Response{}, &APIError{Model: p.name,
 				Err: fmt.Errorf("malformed stream: chunk %d does not continue the answer", chunks)}
+		}
+		if !meter.add(chunkBytes(chunk)) {
+			cut = true
+			break
 		}
 		if chunk.Model != "" {
 			modelID = chunk.Model
@@ -141,6 +150,28 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		if chunk.JSON.Usage.Valid() {
 			usage, hasUsage = chunk.Usage, true
 		}
+	}
+	if cut || rec.cut.Load() {
+		cancel() // hang up: the rest is not read
+		resp := Response{ModelID: modelID, StopReason: "truncated", Truncated: true}
+		if len(acc.Choices) > 0 {
+			m := acc.Choices[0].Message
+			resp.Text = cutText(m.Content, meter.limit)
+			if resp.Text == "" {
+				resp.Text = cutText(m.Refusal, meter.limit)
+			}
+		}
+		var u memory.Usage
+		if hasUsage {
+			u = memory.Usage{InputTokens: int(usage.PromptTokens), OutputTokens: int(usage.CompletionTokens),
+				CachedTokens: int(usage.PromptTokensDetails.CachedTokens)}
+		}
+		outTokens := maxOut
+		if outTokens <= 0 {
+			outTokens = UncappedReplyTokens
+		}
+		resp.Usage = truncatedUsage(u, req, outTokens)
+		return resp, nil
 	}
 	if err := stream.Err(); err != nil {
 		return Response{}, c.failure(err, p.streamError)
@@ -174,6 +205,19 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// chunkBytes is what a chunk adds to a reply: the text, refusals and tool
+// calls of its choices.
+func chunkBytes(c openai.ChatCompletionChunk) int {
+	n := 0
+	for _, ch := range c.Choices {
+		n += len(ch.Delta.Content) + len(ch.Delta.Refusal)
+		for _, tc := range ch.Delta.ToolCalls {
+			n += len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)
+		}
+	}
+	return n
 }
 
 // streamError classifies an error object the service sent in place of a
@@ -254,7 +298,11 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 			return params, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
 	}
-	for _, t := range req.Tools {
+	tools, callable := definedTools(req)
+	if len(tools) > 0 && !callable {
+		params.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(string(openai.ChatCompletionToolChoiceOptionAutoNone))}
+	}
+	for _, t := range tools {
 		schema, err := schemaObject(t)
 		if err != nil {
 			return params, err

@@ -3,8 +3,10 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deskd/deskd/memory"
 )
@@ -66,17 +68,66 @@ type ToolCall struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
+// ToolChoice says whether the model may call the tools a request defines.
+type ToolChoice string
+
+// The tool choices of a request.
+const (
+	// ToolChoiceAuto lets the model call any tool of the request, or answer.
+	ToolChoiceAuto ToolChoice = ""
+	// ToolChoiceNone makes the model answer in text: it still sees the
+	// tools (and the calls the conversation made), but calls none.
+	ToolChoiceNone ToolChoice = "none"
+)
+
 // Request is one call to a model.
 type Request struct {
 	Task     Task
 	System   string
 	Messages []Message
-	// Tools the model may call; empty for summaries and folds.
+	// Tools are the tools the request defines. The router defines the
+	// desk's tools in every request that carries the session's
+	// conversation, so that the model sees what it called; whether it may
+	// call them is ToolChoice. A provider also defines, as stubs, any tool
+	// the messages called that Tools lacks (a service refuses a
+	// conversation with tool calls and no tools), and with Tools empty the
+	// model may call none of them.
 	Tools []ToolSpec
+	// ToolChoice says whether the model may call Tools.
+	ToolChoice ToolChoice
 	// MaxOutputTokens caps the answer; 0 means the model's configured cap.
 	MaxOutputTokens int
 	// Fold carries the parts of a fold request (Task == TaskFold).
 	Fold *FoldInput
+}
+
+// stubDescription describes a tool that a conversation called and that the
+// request does not define any more.
+const stubDescription = "A tool called earlier in this conversation. It is not available now."
+
+// toolName is what both services accept as a tool's name.
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// definedTools returns the tools a provider sends for req: req.Tools, then
+// a stub for every other tool its messages called, and whether the model
+// may call them. A request that defines no tools of its own lets the
+// model call none, stubs or not.
+func definedTools(req Request) (tools []ToolSpec, callable bool) {
+	tools = req.Tools
+	have := make(map[string]bool, len(req.Tools))
+	for _, t := range req.Tools {
+		have[t.Name] = true
+	}
+	for _, m := range req.Messages {
+		for _, c := range m.ToolCalls {
+			if have[c.Name] || !toolName.MatchString(c.Name) {
+				continue
+			}
+			have[c.Name] = true
+			tools = append(tools[:len(tools):len(tools)], ToolSpec{Name: c.Name, Description: stubDescription})
+		}
+	}
+	return tools, len(req.Tools) > 0 && req.ToolChoice != ToolChoiceNone
 }
 
 // FoldInput is what a fold folds: the current Memory.md and the notes.
@@ -99,6 +150,75 @@ type Response struct {
 	ModelID string
 	// StopReason is the service's reason for ending the answer.
 	StopReason string
+	// Truncated is true when the answer passed its cap (ReplyCap) and the
+	// rest of the stream was not read: Text holds what came before the
+	// cap, ToolCalls is empty (a cut call is never run), and Usage counts
+	// the whole output cap where the service had not reported it yet.
+	Truncated bool
+}
+
+// Caps on a model's streamed answer. A reply may carry ReplyBytesPerToken
+// bytes of text and tool arguments for each token of its output cap, and
+// at least MinReplyBytes: a model that keeps to its max_output_tokens never
+// comes near it (text averages about four bytes a token). The stream
+// itself, framing and all, may be ReplyStreamFactor times as long: it
+// bounds what a service can make deskd buffer with events that carry no
+// text. Past either, deskd stops reading, hangs up, and keeps the reply as
+// truncated.
+const (
+	// ReplyBytesPerToken is the bytes a reply may carry per token of its
+	// output cap.
+	ReplyBytesPerToken = 32
+	// MinReplyBytes is the least a reply may carry, whatever its cap.
+	MinReplyBytes = 256 << 10
+	// ReplyStreamFactor is how many times a reply's cap the stream that
+	// carries it may be.
+	ReplyStreamFactor = 16
+	// UncappedReplyTokens is the output cap a reply's cap is computed from
+	// when the model has none configured.
+	UncappedReplyTokens = 32768
+)
+
+// ReplyCap is how many bytes of text and tool arguments a reply may carry
+// when its output cap is maxOutputTokens (0: none configured).
+func ReplyCap(maxOutputTokens int) int {
+	if maxOutputTokens <= 0 {
+		maxOutputTokens = UncappedReplyTokens
+	}
+	return max(MinReplyBytes, ReplyBytesPerToken*min(maxOutputTokens, 1<<24))
+}
+
+// replyMeter counts a streamed reply's bytes against its cap.
+type replyMeter struct {
+	limit, used int
+}
+
+// add counts n more bytes and reports whether the reply is still within
+// its cap.
+func (m *replyMeter) add(n int) bool {
+	m.used += n
+	return m.used <= m.limit
+}
+
+// cutText returns the first n bytes of s, backing off to the start of a
+// UTF-8 sequence.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// truncatedUsage is what a cut reply is charged: what the service reported
+// before the cut, but at least the request's estimate and the whole output
+// cap, which it was on its way past.
+func truncatedUsage(u memory.Usage, req Request, outputTokens int) memory.Usage {
+	u.InputTokens = max(u.InputTokens, int(requestTokens(req)))
+	u.OutputTokens = max(u.OutputTokens, outputTokens)
+	return u
 }
 
 // Provider is one model service: the scripted model, or a client of a real

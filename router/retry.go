@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -135,6 +136,34 @@ type answer struct {
 type recorder struct {
 	mu sync.Mutex
 	a  answer
+	// limit caps the bytes read of a successful answer's body (0: no cap);
+	// past it the body reads fail with errStreamCap and cut is set.
+	limit int64
+	cut   atomic.Bool
+}
+
+// errStreamCap is the read error of an answer's body past the recorder's
+// limit.
+var errStreamCap = errors.New("the answer passed deskd's cap on a streamed reply")
+
+// cappedBody is a response body that ends in errStreamCap after a limit.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	cut  *atomic.Bool
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		b.cut.Store(true)
+		return 0, errStreamCap
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // middleware has the shape of both SDKs' option.Middleware.
@@ -149,6 +178,8 @@ func (r *recorder) middleware(req *http.Request, next func(*http.Request) (*http
 		_ = res.Body.Close()
 		a.body = b
 		res.Body = io.NopCloser(bytes.NewReader(b))
+	} else if r.limit > 0 && res.Body != nil {
+		res.Body = &cappedBody{ReadCloser: res.Body, left: r.limit, cut: &r.cut}
 	}
 	r.mu.Lock()
 	r.a = a

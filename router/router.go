@@ -51,6 +51,10 @@ type Settings struct {
 	Tools []Tool
 	// MaxToolRounds bounds the tool rounds of one turn (default 8).
 	MaxToolRounds int
+	// MaxToolCalls bounds the tool calls of one answer that are run
+	// (default DefaultMaxToolCalls); each call past it is answered with an
+	// error result saying it was not run, and why.
+	MaxToolCalls int
 	// Budgets bound what the desk may spend.
 	Budgets Budgets
 	// CompactShare is the share of the context window that triggers a
@@ -96,6 +100,10 @@ type Reply struct {
 	Duration time.Duration
 	// ToolCalls counts the tools the turn ran.
 	ToolCalls int
+	// Truncated is true when the model's answer passed deskd's cap on a
+	// reply (ReplyCap) and was cut there; Text then ends with a line that
+	// says so, and the answer's tool calls were not run.
+	Truncated bool
 }
 
 // Router runs one desk's model calls in its current session. Its methods
@@ -133,6 +141,9 @@ func (r *Router) Configure(s Settings) error {
 	}
 	if s.MaxToolRounds <= 0 {
 		s.MaxToolRounds = DefaultMaxToolRounds
+	}
+	if s.MaxToolCalls <= 0 {
+		s.MaxToolCalls = DefaultMaxToolCalls
 	}
 	if s.CompactShare <= 0 || s.CompactShare > 1 {
 		s.CompactShare = DefaultCompactShare
@@ -350,7 +361,7 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 		t.Text = marker + "\n" + t.Text
 	}
 	user := Message{Role: RoleUser, Text: t.Text}
-	if err := r.budgetLocked(TaskTurn, 0, requestTokens(Request{System: r.systemLocked(), Messages: append(r.history, user)})); err != nil {
+	if err := r.budgetLocked(TaskTurn, 0, requestTokens(r.requestLocked(TaskTurn, []Message{user}, true))); err != nil {
 		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "budget.exceeded", Trigger: t.ID, Text: err.Error()})
 		return Reply{}, err
 	}
@@ -385,18 +396,16 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 }
 
 // loopLocked runs the tool loop for the messages of one turn: it calls the
-// model, records its answer, runs the tools it asks for and sends their
-// results back, at most rounds times; the last round offers no tools, so
-// the model must answer. It returns the turn's messages.
-func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn []Message, tools []Tool, rounds int, silent bool) ([]Message, Reply, error) {
+// model, records its answer, runs the tools (of runnable) it asks for and
+// sends their results back, at most rounds times; the last round lets the
+// model call no tool, so it must answer. Every request defines the desk's
+// tools. It returns the turn's messages.
+func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn []Message, runnable []Tool, rounds int, silent bool) ([]Message, Reply, error) {
 	var reply Reply
 	var turnUsed int64
 	for round := 0; ; round++ {
-		offered := tools
-		if round >= rounds {
-			offered = nil
-		}
-		req := Request{Task: task, System: r.systemLocked(), Messages: append(append([]Message(nil), r.history...), turn...), Tools: specs(offered)}
+		callable := round < rounds && len(runnable) > 0
+		req := r.requestLocked(task, turn, callable)
 		if err := r.budgetLocked(task, turnUsed, requestTokens(req)); err != nil {
 			return turn, reply, err
 		}
@@ -409,26 +418,37 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 		turnUsed += int64(resp.Usage.InputTokens + resp.Usage.OutputTokens)
 		reply.Usage = addUsage(reply.Usage, resp.Usage)
 		reply.Cost += cost
-		reply.Text, reply.Model, reply.Provider, reply.Scripted = resp.Text, model.Name, model.Provider, model.Scripted()
-		calls := resp.ToolCalls
-		if offered == nil {
+		text, calls := resp.Text, resp.ToolCalls
+		if !callable {
 			calls = nil // past the round limit, tool calls are not run
 		}
+		if resp.Truncated {
+			text, calls = text+truncatedNote(len(text)), nil
+			reply.Truncated = true
+		}
+		reply.Text, reply.Model, reply.Provider, reply.Scripted = text, model.Name, model.Provider, model.Scripted()
 		usage := resp.Usage
 		if err := r.log.Append(memory.Record{
-			Type: memory.RecordMessage, At: r.clock.Now(), Role: RoleAssistant, Text: resp.Text, Trigger: trigger,
+			Type: memory.RecordMessage, At: r.clock.Now(), Role: RoleAssistant, Text: text, Trigger: trigger,
 			Model: model.Name, Provider: model.Provider, Scripted: model.Scripted(), Usage: &usage,
 			DurationMS: r.clock.Now().Sub(callStart).Milliseconds(), ToolCalls: encodeCalls(calls), Silent: silent,
+			Truncated: resp.Truncated,
 		}); err != nil {
 			return turn, reply, fmt.Errorf("record reply to %s: %w", trigger, err)
 		}
-		turn = append(turn, Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: calls})
+		turn = append(turn, Message{Role: RoleAssistant, Text: text, ToolCalls: calls})
 		if len(calls) == 0 {
 			return turn, reply, nil
 		}
-		for _, call := range calls {
-			result, isErr := runTool(ctx, tools, call)
-			reply.ToolCalls++
+		for i, call := range calls {
+			var result string
+			var isErr bool
+			if i < r.set.MaxToolCalls {
+				result, isErr = runTool(ctx, r.set.Tools, runnable, call)
+				reply.ToolCalls++
+			} else {
+				result, isErr = notRun(call, len(calls), r.set.MaxToolCalls), true
+			}
 			if err := r.log.Append(memory.Record{
 				Type: memory.RecordTool, At: r.clock.Now(), Role: RoleTool, Text: result, Trigger: trigger,
 				ToolCallID: call.ID, ToolName: call.Name, IsError: isErr, Silent: silent,
@@ -478,9 +498,10 @@ func (r *Router) Fold(ctx context.Context, date memory.Date, memoryText, notes s
 	return text, nil
 }
 
-// Ask makes one tool-less call outside the session's conversation, with
-// the desk's instructions, and records the answer as an event of the
-// session. The skill curator uses it.
+// Ask makes one call outside the session's conversation, with the desk's
+// instructions and no tools, and records the answer as an event of the
+// session. The skill curator uses it. An answer cut at its cap is a
+// failure.
 func (r *Router) Ask(ctx context.Context, prompt string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -488,36 +509,66 @@ func (r *Router) Ask(ctx context.Context, prompt string) (string, error) {
 	if err := r.budgetLocked(TaskCurate, 0, requestTokens(req)); err != nil {
 		return "", err
 	}
-	resp, model, err := r.completeLocked(ctx, req)
+	text, err := r.answerLocked(ctx, req)
 	if err != nil {
 		return "", fmt.Errorf("ask %s: %w", r.desk, err)
+	}
+	return text, nil
+}
+
+// askLocked makes one call at the end of the session's conversation in
+// which the model may call no tool, and records the answer as an event of
+// the session. An answer cut at its cap is a failure.
+func (r *Router) askLocked(ctx context.Context, task Task, prompt string, fold *FoldInput) (string, error) {
+	req := r.requestLocked(task, []Message{{Role: RoleUser, Text: prompt}}, false)
+	req.Fold = fold
+	if err := r.budgetLocked(task, 0, requestTokens(req)); err != nil {
+		return "", err
+	}
+	return r.answerLocked(ctx, req)
+}
+
+// answerLocked makes the call req, whose answer is a text to use (a
+// summary, a fold, a checkpoint, the curator's operations), and records
+// the answer as an event of the session. An answer that was cut at its cap
+// is recorded as truncated and is a failure: half a Memory.md or half a
+// JSON plan is worse than none, and every caller has a fallback.
+func (r *Router) answerLocked(ctx context.Context, req Request) (string, error) {
+	resp, model, err := r.completeLocked(ctx, req)
+	if err != nil {
+		return "", err
 	}
 	r.chargeLocked(model, resp.Usage)
 	usage := resp.Usage
 	if r.log != nil {
-		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: string(TaskCurate), Text: resp.Text,
-			Model: model.Name, Provider: model.Provider, Scripted: model.Scripted(), Usage: &usage})
+		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: string(req.Task), Text: resp.Text,
+			Model: model.Name, Provider: model.Provider, Scripted: model.Scripted(), Usage: &usage, Truncated: resp.Truncated})
+	}
+	if resp.Truncated {
+		return "", fmt.Errorf("model %s: the answer was truncated after %d bytes, at deskd's cap for its output limit, and is not used",
+			model.Name, len(resp.Text))
 	}
 	return resp.Text, nil
 }
 
-// askLocked makes one tool-less call at the end of the session's
-// conversation and records the answer as an event of the session.
-func (r *Router) askLocked(ctx context.Context, task Task, prompt string, fold *FoldInput) (string, error) {
-	req := Request{Task: task, System: r.systemLocked(), Fold: fold,
-		Messages: append(append([]Message(nil), r.history...), Message{Role: RoleUser, Text: prompt})}
-	if err := r.budgetLocked(task, 0, requestTokens(req)); err != nil {
-		return "", err
+// requestLocked builds a request at the end of the session's
+// conversation: the system prompt, the history, then msgs. It defines the
+// desk's tools whether or not the model may call them (callable; the tool
+// choice is none otherwise): a conversation with tool calls must define
+// tools (the Messages API refuses it otherwise), and the model should see
+// what it called. Every request of the session is built here.
+func (r *Router) requestLocked(task Task, msgs []Message, callable bool) Request {
+	req := Request{Task: task, System: r.systemLocked(), Messages: append(append([]Message(nil), r.history...), msgs...), Tools: specs(r.set.Tools)}
+	if !callable {
+		req.ToolChoice = ToolChoiceNone
 	}
-	resp, model, err := r.completeLocked(ctx, req)
-	if err != nil {
-		return "", err
-	}
-	r.chargeLocked(model, resp.Usage)
-	usage := resp.Usage
-	r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: string(task), Text: resp.Text,
-		Model: model.Name, Provider: model.Provider, Scripted: model.Scripted(), Usage: &usage})
-	return resp.Text, nil
+	return req
+}
+
+// truncatedNote ends the text of an answer cut after n bytes.
+func truncatedNote(n int) string {
+	return fmt.Sprintf("\n\n[deskd: this answer was truncated after %d bytes, at the cap its output limit allows; "+
+		"the rest was not read, and no tool call of it was run]", n)
 }
 
 // completeLocked tries each model of the route in turn, each with the

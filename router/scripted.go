@@ -60,6 +60,9 @@ func scriptedNote(req Request) (ToolCall, bool) {
 	if n == 0 || req.Messages[n-1].Role != RoleUser {
 		return ToolCall{}, false
 	}
+	if req.ToolChoice == ToolChoiceNone {
+		return ToolCall{}, false
+	}
 	offered := false
 	for _, t := range req.Tools {
 		offered = offered || t.Name == "note"

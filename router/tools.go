@@ -17,12 +17,38 @@ import (
 // DefaultMaxToolRounds bounds the tool rounds of one turn.
 const DefaultMaxToolRounds = 8
 
+// Caps on what the tools take from a model and give back to it.
+const (
+	// DefaultMaxToolCalls bounds the tool calls of one answer that are run
+	// (Settings.MaxToolCalls): a model has no need of more in one answer,
+	// and a runaway one should not place 200 orders. The calls past it
+	// get an error result saying they were not run, and why.
+	DefaultMaxToolCalls = 16
+	// DefaultMaxToolResult caps the bytes of a tool's result sent to the
+	// model and kept in the session (Tool.MaxResult; a command tool's cap
+	// is its MaxOutput): about 8000 tokens. A longer result is cut, and
+	// ends with a line saying how much was kept.
+	DefaultMaxToolResult = 32 << 10
+	// MaxNoteBytes caps a note the note tool writes: a note is one line of
+	// the day's notes file, and every note is folded into Memory.md.
+	MaxNoteBytes = 2 << 10
+	// MaxSkillBytes caps a skill the skill_write tool writes (front matter
+	// included); a bigger one is refused whole, never cut.
+	MaxSkillBytes = 32 << 10
+)
+
+// truncMarkRoom is room for the line a cut result ends with.
+const truncMarkRoom = 80
+
 // Tool is one tool a desk's model may call.
 type Tool struct {
 	Spec ToolSpec
 	// Run runs the tool with arguments that passed the schema's checks.
 	// An error is sent back to the model as the tool's result.
 	Run func(ctx context.Context, args json.RawMessage) (string, error)
+	// MaxResult caps the bytes of the result (or error) sent back; 0 means
+	// DefaultMaxToolResult. A longer one is cut, and says so.
+	MaxResult int
 }
 
 // CommandTool is an operator-defined tool: an argv command (no shell) that
@@ -37,7 +63,9 @@ type CommandTool struct {
 	Argv []string
 	// Timeout bounds one run (default 30s).
 	Timeout time.Duration
-	// MaxOutput caps the bytes of stdout sent to the model (default 16 KiB).
+	// MaxOutput caps the bytes of stdout sent to the model (default 16 KiB);
+	// a longer output is cut, and the result ends with a line saying how
+	// much was kept ("[truncated: 16384 of 90000 bytes kept]").
 	MaxOutput int
 	// Dir is the working directory ("" for the daemon's).
 	Dir string
@@ -55,7 +83,8 @@ func (c CommandTool) Tool(desk string) Tool {
 		limit = 16 << 10
 	}
 	return Tool{
-		Spec: ToolSpec{Name: c.Name, Description: c.Description, Schema: c.Schema},
+		Spec:      ToolSpec{Name: c.Name, Description: c.Description, Schema: c.Schema},
+		MaxResult: limit + truncMarkRoom,
 		Run: func(ctx context.Context, args json.RawMessage) (string, error) {
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
@@ -74,32 +103,39 @@ func (c CommandTool) Tool(desk string) Tool {
 			if err != nil {
 				return "", fmt.Errorf("tool %s: %v: %s", c.Name, err, strings.TrimSpace(stderr.String()))
 			}
-			out := stdout.String()
-			if stdout.cut {
-				out += fmt.Sprintf("\n[output cut at %d bytes]", limit)
+			if stdout.total > limit {
+				return truncate(stdout.String(), limit, stdout.total), nil
 			}
-			return out, nil
+			return stdout.String(), nil
 		},
 	}
 }
 
-// capped is a writer that keeps the first limit bytes. It is not a
-// bytes.Buffer underneath, so that io.Copy cannot go around Write.
+// capped is a writer that keeps the first limit bytes and counts them all.
+// It is not a bytes.Buffer underneath, so that io.Copy cannot go around
+// Write.
 type capped struct {
 	buf   []byte
 	limit int
-	cut   bool
+	total int
 }
 
 func (c *capped) Write(p []byte) (int, error) {
+	c.total += len(p)
 	room := c.limit - len(c.buf)
 	if room < len(p) {
-		c.cut = true
 		c.buf = append(c.buf, p[:max(room, 0)]...)
 		return len(p), nil
 	}
 	c.buf = append(c.buf, p...)
 	return len(p), nil
+}
+
+// truncate returns the first limit bytes of s (backing off to a UTF-8
+// boundary), of total bytes in all, and a line saying how much was kept.
+func truncate(s string, limit, total int) string {
+	kept := cutText(s, limit)
+	return kept + fmt.Sprintf("\n[truncated: %d of %d bytes kept]", len(kept), total)
 }
 
 func (c *capped) String() string { return string(c.buf) }
@@ -124,9 +160,17 @@ func BuiltinTools(folder *memory.Folder, today func() memory.Date) []Tool {
 				if line == "" {
 					return "", errors.New("note: empty text")
 				}
+				total := len(line)
+				if total > MaxNoteBytes {
+					line = strings.TrimSpace(cutText(line, MaxNoteBytes))
+				}
 				d := today()
 				if err := folder.AppendNote(d, line); err != nil {
 					return "", err
+				}
+				if len(line) < total {
+					return fmt.Sprintf("noted in notes/%s.md, truncated: %d of %d bytes kept (a note is at most %d bytes)",
+						d, len(line), total, MaxNoteBytes), nil
 				}
 				return "noted in notes/" + d.String() + ".md", nil
 			},
@@ -179,7 +223,7 @@ func BuiltinTools(folder *memory.Folder, today func() memory.Date) []Tool {
 		{
 			Spec: ToolSpec{
 				Name:        "skill_write",
-				Description: "Create or replace one of your skills. The previous version is kept in history.",
+				Description: "Create or replace one of your skills. The previous version is kept in history. A skill the operator pinned cannot be replaced.",
 				Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"lowercase, digits, - and _"},` +
 					`"description":{"type":"string","description":"one line: when to use it"},"body":{"type":"string","description":"the skill, Markdown"}},"required":["name","description","body"]}`),
 			},
@@ -193,7 +237,11 @@ func BuiltinTools(folder *memory.Folder, today func() memory.Date) []Tool {
 					return "", errors.New("skill_write: empty description")
 				}
 				content := fmt.Sprintf("---\nname: %s\ndescription: %q\n---\n\n%s\n", a.Name, desc, strings.TrimSpace(a.Body))
-				if _, err := folder.WriteSkill(a.Name, content); err != nil {
+				if len(content) > MaxSkillBytes {
+					return "", fmt.Errorf("skill_write: skill %q is %d bytes, more than the %d a skill may have; nothing was written",
+						a.Name, len(content), MaxSkillBytes)
+				}
+				if _, err := folder.WriteSkillAs(memory.ByDesk, a.Name, content); err != nil {
 					return "", err
 				}
 				return "skill " + a.Name + " written", nil
@@ -218,27 +266,56 @@ func SkillsIndex(folder *memory.Folder) (string, error) {
 	return b.String(), nil
 }
 
-// runTool checks a call's arguments against its tool's schema and runs it.
-// Every failure becomes the tool's result, never the turn's.
-func runTool(ctx context.Context, tools []Tool, call ToolCall) (result string, isError bool) {
-	for _, t := range tools {
+// runTool checks a call's arguments against its tool's schema and runs
+// it, if it is one of runnable (the others of defined are not available in
+// this turn). The result is cut at the tool's cap. Every failure becomes
+// the tool's result, never the turn's.
+func runTool(ctx context.Context, defined, runnable []Tool, call ToolCall) (result string, isError bool) {
+	for _, t := range runnable {
 		if t.Spec.Name != call.Name {
 			continue
+		}
+		limit := t.MaxResult
+		if limit <= 0 {
+			limit = DefaultMaxToolResult
 		}
 		args := call.Arguments
 		if len(bytes.TrimSpace(args)) == 0 {
 			args = json.RawMessage("{}")
 		}
 		if err := checkArgs(t.Spec.Schema, args); err != nil {
-			return "error: bad arguments for " + call.Name + ": " + err.Error(), true
+			return capResult("error: bad arguments for "+call.Name+": "+err.Error(), limit), true
 		}
 		out, err := safeRun(ctx, t, args)
 		if err != nil {
-			return "error: " + err.Error(), true
+			return capResult("error: "+err.Error(), limit), true
 		}
-		return out, false
+		return capResult(out, limit), false
+	}
+	for _, t := range defined {
+		if t.Spec.Name == call.Name {
+			names := make([]string, 0, len(runnable))
+			for _, t := range runnable {
+				names = append(names, t.Spec.Name)
+			}
+			return fmt.Sprintf("error: %s is not available in this turn; only %s may be called", call.Name, strings.Join(names, ", ")), true
+		}
 	}
 	return "error: no tool named " + call.Name, true
+}
+
+// capResult cuts a tool's result at limit bytes.
+func capResult(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	return truncate(s, limit, len(s))
+}
+
+// notRun is the result of a call past the cap on the calls of one answer.
+func notRun(call ToolCall, calls, limit int) string {
+	return fmt.Sprintf("error: %s was not run: the answer asked for %d tool calls, and deskd runs at most %d of one answer "+
+		"(the first %d ran). Call it again in your next answer if you still need it.", call.Name, calls, limit, limit)
 }
 
 // safeRun runs t, turning a panic into an error.
