@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -23,13 +24,16 @@ import (
 var errModel = errors.New("model unavailable (injected)")
 
 // model is a router.Provider for tests: it answers like the scripted model,
-// counts the calls of each task, fails the tasks it is told to fail, and
-// may answer summaries with a fixed text.
+// counts the calls of each task, fails the tasks it is told to fail, may
+// answer summaries and folds with a fixed text, and records the notes of
+// every fold call.
 type model struct {
-	mu      sync.Mutex
-	calls   map[router.Task]int
-	fail    map[router.Task]bool
-	summary string // if set, the answer to every summary call
+	mu       sync.Mutex
+	calls    map[router.Task]int
+	fail     map[router.Task]bool
+	summary  string   // if set, the answer to every summary call
+	foldText string   // if set, the answer to every fold call
+	folds    []string // the notes of every fold call, in order
 }
 
 func newModel() *model {
@@ -39,13 +43,19 @@ func newModel() *model {
 func (m *model) Complete(ctx context.Context, req router.Request) (router.Response, error) {
 	m.mu.Lock()
 	m.calls[req.Task]++
-	fail, summary := m.fail[req.Task], m.summary
+	fail, summary, foldText := m.fail[req.Task], m.summary, m.foldText
+	if req.Task == router.TaskFold && req.Fold != nil {
+		m.folds = append(m.folds, req.Fold.Notes)
+	}
 	m.mu.Unlock()
 	if fail {
 		return router.Response{}, errModel
 	}
 	if req.Task == router.TaskSummary && summary != "" {
 		return router.Response{Text: summary}, nil
+	}
+	if req.Task == router.TaskFold && foldText != "" {
+		return router.Response{Text: foldText}, nil
 	}
 	return router.Scripted{}.Complete(ctx, req)
 }
@@ -55,6 +65,21 @@ func (m *model) count(task router.Task) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.calls[task]
+}
+
+// foldNotes returns the notes of every fold call so far.
+func (m *model) foldNotes() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.folds)
+}
+
+// setFoldText makes the model answer every fold call with text ("" to fold
+// as the scripted model does).
+func (m *model) setFoldText(text string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.foldText = text
 }
 
 // setFail makes the model fail (or stop failing) every call of task.

@@ -9,11 +9,17 @@
 // A rollover is a small transaction: each step is written to the desk's
 // rollover journal before the next starts, so a crash at any point resumes
 // at the step it stopped at, never asks for a second summary, and never
-// loses the old session.
+// loses the old session. Each step's event (session.summarized,
+// memory.folded, skills.reviewed, and the new session's session.started)
+// is announced at least once: it is journalled, announced, and only then
+// is the step marked done, so a crash in between announces it again on
+// resume, as the same event with the same ID ("rollover:<old session>:<step>").
 package keeper
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -87,9 +93,11 @@ type Options struct {
 	// Backoff is the wait before the second attempt; it doubles after each
 	// failure (default 2s).
 	Backoff time.Duration
-	// AfterStep, if set, is called once each step is durable; an error
-	// stops the rollover there as a crash would. Tests use it to crash a
-	// rollover at every step.
+	// AfterStep, if set, is called once each step's outcome is durable and
+	// its event announced, before the journal marks the step done: the one
+	// instant at which a crash makes the step announce its event again. An
+	// error stops the rollover there as a crash would. Tests use it to
+	// crash a rollover at every step.
 	AfterStep func(Step) error
 }
 
@@ -113,22 +121,48 @@ func New(o Options) *Keeper {
 // journalFile is the rollover journal in the desk folder.
 const journalFile = "rollover.json"
 
-// journal records how far the rollover of one session has come.
+// journal records how far the rollover of one session has come. Each
+// step's outcome and event are journalled before the event is announced,
+// and the step is marked done after (see Keeper.announced).
 type journal struct {
-	Session     string      `json:"session"`
-	Date        memory.Date `json:"trading_date"`
-	Reason      string      `json:"reason"`
-	Summary     string      `json:"summary,omitempty"`
-	Summarised  bool        `json:"summarised"`
-	SummaryPath string      `json:"summary_path,omitempty"`
-	Degraded    bool        `json:"degraded,omitempty"`
-	Folded      bool        `json:"folded"`
-	FoldBefore  string      `json:"fold_before,omitempty"`
-	FoldResult  *string     `json:"fold_result,omitempty"`
-	FoldNotes   []string    `json:"fold_notes,omitempty"`
-	Curated     bool        `json:"curated"`
-	NewSession  string      `json:"new_session,omitempty"`
-	Done        bool        `json:"done"`
+	Session string      `json:"session"`
+	Date    memory.Date `json:"trading_date"`
+	Reason  string      `json:"reason"`
+
+	Summary         string                   `json:"summary,omitempty"`
+	SummaryAttempts int                      `json:"summary_attempts,omitempty"`
+	SummaryError    string                   `json:"summary_error,omitempty"`
+	SummaryPath     string                   `json:"summary_path,omitempty"`
+	Degraded        bool                     `json:"degraded,omitempty"`
+	SummarizedEvent *event.SessionSummarized `json:"summarized_event,omitempty"`
+	Summarised      bool                     `json:"summarised"`
+
+	FoldBefore string  `json:"fold_before,omitempty"`
+	FoldResult *string `json:"fold_result,omitempty"`
+	// FoldNotes are the dates whose notes FoldResult took in, and FoldTook
+	// exactly what it took of each notes file: a crash after Memory.md was
+	// written but before folded-notes.json was moves the record on from
+	// here, neither folding those notes twice nor losing later ones.
+	FoldNotes   []string            `json:"fold_notes,omitempty"`
+	FoldTook    []noteRange         `json:"fold_took,omitempty"`
+	FoldedEvent *event.MemoryFolded `json:"folded_event,omitempty"`
+	Folded      bool                `json:"folded"`
+
+	ReviewedEvent *event.SkillsReviewed `json:"reviewed_event,omitempty"`
+	Curated       bool                  `json:"curated"`
+
+	NewSession   string                `json:"new_session,omitempty"`
+	StartedEvent *event.SessionStarted `json:"started_event,omitempty"`
+	Done         bool                  `json:"done"`
+}
+
+// noteRange is what a fold took of one notes file, notes/<Date>.md: its
+// bytes from offset From to To.Offset. To is the mark the file's entry in
+// folded-notes.json moves to once the fold is written.
+type noteRange struct {
+	Date string           `json:"date"`
+	From int64            `json:"from"`
+	To   memory.NotesMark `json:"to"`
 }
 
 // Start picks up the session saved before a restart, or starts the first
@@ -138,6 +172,9 @@ type journal struct {
 func (k *Keeper) Start(ctx context.Context) error {
 	resumed, err := k.o.Router.RestoreSession(ctx)
 	if err != nil {
+		return fmt.Errorf("keeper %s: start: %w", k.o.Desk, err)
+	}
+	if _, err := k.readFolded(); err != nil { // migrates an older deskd's record now
 		return fmt.Errorf("keeper %s: start: %w", k.o.Desk, err)
 	}
 	reason := "first"
@@ -150,12 +187,21 @@ func (k *Keeper) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("keeper %s: start: %w", k.o.Desk, err)
 	}
-	if ok && !j.Done && j.Session != k.o.Router.SessionID() {
-		j.NewSession, j.Done = k.o.Router.SessionID(), true
+	if cur := k.o.Router.SessionID(); ok && !j.Done && j.Session != cur {
+		// The router began the new session; the journal may not know it
+		// yet, and its announcement may be lost: announce it (again, as
+		// the same event when the journal has it), then mark it done.
+		ev := event.SessionStarted{Header: k.stepHeader(j.Session, StepReset), Session: cur,
+			Reason: j.Reason, Previous: j.Session, SummaryPath: j.SummaryPath}
+		if j.StartedEvent != nil && j.StartedEvent.Session == cur {
+			ev = *j.StartedEvent
+		}
+		j.NewSession, j.StartedEvent = cur, &ev
+		event.Publish(k.o.Bus, ev)
+		j.Done = true
 		if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
 			return fmt.Errorf("keeper %s: complete rollover of %s: %w", k.o.Desk, j.Session, err)
 		}
-		k.announce(j.Reason, j.Session, j.SummaryPath)
 	}
 	return nil
 }
@@ -237,15 +283,16 @@ func (k *Keeper) rollOver(ctx context.Context, reason string) (string, Step, err
 	if err := k.o.Router.Reset(ctx); err != nil {
 		return "", StepReset, err
 	}
-	// The journal names the new session before it is announced, and is
-	// marked done after: a crash between the two announces it again at
-	// Start (at least once, never lost).
-	j.NewSession = k.o.Router.SessionID()
+	// The journal names the new session and holds its announcement before
+	// it is announced, and is marked done after: a crash between the two
+	// announces it again at Start (at least once, never lost, same ID).
+	ev := event.SessionStarted{Header: k.stepHeader(prev, StepReset), Session: k.o.Router.SessionID(),
+		Reason: j.Reason, Previous: prev, SummaryPath: j.SummaryPath}
+	j.NewSession, j.StartedEvent = ev.Session, &ev
 	if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
 		return "", StepReset, err
 	}
-	j.Done = true
-	if err := k.save(j, StepReset, func() { k.announce(j.Reason, prev, j.SummaryPath) }); err != nil {
+	if err := k.announced(&j, StepReset, func() { event.Publish(k.o.Bus, ev) }, func() { j.Done = true }); err != nil {
 		return "", StepReset, err
 	}
 	return j.NewSession, "", nil
@@ -259,93 +306,231 @@ func (k *Keeper) summarise(ctx context.Context, j *journal) error {
 	if j.Summarised {
 		return nil
 	}
-	attempts := 0
-	var lastErr error
-	if j.Summary == "" {
-		text, n, err := k.retry(ctx, func() (string, error) { return k.o.Router.Summarise(ctx, j.Date) })
-		attempts, lastErr = n, err
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			j.Degraded = true
-			text = fmt.Sprintf("[Degraded summary: the model could not summarise this session (%s). "+
-				"This is a mechanical digest of its exchanges.]\n\n%s", oneLine(err.Error()), k.o.Router.Digest())
-		}
-		j.Summary = strings.TrimRight(text, "\n") + "\n"
-		if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
-			return err
-		}
-	}
-	path, err := k.o.Folder.WriteSummary(j.Date, j.Summary)
-	if err != nil {
-		return err
-	}
-	j.SummaryPath, j.Summarised = path, true
-	ev := event.SessionSummarized{Header: k.header(), Session: j.Session, Date: j.Date.String(), SummaryPath: path, Degraded: j.Degraded, Attempts: attempts}
-	if lastErr != nil {
-		ev.Error = lastErr.Error()
-	}
-	return k.save(*j, StepSummarised, func() { event.Publish(k.o.Bus, ev) })
-}
-
-// foldedFile lists the note dates already folded into Memory.md.
-const foldedFile = "folded-notes.json"
-
-// fold folds every note not yet folded, up to the session's date, into
-// Memory.md, through the fold guard: a result that is empty, too large, or
-// drops too many of the prior entries is refused, and Memory.md stays as it
-// was. The write is a compare-and-swap on the text the fold read: when an
-// operator edited Memory.md meanwhile, the notes are folded once more into
-// the new text, and if that conflicts too the operator's file is kept. A
-// degraded day, a refused or failed fold, and a conflict all leave the
-// notes for the next fold. The model's result is journalled before
-// Memory.md is written, so a crash between the two does not fold twice.
-func (k *Keeper) fold(ctx context.Context, j *journal) error {
-	if j.Folded {
-		return nil
-	}
-	done := func(ev event.MemoryFolded) error {
-		j.Folded = true
-		ev.Header, ev.Session, ev.Date = k.header(), j.Session, j.Date.String()
-		return k.save(*j, StepFolded, func() { event.Publish(k.o.Bus, ev) })
-	}
-	if j.Degraded {
-		return done(event.MemoryFolded{Reason: "degraded summary: notes kept for the next fold"})
-	}
-	var folded []string
-	if _, err := k.o.Folder.ReadJSON(foldedFile, &folded); err != nil {
-		return err
-	}
-	for attempt := 1; ; attempt++ {
-		current, err := k.o.Folder.ReadMemory()
-		if err != nil {
-			return err
-		}
-		if j.FoldResult != nil && current == *j.FoldResult {
-			break // written before a crash
-		}
-		if j.FoldResult == nil || current != j.FoldBefore {
-			notes, dates, err := k.pendingNotes(j.Date, folded)
-			if err != nil {
-				return err
-			}
-			if len(dates) == 0 {
-				return done(event.MemoryFolded{Reason: "no notes to fold"})
-			}
-			result, _, err := k.retry(ctx, func() (string, error) { return k.o.Router.Fold(ctx, j.Date, current, notes) })
+	if j.SummarizedEvent == nil {
+		if j.Summary == "" {
+			text, n, err := k.retry(ctx, func() (string, error) { return k.o.Router.Summarise(ctx, j.Date) })
+			j.SummaryAttempts = n
 			if err != nil {
 				if ctx.Err() != nil {
 					return err
 				}
-				return done(event.MemoryFolded{Notes: dates, Reason: "fold failed, notes kept for the next fold: " + oneLine(err.Error())})
+				j.Degraded, j.SummaryError = true, err.Error()
+				text = fmt.Sprintf("[Degraded summary: the model could not summarise this session (%s). "+
+					"This is a mechanical digest of its exchanges.]\n\n%s", oneLine(err.Error()), k.o.Router.Digest())
 			}
-			if err := k.o.Guard.Check(current, result); err != nil {
-				return done(event.MemoryFolded{Notes: dates, Reason: oneLine(err.Error()) + "; Memory.md unchanged, notes kept for the next fold"})
-			}
-			j.FoldBefore, j.FoldResult, j.FoldNotes = current, &result, dates
+			j.Summary = strings.TrimRight(text, "\n") + "\n"
 			if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
 				return err
+			}
+		}
+		path, err := k.writeSummary(j)
+		if err != nil {
+			return err
+		}
+		j.SummaryPath = path
+		j.SummarizedEvent = &event.SessionSummarized{Header: k.stepHeader(j.Session, StepSummarised), Session: j.Session,
+			Date: j.Date.String(), SummaryPath: path, Degraded: j.Degraded, Attempts: j.SummaryAttempts, Error: j.SummaryError}
+		if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
+			return err
+		}
+	}
+	ev := *j.SummarizedEvent
+	return k.announced(j, StepSummarised, func() { event.Publish(k.o.Bus, ev) }, func() { j.Summarised = true })
+}
+
+// writeSummary writes the journalled summary, unless the summary file holds
+// it already (a crash after the write), and returns the file's path.
+func (k *Keeper) writeSummary(j *journal) (string, error) {
+	s, ok, err := k.o.Folder.ReadSummary(j.Date)
+	if err != nil {
+		return "", err
+	}
+	if ok && s.Text == j.Summary {
+		return s.Path, nil
+	}
+	return k.o.Folder.WriteSummary(j.Date, j.Summary)
+}
+
+// foldedFile records how much of each notes file is folded into Memory.md.
+//
+// It holds, for each notes file by date, a mark (memory.NotesMark): the
+// byte offset up to which the file's notes are folded, and the SHA-256 of
+// those bytes. Notes are append-only, so a fold takes in exactly what was
+// appended beyond each file's mark, and moves the marks on only once its
+// result is in Memory.md: notes written after a same-day rollover, and
+// notes a degraded, failed, refused or conflicting fold did not take in,
+// wait for the next fold.
+//
+// An operator may edit a notes file by hand. When the file no longer
+// begins with the bytes its mark covers (it shrank, or was edited before
+// the mark), the next fold takes in the whole file again: nothing the
+// operator wrote is lost, at the cost of the model seeing notes it folded
+// before (it folds them into a Memory.md that has their lessons already).
+//
+// An older deskd wrote the file as a JSON list of the dates folded. Such a
+// record is migrated when the keeper first reads it (at Start): each date
+// listed counts as folded up to its notes file's size at that moment, and
+// what is appended after is folded by the next fold.
+const foldedFile = "folded-notes.json"
+
+// foldedRecord is the content of foldedFile.
+type foldedRecord struct {
+	// Notes maps a notes file's date (YYYY-MM-DD) to its mark.
+	Notes map[string]memory.NotesMark `json:"notes"`
+}
+
+// readFolded reads foldedFile, migrating (and rewriting) a record in the
+// older format, a list of dates.
+func (k *Keeper) readFolded() (foldedRecord, error) {
+	rec := foldedRecord{Notes: map[string]memory.NotesMark{}}
+	var raw json.RawMessage
+	ok, err := k.o.Folder.ReadJSON(foldedFile, &raw)
+	if err != nil || !ok {
+		return rec, err
+	}
+	if b := bytes.TrimSpace(raw); len(b) == 0 || b[0] != '[' {
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return rec, fmt.Errorf("parse %s: %w", k.o.Folder.Path(foldedFile), err)
+		}
+		if rec.Notes == nil {
+			rec.Notes = map[string]memory.NotesMark{}
+		}
+		return rec, nil
+	}
+	var dates []string
+	if err := json.Unmarshal(raw, &dates); err != nil {
+		return rec, fmt.Errorf("parse %s: %w", k.o.Folder.Path(foldedFile), err)
+	}
+	for _, s := range dates {
+		d, err := memory.ParseDate(s)
+		if err != nil {
+			continue // not a date: it named no notes file
+		}
+		tail, ok, err := k.o.Folder.ReadNotesFrom(d, memory.NotesMark{})
+		if err != nil {
+			return rec, fmt.Errorf("migrate %s: %w", foldedFile, err)
+		}
+		if ok {
+			rec.Notes[d.String()] = tail.To
+		}
+	}
+	if err := k.o.Folder.WriteJSON(foldedFile, rec); err != nil {
+		return rec, fmt.Errorf("migrate %s: %w", foldedFile, err)
+	}
+	return rec, nil
+}
+
+// markFolded moves the marks of foldedFile on past what the journalled
+// fold took. It is idempotent: it sets each mark to where the fold ended.
+func (k *Keeper) markFolded(j *journal) error {
+	rec, err := k.readFolded()
+	if err != nil {
+		return err
+	}
+	for _, r := range j.FoldTook {
+		rec.Notes[r.Date] = r.To
+	}
+	if len(j.FoldTook) == 0 {
+		// A journal of an older deskd names only the dates: they count
+		// as folded up to their files' sizes now, as a migration does.
+		for _, s := range j.FoldNotes {
+			d, err := memory.ParseDate(s)
+			if err != nil {
+				continue
+			}
+			tail, ok, err := k.o.Folder.ReadNotesFrom(d, memory.NotesMark{})
+			if err != nil {
+				return fmt.Errorf("mark notes of %s folded: %w", s, err)
+			}
+			if ok {
+				rec.Notes[s] = tail.To
+			}
+		}
+	}
+	if err := k.o.Folder.WriteJSON(foldedFile, rec); err != nil {
+		return fmt.Errorf("mark notes of %s folded: %w", strings.Join(j.FoldNotes, ", "), err)
+	}
+	return nil
+}
+
+// fold folds every note not yet folded, up to the session's date, into
+// Memory.md (see foldedFile), and announces the outcome. Its event is
+// journalled before it is announced; a journalled successful fold moves
+// the marks of foldedFile on before every announcement, so a crash
+// anywhere after Memory.md was written neither folds twice nor loses notes.
+func (k *Keeper) fold(ctx context.Context, j *journal) error {
+	if j.Folded {
+		return nil
+	}
+	if j.FoldedEvent == nil {
+		ev, err := k.foldNotes(ctx, j)
+		if err != nil {
+			return err
+		}
+		ev.Header, ev.Session, ev.Date = k.stepHeader(j.Session, StepFolded), j.Session, j.Date.String()
+		j.FoldedEvent = &ev
+		if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
+			return err
+		}
+	}
+	if j.FoldedEvent.Folded {
+		if err := k.markFolded(j); err != nil {
+			return err
+		}
+	}
+	ev := *j.FoldedEvent
+	return k.announced(j, StepFolded, func() { event.Publish(k.o.Bus, ev) }, func() { j.Folded = true })
+}
+
+// foldNotes folds the pending notes into Memory.md through the fold guard,
+// and returns the event that says how it went: a result that is empty, too
+// large, or drops too many of the prior entries is refused, and Memory.md
+// stays as it was. The write is a compare-and-swap on the text the fold
+// read: when an operator edited Memory.md meanwhile, the notes are folded
+// once more into the new text, and if that conflicts too the operator's
+// file is kept. A degraded day, a refused or failed fold, and a conflict
+// all leave the notes for the next fold. The model's result, and what it
+// took, are journalled before Memory.md is written, so a crash between the
+// two does not fold twice.
+func (k *Keeper) foldNotes(ctx context.Context, j *journal) (event.MemoryFolded, error) {
+	if j.Degraded {
+		return event.MemoryFolded{Reason: "degraded summary: notes kept for the next fold"}, nil
+	}
+	rec, err := k.readFolded()
+	if err != nil {
+		return event.MemoryFolded{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		current, err := k.o.Folder.ReadMemory()
+		if err != nil {
+			return event.MemoryFolded{}, err
+		}
+		if j.FoldResult != nil && current == *j.FoldResult {
+			ev := event.MemoryFolded{Folded: true, Notes: j.FoldNotes} // written before a crash
+			ev.LinesAdded, ev.LinesRemoved = lineDiff(j.FoldBefore, *j.FoldResult)
+			return ev, nil
+		}
+		if j.FoldResult == nil || current != j.FoldBefore {
+			notes, took, dates, err := k.pendingNotes(j.Date, rec)
+			if err != nil {
+				return event.MemoryFolded{}, err
+			}
+			if len(took) == 0 {
+				return event.MemoryFolded{Reason: "no notes to fold"}, nil
+			}
+			result, _, err := k.retry(ctx, func() (string, error) { return k.o.Router.Fold(ctx, j.Date, current, notes) })
+			if err != nil {
+				if ctx.Err() != nil {
+					return event.MemoryFolded{}, err
+				}
+				return event.MemoryFolded{Notes: dates, Reason: "fold failed, notes kept for the next fold: " + oneLine(err.Error())}, nil
+			}
+			if err := k.o.Guard.Check(current, result); err != nil {
+				return event.MemoryFolded{Notes: dates, Reason: oneLine(err.Error()) + "; Memory.md unchanged, notes kept for the next fold"}, nil
+			}
+			j.FoldBefore, j.FoldResult, j.FoldNotes, j.FoldTook = current, &result, dates, took
+			if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
+				return event.MemoryFolded{}, err
 			}
 		}
 		hist, err := k.o.Folder.ReplaceMemory(j.FoldBefore, *j.FoldResult)
@@ -353,45 +538,39 @@ func (k *Keeper) fold(ctx context.Context, j *journal) error {
 			if attempt < 2 {
 				continue // an operator edited Memory.md during the fold: fold once more on their text
 			}
-			return done(event.MemoryFolded{Notes: j.FoldNotes, Reason: "Memory.md was edited during the fold twice; the operator's file is kept, notes kept for the next fold"})
+			return event.MemoryFolded{Notes: j.FoldNotes, Reason: "Memory.md was edited during the fold twice; the operator's file is kept, notes kept for the next fold"}, nil
 		}
 		if err != nil {
-			return err
+			return event.MemoryFolded{}, err
 		}
 		ev := event.MemoryFolded{Folded: true, Notes: j.FoldNotes, HistoryPath: hist}
 		ev.LinesAdded, ev.LinesRemoved = lineDiff(j.FoldBefore, *j.FoldResult)
-		if err := k.o.Folder.WriteJSON(foldedFile, mergeDates(folded, j.FoldNotes)); err != nil {
-			return err
-		}
-		return done(ev)
+		return ev, nil
 	}
-	ev := event.MemoryFolded{Folded: true, Notes: j.FoldNotes}
-	ev.LinesAdded, ev.LinesRemoved = lineDiff(j.FoldBefore, *j.FoldResult)
-	if err := k.o.Folder.WriteJSON(foldedFile, mergeDates(folded, j.FoldNotes)); err != nil {
-		return err
-	}
-	return done(ev)
 }
 
-// pendingNotes gathers the notes of every date up to date not yet folded.
-func (k *Keeper) pendingNotes(date memory.Date, folded []string) (string, []string, error) {
+// pendingNotes gathers what every notes file up to date holds beyond its
+// mark in rec (the whole file when it was rewritten), and returns the text,
+// what it took of each file, and the dates it took notes of.
+func (k *Keeper) pendingNotes(date memory.Date, rec foldedRecord) (string, []noteRange, []string, error) {
 	dates, err := k.o.Folder.NoteDates()
 	if err != nil {
-		return "", nil, err
-	}
-	seen := map[string]bool{}
-	for _, d := range folded {
-		seen[d] = true
+		return "", nil, nil, err
 	}
 	var b strings.Builder
-	var took []string
+	var took []noteRange
+	var tookDates []string
 	for _, d := range dates {
-		if date.Before(d) || seen[d.String()] {
+		if date.Before(d) {
 			continue
 		}
-		text, ok, err := k.o.Folder.ReadNotes(d)
+		tail, ok, err := k.o.Folder.ReadNotesFrom(d, rec.Notes[d.String()])
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
+		}
+		text := tail.Text
+		if tail.From.Offset > 0 {
+			text = strings.TrimLeft(text, "\r\n") // the newline AppendNote put after a hand-edited last line
 		}
 		if !ok || strings.TrimSpace(text) == "" {
 			continue
@@ -404,28 +583,38 @@ func (k *Keeper) pendingNotes(date memory.Date, folded []string) (string, []stri
 		}
 		b.WriteString(strings.TrimRight(text, "\n"))
 		b.WriteString("\n")
-		took = append(took, d.String())
+		took = append(took, noteRange{Date: d.String(), From: tail.From.Offset, To: tail.To})
+		tookDates = append(tookDates, d.String())
 	}
-	return b.String(), took, nil
+	return b.String(), took, tookDates, nil
 }
 
+// curate runs the skill curator once and announces its review; the review
+// is journalled before it is announced, so a crash after it does not run
+// the curator again.
 func (k *Keeper) curate(ctx context.Context, j *journal) error {
 	if j.Curated {
 		return nil
 	}
-	ev := event.SkillsReviewed{Header: k.header(), Session: j.Session, Date: j.Date.String(), Skills: []string{}, Changes: []string{}}
-	if k.o.Curator == nil {
-		ev.Skipped = "curator disabled"
-	} else if r, err := k.o.Curator.Review(ctx, j.Date, j.Session); err != nil {
-		if ctx.Err() != nil {
+	if j.ReviewedEvent == nil {
+		ev := event.SkillsReviewed{Header: k.stepHeader(j.Session, StepCurated), Session: j.Session, Date: j.Date.String(), Skills: []string{}, Changes: []string{}}
+		if k.o.Curator == nil {
+			ev.Skipped = "curator disabled"
+		} else if r, err := k.o.Curator.Review(ctx, j.Date, j.Session); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			ev.Skipped = "review failed: " + oneLine(err.Error())
+		} else {
+			ev.Skills, ev.Changes = append(ev.Skills, r.Skills...), append(ev.Changes, r.Changes...)
+		}
+		j.ReviewedEvent = &ev
+		if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
 			return err
 		}
-		ev.Skipped = "review failed: " + oneLine(err.Error())
-	} else {
-		ev.Skills, ev.Changes = append(ev.Skills, r.Skills...), append(ev.Changes, r.Changes...)
 	}
-	j.Curated = true
-	return k.save(*j, StepCurated, func() { event.Publish(k.o.Bus, ev) })
+	ev := *j.ReviewedEvent
+	return k.announced(j, StepCurated, func() { event.Publish(k.o.Bus, ev) }, func() { j.Curated = true })
 }
 
 // retry calls f up to SummaryAttempts times, waiting Backoff (doubling) on
@@ -452,17 +641,19 @@ func (k *Keeper) retry(ctx context.Context, f func() (string, error)) (string, i
 	}
 }
 
-// save writes the journal, announces the step, then lets AfterStep see
-// the durable step.
-func (k *Keeper) save(j journal, step Step, announce func()) error {
-	if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
-		return err
-	}
+// announced announces a step whose outcome and event are journalled, lets
+// AfterStep see it, and only then marks the step done (done) in the
+// journal: a crash before that announces the same event again when the
+// rollover resumes, so every step's event is announced at least once.
+func (k *Keeper) announced(j *journal, step Step, announce, done func()) error {
 	announce()
 	if k.o.AfterStep != nil {
-		return k.o.AfterStep(step)
+		if err := k.o.AfterStep(step); err != nil {
+			return err
+		}
 	}
-	return nil
+	done()
+	return k.o.Folder.WriteJSON(journalFile, j)
 }
 
 func (k *Keeper) announce(reason, previous, summaryPath string) {
@@ -473,6 +664,15 @@ func (k *Keeper) announce(reason, previous, summaryPath string) {
 
 func (k *Keeper) header() event.Header {
 	return event.Header{At: k.o.Clock.Now(), Desk: k.o.Desk}
+}
+
+// stepHeader is the header of the event that the rollover of session old
+// announces at step: its ID, "rollover:<old>:<step>", is the same in every
+// copy announced across a crash.
+func (k *Keeper) stepHeader(old string, step Step) event.Header {
+	h := k.header()
+	h.ID = "rollover:" + old + ":" + string(step)
+	return h
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -494,16 +694,4 @@ func lineDiff(before, after string) (added, removed int) {
 		removed += n
 	}
 	return added, removed
-}
-
-func mergeDates(a, b []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, d := range append(append([]string(nil), a...), b...) {
-		if !seen[d] {
-			seen[d] = true
-			out = append(out, d)
-		}
-	}
-	return out
 }

@@ -10,6 +10,12 @@ import "time"
 type Header struct {
 	At   time.Time `json:"at"`
 	Desk string    `json:"desk,omitempty"`
+	// ID, when set, names the event stably across a crash: a producer that
+	// announces an event at least once (a rollover's steps) gives every
+	// copy the same ID, so a consumer that has seen an ID may drop the
+	// copy. The keeper's are "rollover:<old session>:<step>". Empty for
+	// events announced at most once.
+	ID string `json:"id,omitempty"`
 }
 
 // Head returns the header; it makes every catalogue type an Event.
