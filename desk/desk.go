@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -41,6 +42,18 @@ var ErrQueueFull = triggers.ErrQueueFull
 
 // ErrStopped is the error of a request to a desk whose loop is not running.
 var ErrStopped = errors.New("desk is not running")
+
+// ErrStorage marks the error of a Submit that could not record the
+// trigger because the desk's disk refused the write (full or failing):
+// nothing was queued, and the client may try again.
+var ErrStorage = errors.New("the desk cannot write to its disk")
+
+// Storage retries: while the desk's writes fail, it tries again after
+// retryFirst, doubling up to retryMax, and at once when a write succeeds.
+const (
+	retryFirst = time.Second
+	retryMax   = 15 * time.Second
+)
 
 // Options configures a Desk. Every field is required but QueueLimit,
 // Coalesce, Calendar, KeepFor, ShutdownTimeout, PauseFile and RefusePaused.
@@ -105,6 +118,17 @@ type Desk struct {
 	// interrupted are the triggers a restart found cut off during their
 	// model call; Run announces them once the session is known.
 	interrupted []triggers.Item
+	// reconciled are the triggers a restart found answered in the session
+	// file although the ledger had not recorded it; Run announces them.
+	reconciled []triggers.Item
+
+	// storeMu guards the storage trouble: the failure that stalls the
+	// desk, since when, and the ledger records it still owes.
+	storeMu    sync.Mutex
+	storeErr   error
+	storeSince time.Time
+	owed       []triggers.Record
+	retryWait  time.Duration
 
 	mu       sync.Mutex
 	state    string
@@ -253,6 +277,39 @@ func (d *Desk) recover() error {
 			}
 			d.queue.Restore(it.Trigger)
 		case triggers.StateSent:
+			// The session file tells what the ledger did not get to
+			// record. Without one, nothing can be told: interrupted.
+			o, err := d.o.Router.Outcome(it.Session, it.Trigger.ID)
+			if errors.Is(err, fs.ErrNotExist) {
+				o, err = router.Outcome{Seen: true}, nil
+			}
+			if err != nil {
+				return err
+			}
+			switch {
+			case o.Answered:
+				// The reply was written, the ledger's record of it was not.
+				if err := d.ledger.Append(triggers.Record{
+					At: now, ID: it.Trigger.ID, State: triggers.StateAnswered, Session: it.Session, Turn: o.Turn, Reply: o.Reply,
+					Reason: "answered before deskd stopped; the answer was taken from the session file",
+				}); err != nil {
+					return err
+				}
+				if got, ok := d.ledger.Get(it.Trigger.ID); ok {
+					d.reconciled = append(d.reconciled, got)
+				}
+				continue
+			case !o.Seen:
+				// Its message never reached the session: the model never saw it.
+				if err := d.ledger.Append(triggers.Record{
+					At: now, ID: it.Trigger.ID, State: triggers.StateQueued,
+					Reason: "queued again after a restart: its message had not reached the model",
+				}); err != nil {
+					return err
+				}
+				d.queue.Restore(it.Trigger)
+				continue
+			}
 			rec := triggers.Record{
 				At: now, ID: it.Trigger.ID, State: triggers.StateInterrupted, Session: it.Session, Turn: it.Turn,
 				Reason: "deskd stopped while the turn was with the model, which may have acted; it is not run again automatically",
@@ -309,6 +366,20 @@ type Status struct {
 	// PausedTriggers is what the desk does with triggers while paused:
 	// queue or refuse.
 	PausedTriggers string `json:"paused_triggers"`
+	// Unreadable lists the desk's Memory.md and skills that exist but
+	// could not be read when its last prompt was built, and still cannot:
+	// its prompts go without them (announced as memory.unreadable).
+	Unreadable []router.Unreadable `json:"unreadable,omitempty"`
+	// Storage is set while the desk cannot write to its disk: it takes no
+	// turn, and its triggers wait in the ledger, until a write succeeds.
+	Storage *StorageStatus `json:"storage,omitempty"`
+}
+
+// StorageStatus is a desk's storage trouble.
+type StorageStatus struct {
+	Error    string    `json:"error"`
+	Since    time.Time `json:"since"`
+	DiskFull bool      `json:"disk_full,omitempty"`
 }
 
 // Status returns a snapshot of the desk. It never waits for a running turn.
@@ -343,12 +414,16 @@ func (d *Desk) Status() Status {
 	if name, at, ok := sched.Next(now); ok {
 		s.NextSchedule, s.NextSlot = name, at
 	}
+	s.Storage = d.Storage()
 	if c := cal; c != nil {
 		open := c.Open(now)
 		s.Calendar, s.MarketOpen = c.Name, &open
 	}
 	for _, it := range d.ledger.Interrupted() {
 		s.Interrupted = append(s.Interrupted, statusOf(d.o.Name, it, it))
+	}
+	if u := d.o.Router.Unreadable(); len(u) > 0 {
+		s.Unreadable = u // the router answers this without waiting for a turn
 	}
 	return s
 }
@@ -407,8 +482,10 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		return Accepted{ID: t.ID}, fmt.Errorf("desk %s: queue trigger %s: %w", d.o.Name, t.ID, err)
 	}
 	if err != nil {
-		return Accepted{ID: t.ID}, fmt.Errorf("desk %s: queue trigger %s: %w", d.o.Name, t.ID, err)
+		d.storageFailed(err)
+		return Accepted{ID: t.ID}, fmt.Errorf("desk %s: queue trigger %s: %w: %w", d.o.Name, t.ID, ErrStorage, err)
 	}
+	d.storageWorks()
 	a := Accepted{ID: t.ID, State: triggers.StateQueued}
 	ev := event.TriggerQueued{
 		Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Source: t.Source, Depth: d.queue.Len(), Key: t.Key,
@@ -423,7 +500,7 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 
 // arm records when a new schedule's slots start to count.
 func (d *Desk) arm(e triggers.Entry, from time.Time) {
-	_ = d.ledger.Append(triggers.Record{At: d.o.Clock.Now(), ID: triggers.ArmID(e.Name), State: triggers.StateArmed, Schedule: e.Name, Slot: from})
+	d.write(triggers.Record{At: d.o.Clock.Now(), ID: triggers.ArmID(e.Name), State: triggers.StateArmed, Schedule: e.Name, Slot: from})
 }
 
 // claim records a scheduled slot in the ledger and queues its trigger; a
@@ -435,7 +512,7 @@ func (d *Desk) claim(e triggers.Entry, slot time.Time, t triggers.Trigger) {
 		if errors.Is(err, ErrPaused) {
 			reason = err.Error()
 		}
-		_ = d.ledger.Append(triggers.Record{
+		d.write(triggers.Record{
 			At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateDropped, Trigger: &t, Schedule: e.Name, Slot: slot, Reason: reason,
 		})
 		event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: reason})
@@ -446,7 +523,7 @@ func (d *Desk) claim(e triggers.Entry, slot time.Time, t triggers.Trigger) {
 
 // missed records and announces a slot that will not run.
 func (d *Desk) missed(e triggers.Entry, slot time.Time, reason string) {
-	_ = d.ledger.Append(triggers.Record{
+	d.write(triggers.Record{
 		At: d.o.Clock.Now(), ID: triggers.SlotID(e.Name, slot), State: triggers.StateMissed, Schedule: e.Name, Slot: slot, Reason: reason,
 	})
 	event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: reason})
@@ -510,6 +587,12 @@ func (d *Desk) Run(ctx context.Context) error {
 		}
 		event.Publish(d.o.Bus, event.DeskStopped{Header: d.header(), Reason: reason})
 	}()
+	d.announceDamage()
+	for _, it := range d.reconciled {
+		event.Publish(d.o.Bus, event.TurnCompleted{
+			Header: d.header(), Session: it.Session, Turn: it.Turn, Trigger: it.Trigger.ID, Reconciled: true,
+		})
+	}
 	for _, it := range d.interrupted {
 		event.Publish(d.o.Bus, event.TurnInterrupted{
 			Header: d.header(), Session: it.Session, Trigger: it.Trigger.ID, Kind: string(it.Trigger.Kind), Reason: it.Reason,
@@ -524,12 +607,22 @@ func (d *Desk) Run(ctx context.Context) error {
 	d.look()
 	d.setState(d.idleState())
 	close(d.started)
-	if d.o.Keeper.Due() {
-		// The daemon was down over a boundary: roll over now, not at the
-		// first turn. Triggers may arrive meanwhile; they wait in the queue.
+	// eager rolls over as soon as the boundary has passed, not at the
+	// first turn after it: at start (deskd was down over a boundary), when
+	// the boundary timer fires, and when the clock passed the boundary
+	// while the loop was busy (a turn, or a clock step). A failed attempt
+	// is not repeated for the same session until the next boundary; the
+	// next turn tries again lazily.
+	tried := ""
+	eager := func() {
+		if !d.o.Keeper.Due() || tried == d.o.Router.SessionID() {
+			return
+		}
+		tried = d.o.Router.SessionID()
 		_, _ = d.o.Keeper.RollOver(work, "daily_rollover")
 		d.look()
 	}
+	eager() // triggers may arrive meanwhile; they wait in the queue
 
 	var wg sync.WaitGroup
 	startScheduler := func(sc *triggers.Scheduler) (stop func()) {
@@ -555,24 +648,46 @@ func (d *Desk) Run(ctx context.Context) error {
 	}
 
 	for {
+		eager()
+		if ctx.Err() != nil {
+			return nil
+		}
 		var ready <-chan struct{}
-		if d.Paused() == nil {
+		var retry <-chan time.Time
+		stalled := d.Storage() != nil
+		if d.Paused() == nil && !stalled {
 			ready = d.queue.Ready()
 		}
+		var retryTimer clock.Timer
+		if stalled {
+			retryTimer = d.o.Clock.NewTimer(d.nextRetry())
+			retry = retryTimer.C()
+		}
 		boundary := d.o.Clock.NewTimer(d.o.Keeper.NextBoundary().Sub(d.o.Clock.Now()))
+		stopRetry := func() {
+			if retryTimer != nil {
+				retryTimer.Stop()
+			}
+		}
 		select {
 		case <-ctx.Done():
 			boundary.Stop()
+			stopRetry()
 			return nil
-		case <-boundary.C():
-			if d.o.Keeper.Due() {
-				_, _ = d.o.Keeper.RollOver(work, "daily_rollover")
+		case <-retry:
+			boundary.Stop()
+			if d.retryStorage() {
+				d.next(work)
 			}
+		case <-boundary.C():
+			tried = "" // a new boundary: one more eager attempt
 			d.look()
 		case <-d.wake:
 			boundary.Stop()
 			applyPending()
-			d.next(work) // a resumed desk takes up its queue
+			if d.Storage() == nil || d.retryStorage() {
+				d.next(work) // a resumed desk takes up its queue
+			}
 		case req := <-d.rollovers:
 			boundary.Stop()
 			prev := d.o.Router.SessionID()
@@ -593,6 +708,7 @@ func (d *Desk) Run(ctx context.Context) error {
 			applyPending()
 			d.next(work)
 		}
+		stopRetry()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -667,8 +783,9 @@ func (d *Desk) workContext(ctx context.Context) (work context.Context, stop func
 func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	now := d.o.Clock.Now()
 	if err := d.ledger.Note(triggers.Record{At: now, ID: t.ID, State: triggers.StateRunning}); err != nil {
-		// The ledger still says queued: the trigger runs after a restart.
-		event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: d.o.Router.SessionID(), Trigger: t.ID, Error: err.Error()})
+		// The ledger still says queued: the trigger runs once writes
+		// succeed again (retryStorage takes it up from the ledger).
+		d.storageFailed(err)
 		return
 	}
 	d.setRunning(&Running{Trigger: t.ID, Kind: t.Kind, Since: now, Phase: "preparing"})
@@ -690,7 +807,9 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		return
 	}
 	if err := d.ledger.Append(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateSent, Session: session, Turn: turn}); err != nil {
-		event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()})
+		// The ledger says running and the model has not seen it: it runs
+		// once writes succeed again.
+		d.storageFailed(err)
 		return
 	}
 	d.look()
@@ -704,12 +823,20 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 			event.Publish(d.o.Bus, event.TurnInterrupted{Header: d.header(), Session: session, Trigger: t.ID, Kind: string(t.Kind), Reason: reason})
 			return
 		}
+		if errors.Is(err, router.ErrNotSent) {
+			// Its message could not be written: the model never saw it.
+			// Queue it again (in the ledger, once writes succeed).
+			d.ended()
+			d.storageFailed(err)
+			d.owe(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateQueued, Reason: "queued again: its message could not be written (" + err.Error() + ")"})
+			return
+		}
 		d.finish(t, session, turn, triggers.StateFailed, err.Error())
 		event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()})
 		return
 	}
 	d.ended()
-	_ = d.ledger.Append(triggers.Record{
+	d.write(triggers.Record{
 		At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateAnswered, Session: reply.Session, Turn: reply.Turn, Reply: reply.Text,
 	})
 	event.Publish(d.o.Bus, event.TurnCompleted{
@@ -720,12 +847,13 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	})
 }
 
-// finish writes a turn's final state. A failure to write it leaves the
-// ledger at sent, which the next start reports as interrupted: never run
-// twice.
+// finish writes a turn's final state. A failure to write it is owed: it is
+// written once writes succeed again; a restart before that finds the
+// ledger at sent and reconciles it from the session file, never running
+// it twice.
 func (d *Desk) finish(t triggers.Trigger, session string, turn int, state triggers.State, reason string) {
 	d.ended()
-	_ = d.ledger.Append(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: state, Session: session, Turn: turn, Reason: reason})
+	d.write(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: state, Session: session, Turn: turn, Reason: reason})
 }
 
 // ended shows the turn over in the status (the session as it is now, no

@@ -14,6 +14,7 @@ import (
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
@@ -88,6 +89,8 @@ type deskOptions struct {
 	// triggers while paused.
 	pauseFile bool
 	refuse    bool
+	// fsys, if set, is the file layer of the desk's folder and ledger.
+	fsys durable.FS
 }
 
 func newHarness(t *testing.T, o deskOptions) *harness {
@@ -107,6 +110,7 @@ func newHarness(t *testing.T, o deskOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	folder.FS = o.fsys
 	h.router, err = router.New(router.Options{Desk: "main", Folder: folder, Clock: h.clk, Day: day, Bus: h.bus,
 		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "test", Client: o.model}}}})
 	if err != nil {
@@ -117,7 +121,7 @@ func newHarness(t *testing.T, o deskOptions) *harness {
 		kr = desk.TradingDayRouter(h.router, o.calendar, day, h.clk)
 	}
 	k := keeper.New(keeper.Options{Desk: "main", Router: kr, Folder: folder, Bus: h.bus, Clock: h.clk, Day: day})
-	h.ledger, err = triggers.OpenLedger(folder.Path(triggers.LedgerFile))
+	h.ledger, err = triggers.OpenLedgerOn(o.fsys, folder.Path(triggers.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}

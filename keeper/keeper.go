@@ -215,8 +215,16 @@ func (k *Keeper) Due() bool {
 	if k.o.Disabled {
 		return false
 	}
-	d, ok := k.o.Router.TradingDate()
-	return ok && d != k.Today()
+	// The router may read the clock too (a trading-day router does): read
+	// today before and after it, so that both sides of the comparison are
+	// of one date even when the boundary passes in between.
+	for {
+		today := k.Today()
+		d, ok := k.o.Router.TradingDate()
+		if k.Today() == today {
+			return ok && d != today
+		}
+	}
 }
 
 // NextBoundary returns when the next trading date begins.

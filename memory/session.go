@@ -186,6 +186,27 @@ func (f *Folder) ReadSession(id string) ([]Record, error) {
 	return records, nil
 }
 
+// DiscardSession removes session id's file if it holds nothing but its
+// header: a session that was created but never made current (its start
+// failed). A file with more is left alone, and an error says so.
+func (f *Folder) DiscardSession(id string) error {
+	path, err := f.sessionPath(id)
+	if err != nil {
+		return fmt.Errorf("discard session: %w", err)
+	}
+	records, err := f.ReadSession(id)
+	if err != nil {
+		return fmt.Errorf("discard session: %w", err)
+	}
+	if len(records) > 1 || len(records) == 1 && records[0].Type != RecordHeader {
+		return fmt.Errorf("discard session %s: it holds %d records, not only its header", path, len(records))
+	}
+	if err := f.fs().Remove(path); err != nil {
+		return fmt.Errorf("discard session %s: %w", path, err)
+	}
+	return nil
+}
+
 // SessionIDs returns the ids of the session files, sessions/<id>.jsonl,
 // sorted by modification time, then id.
 func (f *Folder) SessionIDs() ([]string, error) {

@@ -16,6 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -123,6 +126,12 @@ type Router struct {
 	checkpoint string    // the latest checkpoint's text
 	exchanges  int
 	lastTurn   memory.Date // the trading date of the session's last turn
+
+	// unreadable is what the last prompt could not read (Memory.md, a
+	// skill), by path. It has a lock of its own, so that a desk's status
+	// can ask while a turn holds mu.
+	unreadableMu sync.Mutex
+	unreadable   map[string]unreadableFile
 }
 
 // New returns a router with no session; call RestoreSession first.
@@ -219,37 +228,64 @@ func (r *Router) Reset(ctx context.Context) error {
 }
 
 // Fork starts a new session for today that carries the current session's
-// context (its checkpoint and exchanges, copied into the new file), linked
-// to the current session as its parent, and returns the new id. The old
-// session file is left as it is.
+// context, linked to the current session as its parent, and returns the new
+// id. Every record of the current session but its header is copied into the
+// new file as it was written (its time, trigger and kind, model, provider,
+// scripted mark, usage, tool calls, ...), with ForkedFrom naming the
+// session it was first written in, so that the new session rebuilds to the
+// same conversation, after a restart too. The new header names the current
+// session as its Parent and ForkedFrom. The new file is whole before the
+// state names it: a crash in between leaves the old session current (and
+// an unused copy). The old session file is left as it is.
 func (r *Router) Fork(ctx context.Context) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.log == nil {
 		return "", fmt.Errorf("fork session of %s: no session", r.desk)
 	}
-	parent, history, checkpoint, exchanges := r.cur.Session, r.history, r.checkpoint, r.exchanges
-	if err := r.startLocked(parent); err != nil {
+	parent := r.cur.Session
+	fail := func(err error) (string, error) {
 		return "", fmt.Errorf("fork session %s of %s: %w", parent, r.desk, err)
 	}
-	if checkpoint != "" {
-		r.recordLocked(memory.Record{Type: memory.RecordCheckpoint, Text: checkpoint, Data: []byte(`{"forked":true}`)})
+	records, err := r.folder.ReadSession(parent)
+	if err != nil {
+		return fail(err)
 	}
-	trigger := ""
-	for i, m := range history {
-		if m.Role == RoleUser {
-			trigger = fmt.Sprintf("fork-%d", i)
+	now := r.clock.Now()
+	spend := r.spendLocked()
+	spend.SessionTokens = 0
+	st := state{Session: newSessionID(now), Date: r.day.DateOf(now), Parent: parent, Spend: spend}
+	log, err := r.folder.CreateSession(memory.Record{
+		At: now, Session: st.Session, Desk: r.desk, Date: st.Date.String(), Parent: parent, ForkedFrom: parent,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	for _, rec := range records {
+		if rec.Type == memory.RecordHeader {
+			continue
 		}
-		rec := memory.Record{At: r.clock.Now(), Role: m.Role, Text: m.Text, Trigger: trigger, ToolCalls: encodeCalls(m.ToolCalls),
-			ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError, Type: memory.RecordMessage, Kind: "fork"}
-		if m.Role == RoleTool {
-			rec.Type = memory.RecordTool
+		if rec.ForkedFrom == "" {
+			rec.ForkedFrom = parent
 		}
-		if err := r.log.Append(rec); err != nil {
-			return "", fmt.Errorf("fork session %s of %s: %w", parent, r.desk, err)
+		if err := log.Append(rec); err != nil {
+			_ = log.Close()
+			return fail(err)
 		}
 	}
-	r.history, r.checkpoint, r.exchanges = history, checkpoint, exchanges
+	if err := log.Close(); err != nil {
+		return fail(err)
+	}
+	if err := r.folder.WriteJSON(stateFile, st); err != nil {
+		return fail(err)
+	}
+	if err := r.log.Close(); err != nil {
+		return fail(fmt.Errorf("close session %s: %w", parent, err))
+	}
+	r.log = nil
+	if err := r.openLocked(st); err != nil {
+		return fail(err)
+	}
 	return r.cur.Session, nil
 }
 
@@ -265,26 +301,33 @@ func (r *Router) Close() error {
 	return err
 }
 
-// startLocked makes a new session current. The state file is written first
-// and the session file made after, so a crash between the two leaves a
-// state that openLocked completes, never an orphan session file.
+// startLocked makes a new session current. The new session's file is
+// created (and fsynced) first, then the state file names it, and only then
+// is the old session closed: a write that fails on the way (a full disk)
+// leaves the old session current and open, so that the rollover can be
+// tried again, and a crash in between leaves at worst an unused session
+// file holding only its header, which the failure path removes.
 func (r *Router) startLocked(parent string) error {
 	now := r.clock.Now()
 	spend := r.spendLocked()
 	spend.SessionTokens = 0
 	st := state{Session: newSessionID(now), Date: r.day.DateOf(now), Parent: parent, Spend: spend}
+	log, err := r.folder.CreateSession(memory.Record{
+		At: now, Session: st.Session, Desk: r.desk, Date: st.Date.String(), Parent: st.Parent,
+	})
+	if err != nil {
+		return fmt.Errorf("start session of %s: %w", r.desk, err)
+	}
 	if err := r.folder.WriteJSON(stateFile, st); err != nil {
+		_ = log.Close()
+		_ = r.folder.DiscardSession(st.Session)
 		return fmt.Errorf("start session of %s: %w", r.desk, err)
 	}
 	if r.log != nil {
-		if err := r.log.Close(); err != nil {
-			return fmt.Errorf("close session %s of %s: %w", r.cur.Session, r.desk, err)
-		}
-		r.log = nil
+		_ = r.log.Close() // appends only; every record was fsynced
 	}
-	if err := r.openLocked(st); err != nil {
-		return fmt.Errorf("start session %s of %s: %w", st.Session, r.desk, err)
-	}
+	r.cur, r.log = st, log
+	r.history, r.checkpoint, r.exchanges, r.lastTurn = nil, "", 0, memory.Date{}
 	return nil
 }
 
@@ -366,7 +409,7 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 		return Reply{}, err
 	}
 	if err := r.log.Append(memory.Record{Type: memory.RecordMessage, At: r.clock.Now(), Role: RoleUser, Text: t.Text, Trigger: t.ID, Kind: string(t.Kind)}); err != nil {
-		return Reply{}, fmt.Errorf("record trigger %s of %s: %w", t.ID, r.desk, err)
+		return Reply{}, fmt.Errorf("record trigger %s of %s: %w: %w", t.ID, r.desk, ErrNotSent, err)
 	}
 	r.lastTurn = r.day.DateOf(now)
 	if err := r.compactIfFullLocked(ctx, t.ID, user); err != nil {
@@ -639,8 +682,24 @@ func (r *Router) chargeLocked(m Model, u memory.Usage) float64 {
 	return cost
 }
 
+// systemLocked returns the system prompt: the desk's instructions, its
+// Memory.md, the index of its skills (when it may read them with
+// skill_read) and the session's checkpoint. A Memory.md or skill that
+// exists but cannot be read is left out, and reported: announced as
+// memory.unreadable when it is found, and listed by Unreadable until it
+// can be read again. One that does not exist is no problem.
 func (r *Router) systemLocked() string {
-	mem, _ := r.folder.ReadMemory() // a Memory.md that cannot be read is left out of the prompt, not fatal
+	found := map[string]unreadableFile{}
+	mem, err := r.folder.ReadMemory()
+	if err != nil {
+		found[r.folder.Path(memory.MemoryFile)] = unreadableFile{err: err.Error()}
+		mem = ""
+	}
+	var skills string
+	if offers(r.set.Tools, "skill_read") {
+		skills = skillsIndex(r.folder, found)
+	}
+	r.noteUnreadable(found)
 	var checkpoint string
 	if r.checkpoint != "" {
 		checkpoint = "## Checkpoint: the earlier part of this session, summarised\n\n" + r.checkpoint
@@ -648,7 +707,133 @@ func (r *Router) systemLocked() string {
 	if strings.TrimSpace(mem) != "" {
 		mem = "## Memory.md (your lasting lessons)\n\n" + mem
 	}
-	return joinNonEmpty("\n\n", r.set.Instructions, mem, checkpoint)
+	if skills != "" {
+		skills = "## Your skills (read one with skill_read)\n\n" + skills
+	}
+	return joinNonEmpty("\n\n", r.set.Instructions, mem, skills, checkpoint)
+}
+
+// Unreadable is a file a desk's prompt should carry, Memory.md or a skill,
+// that exists but could not be read (its permissions, say): the prompts go
+// without it until it can be read again.
+type Unreadable struct {
+	// Path is the file (or, when the skills folder cannot be listed, that
+	// folder).
+	Path string `json:"path"`
+	// Error is why it could not be read.
+	Error string `json:"error"`
+	// Since is when a prompt first went without it.
+	Since time.Time `json:"since"`
+}
+
+// unreadableFile is one entry of Router.unreadable.
+type unreadableFile struct {
+	err   string
+	since time.Time
+	dir   bool // the skills folder: it is listed, not read
+}
+
+// Unreadable returns the files the desk's last prompt could not read, by
+// path, that still cannot be read: one that can be read again, or is gone,
+// drops out at once; one that has become unreadable since shows after the
+// next prompt. It never waits for a turn.
+func (r *Router) Unreadable() []Unreadable {
+	r.unreadableMu.Lock()
+	defer r.unreadableMu.Unlock()
+	out := []Unreadable{}
+	for path, u := range r.unreadable {
+		var err error
+		if u.dir {
+			_, err = os.ReadDir(path)
+		} else {
+			_, err = os.ReadFile(path)
+		}
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			delete(r.unreadable, path)
+			continue
+		}
+		out = append(out, Unreadable{Path: path, Error: u.err, Since: u.since})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// noteUnreadable makes found what the last prompt could not read, and
+// announces each file not already known to be unreadable for that reason.
+func (r *Router) noteUnreadable(found map[string]unreadableFile) {
+	now := r.clock.Now()
+	var fresh []event.MemoryUnreadable
+	r.unreadableMu.Lock()
+	for path, u := range found {
+		if old, ok := r.unreadable[path]; ok && old.err == u.err {
+			found[path] = old
+			continue
+		}
+		u.since = now
+		found[path] = u
+		fresh = append(fresh, event.MemoryUnreadable{Header: event.Header{At: now, Desk: r.desk}, Path: path, Error: u.err})
+	}
+	r.unreadable = found
+	r.unreadableMu.Unlock()
+	sort.Slice(fresh, func(i, j int) bool { return fresh[i].Path < fresh[j].Path })
+	for _, e := range fresh {
+		event.Publish(r.bus, e)
+	}
+}
+
+// offers reports whether tools has one called name.
+func offers(tools []Tool, name string) bool {
+	for _, t := range tools {
+		if t.Spec.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// skillsIndex returns the prompt's index of the desk's skills, one line
+// each ("" for none), and adds what cannot be read to found. When a skill
+// cannot be read, the folder's skills cannot be listed with their front
+// matter: the index then names the readable ones by folder, which is what
+// skill_read takes.
+func skillsIndex(folder *memory.Folder, found map[string]unreadableFile) string {
+	skills, err := folder.Skills()
+	if err == nil {
+		var b strings.Builder
+		for _, s := range skills {
+			fmt.Fprintf(&b, "- %s: %s\n", s.Dir, s.Description)
+		}
+		return b.String()
+	}
+	dir := folder.Path(memory.SkillsDir)
+	entries, derr := os.ReadDir(dir)
+	if derr != nil {
+		found[dir] = unreadableFile{err: err.Error(), dir: true}
+		return ""
+	}
+	var b strings.Builder
+	bad := 0
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, e.Name())); err != nil || !fi.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name(), memory.SkillFile)
+		if _, err := os.ReadFile(path); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				found[path] = unreadableFile{err: fmt.Sprintf("read skill %s: %v", path, err)}
+				bad++
+			}
+			continue
+		}
+		fmt.Fprintf(&b, "- %s\n", e.Name())
+	}
+	if bad == 0 {
+		found[dir] = unreadableFile{err: err.Error(), dir: true}
+	}
+	return b.String()
 }
 
 // recordLocked appends a record whose failure to write changes nothing the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -107,6 +108,7 @@ type Item struct {
 // durable.Log). It is safe for concurrent use.
 type Ledger struct {
 	path string
+	fsys durable.FS
 	log  *durable.Log
 	scan durable.Scan // what OpenLedger found: the damage to report
 
@@ -130,7 +132,7 @@ func OpenLedger(path string) (*Ledger, error) { return OpenLedgerOn(nil, path) }
 // are skipped (a record glued onto half of an earlier one is recovered).
 // Damage reports what was found, for the caller to announce.
 func OpenLedgerOn(fsys durable.FS, path string) (*Ledger, error) {
-	l := &Ledger{path: path, entries: map[string]*Item{}, lastSlot: map[string]time.Time{}, changed: make(chan struct{})}
+	l := &Ledger{path: path, fsys: durable.Or(fsys), entries: map[string]*Item{}, lastSlot: map[string]time.Time{}, changed: make(chan struct{})}
 	log, sc, err := durable.OpenLog(fsys, path, 0o640, func(line []byte) bool {
 		var r Record
 		if json.Unmarshal(line, &r) != nil || r.ID == "" {
@@ -167,6 +169,29 @@ func (l *Ledger) Damage() (*durable.Torn, []durable.Skipped) { return l.scan.Tor
 // not yet be cut off, or nil. While it is not nil, appends are refused
 // unless the cut succeeds first.
 func (l *Ledger) Err() error { return l.log.Err() }
+
+// probeSize is how much Probe writes: enough that a disk with no room
+// left refuses it.
+const probeSize = 64 << 10
+
+// Probe checks that the ledger's disk takes writes again: it cuts back a
+// tail a failed write left (Err), then writes, fsyncs and removes a
+// probe file beside the ledger.
+func (l *Ledger) Probe() error {
+	if err := l.log.Sync(); err != nil {
+		return fmt.Errorf("probe the disk of %s: %w", l.path, err)
+	}
+	probe := filepath.Join(filepath.Dir(l.path), ".disk-probe")
+	err := durable.WriteFile(l.fsys, probe, make([]byte, probeSize), 0o640)
+	_ = l.fsys.Remove(probe)
+	if err != nil {
+		return fmt.Errorf("probe the disk of %s: %w", l.path, err)
+	}
+	if err := l.log.Mend(); err != nil {
+		return fmt.Errorf("probe the disk of %s: %w", l.path, err)
+	}
+	return nil
+}
 
 // Append writes r, fsyncs it, and applies it to the index. When it
 // returns an error neither the file nor the index holds r.

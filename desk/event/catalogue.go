@@ -162,6 +162,11 @@ type TurnCompleted struct {
 	Cost       float64 `json:"cost,omitempty"`
 	ToolCalls  int     `json:"tool_calls,omitempty"`
 	DurationMS int64   `json:"duration_ms"`
+	// Reconciled is true when a restart found the turn's reply in the
+	// session file but not in the ledger (deskd stopped between the two):
+	// the turn was answered then, and is not run again. Model, tokens and
+	// duration are not known then.
+	Reconciled bool `json:"reconciled,omitempty"`
 }
 
 // ModelFailed: one call to a model failed (it may be retried, or the next
@@ -238,6 +243,38 @@ type ConfigRejected struct {
 	Reason string `json:"reason"`
 }
 
+// StorageFailed: a desk could not write to its disk (a full or failing
+// disk). Its triggers wait in the ledger; it takes no turn until a write
+// succeeds again (storage.recovered).
+type StorageFailed struct {
+	Header
+	Error string `json:"error"`
+	// DiskFull is true when the disk (or the quota) is full.
+	DiskFull bool `json:"disk_full,omitempty"`
+}
+
+// StorageRecovered: a desk's writes succeed again; what waited runs.
+type StorageRecovered struct {
+	Header
+	// Since is when the writes began to fail.
+	Since time.Time `json:"since"`
+	// Requeued counts the triggers taken up again from the ledger.
+	Requeued int `json:"requeued"`
+}
+
+// FileTorn: an append-only file other than a session (the trigger ledger,
+// the curator's ledger or inventory) held damage when it was opened: a
+// torn tail (set aside in SavedTo, the file cut back to Offset) or bad
+// lines before its last good record (Skipped, left in place).
+type FileTorn struct {
+	Header
+	Path    string `json:"path"`
+	Offset  int64  `json:"offset,omitempty"`
+	Bytes   int    `json:"bytes,omitempty"`
+	SavedTo string `json:"saved_to,omitempty"`
+	Skipped int    `json:"skipped_lines,omitempty"`
+}
+
 // Topic returns "desk.started".
 func (DeskStarted) Topic() string { return "desk.started" }
 
@@ -304,6 +341,28 @@ func (ConfigReloaded) Topic() string { return "config.reloaded" }
 // Topic returns "config.rejected".
 func (ConfigRejected) Topic() string { return "config.rejected" }
 
+// Topic returns "storage.failed".
+func (StorageFailed) Topic() string { return "storage.failed" }
+
+// Topic returns "storage.recovered".
+func (StorageRecovered) Topic() string { return "storage.recovered" }
+
+// Topic returns "file.torn".
+func (FileTorn) Topic() string { return "file.torn" }
+
+// MemoryUnreadable: a desk's Memory.md or one of its skills exists but
+// could not be read (its permissions, say), so the desk's prompts go
+// without it; the desk's status lists it until it can be read again.
+type MemoryUnreadable struct {
+	Header
+	// Path is the file (or the skills folder, when it cannot be listed).
+	Path  string `json:"path"`
+	Error string `json:"error"`
+}
+
+// Topic returns "memory.unreadable".
+func (MemoryUnreadable) Topic() string { return "memory.unreadable" }
+
 // Topics lists every topic of the catalogue, in the order above.
 func Topics() []string {
 	return []string{
@@ -314,5 +373,7 @@ func Topics() []string {
 		TurnFailed{}.Topic(), TurnInterrupted{}.Topic(), ScheduleMissed{}.Topic(),
 		BudgetExceeded{}.Topic(), DeskPaused{}.Topic(), DeskResumed{}.Topic(),
 		ConfigReloaded{}.Topic(), ConfigRejected{}.Topic(),
+		StorageFailed{}.Topic(), StorageRecovered{}.Topic(), FileTorn{}.Topic(),
+		MemoryUnreadable{}.Topic(),
 	}
 }

@@ -187,15 +187,16 @@ func ScanRecords(data []byte, valid Valid) (sc Scan, end int64, terminated bool)
 			sc.Offsets = append(sc.Offsets, int64(pos))
 			end, terminated = int64(next), stop < len(data)
 		default:
-			if off, ok := glued(line, valid); ok && next > stop {
+			if off, ok := glued(line, valid); ok {
 				// Half a record, then a whole one: the failed write
-				// before it was never cut off. Keep the whole one.
+				// before it was never cut off. Keep the whole one (a
+				// Valid may have kept it already: never go back on it).
 				sc.Skipped = append(sc.Skipped, pendingBad...)
 				sc.Skipped = append(sc.Skipped, Skipped{Offset: int64(pos), Bytes: off})
 				pendingBad = nil
 				sc.Records = append(sc.Records, line[off:])
 				sc.Offsets = append(sc.Offsets, int64(pos+off))
-				end, terminated = int64(next), true
+				end, terminated = int64(next), stop < len(data)
 				break
 			}
 			pendingBad = append(pendingBad, Skipped{Offset: int64(pos), Bytes: len(line)})
@@ -255,6 +256,20 @@ func (l *Log) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.broken
+}
+
+// Mend cuts back the tail a failed write left, if Err says there is one.
+func (l *Log) Mend() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.broken == nil || l.f == nil {
+		return nil
+	}
+	if err := cut(l.f, l.at); err != nil {
+		return fmt.Errorf("cut the tail of %s: %w", l.path, err)
+	}
+	l.broken = nil
+	return nil
 }
 
 // Append writes record (one line, without '\n': Append adds it) in a
