@@ -26,6 +26,7 @@ import (
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -133,8 +134,33 @@ func (a *api) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(got[:], a.token[:]) == 1
 }
 
+// healthResponse is the body of GET /healthz.
+type healthResponse struct {
+	// Status is "ok", or "degraded" while a desk cannot write to its disk.
+	Status string `json:"status"`
+	// Storage lists the desks whose writes fail, with the failure.
+	Storage map[string]*desk.StorageStatus `json:"storage,omitempty"`
+}
+
+// healthz answers 200 while deskd serves and every desk can write to its
+// disk; 503 with the failing desks while one cannot (a disk check: the
+// desk's last write failed and its probe has not succeeded since).
 func (a *api) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	out := healthResponse{Status: "ok"}
+	for _, d := range a.desks.List() {
+		if st := d.Storage(); st != nil {
+			if out.Storage == nil {
+				out.Storage = map[string]*desk.StorageStatus{}
+			}
+			out.Storage[d.Name()] = st
+		}
+	}
+	if out.Storage != nil {
+		out.Status = "degraded"
+		writeJSON(w, http.StatusServiceUnavailable, out)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
@@ -229,6 +255,15 @@ func (a *api) postTrigger(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, desk.ErrStopped):
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterFull))
 		writeError(w, http.StatusServiceUnavailable, err.Error()+" (it may be restarting to take a config change: try again)")
+		return
+	case errors.Is(err, desk.ErrStorage):
+		a.o.Log.Error().Err(err).Str("desk", d.Name()).Msg("queue trigger")
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterFull))
+		msg := "the trigger was not queued: the desk cannot write to its disk (" + err.Error() + "); try again"
+		if durable.IsDiskFull(err) {
+			msg = "the trigger was not queued: the disk is full (" + err.Error() + "); try again once space is freed"
+		}
+		writeJSON(w, http.StatusServiceUnavailable, triggerResponse{ID: acc.ID, Error: msg})
 		return
 	case err != nil:
 		a.o.Log.Error().Err(err).Str("desk", d.Name()).Msg("queue trigger")

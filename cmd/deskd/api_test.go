@@ -26,6 +26,8 @@ import (
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
+	"github.com/deskd/deskd/memory/durable/faultfs"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
@@ -62,6 +64,7 @@ type apiHarness struct {
 	desk   *desk.Desk
 	srv    *httptest.Server
 	events chan event.Event
+	dir    string // the desk's folder
 }
 
 type apiHarnessOptions struct {
@@ -70,6 +73,8 @@ type apiHarnessOptions struct {
 	coalesce bool
 	token    string
 	refuse   bool // paused_triggers: refuse
+	// fsys, if set, is the file layer of the desk's folder and ledger.
+	fsys durable.FS
 }
 
 func newAPIHarness(t *testing.T, o apiHarnessOptions) *apiHarness {
@@ -85,17 +90,19 @@ func newAPIHarness(t *testing.T, o apiHarnessOptions) *apiHarness {
 	h := &apiHarness{t: t, clk: clock.NewFake(time.Date(2026, 3, 2, 10, 0, 0, 0, ist)), bus: event.New(), events: make(chan event.Event, 1000)}
 	unsub := event.SubscribeAll(h.bus, func(e event.Event) { h.events <- e })
 	ring := newEventRing(h.bus, h.clk.Now(), eventRingSize)
-	folder, err := memory.OpenFolder(filepath.Join(t.TempDir(), "main"), "main", h.clk.Now)
+	h.dir = filepath.Join(t.TempDir(), "main")
+	folder, err := memory.OpenFolder(h.dir, "main", h.clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
+	folder.FS = o.fsys
 	r, err := router.New(router.Options{Desk: "main", Folder: folder, Clock: h.clk, Day: day, Bus: h.bus,
 		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "test", Client: o.model}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := keeper.New(keeper.Options{Desk: "main", Router: r, Folder: folder, Bus: h.bus, Clock: h.clk, Day: day})
-	ledger, err := triggers.OpenLedger(folder.Path(triggers.LedgerFile))
+	ledger, err := triggers.OpenLedgerOn(o.fsys, folder.Path(triggers.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,4 +563,80 @@ func TestClientWaitTimeout(t *testing.T) {
 		t.Errorf("trigger --wait --timeout 1ms = %d %s%s", code, out.String(), errb.String())
 	}
 	g.release <- struct{}{}
+}
+
+// TestAPIFullDisk is the issue's repro, in process: the desk is paused,
+// the disk fills, a post gets 503 saying the disk is full and /healthz
+// says so; the disk frees, trigger B is accepted, and after the desk is
+// resumed B is answered and the ledger, reopened, holds B whole.
+func TestAPIFullDisk(t *testing.T) {
+	ffs := &faultfs.FS{}
+	h := newAPIHarness(t, apiHarnessOptions{fsys: ffs})
+	if code, _, body := h.call("POST", "/v1/desks/main/pause", `{"by":"ops","reason":"fill the disk"}`); code != http.StatusOK {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	ffs.Fill(faultfs.ErrNoSpace)
+	code, hdr, body := h.call("POST", "/v1/desks/main/triggers", `{"id":"A","text":"refused","kind":"market"}`)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "disk is full") || hdr.Get("Retry-After") == "" {
+		t.Fatalf("POST on a full disk: %d %q (Retry-After %q), want 503 saying the disk is full, with Retry-After", code, body, hdr.Get("Retry-After"))
+	}
+	code, _, body = h.call("GET", "/healthz", "")
+	if hr := decode[healthResponse](t, body); code != http.StatusServiceUnavailable || hr.Status != "degraded" || hr.Storage["main"] == nil || !hr.Storage["main"].DiskFull {
+		t.Errorf("GET /healthz on a full disk: %d %s, want 503 degraded with the desk's disk_full", code, body)
+	}
+	code, _, body = h.call("GET", "/v1/desks/main", "")
+	if st := decode[desk.Status](t, body); code != http.StatusOK || st.Storage == nil || !st.Storage.DiskFull {
+		t.Errorf("GET /v1/desks/main on a full disk: %d %s, want the storage trouble in the status", code, body)
+	}
+	ffs.Free()
+	if code, _, body := h.call("POST", "/v1/desks/main/triggers", `{"id":"B","text":"tick B","kind":"market"}`); code != http.StatusAccepted {
+		t.Fatalf("POST B once the disk freed: %d %s", code, body)
+	}
+	if code, _, body := h.call("POST", "/v1/desks/main/resume", `{"by":"ops"}`); code != http.StatusOK {
+		t.Fatalf("resume: %d %s", code, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, _, body = h.call("GET", "/v1/desks/main/triggers/B", "")
+		if strings.Contains(body, `"answered"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trigger B was not answered within 10s: %s", body)
+		}
+		select { // an event, or a quiet moment: then move deskd's clock, on which the stalled desk retries
+		case <-h.events:
+		case <-time.After(5 * time.Millisecond):
+			h.clk.Advance(time.Second)
+		}
+	}
+	if code, _, body := h.call("GET", "/healthz", ""); code != http.StatusOK {
+		t.Errorf("GET /healthz once writes work again: %d %s", code, body)
+	}
+	l, err := triggers.OpenLedger(filepath.Join(h.dir, triggers.LedgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if it, ok := l.Get("B"); !ok || it.State != triggers.StateAnswered {
+		t.Errorf("the reopened ledger has B = %+v, %v; want it answered", it, ok)
+	}
+	if _, ok := l.Get("A"); ok {
+		t.Error("the refused trigger A is in the ledger")
+	}
+	if torn, skipped := l.Damage(); torn != nil || len(skipped) > 0 {
+		t.Errorf("the ledger is damaged: %+v %+v", torn, skipped)
+	}
+}
+
+// TestPrintStatusShowsStorage: deskd status says when a desk cannot write.
+func TestPrintStatusShowsStorage(t *testing.T) {
+	var b strings.Builder
+	since := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	printStatus(&b, []desk.Status{{Name: "main", State: "idle", Storage: &desk.StorageStatus{Error: "write x: no space left on device", Since: since, DiskFull: true}}})
+	for _, want := range []string{"desk main cannot write: the disk is full since 2026-03-02T10:00:00Z", "no space left on device"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("deskd status output lacks %q:\n%s", want, b.String())
+		}
+	}
 }

@@ -261,6 +261,16 @@ func printStatus(w io.Writer, desks []desk.Status) {
 		}
 	}
 	for _, s := range desks {
+		if st := s.Storage; st != nil {
+			what := "cannot write to its disk"
+			if st.DiskFull {
+				what = "cannot write: the disk is full"
+			}
+			fmt.Fprintf(w, "\ndesk %s %s since %s; it takes no turn, and its triggers wait in the ledger, until a write succeeds:\n  %s\n",
+				s.Name, what, st.Since.Format(time.RFC3339), st.Error)
+		}
+	}
+	for _, s := range desks {
 		if len(s.Interrupted) == 0 {
 			continue
 		}

@@ -1,0 +1,118 @@
+package desk_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/triggers"
+)
+
+// TestRecoveryReconcilesFromSession: deskd was killed after a turn's reply
+// reached the session file but before the ledger recorded it answered; and
+// with another trigger recorded sent whose message never reached the
+// session. After the restart the first is answered (from the session
+// file), not interrupted, and not run again; the second runs once.
+func TestRecoveryReconcilesFromSession(t *testing.T) {
+	dir := t.TempDir()
+	m := &countingModel{turns: map[string]int{}}
+	h := newHarness(t, deskOptions{model: m, dir: dir})
+	submitRetrying(h, triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
+	done := settle(h, "A")
+	session := h.router.SessionID()
+	h.stop()
+	_ = h.ledger.Close()
+
+	// The kill: the ledger lacks A's answered record. B was sent in the
+	// same session, but its message was never written.
+	path := filepath.Join(dir, "main", triggers.LedgerFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept [][]byte
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if !bytes.Contains(line, []byte(`"state":"answered"`)) {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == len(bytes.SplitAfter(data, []byte("\n"))) {
+		t.Fatal("the ledger has no answered record to remove")
+	}
+	if err := os.WriteFile(path, bytes.Join(kept, nil), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	l, err := triggers.OpenLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := triggers.Trigger{ID: "B", Desk: "main", Kind: triggers.Market, Text: "tick B"}
+	for _, r := range []triggers.Record{
+		{At: start, ID: "B", State: triggers.StateQueued, Trigger: &b},
+		{At: start, ID: "B", State: triggers.StateRunning},
+		{At: start, ID: "B", State: triggers.StateSent, Session: session, Turn: 2},
+	} {
+		if err := l.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = l.Close()
+	if a, _ := mustLedger(t, path).Get("A"); a.State != triggers.StateSent {
+		t.Fatalf("the staged ledger has A %s, want sent", a.State)
+	}
+
+	m2 := &countingModel{turns: map[string]int{}}
+	h2 := newHarness(t, deskOptions{model: m2, dir: dir})
+	got := waitFor[event.TurnCompleted](h2, func(e event.TurnCompleted) bool { return e.Trigger == "A" })
+	if !got.Reconciled || got.Session != session || got.Turn != done.Turn {
+		t.Errorf("turn.completed for A after the restart = %+v, want reconciled in %s, turn %d", got, session, done.Turn)
+	}
+	a, _ := h2.desk.Trigger("A")
+	if a.State != triggers.StateAnswered || a.Reply != done.Reply || a.Reply == "" {
+		t.Errorf("A after the restart = %+v, want answered with the reply %q", a, done.Reply)
+	}
+	if s := settle(h2, "B"); s.State != triggers.StateAnswered {
+		t.Errorf("B after the restart = %+v, want answered", s)
+	}
+	if n := m2.count("tick A"); n != 0 {
+		t.Errorf("A reached the model %d times after the restart, want 0", n)
+	}
+	if n := m2.count("tick B"); n != 1 {
+		t.Errorf("B reached the model %d times after the restart, want once", n)
+	}
+	for _, it := range h2.desk.Status().Interrupted {
+		t.Errorf("interrupted after the restart: %+v", it)
+	}
+}
+
+// TestLedgerDamageIsAnnounced: a torn ledger tail found at start is set
+// aside and announced as file.torn, never dropped without a word.
+func TestLedgerDamageIsAnnounced(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "main", triggers.LedgerFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	const frag = `{"at":"2026-03-02T04:00:00Z","id":"x","sta`
+	if err := os.WriteFile(path, []byte(frag), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, deskOptions{dir: dir})
+	ev := waitFor[event.FileTorn](h, nil)
+	if ev.Path != path || ev.Bytes != len(frag) || ev.Offset != 0 || !strings.HasPrefix(ev.SavedTo, path+".torn-") {
+		t.Errorf("file.torn = %+v, want the ledger's %d torn bytes at 0, saved beside it", ev, len(frag))
+	}
+}
+
+func mustLedger(t *testing.T, path string) *triggers.Ledger {
+	t.Helper()
+	l, err := triggers.OpenLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
