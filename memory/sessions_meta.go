@@ -14,10 +14,12 @@ import (
 )
 
 // What operators see of a session: its title, its turns and tokens, and
-// whether it is the desk's current session, was rolled over, or was rolled
-// over with a degraded summary. Everything here is read from the desk
-// folder without changing it, so it is safe beside a running deskd; the
-// only write is an operator's title, which deskd itself never touches.
+// whether it is the desk's current session, was rolled over (with a
+// degraded summary, perhaps), or was left for a fork; which session it was
+// forked from; and the summary written when it rolled over. Everything
+// here is read from the desk folder without changing it, so it is safe
+// beside a running deskd; the only write is an operator's title, which
+// deskd itself never touches.
 
 // SessionState says where a session stands.
 type SessionState string
@@ -32,6 +34,9 @@ const (
 	// SessionDegraded was rolled over with a degraded summary: the model
 	// could not summarise it and a mechanical digest stands in.
 	SessionDegraded SessionState = "degraded"
+	// SessionForked was current until a fork: a later session was forked
+	// from it (deskd fork) and carries its context on. It has no summary.
+	SessionForked SessionState = "forked"
 	// SessionInactive is neither current nor rolled over (a session file
 	// that nothing refers to any more).
 	SessionInactive SessionState = "inactive"
@@ -65,6 +70,11 @@ type SessionInfo struct {
 	Date Date `json:"trading_date"`
 	// Parent is the session this one followed ("" for a desk's first).
 	Parent string `json:"parent,omitempty"`
+	// ForkedFrom is the session this one was forked from (then also its
+	// Parent); "" for a session that a rollover started.
+	ForkedFrom string `json:"forked_from,omitempty"`
+	// Forks are the sessions forked from this one, oldest first.
+	Forks []string `json:"forks,omitempty"`
 	// Started is the header's time; Updated the last record's.
 	Started time.Time `json:"started"`
 	Updated time.Time `json:"updated"`
@@ -73,18 +83,23 @@ type SessionInfo struct {
 	Title string `json:"title,omitempty"`
 	// FirstUserText is the text of the first user message that is not part
 	// of a silent turn, as recorded (a new session's first message carries
-	// the previous summary in front of its own text).
+	// the previous summary in front of its own text). A fork's is its own
+	// first message, or, before it has one, the first it carries.
 	FirstUserText string `json:"-"`
 	// Turns counts the answered turns: assistant messages without tool
-	// calls that are not part of a silent turn.
+	// calls that are not part of a silent turn. The turns a fork carries
+	// are counted in the session they were answered in, not in the fork.
 	Turns int `json:"turns"`
-	// Messages counts the message and tool records.
+	// Messages counts the message and tool records, carried ones too.
 	Messages int `json:"messages"`
+	// Carried counts the records a fork copied from earlier sessions.
+	Carried int `json:"carried,omitempty"`
 	// Checkpoints counts the compaction checkpoints.
 	Checkpoints int `json:"checkpoints"`
 	// InputTokens and OutputTokens sum the usage of every record that
-	// carries one (turns, tool rounds, summaries, folds, compactions);
-	// Tokens is their sum.
+	// carries one (turns, tool rounds, summaries, folds, compactions),
+	// except the records a fork carries, which were spent in the session
+	// they were first written in; Tokens is their sum.
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
 	Tokens       int64 `json:"tokens"`
@@ -104,6 +119,7 @@ type stateRefs struct {
 	active  string
 	journal struct {
 		Session  string `json:"session"`
+		Summary  string `json:"summary"`
 		Degraded bool   `json:"degraded"`
 		Done     bool   `json:"done"`
 	}
@@ -199,9 +215,10 @@ func (f *Folder) SessionInfo(id string) (SessionInfo, error) {
 // title file give.
 func (f *Folder) scanInfo(id string, recs []Record) (SessionInfo, error) {
 	info := SessionInfo{ID: id}
+	var carriedUser string
 	for i, r := range recs {
 		if i == 0 && r.Type == RecordHeader {
-			info.Started, info.Parent = r.At, r.Parent
+			info.Started, info.Parent, info.ForkedFrom = r.At, r.Parent, r.ForkedFrom
 			if d, err := ParseDate(r.Date); err == nil {
 				info.Date = d
 			}
@@ -209,7 +226,11 @@ func (f *Folder) scanInfo(id string, recs []Record) (SessionInfo, error) {
 		if r.At.After(info.Updated) {
 			info.Updated = r.At
 		}
-		if r.Usage != nil {
+		carried := r.Type != RecordHeader && r.ForkedFrom != ""
+		if carried {
+			info.Carried++
+		}
+		if r.Usage != nil && !carried {
 			info.InputTokens += int64(r.Usage.InputTokens)
 			info.OutputTokens += int64(r.Usage.OutputTokens)
 		}
@@ -223,20 +244,31 @@ func (f *Folder) scanInfo(id string, recs []Record) (SessionInfo, error) {
 			if r.Scripted {
 				info.Scripted = true
 			}
+			if r.Kind == legacyForkKind && info.ForkedFrom == "" {
+				info.ForkedFrom = info.Parent // a fork written before records said so
+			}
 			if r.Silent {
 				continue
 			}
 			switch r.Role {
 			case "user":
-				if info.FirstUserText == "" {
+				switch {
+				case carried || r.Kind == legacyForkKind:
+					if carriedUser == "" {
+						carriedUser = r.Text
+					}
+				case info.FirstUserText == "":
 					info.FirstUserText = r.Text
 				}
 			case "assistant":
-				if !hasToolCalls(r) {
+				if !hasToolCalls(r) && !carried && r.Kind != legacyForkKind {
 					info.Turns++
 				}
 			}
 		}
+	}
+	if info.FirstUserText == "" {
+		info.FirstUserText = carriedUser
 	}
 	if info.Started.IsZero() && len(recs) > 0 {
 		info.Started = recs[0].At
@@ -250,35 +282,37 @@ func (f *Folder) scanInfo(id string, recs []Record) (SessionInfo, error) {
 	return info, nil
 }
 
+// legacyForkKind is the Kind of the messages a fork copied before copied
+// records kept their own and said where they came from (ForkedFrom).
+const legacyForkKind = "fork"
+
 // hasToolCalls reports whether an assistant record asked for tools.
 func hasToolCalls(r Record) bool {
 	s := strings.TrimSpace(string(r.ToolCalls))
 	return s != "" && s != "null" && s != "[]"
 }
 
-// settleStates sets RolledOver, Degraded and State of infos (sorted oldest
-// first, with their records).
+// settleStates sets RolledOver, Degraded, Forks and State of infos
+// (sorted oldest first, with their records).
 func (f *Folder) settleStates(infos []SessionInfo, recs [][]Record, refs stateRefs) error {
 	parents := map[string]bool{}
+	forks := map[string][]string{}
 	for _, info := range infos {
-		if info.Parent != "" {
+		switch {
+		case info.ForkedFrom != "":
+			forks[info.ForkedFrom] = append(forks[info.ForkedFrom], info.ID)
+		case info.Parent != "":
 			parents[info.Parent] = true
 		}
 	}
-	// The summary file of a date is the last word of the date's last
-	// rolled-over session with turns: earlier sessions of the date (a
-	// manual rollover) had theirs replaced.
-	lastOfDate := map[Date]int{}
+	j := refs.journal
 	for i := range infos {
 		info := &infos[i]
-		j := refs.journal
+		info.Forks = forks[info.ID]
 		info.RolledOver = parents[info.ID] || (j.Session == info.ID && j.Done)
 		info.Degraded = j.Session == info.ID && j.Degraded
-		if info.RolledOver && info.Turns > 0 && !info.Date.IsZero() {
-			lastOfDate[info.Date] = i
-		}
 	}
-	for date, i := range lastOfDate {
+	for date, i := range lastSummarised(infos) {
 		info := &infos[i]
 		if info.Degraded || hasSummaryEvent(recs[i]) {
 			continue
@@ -300,6 +334,8 @@ func (f *Folder) settleStates(infos []SessionInfo, recs [][]Record, refs stateRe
 			info.State = SessionDegraded
 		case info.RolledOver:
 			info.State = SessionRolledOver
+		case len(info.Forks) > 0:
+			info.State = SessionForked
 		default:
 			info.State = SessionInactive
 		}
@@ -307,15 +343,161 @@ func (f *Folder) settleStates(infos []SessionInfo, recs [][]Record, refs stateRe
 	return nil
 }
 
-// hasSummaryEvent reports whether the records hold a summary the model
-// gave (a degraded rollover has none).
-func hasSummaryEvent(recs []Record) bool {
-	for _, r := range recs {
-		if r.Type == RecordEvent && r.Kind == summaryEvent && strings.TrimSpace(r.Text) != "" {
-			return true
+// lastSummarised returns, by trading date, the index in infos (sorted
+// oldest first, RolledOver set) of the date's last rolled-over session with
+// turns: the summary file of a date is that session's last word, as
+// earlier sessions of the date (a manual rollover) had theirs replaced.
+func lastSummarised(infos []SessionInfo) map[Date]int {
+	last := map[Date]int{}
+	for i, info := range infos {
+		if info.RolledOver && info.Turns > 0 && !info.Date.IsZero() {
+			last[info.Date] = i
 		}
 	}
-	return false
+	return last
+}
+
+// hasSummaryEvent reports whether the records hold a summary the model
+// gave the session itself (a degraded rollover has none; the ones a fork
+// carries are not its own).
+func hasSummaryEvent(recs []Record) bool {
+	_, ok := summaryEventOf(recs)
+	return ok
+}
+
+// summaryEventOf returns the text of the session's own last summary event.
+func summaryEventOf(recs []Record) (string, bool) {
+	for i := len(recs) - 1; i >= 0; i-- {
+		r := recs[i]
+		if r.Type == RecordEvent && r.Kind == summaryEvent && r.ForkedFrom == "" && strings.TrimSpace(r.Text) != "" {
+			return r.Text, true
+		}
+	}
+	return "", false
+}
+
+// SessionSummary is the summary written when a session rolled over.
+type SessionSummary struct {
+	// Summary is the text, the session's trading date, and the file that
+	// holds that text: summaries/YYYY-MM-DD.md, or the version of it kept
+	// under history/summaries/YYYY-MM-DD/ when a later rollover of the same
+	// date (or an operator) replaced it; Path is "" when no file holds the
+	// text any more.
+	Summary
+	// Session is the session summarised.
+	Session string
+	// Source says how the summary was linked to the session:
+	// SummaryFromSession, SummaryFromJournal or SummaryFromDate.
+	Source string
+	// Degraded is true for a mechanical digest (the model could not
+	// summarise the session).
+	Degraded bool
+}
+
+// Where SessionSummary found a session's summary.
+const (
+	// SummaryFromSession: the model's summary, recorded in the session's
+	// own file when the rollover asked for it; the summary file is the
+	// version that holds the same text.
+	SummaryFromSession = "session"
+	// SummaryFromJournal: the rollover journal, which names the session
+	// (a degraded summary of the last rollover).
+	SummaryFromJournal = "journal"
+	// SummaryFromDate: the date's summary file, as the session is the
+	// date's last rolled-over session with turns (a degraded summary of an
+	// earlier rollover).
+	SummaryFromDate = "date"
+)
+
+// SessionSummary returns the summary written when session id rolled
+// over; ok is false when none was written for it (it is still active, had
+// no turns, or was left for a fork). It never returns the summary of
+// another session of the same trading date: a summary file is per date,
+// and a manual rollover's is replaced by the next rollover of that date.
+// A missing session is an error satisfying errors.Is(err, fs.ErrNotExist).
+func (f *Folder) SessionSummary(id string) (SessionSummary, bool, error) {
+	recs, err := f.ReadSession(id)
+	if err != nil {
+		return SessionSummary{}, false, err
+	}
+	var date Date
+	if len(recs) > 0 && recs[0].Type == RecordHeader {
+		date, _ = ParseDate(recs[0].Date)
+	}
+	if !date.Valid() {
+		return SessionSummary{}, false, nil
+	}
+	fail := func(err error) (SessionSummary, bool, error) {
+		return SessionSummary{}, false, fmt.Errorf("summary of session %s of %s: %w", id, f.desk, err)
+	}
+	found := func(text, source string) (SessionSummary, bool, error) {
+		s, err := f.summaryHolding(date, text)
+		if err != nil {
+			return fail(err)
+		}
+		return SessionSummary{Summary: s, Session: id, Source: source, Degraded: strings.HasPrefix(s.Text, degradedMark)}, true, nil
+	}
+	if text, ok := summaryEventOf(recs); ok {
+		return found(text, SummaryFromSession)
+	}
+	refs, err := f.readRefs()
+	if err != nil {
+		return fail(err)
+	}
+	if j := refs.journal; j.Session == id && strings.TrimSpace(j.Summary) != "" {
+		return found(j.Summary, SummaryFromJournal)
+	}
+	infos, err := f.ListSessions()
+	if err != nil {
+		return fail(err)
+	}
+	i, ok := lastSummarised(infos)[date]
+	if !ok || infos[i].ID != id {
+		return SessionSummary{}, false, nil
+	}
+	s, ok, err := f.ReadSummary(date)
+	if err != nil || !ok {
+		return SessionSummary{}, false, err
+	}
+	return SessionSummary{Summary: s, Session: id, Source: SummaryFromDate, Degraded: strings.HasPrefix(s.Text, degradedMark)}, true, nil
+}
+
+// summaryHolding returns the summary of date d whose text is text (but
+// for trailing newlines, which the keeper normalises): the current file,
+// or the newest kept version of it that holds it. With none, it returns
+// text itself with an empty Path.
+func (f *Folder) summaryHolding(d Date, text string) (Summary, error) {
+	same := func(b string) bool { return strings.TrimRight(b, "\n") == strings.TrimRight(text, "\n") }
+	cur, ok, err := f.ReadSummary(d)
+	if err != nil {
+		return Summary{}, err
+	}
+	if ok && same(cur.Text) {
+		return cur, nil
+	}
+	dir := f.Path(filepath.Join(HistoryDir, SummariesDir, d.String()))
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Summary{}, fmt.Errorf("list kept summaries %s: %w", dir, err)
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".md") || isTempName(e.Name()) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return Summary{}, fmt.Errorf("read kept summary %s: %w", path, err)
+		}
+		if same(string(b)) {
+			return Summary{Date: d, Text: string(b), Path: path}, nil
+		}
+	}
+	return Summary{Date: d, Text: text}, nil
 }
 
 // titlePath returns the path of session id's title file, sessions/<id>.title.

@@ -281,3 +281,126 @@ func TestSetSessionTitleRefused(t *testing.T) {
 		t.Errorf("a title of exactly %d characters was refused: %v", memory.MaxTitleLen, err)
 	}
 }
+
+// TestListSessionsFork: a fork is listed as forked from its parent, and the
+// parent as forked (into the fork), not as rolled over; the records a fork
+// carries count where they were written, not again in the fork.
+func TestListSessionsFork(t *testing.T) {
+	f := newFolder(t)
+	start := utc("2026-03-02T04:00:00Z")
+	metaSession(t, f, "p", "2026-03-02", "", start, metaUser("Remember the gap."), metaAnswer("Noted.", 30, 5))
+	carried := func(r memory.Record, at time.Time) memory.Record { r.ForkedFrom, r.At = "p", at; return r }
+	log, err := f.CreateSession(memory.Record{Session: "k", Date: "2026-03-02", Parent: "p", ForkedFrom: "p", At: start.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []memory.Record{
+		carried(metaUser("Remember the gap."), start.Add(time.Second)),
+		carried(metaAnswer("Noted.", 30, 5), start.Add(2*time.Second)),
+		metaUser("And now?"),
+		metaAnswer("Still the gap.", 40, 6),
+	} {
+		if err := log.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	metaWriteJSON(t, f, "state.json", map[string]any{"session": "k", "trading_date": "2026-03-02", "parent": "p"})
+
+	got, err := f.ListSessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("ListSessions() = %+v, want p and k", got)
+	}
+	p, k := got[0], got[1]
+	if p.State != memory.SessionForked || p.RolledOver || len(p.Forks) != 1 || p.Forks[0] != "k" || p.ForkedFrom != "" {
+		t.Errorf("the parent: state %q, rolled over %v, forks %v, forked from %q; want forked into k", p.State, p.RolledOver, p.Forks, p.ForkedFrom)
+	}
+	if k.State != memory.SessionActive || k.ForkedFrom != "p" || k.Parent != "p" {
+		t.Errorf("the fork: state %q, forked from %q, parent %q; want active, forked from p", k.State, k.ForkedFrom, k.Parent)
+	}
+	if k.Turns != 1 || k.Tokens != 46 || k.Carried != 2 || k.Messages != 4 || k.FirstUserText != "And now?" {
+		t.Errorf("the fork: turns %d, tokens %d, carried %d, messages %d, first %q; want 1, 46, 2, 4 and its own first message",
+			k.Turns, k.Tokens, k.Carried, k.Messages, k.FirstUserText)
+	}
+}
+
+// TestSessionSummaryIsTheSessionsOwn: each session's summary is the one
+// written when it rolled over, not the date's latest: a manual rollover's
+// summary, replaced in summaries/ by the daily one of the same date, is
+// found in history/ by its text, which the session recorded.
+func TestSessionSummaryIsTheSessionsOwn(t *testing.T) {
+	f := newFolder(t)
+	date := memory.Date{Year: 2026, Month: 3, Day: 2}
+	start := utc("2026-03-02T04:00:00Z")
+	summary := func(text string) memory.Record {
+		return memory.Record{Type: memory.RecordEvent, Kind: "summary", Text: text}
+	}
+	metaSession(t, f, "morning", "2026-03-02", "", start, metaUser("Open."), metaAnswer("Opened.", 1, 1), summary("Morning: opened."))
+	if _, err := f.WriteSummary(date, "Morning: opened.\n"); err != nil {
+		t.Fatal(err)
+	}
+	metaSession(t, f, "afternoon", "2026-03-02", "morning", start.Add(4*time.Hour), metaUser("Close."), metaAnswer("Closed.", 1, 1), summary("Afternoon: closed."))
+	if _, err := f.WriteSummary(date, "Afternoon: closed.\n"); err != nil {
+		t.Fatal(err)
+	}
+	metaSession(t, f, "next", "2026-03-03", "afternoon", start.Add(24*time.Hour), metaUser("Hello."))
+	metaWriteJSON(t, f, "state.json", map[string]any{"session": "next"})
+
+	for _, tt := range []struct {
+		id, text string
+		current  bool
+	}{
+		{"morning", "Morning: opened.\n", false},
+		{"afternoon", "Afternoon: closed.\n", true},
+	} {
+		s, ok, err := f.SessionSummary(tt.id)
+		if err != nil || !ok {
+			t.Fatalf("SessionSummary(%s) = ok %v, err %v", tt.id, ok, err)
+		}
+		if s.Text != tt.text || s.Session != tt.id || s.Date != date || s.Source != memory.SummaryFromSession || s.Degraded {
+			t.Errorf("SessionSummary(%s) = %+v, want the text %q from the session", tt.id, s, tt.text)
+		}
+		inHistory := strings.Contains(s.Path, filepath.Join(memory.HistoryDir, memory.SummariesDir, "2026-03-02")+string(filepath.Separator))
+		if s.Path == "" || readFile(t, s.Path) != tt.text || inHistory == tt.current {
+			t.Errorf("SessionSummary(%s).Path = %q, want the file holding its text (current %v)", tt.id, s.Path, tt.current)
+		}
+	}
+	if s, ok, err := f.SessionSummary("next"); ok || err != nil {
+		t.Errorf("SessionSummary(next), the active session = %+v, %v, %v; want none", s, ok, err)
+	}
+	if _, _, err := f.SessionSummary("nope"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("SessionSummary(nope) error = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestSessionSummaryDegraded: a degraded rollover records no summary in
+// the session; its summary is the journal's, while the journal names the
+// session, and otherwise the date's file when the session is the date's
+// last to roll over with turns.
+func TestSessionSummaryDegraded(t *testing.T) {
+	f := newFolder(t)
+	date := memory.Date{Year: 2026, Month: 3, Day: 2}
+	start := utc("2026-03-02T04:00:00Z")
+	digest := "[Degraded summary: the model could not summarise this session (boom).]\n\n- Open. -> Opened.\n"
+	metaSession(t, f, "old", "2026-03-02", "", start, metaUser("Open."), metaAnswer("Opened.", 1, 1))
+	if _, err := f.WriteSummary(date, digest); err != nil {
+		t.Fatal(err)
+	}
+	metaSession(t, f, "new", "2026-03-03", "old", start.Add(24*time.Hour))
+	metaWriteJSON(t, f, "state.json", map[string]any{"session": "new"})
+	metaWriteJSON(t, f, "rollover.json", map[string]any{"session": "old", "trading_date": "2026-03-02", "summary": digest, "degraded": true, "done": true})
+	s, ok, err := f.SessionSummary("old")
+	if err != nil || !ok || s.Text != digest || s.Source != memory.SummaryFromJournal || !s.Degraded || s.Path != f.Path("summaries/2026-03-02.md") {
+		t.Errorf("SessionSummary(old) with the journal = %+v, %v, %v", s, ok, err)
+	}
+	metaWriteJSON(t, f, "rollover.json", map[string]any{"session": "new", "trading_date": "2026-03-03", "done": true})
+	s, ok, err = f.SessionSummary("old")
+	if err != nil || !ok || s.Text != digest || s.Source != memory.SummaryFromDate || !s.Degraded {
+		t.Errorf("SessionSummary(old) from the date's file = %+v, %v, %v", s, ok, err)
+	}
+}

@@ -279,9 +279,9 @@ func (r *Router) Fork(ctx context.Context) (string, error) {
 	if err := r.folder.WriteJSON(stateFile, st); err != nil {
 		return fail(err)
 	}
-	if err := r.log.Close(); err != nil {
-		return fail(fmt.Errorf("close session %s: %w", parent, err))
-	}
+	// The old session is done with: every record of it was fsynced as it
+	// was appended, so a failure to close it loses nothing.
+	_ = r.log.Close()
 	r.log = nil
 	if err := r.openLocked(st); err != nil {
 		return fail(err)

@@ -31,10 +31,12 @@ import (
 
 // `deskd audit DESK DATE -o FILE.tar.gz` gathers what compliance asks for
 // about one trading day of one desk into one file: the day's sessions (raw
-// and rendered), its summary, its notes, Memory.md before and after the
-// day's fold with the diff, the curator's and the trigger ledger's entries
-// of the day, and the config, each listed with its sha256 in MANIFEST.txt
-// (and in SHA256SUMS, for `sha256sum -c`).
+// and rendered), its summary, its notes, Memory.md as the day's fold read
+// and wrote it with the diff, the curator's and the trigger ledger's
+// entries of the day, and the config in force that day, each listed with
+// its sha256 in MANIFEST.txt (and in SHA256SUMS, for `sha256sum -c`). The
+// manifest also lists every model answer of the day's sessions and says
+// which came from the offline scripted model.
 
 // historyStampLayout names the files memory keeps under history/: the UTC
 // instant of the replacement (see memory.Folder.WriteMemory).
@@ -151,7 +153,9 @@ func buildAudit(cfg *config.Config, folder *memory.Folder, date memory.Date, now
 	}
 
 	// The sessions, raw and rendered.
-	var foldAt time.Time
+	var folds []dayFold
+	var replies []string
+	scripted := 0
 	var ids []string
 	for _, info := range day {
 		raw, err := os.ReadFile(folder.SessionPath(info.ID))
@@ -163,8 +167,17 @@ func buildAudit(cfg *config.Config, folder *memory.Folder, date memory.Date, now
 			return fail(err)
 		}
 		for _, e := range view.Entries {
-			if e.Kind == entryEvent && e.EventKind == foldEvent && e.At.After(foldAt) {
-				foldAt = e.At
+			if e.CopiedFrom != "" {
+				continue // a fork's copy: it is of the session it was written in
+			}
+			if e.Kind == entryEvent && e.EventKind == foldEvent {
+				folds = append(folds, dayFold{session: info.ID, at: e.At, result: e.Text, end: rolloverEnd(infos, info.ID)})
+			}
+			if line, ok := replyLine(info.ID, e, loc); ok {
+				replies = append(replies, line)
+				if e.Scripted {
+					scripted++
+				}
 			}
 		}
 		page, err := renderSessionPage(folder, view, loc, now)
@@ -181,6 +194,11 @@ func buildAudit(cfg *config.Config, folder *memory.Folder, date memory.Date, now
 		b.note("sessions: none of this trading date")
 	} else {
 		b.note("sessions: %d (%s)", len(ids), strings.Join(ids, ", "))
+	}
+	b.note("model answers: %d in the day's sessions, %d of them SCRIPTED (written by deskd's offline scripted model, not a real LLM)%s",
+		len(replies), scripted, map[bool]string{true: ":", false: ""}[len(replies) > 0])
+	for _, line := range replies {
+		b.note("  %s", line)
 	}
 
 	// The summary, with any earlier versions of it, and the notes.
@@ -206,8 +224,9 @@ func buildAudit(cfg *config.Config, folder *memory.Folder, date memory.Date, now
 		b.note("notes: none")
 	}
 
-	// Memory.md before and after the day's fold, and the diff.
-	if err := addMemory(b, folder, infos, day, date, foldAt, dayEnd, now, loc); err != nil {
+	// Memory.md as the day's fold read and wrote it, and the diff.
+	sort.SliceStable(folds, func(i, j int) bool { return folds[i].at.Before(folds[j].at) })
+	if err := addMemory(b, folder, infos, day, folds, dayEnd, now, loc); err != nil {
 		return fail(err)
 	}
 
@@ -259,55 +278,136 @@ func buildAudit(cfg *config.Config, folder *memory.Folder, date memory.Date, now
 		b.add(rolloverJournal, raw, "the rollover journal, which is of a session of this date")
 	}
 
-	// The config.
-	if err := addConfig(b, cfg, desk, date); err != nil {
+	// The config in force that day.
+	if err := addConfig(b, cfg, desk, date, dayStart, dayEnd, loc); err != nil {
 		return fail(err)
 	}
 	return b, nil
 }
 
-// addMemory adds Memory.md as it was before the day's fold and after the
-// day's rollover, reconstructed from history/memory/, and their diff.
-//
-// The "before" instant is the day's fold (the fold record of the day's
-// sessions) or, without one, the end of the trading day; the "after"
-// instant is when the session that followed the day's last session
-// started (the rollover was done then) or, when none has, now.
-func addMemory(b *auditBundle, folder *memory.Folder, all, day []memory.SessionInfo, date memory.Date, foldAt, dayEnd, now time.Time, loc *time.Location) error {
+// dayFold is a fold of notes into Memory.md recorded in a session of the
+// day (the model's answer, recorded by the rollover of that session).
+type dayFold struct {
+	session string
+	at      time.Time // when the model answered
+	result  string    // what it answered: the Memory.md it proposed
+	end     time.Time // when the rollover was done (the next session started); zero when none has
+}
+
+// rolloverEnd returns when the session that a rollover of session id
+// started began (zero when there is none yet).
+func rolloverEnd(all []memory.SessionInfo, id string) time.Time {
+	for _, s := range all {
+		if s.Parent == id && s.ForkedFrom == "" && !s.Started.IsZero() {
+			return s.Started
+		}
+	}
+	return time.Time{}
+}
+
+// replyLine describes a model's answer in a session of the day, for the
+// manifest; ok is false for an entry no model wrote.
+func replyLine(session string, e transcriptEntry, loc *time.Location) (string, bool) {
+	var what string
+	switch {
+	case e.Kind == entryAssistant:
+		what = "reply"
+		if e.Trigger != "" {
+			what += " to " + e.Trigger
+		}
+		if len(e.Calls) > 0 {
+			what += " (tool calls)"
+		}
+		if e.Silent {
+			what += " (silent)"
+		}
+	case e.Kind == entryEvent && e.Model != "":
+		what = e.EventKind
+	default:
+		return "", false
+	}
+	model := e.Model
+	if e.Provider != "" {
+		model += " (" + e.Provider + ")"
+	}
+	line := fmt.Sprintf("session %s %s %s: %s", session, e.At.In(loc).Format(time.RFC3339), what, model)
+	if e.Scripted {
+		line += " SCRIPTED"
+	}
+	return line, true
+}
+
+// addMemory adds Memory.md as the day's fold read it and as it wrote it,
+// and their diff. The day's fold is the fold recorded in the day's
+// sessions (several on a day of manual rollovers: then the first one's
+// read and the last one's write). What a fold read and wrote is found,
+// in this order, in the rollover journal (rollover.json: fold_before and
+// fold_result, for the desk's last rollover), then in history/memory/ (the
+// version the fold replaced, kept when it wrote; none when Memory.md did
+// not exist and the fold created it). Without a fold, the day's "before"
+// is Memory.md at the end of the trading day and its "after" Memory.md when
+// the session that followed the day's began.
+func addMemory(b *auditBundle, folder *memory.Folder, all, day []memory.SessionInfo, folds []dayFold, dayEnd, now time.Time, loc *time.Location) error {
 	versions, err := memoryVersions(folder)
 	if err != nil {
 		return err
 	}
-	before, beforeWhy := foldAt, "just before the day's fold of notes into Memory.md"
-	if foldAt.IsZero() {
-		before, beforeWhy = dayEnd, "at the end of the trading day (no fold of the day's notes is recorded)"
+	var journal struct {
+		Session    string  `json:"session"`
+		FoldBefore string  `json:"fold_before"`
+		FoldResult *string `json:"fold_result"`
+	}
+	if _, err := folder.ReadJSON(rolloverJournal, &journal); err != nil {
+		return err
+	}
+	var beforeText, beforeSrc, afterText, afterSrc, beforeLabel, afterLabel string
+	if n := len(folds); n > 0 {
+		first, last := folds[0], folds[n-1]
+		if first.session == journal.Session && journal.FoldResult != nil && *journal.FoldResult == first.result {
+			beforeText, beforeSrc = journal.FoldBefore, rolloverJournal+" (fold_before: what the fold read)"
+		} else {
+			beforeText, beforeSrc, err = foldRead(folder, versions, first)
+			if err != nil {
+				return err
+			}
+		}
+		afterText, afterSrc, err = foldWrote(folder, versions, last)
+		if err != nil {
+			return err
+		}
+		which := "the day's fold of notes"
+		if n > 1 {
+			which = fmt.Sprintf("the first of the day's %d folds of notes", n)
+		}
+		beforeLabel = fmt.Sprintf("Memory.md as %s read it (session %s, %s)", which, first.session, first.at.In(loc).Format(time.RFC3339Nano))
+		which = "the day's fold"
+		if n > 1 {
+			which = fmt.Sprintf("the last of the day's %d folds", n)
+		}
+		afterLabel = fmt.Sprintf("Memory.md as %s left it (session %s, %s)", which, last.session, last.at.In(loc).Format(time.RFC3339Nano))
+	} else {
+		before, beforeWhy := dayEnd, "at the end of the trading day (no fold of the day's notes is recorded)"
 		if now.Before(before) {
 			before, beforeWhy = now, "now (the trading day has not ended)"
 		}
-	}
-	after, afterWhy := now, "now (no session has followed the day's sessions yet)"
-	if n := len(day); n > 0 {
-		last := day[n-1].ID
-		for _, s := range all {
-			if s.Parent == last && !s.Started.IsZero() {
-				after, afterWhy = s.Started, "when the day's rollover had finished (session "+s.ID+" started)"
-				break
+		after, afterWhy := now, "now (no session has followed the day's sessions yet)"
+		if n := len(day); n > 0 {
+			if end := rolloverEnd(all, day[n-1].ID); !end.IsZero() {
+				after, afterWhy = end, "when the day's rollover had finished (the session that followed started)"
 			}
 		}
+		if after.Before(before) {
+			after = before
+		}
+		if beforeText, beforeSrc, err = memoryAt(folder, versions, before); err != nil {
+			return err
+		}
+		if afterText, afterSrc, err = memoryAt(folder, versions, after); err != nil {
+			return err
+		}
+		beforeLabel = fmt.Sprintf("Memory.md %s, %s", beforeWhy, before.In(loc).Format(time.RFC3339Nano))
+		afterLabel = fmt.Sprintf("Memory.md %s, %s", afterWhy, after.In(loc).Format(time.RFC3339Nano))
 	}
-	if after.Before(before) {
-		after = before
-	}
-	beforeText, beforeSrc, err := memoryAt(folder, versions, before)
-	if err != nil {
-		return err
-	}
-	afterText, afterSrc, err := memoryAt(folder, versions, after)
-	if err != nil {
-		return err
-	}
-	beforeLabel := fmt.Sprintf("Memory.md %s, %s", beforeWhy, before.In(loc).Format(time.RFC3339Nano))
-	afterLabel := fmt.Sprintf("Memory.md %s, %s", afterWhy, after.In(loc).Format(time.RFC3339Nano))
 	b.add("memory/Memory.before.md", []byte(beforeText), beforeLabel+"; from "+beforeSrc)
 	b.add("memory/Memory.after.md", []byte(afterText), afterLabel+"; from "+afterSrc)
 	diff := unifiedHunks("a/Memory.md", "b/Memory.md", beforeText, afterText)
@@ -319,6 +419,87 @@ func addMemory(b *auditBundle, folder *memory.Folder, all, day []memory.SessionI
 	b.note("memory before: %s; from %s", beforeLabel, beforeSrc)
 	b.note("memory after: %s; from %s", afterLabel, afterSrc)
 	return nil
+}
+
+// foldReplaced returns the index of the version of Memory.md that fold f
+// replaced when it wrote its result: the first kept after the model
+// answered and by the time its rollover was done. -1 when there is none
+// (the fold wrote nothing, or created Memory.md).
+func foldReplaced(versions []memoryVersion, f dayFold) int {
+	for i, v := range versions {
+		if v.At.Before(f.at) {
+			continue
+		}
+		if !f.end.IsZero() && v.At.After(f.end) {
+			return -1
+		}
+		return i
+	}
+	return -1
+}
+
+// foldRead returns the Memory.md that fold f read, and where it was found.
+func foldRead(folder *memory.Folder, versions []memoryVersion, f dayFold) (text, source string, err error) {
+	if i := foldReplaced(versions, f); i >= 0 {
+		text, err := readVersion(folder, versions[i])
+		if err != nil {
+			return "", "", err
+		}
+		return text, versionName(versions[i]) + ", the version the fold replaced", nil
+	}
+	// Nothing was replaced: the fold created Memory.md, or left it as it was.
+	text, source, err = memoryAt(folder, versions, f.at)
+	if err != nil {
+		return "", "", err
+	}
+	if text == f.result {
+		return "", "no Memory.md: there was none, and the fold created it (no earlier version was replaced)", nil
+	}
+	return text, source + " (the fold did not write Memory.md: refused, failed, or an operator's edit was kept)", nil
+}
+
+// foldWrote returns the Memory.md that fold f left, and where it was found.
+func foldWrote(folder *memory.Folder, versions []memoryVersion, f dayFold) (text, source string, err error) {
+	i := foldReplaced(versions, f)
+	if i < 0 {
+		text, source, err := memoryAt(folder, versions, f.at)
+		if err != nil {
+			return "", "", err
+		}
+		if text == f.result {
+			return text, source + ", the Memory.md the fold created", nil
+		}
+		return text, source + " (the fold did not write Memory.md: refused, failed, or an operator's edit was kept)", nil
+	}
+	if i+1 < len(versions) {
+		text, err = readVersion(folder, versions[i+1])
+		source = versionName(versions[i+1]) + ", what the fold wrote, kept when it was replaced in turn"
+	} else {
+		text, err = folder.ReadMemory()
+		source = memory.MemoryFile + ", the current file, which the fold wrote"
+	}
+	if err != nil {
+		return "", "", err
+	}
+	if text != f.result {
+		source += " (it differs from the fold's answer recorded in the session: the version after the fold is shown)"
+	}
+	return text, source, nil
+}
+
+// readVersion reads a kept version of Memory.md.
+func readVersion(folder *memory.Folder, v memoryVersion) (string, error) {
+	rel := path.Join(memory.HistoryDir, "memory", v.Name)
+	b, err := os.ReadFile(folder.Path(rel))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", rel, err)
+	}
+	return string(b), nil
+}
+
+// versionName names a kept version of Memory.md in the manifest.
+func versionName(v memoryVersion) string {
+	return path.Join(memory.HistoryDir, "memory", v.Name) + " (replaced at " + v.At.Format(time.RFC3339Nano) + ")"
 }
 
 // memoryVersion is a version of Memory.md kept under history/memory/: the
@@ -488,8 +669,50 @@ func triggerOfDay(line []byte, day memory.TradingDay, date memory.Date, sessions
 	return false, nil
 }
 
-// addConfig adds the config files as they are now, and their hash.
-func addConfig(b *auditBundle, cfg *config.Config, desk string, date memory.Date) error {
+// addConfig adds the config in force on the trading date: every snapshot
+// deskd kept of its effective config (see writeConfigSnapshot) that was in
+// force during the day, the one in force when it began first. With none
+// (a deskd that kept no snapshots then), it adds the config files as they
+// are now, and says so.
+func addConfig(b *auditBundle, cfg *config.Config, desk string, date memory.Date, dayStart, dayEnd time.Time, loc *time.Location) error {
+	snaps, err := configSnapshots(filepath.Join(cfg.StateDir, configHistoryDir))
+	if err != nil {
+		return err
+	}
+	var inForce []snapshotFile
+	for _, s := range snaps {
+		switch {
+		case s.taken.Before(dayStart):
+			inForce = append(inForce[:0], s) // the one in force when the day began
+		case s.taken.Before(dayEnd):
+			inForce = append(inForce, s)
+		}
+	}
+	if len(inForce) > 0 {
+		for i, s := range inForce {
+			data, err := os.ReadFile(s.path)
+			if err != nil {
+				return fmt.Errorf("read config snapshot %s: %w", s.path, err)
+			}
+			until := "the end of the day or later"
+			if i+1 < len(inForce) {
+				until = inForce[i+1].taken.In(loc).Format(time.RFC3339Nano)
+			}
+			b.add("config/in-force/"+s.name, data, fmt.Sprintf("the effective config deskd ran on from %s to %s (kept in %s/%s when it came into force; no secrets)",
+				s.taken.In(loc).Format(time.RFC3339Nano), until, configHistoryDir, s.name))
+		}
+		b.note("config: the config in force on %s: %d %s of deskd's effective config, from %s/ (taken at each start and reload that changed it)",
+			date, len(inForce), auditPlural(len(inForce), "snapshot", "snapshots"), configHistoryDir)
+		if _, ok := cfg.Desks[desk]; !ok {
+			b.note("config: the desk is not in the config at export time")
+		}
+		return nil
+	}
+	return addCurrentConfig(b, cfg, desk, date)
+}
+
+// addCurrentConfig adds the config files as they are now, and their hash.
+func addCurrentConfig(b *auditBundle, cfg *config.Config, desk string, date memory.Date) error {
 	type cfgFile struct{ src, name, what string }
 	files := []cfgFile{{cfg.Path, "config/" + filepath.Base(cfg.Path), "the main config file, as it is at export time"}}
 	if dc, ok := cfg.Desks[desk]; ok {
@@ -509,7 +732,7 @@ func addConfig(b *auditBundle, cfg *config.Config, desk string, date memory.Date
 		b.add(f.name, data, f.what+" ("+f.src+")")
 		fmt.Fprintf(&sums, "%s  %s\n", sha256Hex(data), f.name)
 	}
-	b.note("config: the files as they are at export time, not a snapshot of the config in force on %s: deskd keeps no snapshot of its config; compare the hashes below with your config history", date)
+	b.note("config: the files as they are at export time, not a snapshot of the config in force on %s: deskd kept no snapshot of its config in force that day (%s/ has none of it); compare the hashes below with your config history", date, configHistoryDir)
 	b.note("config sha256: %s (the sha256 of the lines \"<sha256>  <name>\" of the config files, in this order:)", sha256Hex([]byte(sums.String())))
 	for _, line := range strings.Split(strings.TrimRight(sums.String(), "\n"), "\n") {
 		b.note("  %s", line)

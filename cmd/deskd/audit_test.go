@@ -190,10 +190,13 @@ func TestAuditBundle(t *testing.T) {
 		"desk: main\n",
 		"trading date: 2026-03-02 (Asia/Kolkata, from 2026-03-02 00:00:00 IST to 2026-03-03 00:00:00 IST)\n",
 		"sessions: 1 (" + opsS1 + ")\n",
-		"memory before: Memory.md just before the day's fold of notes into Memory.md, 2026-03-03T00:00:01+05:30; " +
-			"from history/memory/20260302T183002.000000000Z.md, the version replaced at 2026-03-02T18:30:02Z\n",
-		"memory after: Memory.md when the day's rollover had finished (session " + opsS2 + " started), 2026-03-03T00:00:05+05:30; " +
-			"from history/memory/20260303T183002.000000000Z.md, the version replaced at 2026-03-03T18:30:02Z\n",
+		"memory before: Memory.md as the day's fold of notes read it (session " + opsS1 + ", 2026-03-03T00:00:01+05:30); " +
+			"from history/memory/20260302T183002.000000000Z.md (replaced at 2026-03-02T18:30:02Z), the version the fold replaced\n",
+		"memory after: Memory.md as the day's fold left it (session " + opsS1 + ", 2026-03-03T00:00:01+05:30); " +
+			"from history/memory/20260303T183002.000000000Z.md (replaced at 2026-03-03T18:30:02Z), what the fold wrote, kept when it was replaced in turn\n",
+		"model answers: 6 in the day's sessions, 6 of them SCRIPTED (written by deskd's offline scripted model, not a real LLM):\n" +
+			"  session " + opsS1 + " 2026-03-02T09:00:02+05:30 reply to open@1 (tool calls): offline (scripted) SCRIPTED\n",
+		"  session " + opsS1 + " 2026-03-03T00:00:01+05:30 fold: offline (scripted) SCRIPTED\n",
 		"trigger ledger: 1 line that did not parse left out\n",
 		"not a snapshot of the config in force on 2026-03-02",
 		"config sha256: " + sha256Of(configSums) + " ",

@@ -25,6 +25,7 @@ import (
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
@@ -158,6 +159,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 	names := sortedNames(cfg.Desks)
 	log.Info().Str("config", cfg.Path).Str("state_dir", cfg.StateDir).Strs("desks", names).
 		Time("clock_start", clk.Now()).Msg("deskd starting")
+	dm.snapshotConfig(cfg, "start")
 	_ = dm.notify.Status(fmt.Sprintf("starting %s: %s", plural(len(names), "desk"), strings.Join(names, ", ")))
 	runErr := dm.startDesks(ctx, deskCtx, cfg, names)
 	if runErr == nil && ctx.Err() == nil {
@@ -230,7 +232,11 @@ func buildDesk(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledge
 		live *liveCurator
 	)
 	if dc.Curator.Enabled {
-		live = &liveCurator{r: curator.Reviewer{Folder: folder, Model: r, Now: clk.Now, MaxChanges: dc.Curator.MaxChanges, ScheduleTexts: scheduleTexts(dc)}}
+		onTorn := func(t durable.Torn) {
+			event.Publish(bus, event.FileTorn{Header: event.Header{At: clk.Now(), Desk: dc.Name}, Path: t.Path, Offset: t.Offset, Bytes: t.Bytes, SavedTo: t.SavedTo})
+		}
+		live = &liveCurator{r: curator.Reviewer{Folder: folder, Model: r, Now: clk.Now, MaxChanges: dc.Curator.MaxChanges,
+			ScheduleTexts: scheduleTexts(dc), OnTorn: onTorn}}
 		cur = live
 	}
 	k := keeper.New(keeper.Options{

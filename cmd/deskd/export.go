@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ type exportEntry struct {
 	DurationText string
 }
 
-// exportSummary is the summary of the session's trading date.
+// exportSummary is the summary written when the session rolled over.
 type exportSummary struct {
 	Text     string
 	Path     string
@@ -147,22 +148,25 @@ func renderSessionPage(folder *memory.Folder, s sessionView, loc *time.Location,
 		if e.Silent {
 			pe.Class += " silent"
 		}
+		if e.CopiedFrom != "" {
+			copied := "copied by a fork from session " + e.CopiedFrom
+			if pe.Detail != "" {
+				copied = pe.Detail + " · " + copied
+			}
+			pe.Detail = copied
+			pe.Class += " copied"
+		}
 		page.Entries = append(page.Entries, pe)
 		if e.Kind == entryCheckpoint {
 			page.Checkpoints = append(page.Checkpoints, pe)
 		}
 	}
-	if !info.Date.IsZero() {
-		sum, ok, err := folder.ReadSummary(info.Date)
-		if err != nil {
-			return nil, fmt.Errorf("export session %s: %w", info.ID, err)
-		}
-		if ok {
-			page.Summary = &exportSummary{Text: sum.Text, Path: path.Join(memory.SummariesDir, info.Date.String()+".md"), Degraded: strings.HasPrefix(sum.Text, degradedPrefix)}
-			if info.State == memory.SessionActive {
-				page.Summary.Note = "This session is still active: the summary is of an earlier session of the same trading date."
-			}
-		}
+	sum, ok, err := folder.SessionSummary(info.ID)
+	if err != nil {
+		return nil, fmt.Errorf("export session %s: %w", info.ID, err)
+	}
+	if ok {
+		page.Summary = &exportSummary{Text: sum.Text, Path: summaryPlace(folder, sum), Degraded: sum.Degraded, Note: summaryNote(folder, sum)}
 	}
 	tmpl, err := template.New("export.html").Parse(exportHTML)
 	if err != nil {
@@ -173,6 +177,36 @@ func renderSessionPage(folder *memory.Folder, s sessionView, loc *time.Location,
 		return nil, fmt.Errorf("export session %s: render page: %w", info.ID, err)
 	}
 	return b.Bytes(), nil
+}
+
+// summaryPlace is where a session's summary is kept, relative to the desk
+// folder.
+func summaryPlace(folder *memory.Folder, sum memory.SessionSummary) string {
+	if sum.Path == "" {
+		return "the session's own records (no summary file holds this text any more)"
+	}
+	if rel, err := filepath.Rel(folder.Dir(), sum.Path); err == nil && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return sum.Path
+}
+
+// summaryNote says how a summary was linked to its session, and why a
+// summary kept under history/ is not the date's current one.
+func summaryNote(folder *memory.Folder, sum memory.SessionSummary) string {
+	var note string
+	switch sum.Source {
+	case memory.SummaryFromSession:
+		note = "The summary written when this session rolled over, as the session's own records hold it"
+	case memory.SummaryFromJournal:
+		note = "The summary written when this session rolled over, as the rollover journal names it"
+	default:
+		note = "The date's summary, written when this session, the date's last to roll over, did"
+	}
+	if sum.Path != "" && sum.Path != folder.Path(path.Join(memory.SummariesDir, sum.Date.String()+".md")) {
+		note += "; a later rollover of the same trading date (or an operator) replaced the date's summary file since, which kept this version"
+	}
+	return note + "."
 }
 
 // showTime formats t in loc, "-" for the zero time.

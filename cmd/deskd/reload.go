@@ -557,12 +557,29 @@ func (dm *supervisor) reload(ctx, deskCtx context.Context, why string) {
 	}
 	changes := config.Diff(cur, loaded)
 	dm.apply(ctx, deskCtx, cur, next, changes)
+	dm.snapshotConfig(dm.cur.Load(), "reload")
 	whats := make([]string, 0, len(changes))
 	for _, c := range changes {
 		whats = append(whats, c.String())
 	}
 	event.Publish(dm.bus, event.ConfigReloaded{Header: event.Header{At: dm.clk.Now()}, Changes: whats})
 	_ = dm.notify.Ready(dm.statusLine("running"))
+}
+
+// snapshotConfig keeps the effective config cfg, which has just come into
+// force, under the state folder (see writeConfigSnapshot), for the audit
+// of the days it is in force. A failure is logged: it never stops deskd
+// or refuses a reload.
+func (dm *supervisor) snapshotConfig(cfg *config.Config, reason string) {
+	path, err := writeConfigSnapshot(cfg, dm.clk.Now(), reason)
+	if err != nil {
+		dm.log.Error().Err(err).Str("config", cfg.Path).Str("reason", reason).
+			Msg("the config in force could not be kept for audits; the audit of today will not hold it")
+		return
+	}
+	if path != "" {
+		dm.log.Info().Str("snapshot", path).Str("reason", reason).Msg("config in force kept for audits")
+	}
 }
 
 // apply puts next in force, desk by desk.

@@ -41,7 +41,7 @@ func newSessionsCommand(stdout io.Writer) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "sessions DESK",
-		Short: "List the desk's sessions: id, trading date, title, turns, tokens, state",
+		Short: "List the desk's sessions: id, trading date, title, turns, tokens, state (and what a fork was forked from)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, folder, err := openDeskState(path, args[0])
@@ -234,20 +234,22 @@ func defaultTitle(text string) string {
 
 // sessionRow is one session as `deskd sessions --json` prints it.
 type sessionRow struct {
-	ID          string `json:"id"`
-	Date        string `json:"trading_date"`
-	Parent      string `json:"parent,omitempty"`
-	Title       string `json:"title"`
-	TitleSource string `json:"title_source"` // "operator" or "first message"
-	Turns       int    `json:"turns"`
-	Tokens      int64  `json:"tokens"`
-	Input       int64  `json:"input_tokens"`
-	Output      int64  `json:"output_tokens"`
-	Checkpoints int    `json:"checkpoints"`
-	State       string `json:"state"`
-	Scripted    bool   `json:"scripted,omitempty"`
-	Started     string `json:"started"`
-	Updated     string `json:"updated"`
+	ID          string   `json:"id"`
+	Date        string   `json:"trading_date"`
+	Parent      string   `json:"parent,omitempty"`
+	ForkedFrom  string   `json:"forked_from,omitempty"` // the session a fork was forked from
+	Forks       []string `json:"forks,omitempty"`       // the sessions forked from this one
+	Title       string   `json:"title"`
+	TitleSource string   `json:"title_source"` // "operator" or "first message"
+	Turns       int      `json:"turns"`
+	Tokens      int64    `json:"tokens"`
+	Input       int64    `json:"input_tokens"`
+	Output      int64    `json:"output_tokens"`
+	Checkpoints int      `json:"checkpoints"`
+	State       string   `json:"state"`
+	Scripted    bool     `json:"scripted,omitempty"`
+	Started     string   `json:"started"`
+	Updated     string   `json:"updated"`
 }
 
 func printSessionsJSON(w io.Writer, infos []memory.SessionInfo) error {
@@ -259,7 +261,7 @@ func printSessionsJSON(w io.Writer, infos []memory.SessionInfo) error {
 			source = "operator"
 		}
 		rows = append(rows, sessionRow{
-			ID: info.ID, Date: dateText(info.Date), Parent: info.Parent, Title: title, TitleSource: source,
+			ID: info.ID, Date: dateText(info.Date), Parent: info.Parent, ForkedFrom: info.ForkedFrom, Forks: info.Forks, Title: title, TitleSource: source,
 			Turns: info.Turns, Tokens: info.Tokens, Input: info.InputTokens, Output: info.OutputTokens,
 			Checkpoints: info.Checkpoints, State: string(info.State), Scripted: info.Scripted,
 			Started: info.Started.Format(time.RFC3339), Updated: info.Updated.Format(time.RFC3339),
@@ -282,12 +284,26 @@ func printSessions(w io.Writer, infos []memory.SessionInfo) error {
 	fmt.Fprintln(tw, "SESSION\tDATE\tTURNS\tTOKENS\tSTATE\tTITLE")
 	for _, info := range infos {
 		title, _ := sessionTitle(info)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", info.ID, dateText(info.Date), info.Turns, info.Tokens, info.State, terminalSafe(title))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", info.ID, dateText(info.Date), info.Turns, info.Tokens, stateText(info), terminalSafe(title))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print sessions: %w", err)
 	}
 	return nil
+}
+
+// stateText is a session's state as the listing shows it, with where a
+// fork came from ("active, forked from <id>") and where a session forked
+// from went ("forked into <id>").
+func stateText(info memory.SessionInfo) string {
+	s := string(info.State)
+	if info.State == memory.SessionForked {
+		s += " into " + strings.Join(info.Forks, ", ")
+	}
+	if info.ForkedFrom != "" {
+		s += ", forked from " + info.ForkedFrom
+	}
+	return s
 }
 
 // dateText formats a trading date, "-" for none.
@@ -359,6 +375,7 @@ type transcriptEntry struct {
 	ToolCallID   string           // tool
 	IsError      bool             // tool
 	EventKind    string           // event: the topic or task (summary, fold, turn.failed, ...)
+	CopiedFrom   string           // a record a fork copied: the session it was first written in
 }
 
 // transcriptCall is one tool call of an assistant message.
@@ -372,7 +389,8 @@ func transcript(recs []memory.Record) []transcriptEntry {
 	var out []transcriptEntry
 	for _, r := range recs {
 		e := transcriptEntry{At: r.At, Text: r.Text, Trigger: r.Trigger, Model: r.Model, Provider: r.Provider,
-			Scripted: r.Scripted, Silent: r.Silent, Usage: r.Usage, Duration: time.Duration(r.DurationMS) * time.Millisecond}
+			Scripted: r.Scripted, Silent: r.Silent, Usage: r.Usage, Duration: time.Duration(r.DurationMS) * time.Millisecond,
+			CopiedFrom: r.ForkedFrom}
 		switch r.Type {
 		case memory.RecordHeader:
 			continue
@@ -462,11 +480,14 @@ func printTranscript(w io.Writer, s sessionView, loc *time.Location, full bool) 
 	var b strings.Builder
 	fmt.Fprintf(&b, "desk %s, session %s, trading date %s\n", s.Desk, info.ID, dateText(info.Date))
 	fmt.Fprintf(&b, "title: %s\n", title)
-	fmt.Fprintf(&b, "state: %s; turns %d; tokens %d (%d in, %d out)", info.State, info.Turns, info.Tokens, info.InputTokens, info.OutputTokens)
-	if info.Parent != "" {
+	fmt.Fprintf(&b, "state: %s; turns %d; tokens %d (%d in, %d out)", stateText(info), info.Turns, info.Tokens, info.InputTokens, info.OutputTokens)
+	if info.Parent != "" && info.ForkedFrom == "" {
 		fmt.Fprintf(&b, "; parent %s", info.Parent)
 	}
 	b.WriteString("\n")
+	if info.Carried > 0 {
+		fmt.Fprintf(&b, "carries %d records copied by a fork, as they were written (marked \"copied from\"; their turns and tokens count where they were written)\n", info.Carried)
+	}
 	if info.Scripted {
 		b.WriteString("SCRIPTED: answers in this session come from the offline scripted model, not a real LLM\n")
 	}
@@ -538,6 +559,9 @@ func entryHeading(e transcriptEntry) string {
 	}
 	if e.Duration > 0 {
 		parts = append(parts, e.Duration.String())
+	}
+	if e.CopiedFrom != "" {
+		parts = append(parts, "copied from "+e.CopiedFrom)
 	}
 	return strings.Join(parts, " · ")
 }

@@ -1,7 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/clock"
@@ -70,4 +80,237 @@ func newModel(m config.Model) (router.Model, error) {
 		return router.Model{}, err
 	}
 	return rm, nil
+}
+
+// configHistoryDir is where deskd keeps the effective config each time it
+// changes, <state_dir>/config-history/<UTC instant>.json, so that an audit
+// can show the config in force on a past trading date.
+const configHistoryDir = "config-history"
+
+// configSnapshot is one file of configHistoryDir.
+type configSnapshot struct {
+	// Taken is when the config came into force, on deskd's clock.
+	Taken time.Time `json:"taken"`
+	// Reason is "start" or "reload".
+	Reason string          `json:"reason"`
+	Config effectiveConfig `json:"config"`
+}
+
+// effectiveConfig is the config deskd runs on, as loaded and validated,
+// field by field: only what is listed here is kept, so that no secret can
+// reach the file. API keys and the API token are never in a Config (it
+// names the variable or file they come from); a base URL's user and
+// password are dropped.
+type effectiveConfig struct {
+	Path            string                    `json:"path"`
+	StateDir        string                    `json:"state_dir"`
+	Timezone        string                    `json:"timezone"`
+	RolloverAt      string                    `json:"rollover_at"`
+	Listen          []string                  `json:"listen"`
+	AuthTokenFile   string                    `json:"auth_token_file,omitempty"`
+	DesksDir        string                    `json:"desks_dir"`
+	CalendarsDir    string                    `json:"calendars_dir,omitempty"`
+	Calendars       []string                  `json:"calendars"`
+	LogLevel        string                    `json:"log_level"`
+	LogFormat       string                    `json:"log_format"`
+	ShutdownTimeout string                    `json:"shutdown_timeout"`
+	Models          map[string]effectiveModel `json:"models"`
+	Desks           map[string]effectiveDesk  `json:"desks"`
+}
+
+// effectiveModel is one model of the effective config.
+type effectiveModel struct {
+	Provider        string         `json:"provider"`
+	BaseURL         string         `json:"base_url,omitempty"`
+	Model           string         `json:"model,omitempty"`
+	APIKeyEnv       string         `json:"api_key_env,omitempty"`
+	APIKeyFile      string         `json:"api_key_file,omitempty"`
+	ContextWindow   int            `json:"context_window"`
+	MaxOutputTokens int            `json:"max_output_tokens"`
+	Timeout         string         `json:"timeout"`
+	Prices          *config.Prices `json:"prices,omitempty"`
+}
+
+// effectiveDesk is one desk of the effective config.
+type effectiveDesk struct {
+	Path             string              `json:"path"`
+	Model            string              `json:"model"`
+	Fallbacks        []string            `json:"fallbacks,omitempty"`
+	Instructions     string              `json:"instructions"`
+	InstructionsFile string              `json:"instructions_file,omitempty"`
+	Schedules        []effectiveSchedule `json:"schedules,omitempty"`
+	Curator          config.Curator      `json:"curator"`
+	Rollover         string              `json:"rollover"`
+	QueueLimit       int                 `json:"queue_limit"`
+	Coalesce         string              `json:"coalesce"`
+	Calendar         string              `json:"calendar,omitempty"`
+	Budgets          config.Budgets      `json:"budgets"`
+	MaxToolRounds    int                 `json:"max_tool_rounds"`
+	CompactShare     float64             `json:"compact_share"`
+	Tools            []effectiveTool     `json:"tools,omitempty"`
+	Memory           config.MemoryGuard  `json:"memory"`
+	PausedTriggers   string              `json:"paused_triggers"`
+}
+
+// effectiveSchedule is one schedule of a desk.
+type effectiveSchedule struct {
+	Name      string `json:"name"`
+	Cron      string `json:"cron"`
+	Text      string `json:"text"`
+	Calendar  string `json:"calendar,omitempty"`
+	On        string `json:"on,omitempty"`
+	RunWithin string `json:"run_within"`
+}
+
+// effectiveTool is one command tool of a desk.
+type effectiveTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Command     []string        `json:"command"`
+	Timeout     string          `json:"timeout"`
+	MaxOutput   int             `json:"max_output"`
+}
+
+// effective returns the effective config of cfg.
+func effective(cfg *config.Config) effectiveConfig {
+	e := effectiveConfig{
+		Path: cfg.Path, StateDir: cfg.StateDir, Timezone: cfg.Timezone, RolloverAt: cfg.RolloverAt,
+		Listen: cfg.Listens, AuthTokenFile: cfg.AuthTokenFile, DesksDir: cfg.DesksDir, CalendarsDir: cfg.CalendarsDir,
+		Calendars: sortedNames(cfg.Calendars), LogLevel: cfg.Log.Level, LogFormat: cfg.Log.Format,
+		ShutdownTimeout: cfg.ShutdownTimeout.String(),
+		Models:          map[string]effectiveModel{}, Desks: map[string]effectiveDesk{},
+	}
+	for name, m := range cfg.Models {
+		e.Models[name] = effectiveModel{
+			Provider: m.Provider, BaseURL: withoutUserinfo(m.BaseURL), Model: m.Model, APIKeyEnv: m.APIKeyEnv, APIKeyFile: m.APIKeyFile,
+			ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens, Timeout: m.Timeout.String(), Prices: m.Prices,
+		}
+	}
+	for name, dc := range cfg.Desks {
+		d := effectiveDesk{
+			Path: dc.Path, Model: dc.Model, Fallbacks: dc.Fallbacks, Instructions: dc.Instructions, InstructionsFile: dc.InstructionsFile,
+			Curator: dc.Curator, Rollover: dc.Rollover, QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce, Calendar: dc.Calendar,
+			Budgets: dc.Budgets, MaxToolRounds: dc.MaxToolRounds, CompactShare: dc.CompactShare, Memory: dc.Memory,
+			PausedTriggers: dc.PausedTriggers,
+		}
+		for _, sc := range dc.Schedules {
+			d.Schedules = append(d.Schedules, effectiveSchedule{
+				Name: sc.Name, Cron: sc.Cron, Text: sc.Text, Calendar: sc.Calendar, On: sc.On, RunWithin: sc.RunWithin.String(),
+			})
+		}
+		for _, t := range dc.Tools {
+			d.Tools = append(d.Tools, effectiveTool{
+				Name: t.Name, Description: t.Description, Schema: t.Schema, Command: t.Command, Timeout: t.Timeout.String(), MaxOutput: t.MaxOutput,
+			})
+		}
+		e.Desks[name] = d
+	}
+	return e
+}
+
+// withoutUserinfo drops the user and password from a URL; a URL that does
+// not parse is kept only up to its scheme and host, if it has them.
+func withoutUserinfo(raw string) string {
+	if !strings.Contains(raw, "@") {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(a base URL that does not parse, left out: it may hold a password)"
+	}
+	u.User = nil
+	return u.String()
+}
+
+// writeConfigSnapshot writes the effective config of cfg to
+// <state_dir>/config-history/<UTC now>.json, atomically, unless the newest
+// snapshot there already holds the same config: a snapshot is written
+// only when the config in force changes (the first start, an edit, a
+// restart on edited files). It returns the file written ("" when none was).
+func writeConfigSnapshot(cfg *config.Config, now time.Time, reason string) (string, error) {
+	dir := filepath.Join(cfg.StateDir, configHistoryDir)
+	snap := configSnapshot{Taken: now, Reason: reason, Config: effective(cfg)}
+	latest, err := configSnapshots(dir)
+	if err != nil {
+		return "", err
+	}
+	if n := len(latest); n > 0 {
+		same, err := sameConfig(latest[n-1].path, snap.Config)
+		if err != nil {
+			return "", err
+		}
+		if same {
+			return "", nil
+		}
+	}
+	data, err := json.MarshalIndent(snap, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("snapshot the config: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("snapshot the config: %w", err)
+	}
+	// Two changes at one instant: the later is the one in force from it.
+	path := filepath.Join(dir, now.UTC().Format(historyStampLayout)+".json")
+	if err := memory.WriteFileAtomic(path, append(data, '\n'), 0o640); err != nil {
+		return "", fmt.Errorf("snapshot the config: %w", err)
+	}
+	return path, nil
+}
+
+// sameConfig reports whether the snapshot at path holds the config c.
+func sameConfig(path string, c effectiveConfig) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("read config snapshot %s: %w", path, err)
+	}
+	var old struct {
+		Config json.RawMessage `json:"config"`
+	}
+	if json.Unmarshal(b, &old) != nil {
+		return false, nil // damaged: a new snapshot follows it
+	}
+	cur, err := json.Marshal(c)
+	if err != nil {
+		return false, fmt.Errorf("snapshot the config: %w", err)
+	}
+	var a, bb bytes.Buffer
+	if json.Compact(&a, old.Config) != nil || json.Compact(&bb, cur) != nil {
+		return false, nil
+	}
+	return bytes.Equal(a.Bytes(), bb.Bytes()), nil
+}
+
+// snapshotFile is one file of configHistoryDir.
+type snapshotFile struct {
+	path  string
+	name  string
+	taken time.Time // from its name
+}
+
+// configSnapshots lists the snapshots in dir, oldest first; a missing dir
+// has none, and files not named as snapshots are left out.
+func configSnapshots(dir string) ([]snapshotFile, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list config snapshots %s: %w", dir, err)
+	}
+	var out []snapshotFile
+	for _, e := range entries {
+		stem, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		at, err := time.Parse(historyStampLayout, stem)
+		if err != nil {
+			continue
+		}
+		out = append(out, snapshotFile{path: filepath.Join(dir, e.Name()), name: e.Name(), taken: at})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].taken.Before(out[j].taken) })
+	return out, nil
 }

@@ -1,0 +1,52 @@
+package desk_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/triggers"
+)
+
+// TestStatusShowsUnreadableMemory: a Memory.md the desk cannot read is in
+// its status (GET /v1/desks, deskd status --json) until it can be read
+// again. A directory named Memory.md fails to read for root too (the tests
+// run as root, who reads a chmod 000 file).
+func TestStatusShowsUnreadableMemory(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "main", "Memory.md")
+	if err := os.MkdirAll(path, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, deskOptions{dir: dir})
+	if u := h.desk.Status().Unreadable; len(u) != 0 {
+		t.Fatalf("Unreadable before any prompt = %+v", u)
+	}
+	h.submit(triggers.Trigger{ID: "t1", Kind: triggers.Manual, Text: "Check the tape."})
+	waitFor(h, func(e event.TurnCompleted) bool { return e.Trigger == "t1" })
+
+	st := h.desk.Status()
+	if len(st.Unreadable) != 1 || st.Unreadable[0].Path != path || !strings.Contains(st.Unreadable[0].Error, "is a directory") {
+		t.Fatalf("Status().Unreadable = %+v, want %s with its error", st.Unreadable, path)
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"unreadable":[{"path":"`+path+`"`) {
+		t.Errorf("the status as JSON lacks the unreadable file: %s", b)
+	}
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("# Memory\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if u := h.desk.Status().Unreadable; len(u) != 0 {
+		t.Errorf("Status().Unreadable = %+v once Memory.md can be read", u)
+	}
+}
