@@ -88,7 +88,7 @@ type LedgerEntry struct {
 
 // Review asks the model for operations on the desk's skills and applies them.
 func (c *Reviewer) Review(ctx context.Context, date memory.Date, session string) (keeper.Review, error) {
-	r, err := (&Inventory{Folder: c.Folder, Now: c.Now}).Review(ctx, date, session)
+	r, err := (&Inventory{Folder: c.Folder, Now: c.Now, OnTorn: c.OnTorn}).Review(ctx, date, session)
 	if err != nil || len(r.Skills) == 0 {
 		return r, err
 	}

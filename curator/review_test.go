@@ -2,14 +2,17 @@ package curator_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/deskd/deskd/curator"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // answer is a fake model that gives a canned reply and keeps the prompt.
@@ -186,5 +189,44 @@ func TestModelFailureIsReported(t *testing.T) {
 	model.err = errors.New("overloaded")
 	if _, err := r.Review(context.Background(), day, "s1"); err == nil || !strings.Contains(err.Error(), "overloaded") {
 		t.Fatalf("Review = %v", err)
+	}
+}
+
+// TestTornLedgerIsSetAsideAndReported: a torn tail a crash left in the
+// curator's ledger is set aside and reported before the next entry is
+// appended; the next entry is whole, and every line of the file parses.
+func TestTornLedgerIsSetAsideAndReported(t *testing.T) {
+	c, f, _ := setup(t, `{"operations":[{"op":"retire","skill":"twap","reason":"unused"}]}`)
+	path := f.Path(curator.LedgerFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	const frag = `{"id":"c1","at":"2026-03-02T18:30:00Z","act`
+	if err := os.WriteFile(path, []byte(frag), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	var torn []durable.Torn
+	c.OnTorn = func(t durable.Torn) { torn = append(torn, t) }
+	if _, err := c.Review(t.Context(), day, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(torn) != 1 || torn[0].Path != path || torn[0].Bytes != len(frag) {
+		t.Fatalf("OnTorn saw %+v, want the ledger's torn tail of %d bytes", torn, len(frag))
+	}
+	if b, err := os.ReadFile(torn[0].SavedTo); err != nil || string(b) != frag {
+		t.Errorf("%s = %q (%v), want the fragment", torn[0].SavedTo, b, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("a ledger line does not parse: %q", line)
+		}
+	}
+	entries, err := curator.ReadLedger(f)
+	if err != nil || len(entries) != 1 || entries[0].Action != "retire" {
+		t.Errorf("ReadLedger = %+v, %v; want the one retire", entries, err)
 	}
 }
