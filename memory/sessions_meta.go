@@ -544,7 +544,7 @@ func (f *Folder) SetSessionTitle(id, title string) (string, error) {
 	if _, err := os.Stat(f.SessionPath(id)); err != nil {
 		return "", fmt.Errorf("set title of session %s: %w", id, err)
 	}
-	if err := WriteFileAtomic(path, []byte(title+"\n"), filePerm); err != nil {
+	if err := f.writeAtomic(path, []byte(title+"\n"), filePerm); err != nil {
 		return "", fmt.Errorf("set title of session %s: %w", id, err)
 	}
 	return title, nil

@@ -76,14 +76,14 @@ func (f *Folder) WriteSkillAs(by SkillWriter, name, content string) (historyPath
 			return "", err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := f.mkdirAll(dir); err != nil {
 		return "", fmt.Errorf("write skill %q: %w", name, err)
 	}
 	hist, perm, err := f.keepOld(path, filepath.Join(HistoryDir, SkillsDir, name), ".md")
 	if err != nil {
 		return "", fmt.Errorf("write skill %q: %w", name, err)
 	}
-	if err := WriteFileAtomic(path, []byte(content), perm); err != nil {
+	if err := f.writeAtomic(path, []byte(content), perm); err != nil {
 		return "", fmt.Errorf("write skill %q: %w", name, err)
 	}
 	return hist, nil

@@ -61,7 +61,7 @@ func (f *Folder) WriteJSON(name string, v any) error {
 			return fmt.Errorf("write state %s: %w", path, err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+	if err := f.mkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("write state %s: %w", path, err)
 	}
 	if err := f.writeAtomic(path, b, filePerm); err != nil {
