@@ -28,10 +28,10 @@ func LogEvents(b *event.Bus, log zerolog.Logger) (cancel func()) {
 
 func levelOf(e event.Event) zerolog.Level {
 	switch e := e.(type) {
-	case event.ConfigRejected, event.RolloverFailed:
+	case event.ConfigRejected, event.RolloverFailed, event.StorageFailed, event.MemoryUnreadable:
 		return zerolog.ErrorLevel
 	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.ScheduleMissed, event.InboxRejected,
-		event.BudgetExceeded, event.SessionTorn:
+		event.BudgetExceeded, event.SessionTorn, event.FileTorn:
 		return zerolog.WarnLevel
 	case event.SessionSummarized:
 		if e.Degraded {

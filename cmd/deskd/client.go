@@ -261,6 +261,11 @@ func printStatus(w io.Writer, desks []desk.Status) {
 		}
 	}
 	for _, s := range desks {
+		for _, u := range s.Unreadable {
+			fmt.Fprintf(w, "\ndesk %s cannot read %s, so its prompts go without it: %s\n", s.Name, u.Path, u.Error)
+		}
+	}
+	for _, s := range desks {
 		if st := s.Storage; st != nil {
 			what := "cannot write to its disk"
 			if st.DiskFull {
