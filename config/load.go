@@ -43,6 +43,9 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
+// maxInstructionsFile bounds the size of a desk's instructions_file.
+const maxInstructionsFile = 1 << 20
+
 // resolve makes p absolute, relative to dir.
 func resolve(dir, p string) string {
 	if filepath.IsAbs(p) {
@@ -437,8 +440,12 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 		root.problem("instructions_file", "must not be empty")
 	case fileSt == set:
 		d.InstructionsFile = resolve(filepath.Dir(file), ifile)
-		b, err := os.ReadFile(d.InstructionsFile)
-		if err != nil {
+		// a device (/dev/zero) or a FIFO would never end: regular files only
+		if fi, err := os.Stat(d.InstructionsFile); err == nil && !fi.Mode().IsRegular() {
+			root.problem("instructions_file", "%s is not a regular file", d.InstructionsFile)
+		} else if err == nil && fi.Size() > maxInstructionsFile {
+			root.problem("instructions_file", "%s is larger than %d bytes", d.InstructionsFile, maxInstructionsFile)
+		} else if b, err := os.ReadFile(d.InstructionsFile); err != nil {
 			root.problem("instructions_file", "cannot read %s: %v", d.InstructionsFile, pathErr(err))
 		} else {
 			d.Instructions = string(b)

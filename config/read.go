@@ -21,12 +21,13 @@ type sink struct {
 
 func (s *sink) add(file, field, format string, args ...any) {
 	reason := newlines.ReplaceAllString(fmt.Sprintf(format, args...), " ")
+	field = newlines.ReplaceAllString(field, " ") // a quoted YAML key may hold one
 	s.ps = append(s.ps, Problem{File: file, Field: field, Reason: reason})
 }
 
-// newlines matches line breaks, which a Reason must not hold: Problems
-// prints one problem a line.
-var newlines = regexp.MustCompile(`\s*\n\s*`)
+// newlines matches line breaks, which a Field or Reason must not hold:
+// Problems prints one problem a line.
+var newlines = regexp.MustCompile(`\s*[\n\r]\s*`)
 
 // keyDelimiter is viper's key path separator. It is not ".", because model
 // names may hold dots (gpt-4.1) and viper would split them.

@@ -282,6 +282,9 @@ func loadCalendar(s *sink, file, name string, data []byte) *triggers.Calendar {
 		return ses, okAll
 	}
 	if ss, st := root.list("sessions"); st == set {
+		if len(ss) == 0 {
+			root.problem("sessions", "the list is empty: give the regular trading sessions, such as [{open: \"09:15\", close: \"15:30\"}]")
+		}
 		for i, v := range ss {
 			n, ok := root.asMapping(fmt.Sprintf("sessions[%d]", i), v)
 			if !ok {

@@ -43,9 +43,12 @@ var ErrEmptyText = errors.New("text is empty")
 var ErrIncomplete = errors.New("bad JSON: the body ends before the JSON value does")
 
 // DecodeRequest parses and checks a trigger body: one JSON object with no
-// unknown fields and nothing after it. A parse error names what is wrong
-// and where.
+// unknown fields and nothing after it, of at most MaxBody bytes. A parse
+// error names what is wrong and where.
 func DecodeRequest(body []byte) (Request, error) {
+	if len(body) > MaxBody {
+		return Request{}, fmt.Errorf("the body is larger than %d bytes", MaxBody)
+	}
 	var r Request
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

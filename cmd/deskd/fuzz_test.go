@@ -1,0 +1,213 @@
+package main
+
+// Fuzz targets of the HTTP API's body decoders, through the handler (the
+// decoders are not exported): POST /v1/desks/{desk}/triggers and
+// POST /v1/desks/{desk}/pause (then .../resume) with fuzzed bodies, served
+// by the API over a real desk on a fake clock, answered into an
+// httptest.ResponseRecorder. The seed corpora are in
+// testdata/fuzz/<FuzzName>/; `go test` runs them.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/keeper"
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/triggers"
+)
+
+// fzAPI builds the API over one running desk "main" (the scripted model,
+// a fake clock) for a fuzz target, and stops it when the target ends.
+func fzAPI(f *testing.F, queueLimit int) (*api, *desk.Desk) {
+	f.Helper()
+	ist, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		f.Fatal(err)
+	}
+	day := memory.TradingDay{Location: ist}
+	clk := clock.NewFake(time.Date(2026, 3, 2, 10, 0, 0, 0, ist))
+	bus := event.New()
+	ring := newEventRing(bus, clk.Now(), eventRingSize)
+	folder, err := memory.OpenFolder(filepath.Join(f.TempDir(), "main"), "main", clk.Now)
+	if err != nil {
+		f.Fatal(err)
+	}
+	r, err := router.New(router.Options{Desk: "main", Folder: folder, Clock: clk, Day: day, Bus: bus,
+		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "test", Client: router.Scripted{}}}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	k := keeper.New(keeper.Options{Desk: "main", Router: r, Folder: folder, Bus: bus, Clock: clk, Day: day})
+	ledger, err := triggers.OpenLedger(folder.Path(triggers.LedgerFile))
+	if err != nil {
+		f.Fatal(err)
+	}
+	d, err := desk.New(desk.Options{Name: "main", Keeper: k, Router: r, Ledger: ledger, Clock: clk, Bus: bus,
+		QueueLimit: queueLimit, ShutdownTimeout: time.Minute, PauseFile: folder.Path("pause.json")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Run(ctx) }()
+	<-d.Started()
+	f.Cleanup(func() {
+		cancel()
+		for {
+			select {
+			case <-done:
+				ring.Close()
+				bus.Close()
+				_ = r.Close()
+				_ = ledger.Close()
+				return
+			case <-time.After(10 * time.Millisecond):
+				clk.Advance(time.Minute) // past the shutdown timeout of a turn
+			}
+		}
+	})
+	a := newAPI(apiOptions{Desks: []*desk.Desk{d}, Clock: clk, Events: ring, Log: zerolog.Nop()})
+	return a, d
+}
+
+// fzServe serves one request and checks what every answer must be: not a
+// 5xx, and a JSON object (an error one with a non-empty message).
+func fzServe(t *testing.T, h http.Handler, method, path string, body []byte) (int, map[string]any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, bytes.NewReader(body)))
+	if rec.Code >= 500 {
+		t.Fatalf("%s %s with body %q = %d %s", method, path, body, rec.Code, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("%s %s = %d with Content-Type %q", method, path, rec.Code, ct)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+		t.Fatalf("%s %s = %d, not a JSON object: %q", method, path, rec.Code, rec.Body)
+	}
+	if rec.Code >= 400 {
+		if msg, _ := out["error"].(string); strings.TrimSpace(msg) == "" || !utf8.ValidString(msg) {
+			t.Fatalf("%s %s = %d without an error message: %s", method, path, rec.Code, rec.Body)
+		}
+	}
+	return rec.Code, out
+}
+
+// FuzzAPIPostTrigger: POST /v1/desks/main/triggers with any body never
+// panics and is never answered 5xx. A body DecodeRequest refuses is
+// answered 400 with its message, one that is too large 413; a good one is
+// queued (202), known already (200) or finds the queue full (429), under
+// the id it names, and a queued one can be read back with its text.
+func FuzzAPIPostTrigger(f *testing.F) {
+	a, d := fzAPI(f, 1000)
+	if _, _, err := d.Pause("fuzz", "no turn runs: the triggers stay queued"); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		code, out := fzServe(t, a, http.MethodPost, "/v1/desks/main/triggers", body)
+		if len(body) > triggers.MaxBody {
+			if code != http.StatusRequestEntityTooLarge {
+				t.Fatalf("a body of %d bytes = %d, want 413", len(body), code)
+			}
+			return
+		}
+		want, err := triggers.DecodeRequest(body)
+		if err != nil {
+			if code != http.StatusBadRequest || out["error"] != err.Error() {
+				t.Fatalf("refused body %q = %d %v, want 400 %q", body, code, out, err)
+			}
+			return
+		}
+		id, _ := out["id"].(string)
+		switch {
+		case code != http.StatusAccepted && code != http.StatusOK && code != http.StatusTooManyRequests:
+			t.Fatalf("good body %q = %d %v, want 202, 200 or 429", body, code, out)
+		case triggers.CheckID(id) != nil || want.ID != "" && id != want.ID:
+			t.Fatalf("good body %q = %d with id %q", body, code, id)
+		case code != http.StatusAccepted:
+			return
+		}
+		code, got := fzServe(t, a, http.MethodGet, "/v1/desks/main/triggers/"+url.PathEscape(id), nil)
+		if code != http.StatusOK || got["id"] != id || got["text"] != want.Text || got["state"] != string(triggers.StateQueued) ||
+			got["kind"] != string(want.Kind) {
+			t.Fatalf("trigger %q queued from %q reads back as %d %v", id, body, code, got)
+		}
+	})
+}
+
+// FuzzAPIPause: POST /v1/desks/main/pause, then .../resume, with any
+// bodies never panics and is never answered 5xx: a body that is not the
+// optional JSON object {"reason", "by"} is answered 400 and changes
+// nothing; a good one pauses the desk with its reason and by (trimmed; by
+// defaults to "api"), and the resume ends that pause.
+func FuzzAPIPause(f *testing.F) {
+	a, d := fzAPI(f, 10)
+	f.Fuzz(func(t *testing.T, pause, resume []byte) {
+		if d.Paused() != nil {
+			t.Fatal("the desk is paused before the pause")
+		}
+		code, out := fzServe(t, a, http.MethodPost, "/v1/desks/main/pause", pause)
+		want, ok := fzPauseBody(pause)
+		if !ok {
+			if code != http.StatusBadRequest || d.Paused() != nil {
+				t.Fatalf("bad pause body %q = %d %v, paused %+v; want 400 and no pause", pause, code, out, d.Paused())
+			}
+			return
+		}
+		p := d.Paused()
+		if code != http.StatusOK || p == nil || p.By != want.By || p.Reason != want.Reason {
+			t.Fatalf("pause body %q = %d %v, paused %+v; want 200 and a pause by %q for %q", pause, code, out, p, want.By, want.Reason)
+		}
+		code, out = fzServe(t, a, http.MethodPost, "/v1/desks/main/resume", resume)
+		if _, ok := fzPauseBody(resume); !ok {
+			if code != http.StatusBadRequest || d.Paused() == nil {
+				t.Fatalf("bad resume body %q = %d %v, paused %+v; want 400 and still paused", resume, code, out, d.Paused())
+			}
+			if _, err := d.Resume("fuzz"); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if code != http.StatusOK || out["resumed"] != true || d.Paused() != nil {
+			t.Fatalf("resume body %q = %d %v, paused %+v; want 200 and resumed", resume, code, out, d.Paused())
+		}
+	})
+}
+
+// fzPauseBody is what a pause or resume body asks for, decoded as the API
+// documents it: empty, or one JSON object with only reason and by
+// (strings), the by defaulting to "api".
+func fzPauseBody(body []byte) (pauseRequest, bool) {
+	var req pauseRequest
+	if len(body) > maxPauseBody {
+		return req, false
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return req, false
+		}
+	}
+	req.Reason, req.By = strings.TrimSpace(req.Reason), strings.TrimSpace(req.By)
+	if req.By == "" {
+		req.By = "api"
+	}
+	return req, true
+}
