@@ -526,10 +526,11 @@ func TestRollOverDegradesWhenTheModelFails(t *testing.T) {
 		if e.clock.Pending() != 1 {
 			t.Fatalf("backoff %d ended before %v", i+1, wait)
 		}
+		// The backoff ends now: the next try comes at once (the next
+		// iteration finds its call counted and its own timer pending, or
+		// the result below). Pending() cannot tell here: the next try may
+		// already have set its timer.
 		e.clock.Advance(time.Nanosecond)
-		if e.clock.Pending() != 0 {
-			t.Fatalf("backoff %d still waiting after %v", i+1, wait)
-		}
 	}
 	res := next(t, done)
 	if res.err != nil {
