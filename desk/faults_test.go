@@ -140,17 +140,17 @@ type faultCase struct {
 	n  int
 }
 
-// faultCases counts the operations of phase on a desk with no failure,
-// and returns one case for each.
-func faultCases(t *testing.T, phase func(h *harness, ffs *faultfs.FS, m *countingModel)) []faultCase {
+// faultCases runs prepare, then counts the operations of phase, on a desk
+// with no failure, and returns one case for each operation of phase.
+func faultCases(t *testing.T, prepare, phase func(h *harness)) []faultCase {
 	ffs := &faultfs.FS{}
-	m := &countingModel{turns: map[string]int{}}
-	h := newHarness(t, deskOptions{model: m, fsys: ffs})
+	h := newHarness(t, deskOptions{model: &countingModel{turns: map[string]int{}}, fsys: ffs})
+	prepare(h)
 	before := map[faultfs.Op]int{}
 	for _, op := range allOps {
 		before[op] = ffs.Count(op)
 	}
-	phase(h, ffs, m)
+	phase(h)
 	var cases []faultCase
 	for _, op := range allOps {
 		for n := 1; n <= ffs.Count(op)-before[op]; n++ {
@@ -173,11 +173,10 @@ var allOps = []faultfs.Op{faultfs.Write, faultfs.Sync, faultfs.Create, faultfs.R
 // could not be kept), every file parses, and the desk goes on once writes
 // succeed.
 func TestFaultEachWriteOfATurn(t *testing.T) {
-	turn := func(h *harness, _ *faultfs.FS, _ *countingModel) {
+	cases := faultCases(t, func(*harness) {}, func(h *harness) {
 		submitRetrying(h, triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
 		settle(h, "A")
-	}
-	cases := faultCases(t, turn)
+	})
 	for _, errno := range []error{faultfs.ErrNoSpace, faultfs.ErrIO} {
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%v/%s-%d", errno, c.op, c.n), func(t *testing.T) {
@@ -214,7 +213,7 @@ func TestFaultEachWriteOfATurn(t *testing.T) {
 // writes succeed (at the next turn at the latest), and the new session's
 // first turn is answered.
 func TestFaultEachWriteOfARollover(t *testing.T) {
-	rollover := func(h *harness, _ *faultfs.FS, _ *countingModel) {
+	rollover := func(h *harness) {
 		h.clk.Advance(14*time.Hour + time.Minute) // past 00:00 IST
 		waitFor[event.SessionStarted](h, func(e event.SessionStarted) bool { return e.Reason == "daily_rollover" })
 	}
@@ -227,23 +226,7 @@ func TestFaultEachWriteOfARollover(t *testing.T) {
 			h.t.Fatal(err)
 		}
 	}
-	// Count the rollover's operations only: prepare first, then count.
-	ffs := &faultfs.FS{}
-	m := &countingModel{turns: map[string]int{}}
-	h0 := newHarness(t, deskOptions{model: m, fsys: ffs})
-	prepare(h0)
-	before := map[faultfs.Op]int{}
-	for _, op := range allOps {
-		before[op] = ffs.Count(op)
-	}
-	rollover(h0, ffs, m)
-	var cases []faultCase
-	for _, op := range allOps {
-		for n := 1; n <= ffs.Count(op)-before[op]; n++ {
-			cases = append(cases, faultCase{op, n})
-		}
-	}
-	h0.stop()
+	cases := faultCases(t, prepare, rollover)
 	if len(cases) < 10 {
 		t.Fatalf("only %d durable operations counted in a rollover", len(cases))
 	}
