@@ -365,7 +365,9 @@ func (c *Reviewer) Undo(id string) (LedgerEntry, error) {
 		cur, _ := c.Folder.ReadSkill(target.Skill)
 		e.Before, _ = c.keepBlob(cur)
 		e.After = target.Before
-		if _, err := c.Folder.WriteSkill(target.Skill, before); err != nil {
+		// An undo is the operator's act (deskd skills --undo): it may
+		// restore a skill that was pinned since.
+		if _, err := c.Folder.WriteSkillAs(memory.ByOperator, target.Skill, before); err != nil {
 			return LedgerEntry{}, fmt.Errorf("undo %s: %w", id, err)
 		}
 	case "create":

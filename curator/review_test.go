@@ -230,3 +230,31 @@ func TestTornLedgerIsSetAsideAndReported(t *testing.T) {
 		t.Errorf("ReadLedger = %+v, %v; want the one retire", entries, err)
 	}
 }
+
+// TestUndoRestoresASkillPinnedSince: an undo is the operator's act, so it
+// restores a patched skill even when the skill was pinned after the patch;
+// the curator itself still never touches a pinned skill.
+func TestUndoRestoresASkillPinnedSince(t *testing.T) {
+	c, f, _ := setup(t, `{"operations":[{"op":"patch","skill":"vwap","content":"---\nname: vwap\ndescription: VWAP v2\n---\n\nv2\n","reason":"sharper"}]}`)
+	before, err := f.ReadSkill("vwap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Review(t.Context(), day, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	pinned := "---\nname: vwap\ndescription: VWAP v2\npinned: true\n---\n\nv2\n"
+	if _, err := f.WriteSkillAs(memory.ByOperator, "vwap", pinned); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := curator.ReadLedger(f)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("ReadLedger = %v, %v", entries, err)
+	}
+	if _, err := c.Undo(entries[0].ID); err != nil {
+		t.Fatalf("Undo of the patch of a skill pinned since: %v", err)
+	}
+	if got, _ := f.ReadSkill("vwap"); got != before {
+		t.Errorf("vwap after the undo = %q, want %q", got, before)
+	}
+}
