@@ -45,6 +45,15 @@ const (
 // when it is complete. A file that is taken moves to processed/; one that
 // is refused moves to rejected/, with a .reason file beside it saying why.
 //
+// Only regular files are taken, of at most MaxBody bytes. Anything else
+// with a trigger file's name (a FIFO, a device, a socket, a folder, a
+// symbolic link) is refused the same way, whether it was there at the
+// start or arrived later: it is opened without blocking and without
+// following a link, and checked before a byte is read, so it can neither
+// hold the spool up nor make it read a file outside the inbox; a link's
+// target is never read or named. A file's size is checked before it is
+// read, and the read stops after MaxBody+1 bytes.
+//
 // Nothing in an inbox is lost across a restart: a file leaves the inbox
 // only after Submit has recorded its trigger durably, and Open takes the
 // files already there. A file without an id gets one made
@@ -159,7 +168,9 @@ func (s *Spool) scan() {
 		}
 		var files []file
 		for _, e := range entries {
-			if !e.Type().IsRegular() || !wanted(e.Name()) {
+			// Not only regular files: take refuses anything else (a
+			// FIFO, a link) with a reason, as it does live.
+			if !wanted(e.Name()) {
 				continue
 			}
 			fi, err := e.Info()
@@ -199,17 +210,18 @@ func (s *Spool) deskOf(path string) (string, bool) {
 // take submits one file and moves it out of the inbox.
 func (s *Spool) take(desk, path string) {
 	name := filepath.Base(path)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := durable.ReadRegular(path, MaxBody, durable.NoFollow)
+	var refused *durable.RefusedError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		delete(s.incomplete, path)
 		return // taken already (one event of several)
-	}
-	if err != nil {
-		s.failed(desk, name, err)
+	case errors.As(err, &refused):
+		delete(s.incomplete, path)
+		s.reject(desk, path, refusal(refused))
 		return
-	}
-	if len(data) > MaxBody {
-		s.reject(desk, path, fmt.Sprintf("the file is larger than %d bytes", MaxBody))
+	case err != nil:
+		s.failed(desk, name, err)
 		return
 	}
 	r, err := DecodeRequest(data)
@@ -252,6 +264,15 @@ func (s *Spool) take(desk, path string) {
 	if s.Taken != nil {
 		s.Taken(desk, name)
 	}
+}
+
+// refusal is the reject reason for a file ReadRegular refused. It quotes
+// nothing of the file, nor of what a link points to.
+func refusal(e *durable.RefusedError) string {
+	if errors.Is(e, durable.ErrTooLarge) {
+		return fmt.Sprintf("the file is larger than %d bytes", MaxBody)
+	}
+	return "the file is " + e.Reason + ": the inbox takes regular files only, and never follows a link"
 }
 
 // reject moves the file to rejected/ with a .reason file beside it.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -191,4 +192,158 @@ func TestSpoolIncomplete(t *testing.T) {
 		h.clk.Advance(time.Minute)
 	}
 	expect(t, h.rejected, "rejected", "cut.json: bad JSON: the body ends before the JSON value does, and stayed so")
+}
+
+// mkfifo makes a FIFO at path. If a reader is still blocked opening it
+// when the test ends (the spool regressed), the cleanup opens it for
+// writing, which lets that reader go, so that the test fails rather than
+// hangs.
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+}
+
+// checkRejected checks that name was moved to rejected/ (as what lstat
+// says: mode type) with a .reason file that says reason.
+func checkRejected(t *testing.T, h *spoolHarness, name string, mode os.FileMode, reason string) string {
+	t.Helper()
+	fi, err := os.Lstat(filepath.Join(h.inbox(), "rejected", name))
+	if err != nil || fi.Mode().Type() != mode {
+		t.Errorf("rejected/%s: %v, %v; want it there, of type %v", name, fi, err, mode)
+	}
+	if _, err := os.Lstat(filepath.Join(h.inbox(), name)); err == nil {
+		t.Errorf("%s is still in the inbox", name)
+	}
+	b, err := os.ReadFile(filepath.Join(h.inbox(), "rejected", name+triggers.ReasonSuffix))
+	if err != nil || !strings.Contains(string(b), reason) {
+		t.Errorf("rejected/%s%s = %q, %v; want it to say %q", name, triggers.ReasonSuffix, b, err, reason)
+	}
+	return string(b)
+}
+
+// TestSpoolFIFOAtStart: a FIFO in the inbox when the spool opens is
+// refused with a reason (not skipped for ever), and the files after it
+// are still taken.
+func TestSpoolFIFOAtStart(t *testing.T) {
+	h := runSpool(t, func(inbox string) {
+		mkfifo(t, filepath.Join(inbox, "early-pipe.json"))
+	})
+	expect(t, h.rejected, "rejected", "early-pipe.json: the file is a named pipe (FIFO), not a regular file")
+	checkRejected(t, h, "early-pipe.json", os.ModeNamedPipe, "named pipe (FIFO)")
+	h.drop(t, "after.json", `{"text": "after the pipe", "id": "after-1"}`)
+	expect(t, h.taken, "taken", "after.json")
+}
+
+// TestSpoolFIFOLive: a FIFO made in the inbox while the spool runs is
+// refused with a reason at once (it is never opened for a blocking read),
+// and the files after it are still taken.
+func TestSpoolFIFOLive(t *testing.T) {
+	h := runSpool(t, nil)
+	mkfifo(t, filepath.Join(h.inbox(), "pipe.json"))
+	expect(t, h.rejected, "rejected", "pipe.json: the file is a named pipe (FIFO), not a regular file")
+	checkRejected(t, h, "pipe.json", os.ModeNamedPipe, "named pipe (FIFO)")
+	h.drop(t, "after.json", `{"text": "after the pipe", "id": "after-1"}`)
+	expect(t, h.taken, "taken", "after.json")
+	if id := h.id("after.json"); id != "after-1" {
+		t.Errorf("after.json submitted with id %q, want after-1", id)
+	}
+}
+
+// outsideFiles writes, outside the inbox, a valid trigger file and one
+// that stands for /etc/passwd, and returns their paths.
+func outsideFiles(t *testing.T) (valid, secret string) {
+	t.Helper()
+	outside := t.TempDir()
+	valid = filepath.Join(outside, "valid.json")
+	secret = filepath.Join(outside, "passwd")
+	if err := os.WriteFile(valid, []byte(`{"text": "outside the inbox", "id": "outside-1"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return valid, secret
+}
+
+// checkLinkRejected checks that the link name was refused as a link: it is
+// in rejected/ as a link, the reason quotes nothing of its target, which
+// was not queued and stays where it was.
+func checkLinkRejected(t *testing.T, h *spoolHarness, name, target string) {
+	t.Helper()
+	reason := checkRejected(t, h, name, os.ModeSymlink, "symbolic link")
+	for _, leak := range []string{"root", "'r'", "outside", filepath.Dir(target)} {
+		if strings.Contains(reason, leak) {
+			t.Errorf("the reason for %s quotes %q: %q", name, leak, reason)
+		}
+	}
+	if id := h.id(name); id != "" {
+		t.Errorf("%s: its target was queued, id %q", name, id)
+	}
+	if fi, err := os.Lstat(target); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the target %s: %v, %v; want it left where it was", target, fi, err)
+	}
+}
+
+// TestSpoolSymlinkAtStart: a symbolic link in the inbox when the spool
+// opens is refused with a reason (not skipped for ever) and moved to
+// rejected/ as the link it is; its target is never read.
+func TestSpoolSymlinkAtStart(t *testing.T) {
+	valid, secret := outsideFiles(t)
+	h := runSpool(t, func(inbox string) {
+		for name, target := range map[string]string{"early-link.json": valid, "early-passwd.json": secret} {
+			if err := os.Symlink(target, filepath.Join(inbox, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	expect(t, h.rejected, "rejected", "early-", "early-")
+	checkLinkRejected(t, h, "early-link.json", valid)
+	checkLinkRejected(t, h, "early-passwd.json", secret)
+}
+
+// TestSpoolSymlinkLive: a symbolic link made in the inbox while the spool
+// runs gets the same: refused with a reason, its target never read (not
+// queued, not quoted in the reason: a target that is not JSON used to give
+// its first byte away in "invalid character").
+func TestSpoolSymlinkLive(t *testing.T) {
+	valid, secret := outsideFiles(t)
+	h := runSpool(t, nil)
+	for _, tt := range []struct{ name, target string }{{"link.json", valid}, {"passwd.json", secret}} {
+		if err := os.Symlink(tt.target, filepath.Join(h.inbox(), tt.name)); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, h.rejected, "rejected", tt.name+": the file is a symbolic link (not followed)")
+		checkLinkRejected(t, h, tt.name, tt.target)
+	}
+}
+
+// TestSpoolOversized: a file larger than MaxBody is refused from its size
+// before it is read. The file is a sparse 1 TiB: a spool that read it
+// whole first (os.ReadFile sizes its buffer from the file) would try to
+// allocate 1 TiB and die; one that reads through the limit reads at most
+// MaxBody+1 bytes.
+func TestSpoolOversized(t *testing.T) {
+	h := runSpool(t, func(inbox string) {
+		f, err := os.Create(filepath.Join(inbox, "huge.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Truncate(1 << 40); err != nil {
+			t.Skipf("no sparse 1 TiB file here: %v", err)
+		}
+	})
+	want := fmt.Sprintf("the file is larger than %d bytes", triggers.MaxBody)
+	expect(t, h.rejected, "rejected", "huge.json: "+want)
+	checkRejected(t, h, "huge.json", 0, want)
+
+	h.drop(t, "just-over.json", `{"text": "`+strings.Repeat("x", triggers.MaxBody)+`"}`)
+	expect(t, h.rejected, "rejected", "just-over.json: "+want)
 }
