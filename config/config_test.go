@@ -515,7 +515,7 @@ func TestProblems(t *testing.T) {
 				return withModel(t, "gpt: {provider: openai, model: m, api_key_env: DESKD_TEST_UNSET}")
 			},
 			env:  map[string]string{"DESKD_TEST_UNSET": ""},
-			want: want{mainFile, "models.gpt.api_key_env", "environment variable DESKD_TEST_UNSET is not set"}},
+			want: want{mainFile, "models.gpt.api_key_env", "the environment variable it names is not set"}},
 		{name: "api_key_file unreadable",
 			main: func(t *testing.T) string {
 				return withModel(t, "gpt: {provider: openai, model: m, api_key_file: keys/none}")
@@ -526,7 +526,7 @@ func TestProblems(t *testing.T) {
 				return withModel(t, "gpt: {provider: openai, model: m, api_key_file: $CREDENTIALS_DIRECTORY/gpt}")
 			},
 			env:  map[string]string{"CREDENTIALS_DIRECTORY": ""},
-			want: want{mainFile, "models.gpt.api_key_file", "environment variable CREDENTIALS_DIRECTORY is not set"}},
+			want: want{mainFile, "models.gpt.api_key_file", "an environment variable that is not set here (systemd sets $CREDENTIALS_DIRECTORY"}},
 		{name: "both api_key_env and api_key_file",
 			main: func(t *testing.T) string {
 				return withModel(t, "gpt: {provider: openai, model: m, api_key_env: DESKD_TEST_KEY, api_key_file: key}")
@@ -666,7 +666,7 @@ func TestMissingAPIKeyEnv(t *testing.T) {
 
 	t.Setenv(name, "")
 	ps := problemsOf(t, func() error { _, err := config.Load(path); return err }())
-	w := want{"deskd.yaml", "models.gpt.api_key_env", "environment variable " + name + " is not set"}
+	w := want{"deskd.yaml", "models.gpt.api_key_env", "the environment variable it names is not set"}
 	if len(ps) != 1 || !w.matches(ps[0]) {
 		t.Fatalf("problems:\n%v\nwant exactly: %s: %s: %s", ps, w.file, w.field, w.reason)
 	}

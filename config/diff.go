@@ -19,8 +19,9 @@ type Change struct {
 	// whole desk was added or removed.
 	Field string
 	// What says what changed, such as `schedule open moved from "* * * * *"
-	// to "*/5 * * * *"`. It never holds instructions, schedule texts or tool
-	// descriptions, only that they changed.
+	// to "*/5 * * * *"`. It never holds instructions, schedule texts, tool
+	// descriptions or the value of a field that may hold a secret
+	// (auth_token_file, api_key_file, ...), only that they changed.
 	What string
 	// Restart is true when the running daemon cannot apply the change: it
 	// takes effect after a restart (state_dir, listen, timezone, ...).
@@ -245,9 +246,10 @@ var keyNames = map[string]string{"RunWithin": "missed.run_within"}
 // fieldDiffs compares the exported fields of a and b, structs of one
 // type, except those named in skip. A changed number, string, bool or
 // duration reads "<key> changed from A to B"; a nested struct is compared
-// field by field under "<key>."; anything else (lists, maps, pointers)
-// reads "<key> changed". Keys are the config's: snake_case field names,
-// after prefix.
+// field by field under "<key>."; anything else (lists, maps, pointers),
+// and any field that may hold a secret (secretField: auth_token_file,
+// api_key_file, ...), reads "<key> changed". Keys are the config's:
+// snake_case field names, after prefix.
 func fieldDiffs(prefix string, a, b any, skip ...string) []fieldDiff {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	t := va.Type()
@@ -270,7 +272,7 @@ func fieldDiffs(prefix string, a, b any, skip ...string) []fieldDiff {
 		if same(x, y) {
 			continue
 		}
-		if from, to, ok := showPair(x, y); ok {
+		if from, to, ok := showPair(x, y); ok && !secretField(key) {
 			fds = append(fds, changed(key, "%s changed from %s to %s", key, from, to))
 		} else {
 			fds = append(fds, changed(key, "%s changed", key))

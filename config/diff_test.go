@@ -120,7 +120,7 @@ var diffTests = []struct {
 	},
 		[]Change{{Field: "listen", What: `listen changed from [127.0.0.1:7317] to [127.0.0.1:9000, unix:/run/deskd/api.sock] (takes effect after a restart)`, Restart: true}}},
 	{"auth_token_file", func(c *Config) { c.AuthTokenFile = "/etc/deskd/token" },
-		[]Change{{Field: "auth_token_file", What: `auth_token_file changed from "" to "/etc/deskd/token" (takes effect after a restart)`, Restart: true}}},
+		[]Change{{Field: "auth_token_file", What: `auth_token_file changed (takes effect after a restart)`, Restart: true}}},
 	{"calendars", func(c *Config) {
 		c.CalendarsDir = "/etc/deskd/cal"
 		c.Calendars = map[string]*triggers.Calendar{"LSE": {Name: "LSE"}}
@@ -315,7 +315,7 @@ func TestFieldDiffs(t *testing.T) {
 	want := []fieldDiff{
 		{"p.limits.daily", "p.limits.daily changed from 1 to 2"},
 		{"p.max_turns", "p.max_turns changed from 1 to 2"},
-		{"p.api_key_file", `p.api_key_file changed from "x" to "/y"`},
+		{"p.api_key_file", `p.api_key_file changed`}, // may hold a secret: no values
 		{"p.tools", "p.tools changed"},
 		{"p.wait", "p.wait changed from 1s to 1m0s"},
 		{"p.on", "p.on changed from false to true"},

@@ -235,11 +235,14 @@ func loadModel(ms node, name, dir string) Model {
 		case envSt == set && fileSt == set:
 			n.problem("api_key_file", "set only one of api_key_env and api_key_file")
 		case envSt == set:
+			// The name is never quoted: a key pasted here by mistake must
+			// not reach the log or the events.
 			switch {
 			case !envNameRE.MatchString(env):
-				n.problem("api_key_env", "%q is not an environment variable name", env)
+				n.problem("api_key_env", "not an environment variable name (letters, digits and _, not starting with a digit); "+
+					"if it is the key itself, put the key in the environment or a file: the YAML names where it is")
 			case os.Getenv(env) == "":
-				n.problem("api_key_env", "environment variable %s is not set", env)
+				n.problem("api_key_env", "the environment variable it names is not set in this environment")
 			}
 		case fileSt == set && strings.TrimSpace(file) == "":
 			n.problem("api_key_file", "must not be empty")
@@ -279,55 +282,40 @@ func loadModel(ms node, name, dir string) Model {
 	return m
 }
 
+// checkBaseURL checks a model's base_url. Its messages do not quote the
+// URL, which may carry credentials (user info, a key in the query).
 func checkBaseURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a URL", s)
+		return errors.New("not a URL: want an http:// or https:// URL with a host")
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return fmt.Errorf("%q: want an http:// or https:// URL with a host", s)
+		return errors.New("want an http:// or https:// URL with a host")
 	}
 	return nil
 }
 
 // expandKeyFile expands environment variables such as
-// $CREDENTIALS_DIRECTORY in an api_key_file value; an unset one is an error.
+// $CREDENTIALS_DIRECTORY in an api_key_file or auth_token_file value; an
+// unset one is an error. Its messages quote nothing of the value (see
+// secret.go).
 func expandKeyFile(p string) (string, error) {
-	var missing []string
+	missing := 0
 	out := os.Expand(p, func(name string) string {
 		v := os.Getenv(name)
-		if v == "" && !slices.Contains(missing, name) {
-			missing = append(missing, name)
+		if v == "" {
+			missing++
 		}
 		return v
 	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("environment variable %s is not set (needed to expand %q)", strings.Join(missing, ", "), p)
+	if missing > 0 {
+		return "", errors.New("it uses an environment variable that is not set here " +
+			"(systemd sets $CREDENTIALS_DIRECTORY for the service only)")
 	}
 	if strings.TrimSpace(out) == "" {
-		return "", fmt.Errorf("%q expands to nothing", p)
+		return "", errors.New("it expands to nothing")
 	}
 	return out, nil
-}
-
-// checkKeyFile checks that the key file can be opened and is a non-empty
-// regular file, without reading the key.
-func checkKeyFile(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return fmt.Errorf("cannot read %s: %v", p, pathErr(err))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return fmt.Errorf("cannot read %s: %v", p, pathErr(err))
-	case fi.IsDir():
-		return fmt.Errorf("%s is a directory", p)
-	case fi.Mode().IsRegular() && fi.Size() == 0:
-		return fmt.Errorf("%s is empty", p)
-	}
-	return nil
 }
 
 // pathErr drops the path from an *fs.PathError, which messages name already.

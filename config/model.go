@@ -2,9 +2,9 @@ package config
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -59,9 +59,9 @@ func (m Model) APIKey() (string, error) {
 			return "", fmt.Errorf("model %s: environment variable %s is not set", m.Name, m.APIKeyEnv)
 		}
 	case m.APIKeyFile != "":
-		b, err := os.ReadFile(m.APIKeyFile)
+		b, err := readSecretFile(m.APIKeyFile)
 		if err != nil {
-			return "", fmt.Errorf("model %s: read api_key_file: %w", m.Name, pathErr(err))
+			return "", fmt.Errorf("model %s: api_key_file: %w", m.Name, err)
 		}
 		key = string(b)
 	default:
@@ -185,8 +185,12 @@ func loadDeskModelKeys(root node, d *Desk) {
 		if argv, st := tn.list("command"); st == set {
 			for j, a := range argv {
 				s, ok := a.(string)
-				if !ok || s == "" {
-					tn.problem(fmt.Sprintf("command[%d]", j), "want a non-empty string, got %s", kind(a))
+				switch {
+				case !ok:
+					tn.problem(fmt.Sprintf("command[%d]", j), "want a string, got %s", kind(a))
+					continue
+				case strings.TrimSpace(s) == "":
+					tn.problem(fmt.Sprintf("command[%d]", j), "must not be empty")
 					continue
 				}
 				t.Command = append(t.Command, s)
@@ -196,7 +200,7 @@ func loadDeskModelKeys(root node, d *Desk) {
 					t.Command[0] = filepath.Join(filepath.Dir(d.Path), prog)
 				}
 				if err := checkProgram(t.Command[0]); err != nil {
-					tn.problem("command", "%v", err)
+					tn.problem("command", "tool %s: %v", t.Name, err)
 				}
 			} else if st == set {
 				tn.problem("command", "want the program and its arguments, such as [\"./quote\", \"--json\"]")
@@ -277,17 +281,22 @@ func normalise(v any) any {
 	return v
 }
 
-// checkProgram checks that a command tool's program can be run.
+// checkProgram checks that a command tool's program can be run: a bare
+// name must be found in PATH (deskd's own, when it checks), a path must be
+// an executable file.
 func checkProgram(prog string) error {
 	if !strings.ContainsRune(prog, '/') {
-		return nil // looked up in PATH when it runs
+		if _, err := exec.LookPath(prog); err != nil {
+			return fmt.Errorf("program %s is not found in PATH: give its path, or install it", prog)
+		}
+		return nil
 	}
 	fi, err := os.Stat(prog)
 	if err != nil {
 		return fmt.Errorf("cannot run %s: %v", prog, pathErr(err))
 	}
-	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-		return errors.New("cannot run " + prog + ": not an executable file")
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("cannot run %s: not executable (want an executable file: chmod +x)", prog)
 	}
 	return nil
 }

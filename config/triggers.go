@@ -125,7 +125,7 @@ func loadAuth(root node, c *Config, dir string) {
 			root.problem("auth_token_file", "%v", err)
 		default:
 			c.AuthTokenFile = resolve(dir, p)
-			if err := checkKeyFile(c.AuthTokenFile); err != nil {
+			if err := checkTokenFile(c.AuthTokenFile); err != nil {
 				root.problem("auth_token_file", "%v", err)
 			}
 		}
@@ -144,18 +144,34 @@ func loadAuth(root node, c *Config, dir string) {
 }
 
 // ReadAuthToken reads the API's bearer token from path: the file's first
-// line, without surrounding spaces. An empty token is an error.
+// line, without surrounding spaces. The file must be a regular file of at
+// most 16 KiB; an empty token is an error.
 func ReadAuthToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSecretFile(path)
 	if err != nil {
-		return "", fmt.Errorf("read auth token: %w", err)
+		return "", fmt.Errorf("read auth token from %s: %w", path, err)
 	}
-	tok, _, _ := strings.Cut(string(b), "\n")
-	tok = strings.TrimSpace(tok)
+	tok := firstLineToken(b)
 	if tok == "" {
-		return "", fmt.Errorf("read auth token: %s holds no token", path)
+		return "", fmt.Errorf("read auth token: %s holds no token on its first line", path)
 	}
 	return tok, nil
+}
+
+// checkTokenFile checks a token file as checkKeyFile does, and that its
+// first line, where ReadAuthToken reads the token, holds one.
+func checkTokenFile(p string) error {
+	if err := checkKeyFile(p); err != nil {
+		return err
+	}
+	b, err := readSecretFile(p)
+	if err != nil {
+		return err
+	}
+	if firstLineToken(b) == "" {
+		return errors.New("the file it names holds no token on its first line, where the token is read from")
+	}
+	return nil
 }
 
 // loadCalendars reads the shipped calendars, then calendars_dir, into
