@@ -1,9 +1,9 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"regexp"
 	"slices"
@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/viper"
-
-	"github.com/deskd/deskd/memory/durable"
 )
 
 // sink collects the problems of one load.
@@ -113,44 +111,20 @@ func (c *capture) checkKeys(path string, keys []string, get func(string) any) {
 	}
 }
 
-// maxConfigFile bounds the size of a config file (the main file, a desk
-// or calendar file).
-const maxConfigFile = 4 << 20
-
-// readConfigFile reads a file of the config, or a file it names (field
-// says which; "" for the file itself), with durable.ReadRegular: a
-// symbolic link is followed (config files may be links, see Watcher), but
-// what it leads to must be a regular file of at most maxConfigFile bytes.
-// A FIFO, a device or a socket is refused at once, never waited on. It
-// returns false after adding the problem to s.
-func readConfigFile(s *sink, file, field string) ([]byte, bool) {
-	data, err := durable.ReadRegular(file, maxConfigFile, durable.Follow)
-	var refused *durable.RefusedError
-	switch {
-	case errors.As(err, &refused):
-		s.add(file, field, "cannot read: it is %s", refused.Reason)
-		return nil, false
-	case err != nil:
-		s.add(file, field, "cannot read: %v", pathErr(err))
-		return nil, false
-	}
-	return data, true
-}
-
 // readYAML reads one YAML file with a fresh viper. It returns the file's
 // top level as a node, or false after adding the problem (unreadable,
 // not YAML, empty, not a mapping) to s.
 func readYAML(s *sink, file string) (node, bool) {
-	data, ok := readConfigFile(s, file, "")
-	if !ok {
-		return node{}, false
-	}
 	c := &capture{}
 	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelimiter), viper.WithDecoderRegistry(c))
+	v.SetConfigFile(file)
 	v.SetConfigType("yaml")
-	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+	if err := v.ReadInConfig(); err != nil {
+		var pe *fs.PathError
 		var ce viper.ConfigParseError
 		switch {
+		case errors.As(err, &pe):
+			s.add(file, "", "cannot read: %v", pe.Err)
 		case errors.As(err, &ce):
 			s.add(file, "", "not valid YAML: %v", errors.Unwrap(ce))
 		default:
