@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -429,13 +430,14 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 	case fileSt == set:
 		d.InstructionsFile = resolve(filepath.Dir(file), ifile)
 		// a device (/dev/zero) or a FIFO would never end: regular files only
-		if fi, err := os.Stat(d.InstructionsFile); err == nil && !fi.Mode().IsRegular() {
-			root.problem("instructions_file", "%s is not a regular file", d.InstructionsFile)
-		} else if err == nil && fi.Size() > maxInstructionsFile {
-			root.problem("instructions_file", "%s is larger than %d bytes", d.InstructionsFile, maxInstructionsFile)
-		} else if b, err := os.ReadFile(d.InstructionsFile); err != nil {
+		b, err := durable.ReadRegular(d.InstructionsFile, maxInstructionsFile, durable.Follow)
+		var refused *durable.RefusedError
+		switch {
+		case errors.As(err, &refused):
+			root.problem("instructions_file", "%s is %s", d.InstructionsFile, refused.Reason)
+		case err != nil:
 			root.problem("instructions_file", "cannot read %s: %v", d.InstructionsFile, pathErr(err))
-		} else {
+		default:
 			d.Instructions = string(b)
 		}
 	}

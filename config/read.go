@@ -1,9 +1,9 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"regexp"
 	"slices"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/viper"
+
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // sink collects the problems of one load.
@@ -111,20 +113,43 @@ func (c *capture) checkKeys(path string, keys []string, get func(string) any) {
 	}
 }
 
+// maxConfigFile bounds the size of a config file (the main file, a desk
+// or calendar file).
+const maxConfigFile = 4 << 20
+
+// readConfigFile reads a config file with durable.ReadRegular: a symbolic
+// link is followed (config files may be links, see Watcher), but what it
+// leads to must be a regular file of at most maxConfigFile bytes; a FIFO,
+// a device or a socket is refused at once, never waited on. It returns
+// false after adding the problem to s.
+func readConfigFile(s *sink, file string) ([]byte, bool) {
+	data, err := durable.ReadRegular(file, maxConfigFile, durable.Follow)
+	var refused *durable.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		s.add(file, "", "cannot read: it is %s", refused.Reason)
+		return nil, false
+	case err != nil:
+		s.add(file, "", "cannot read: %v", pathErr(err))
+		return nil, false
+	}
+	return data, true
+}
+
 // readYAML reads one YAML file with a fresh viper. It returns the file's
 // top level as a node, or false after adding the problem (unreadable,
 // not YAML, empty, not a mapping) to s.
 func readYAML(s *sink, file string) (node, bool) {
+	data, ok := readConfigFile(s, file)
+	if !ok {
+		return node{}, false
+	}
 	c := &capture{}
 	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelimiter), viper.WithDecoderRegistry(c))
-	v.SetConfigFile(file)
 	v.SetConfigType("yaml")
-	if err := v.ReadInConfig(); err != nil {
-		var pe *fs.PathError
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 		var ce viper.ConfigParseError
 		switch {
-		case errors.As(err, &pe):
-			s.add(file, "", "cannot read: %v", pe.Err)
 		case errors.As(err, &ce):
 			s.add(file, "", "not valid YAML: %v", errors.Unwrap(ce))
 		default:

@@ -219,9 +219,8 @@ func loadCalendars(root node, c *Config, dir string) {
 			root.s.add(p, "", "bad calendar name %q (the file name without .yaml): want %s", name, calendarNameRE)
 			continue
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			root.s.add(p, "", "cannot read: %v", pathErr(err))
+		data, ok := readConfigFile(root.s, p)
+		if !ok {
 			continue
 		}
 		if cal := loadCalendar(root.s, p, name, data); cal != nil {
