@@ -104,11 +104,19 @@ func NewAnthropic(o AnthropicOptions) (*Anthropic, error) {
 	}, nil
 }
 
-// Complete streams one answer to req. Every failure is an *APIError; a
-// stream that ends before message_stop is a failure, never a reply. An
-// answer that passes its cap (ReplyCap of max_tokens) is read no further:
-// the call is cut off and the answer returned as Truncated.
+// Complete streams one answer to req. Every failure is an *APIError, and
+// its text holds no run of the key (scrubError); a stream that ends before
+// message_stop is a failure, never a reply. An answer that passes its cap
+// (ReplyCap of max_tokens) is read no further: the call is cut off and the
+// answer returned as Truncated. A tool call whose input is not valid JSON
+// keeps the text the model sent (see toolArguments), so that the tool
+// loop reports the parse error to the model.
 func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error) {
+	resp, err := p.complete(ctx, req)
+	return resp, scrubError(err, p.key)
+}
+
+func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error) {
 	params, err := p.params(req)
 	if err != nil {
 		return Response{}, &APIError{Model: p.name, Err: err}
@@ -127,10 +135,19 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 		started bool
 		stopped bool
 		cut     bool
+		// inputs is the tool input each block streamed, as sent: the
+		// SDK replaces input that is not valid JSON with {}.
+		inputs = map[int64]*strings.Builder{}
 	)
 	for stream.Next() {
 		ev := stream.Current()
 		events++
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "input_json_delta" {
+			if inputs[ev.Index] == nil {
+				inputs[ev.Index] = &strings.Builder{}
+			}
+			inputs[ev.Index].WriteString(ev.Delta.PartialJSON)
+		}
 		if ev.Type == "message_start" {
 			started = true
 		} else if !started {
@@ -165,12 +182,16 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 	}
 	resp := Response{ModelID: msg.Model, StopReason: string(msg.StopReason)}
 	var text strings.Builder
-	for _, b := range msg.Content {
+	for i, b := range msg.Content {
 		switch b.Type {
 		case "text":
 			text.WriteString(b.Text)
 		case "tool_use":
-			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: toolArguments(string(b.Input))})
+			input := string(b.Input)
+			if in := inputs[int64(i)]; in != nil {
+				input = in.String()
+			}
+			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: toolArguments(input)})
 		}
 	}
 	resp.Text = text.String()
@@ -311,7 +332,7 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
 			}
 			for _, tc := range m.ToolCalls {
-				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, toolArguments(string(tc.Arguments)), tc.Name))
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, objectArguments(tc.Arguments), tc.Name))
 			}
 			if len(blocks) == 0 {
 				blocks = append(blocks, anthropic.NewTextBlock(nonEmpty("")))
@@ -351,6 +372,17 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &tool})
 	}
 	return params, nil
+}
+
+// objectArguments is a tool call's input as the Messages API takes it
+// back: a JSON object. Arguments that were not one (the tool's error
+// result told the model why) go back as {}.
+func objectArguments(args json.RawMessage) json.RawMessage {
+	a := toolArguments(string(args))
+	if a[0] != '{' {
+		return json.RawMessage("{}")
+	}
+	return a
 }
 
 // nonEmpty stands in for an empty text, which the Messages API refuses.

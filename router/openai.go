@@ -99,12 +99,20 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	}, nil
 }
 
-// Complete streams one answer to req. Every failure is an *APIError; a
-// stream that ends before a choice's finish_reason is a failure, never a
-// reply. An answer that passes its cap (ReplyCap of the output cap) is
-// read no further: the call is cut off and the answer returned as
-// Truncated.
+// Complete streams one answer to req. Every failure is an *APIError, and
+// its text holds no run of the key (scrubError); a stream that ends before
+// a choice's finish_reason is a failure, never a reply. An answer that
+// passes its cap (ReplyCap of the output cap) is read no further: the call
+// is cut off and the answer returned as Truncated. A tool call whose
+// arguments are not valid JSON keeps the text the model sent (see
+// toolArguments), so that the tool loop reports the parse error to the
+// model.
 func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
+	resp, err := p.complete(ctx, req)
+	return resp, scrubError(err, p.key)
+}
+
+func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 	params, err := p.params(req)
 	if err != nil {
 		return Response{}, &APIError{Model: p.name, Err: err}
@@ -276,10 +284,7 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 				a.Content.OfString = openai.String(m.Text)
 			}
 			for _, tc := range m.ToolCalls {
-				args := string(tc.Arguments)
-				if strings.TrimSpace(args) == "" {
-					args = "{}"
-				}
+				args := sentArguments(tc.Arguments)
 				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
 					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
 						ID:       tc.ID,
@@ -314,6 +319,22 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
 	}
 	return params, nil
+}
+
+// sentArguments is a tool call's arguments as the model sent them: empty
+// is {}, and text that was not JSON (kept by toolArguments as a JSON
+// string) goes back as that text, so that the model sees what the tool's
+// error result is about.
+func sentArguments(args json.RawMessage) string {
+	s := strings.TrimSpace(string(args))
+	if s == "" {
+		return "{}"
+	}
+	var text string
+	if strings.HasPrefix(s, `"`) && json.Unmarshal(args, &text) == nil && !json.Valid([]byte(text)) {
+		return text
+	}
+	return s
 }
 
 // outputCap is the tighter of the configured and the requested caps; 0 is

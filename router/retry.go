@@ -283,14 +283,77 @@ type scrubbed struct {
 func (s *scrubbed) Error() string { return s.msg }
 func (s *scrubbed) Unwrap() error { return s.err }
 
-// scrub removes the key, and the value of any Authorization or x-api-key
-// header echoed back, from s, and keeps it short.
+// scrub removes the key (redactKey), and the value of any Authorization
+// or x-api-key header echoed back, from s, and keeps it short.
 func (c call) scrub(s string) string {
-	if c.key != "" {
-		s = strings.ReplaceAll(s, c.key, "[redacted]")
-	}
+	s = redactKey(s, c.key)
 	s = credentialText.ReplaceAllString(s, "${1}[redacted]")
 	return shorten(s, 300)
+}
+
+// minKeyRun is the shortest run of a key's characters that redactKey
+// removes: a service that echoes the key minus its last characters, or a
+// masked middle ("sk-live-Hq7T****aE5u"), still leaks runs this long, and
+// shorter ones are ordinary text.
+const minKeyRun = 12
+
+// redactKey replaces with "[redacted]" every run of at least minKeyRun
+// characters of key found in s (the whole key, a prefix, an infix); a key
+// shorter than minKeyRun only as a whole.
+func redactKey(s, key string) string {
+	w := min(minKeyRun, len(key))
+	if w == 0 || len(s) < w {
+		return s
+	}
+	runs := make(map[string]bool, len(key)-w+1)
+	for i := 0; i+w <= len(key); i++ {
+		runs[key[i:i+w]] = true
+	}
+	var b strings.Builder
+	last, end := 0, -1 // end: where the run being covered ends
+	for i := 0; i+w <= len(s); i++ {
+		if !runs[s[i:i+w]] {
+			continue
+		}
+		if i > end { // a new run starts
+			if end >= 0 {
+				b.WriteString("[redacted]")
+			}
+			b.WriteString(s[last:i])
+		}
+		end = i + w
+		last = end
+	}
+	if end < 0 {
+		return s
+	}
+	b.WriteString("[redacted]")
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// scrubError is the one place every error of a provider's Complete passes
+// on its way out: its text loses every run of the key (redactKey),
+// whichever path made it. An *APIError stays one, with a scrubbed Err.
+func scrubError(err error, key string) error {
+	if err == nil || key == "" {
+		return err
+	}
+	if ae, ok := err.(*APIError); ok {
+		if ae.Err == nil {
+			return ae
+		}
+		if msg := ae.Err.Error(); redactKey(msg, key) != msg {
+			out := *ae
+			out.Err = &scrubbed{msg: redactKey(msg, key), err: ae.Err}
+			return &out
+		}
+		return ae
+	}
+	if msg := err.Error(); redactKey(msg, key) != msg {
+		return &scrubbed{msg: redactKey(msg, key), err: err}
+	}
+	return err
 }
 
 // credentialText matches a credential echoed in an error text: a header
@@ -436,8 +499,8 @@ func checkBaseURL(name, raw string) error {
 
 // toolArguments makes a model's tool-call arguments valid JSON: empty
 // becomes {}, and text that is not JSON is kept as a JSON string, so that
-// the tool reports the fault to the model instead of the session record
-// failing to encode.
+// the tool loop reports the fault to the model (argumentsFault) instead of
+// the session record failing to encode.
 func toolArguments(s string) json.RawMessage {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -448,4 +511,46 @@ func toolArguments(s string) json.RawMessage {
 	}
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// argumentsFault says what is wrong with a tool call's arguments that are
+// not a JSON object, as the tool's error result for the model: text that
+// is not JSON at all (kept by toolArguments as a JSON string) gets its
+// parse error, so that the model can mend what it sent. ok is false for
+// arguments that are empty or an object: the tool's own checks apply.
+func argumentsFault(c ToolCall) (fault string, ok bool) {
+	args := bytes.TrimSpace(c.Arguments)
+	if len(args) == 0 || args[0] == '{' {
+		return "", false
+	}
+	const mend = "; send them again as one JSON object that matches the tool's schema"
+	var text string
+	if json.Unmarshal(args, &text) == nil {
+		var v any
+		if err := json.Unmarshal([]byte(text), &v); err != nil {
+			return fmt.Sprintf("error: the arguments of %s are not valid JSON (%s)%s", c.Name, syntaxFault(err), mend), true
+		}
+		return fmt.Sprintf("error: the arguments of %s are a string that holds JSON, not a JSON object%s", c.Name, mend), true
+	}
+	var what string
+	switch args[0] {
+	case '[':
+		what = "a JSON array"
+	case 't', 'f':
+		what = "true or false"
+	case 'n':
+		what = "null"
+	default:
+		what = "a number"
+	}
+	return fmt.Sprintf("error: the arguments of %s are %s, not a JSON object%s", c.Name, what, mend), true
+}
+
+// syntaxFault words a JSON parse error with where it is.
+func syntaxFault(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) && se.Offset > 0 {
+		return fmt.Sprintf("%s, at byte %d", strings.TrimPrefix(se.Error(), "json: "), se.Offset)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
 }

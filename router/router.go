@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -107,6 +108,10 @@ type Reply struct {
 	// reply (ReplyCap) and was cut there; Text then ends with a line that
 	// says so, and the answer's tool calls were not run.
 	Truncated bool
+	// ToolRoundsExceeded is true when the model still called tools after
+	// the turn's last tool round (max_tool_rounds): those calls were not
+	// run, and Text ends with a line that says so.
+	ToolRoundsExceeded bool
 }
 
 // Router runs one desk's model calls in its current session. Its methods
@@ -462,12 +467,30 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 		reply.Usage = addUsage(reply.Usage, resp.Usage)
 		reply.Cost += cost
 		text, calls := resp.Text, resp.ToolCalls
+		var unrun []ToolCall
 		if !callable {
-			calls = nil // past the round limit, tool calls are not run
+			unrun, calls = calls, nil // past the round limit, tool calls are not run
 		}
-		if resp.Truncated {
+		var data json.RawMessage
+		switch {
+		case resp.Truncated:
 			text, calls = text+truncatedNote(len(text)), nil
 			reply.Truncated = true
+		case len(unrun) > 0:
+			// Never an empty answer without a word: the reply says why the
+			// turn ended, and the record carries it.
+			names := make([]string, len(unrun))
+			for i, c := range unrun {
+				names[i] = c.Name
+			}
+			if round >= rounds {
+				text = withNote(text, fmt.Sprintf("[deskd: the model was still calling tools after %d rounds; its last calls were not run]", rounds))
+				reply.ToolRoundsExceeded = true
+				data, _ = json.Marshal(map[string]any{"tool_rounds_exceeded": rounds, "tool_calls_not_run": names})
+			} else {
+				text = withNote(text, "[deskd: the model called tools where none may be called; its calls were not run]")
+				data, _ = json.Marshal(map[string]any{"tool_calls_not_run": names})
+			}
 		}
 		reply.Text, reply.Model, reply.Provider, reply.Scripted = text, model.Name, model.Provider, model.Scripted()
 		usage := resp.Usage
@@ -475,7 +498,7 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 			Type: memory.RecordMessage, At: r.clock.Now(), Role: RoleAssistant, Text: text, Trigger: trigger,
 			Model: model.Name, Provider: model.Provider, Scripted: model.Scripted(), Usage: &usage,
 			DurationMS: r.clock.Now().Sub(callStart).Milliseconds(), ToolCalls: encodeCalls(calls), Silent: silent,
-			Truncated: resp.Truncated,
+			Truncated: resp.Truncated, Data: data,
 		}); err != nil {
 			return turn, reply, fmt.Errorf("record reply to %s: %w", trigger, err)
 		}
@@ -486,7 +509,9 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 		for i, call := range calls {
 			var result string
 			var isErr bool
-			if i < r.set.MaxToolCalls {
+			if fault, bad := argumentsFault(call); bad && i < r.set.MaxToolCalls {
+				result, isErr = fault, true // not run: the model hears why
+			} else if i < r.set.MaxToolCalls {
 				result, isErr = runTool(ctx, r.set.Tools, runnable, call)
 				reply.ToolCalls++
 			} else {
@@ -606,6 +631,14 @@ func (r *Router) requestLocked(task Task, msgs []Message, callable bool) Request
 		req.ToolChoice = ToolChoiceNone
 	}
 	return req
+}
+
+// withNote ends text with deskd's note, on a paragraph of its own.
+func withNote(text, note string) string {
+	if strings.TrimSpace(text) == "" {
+		return note
+	}
+	return text + "\n\n" + note
 }
 
 // truncatedNote ends the text of an answer cut after n bytes.
