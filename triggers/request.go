@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -50,13 +53,8 @@ func DecodeRequest(body []byte) (Request, error) {
 		return Request{}, fmt.Errorf("the body is larger than %d bytes", MaxBody)
 	}
 	var r Request
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return Request{}, jsonError(body, dec, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Request{}, errors.New("bad JSON: more than one value in the body")
+	if err := DecodeJSON(body, &r); err != nil {
+		return Request{}, err
 	}
 	if err := r.Check(); err != nil {
 		return Request{}, err
@@ -119,20 +117,128 @@ func (r Request) Trigger(desk, source string) Trigger {
 	return Trigger{ID: r.ID, Desk: desk, Kind: r.Kind, Text: r.Text, Source: source, Key: r.Key}
 }
 
-// jsonError describes a JSON decoding error with its position.
-func jsonError(body []byte, dec *json.Decoder, err error) error {
+// DecodeJSON decodes body, one JSON object, into v, a pointer to a
+// struct, strictly: it refuses unknown fields, anything after the object,
+// and bytes that are not UTF-8 in any string, naming the field (the
+// decoder would replace them with U+FFFD, silently). Every error is in
+// an operator's words, with where it is, never in Go's types: "bad JSON:
+// field text: want a string, got a number". A body that ends before its
+// value does is ErrIncomplete. The API's bodies and spool files decode
+// through it.
+func DecodeJSON(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			err = errTrailing
+		}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return ErrIncomplete
+	}
+	if !utf8.Valid(body) {
+		return badUTF8(body)
+	}
+	if err != nil {
+		return jsonError(body, err)
+	}
+	return nil
+}
+
+// errTrailing is the error of a body with more after its JSON value.
+var errTrailing = errors.New("bad JSON: more than one value in the body")
+
+// badUTF8 names the field of body whose string is not valid UTF-8.
+func badUTF8(body []byte) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return errors.New("bad JSON: the body is not valid UTF-8")
+	}
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		if !utf8.Valid(fields[k]) {
+			return fmt.Errorf("bad JSON: field %s: not valid UTF-8", fieldName(k))
+		}
+	}
+	return errors.New("bad JSON: a field name is not valid UTF-8")
+}
+
+// fieldName shows a field's name bare when it is a plain word, quoted
+// otherwise.
+func fieldName(k string) string {
+	if k == "" || strings.ContainsFunc(k, func(r rune) bool {
+		return !(r == '_' || r == '-' || r == '.' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z')
+	}) {
+		return strconv.Quote(k)
+	}
+	return k
+}
+
+// jsonError describes a JSON decoding error with its position, in words.
+func jsonError(body []byte, err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return ErrIncomplete
+	case errors.Is(err, errTrailing):
+		return err
 	case errors.As(err, &se):
 		line, col := position(body, se.Offset)
 		return fmt.Errorf("bad JSON at line %d, column %d: %v", line, col, se)
 	case errors.As(err, &te):
-		return fmt.Errorf("bad JSON: field %q: want %s, got %s", te.Field, te.Type, te.Value)
+		if te.Field == "" {
+			return fmt.Errorf("bad JSON: want a JSON object, got %s", jsonValueKind(te.Value))
+		}
+		return fmt.Errorf("bad JSON: field %s: want %s, got %s", fieldName(te.Field), jsonTypeKind(te.Type), jsonValueKind(te.Value))
 	}
 	return fmt.Errorf("bad JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonTypeKind names what a Go type decodes from, in JSON's words.
+func jsonTypeKind(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a value"
+}
+
+// jsonValueKind names the JSON value an *json.UnmarshalTypeError found
+// ("number", "number 1.5", "string", "bool", "array", "object").
+func jsonValueKind(v string) string {
+	w, _, _ := strings.Cut(v, " ")
+	switch w {
+	case "number":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "array":
+		return "an array"
+	case "object":
+		return "an object"
+	}
+	return "something else"
 }
 
 func position(body []byte, offset int64) (line, col int) {

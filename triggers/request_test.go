@@ -23,7 +23,7 @@ func TestDecodeRequest(t *testing.T) {
 		{name: "unknown kind", body: `{"text": "t", "kind": "urgent"}`, err: `kind "urgent"`},
 		{name: "unknown field", body: `{"text": "t", "txet": "x"}`, err: `unknown field "txet"`},
 		{name: "syntax error", body: "{\"text\": \"t\",\n \"kind\" \"market\"}", err: "line 2"},
-		{name: "wrong type", body: `{"text": 5}`, err: `field "text"`},
+		{name: "wrong type", body: `{"text": 5}`, err: `field text: want a string, got a number`},
 		{name: "cut off", body: `{"text": "t`, err: "ends before"},
 		{name: "empty body", body: ``, err: "ends before"},
 		{name: "two values", body: `{"text": "a"} {"text": "b"}`, err: "more than one"},
