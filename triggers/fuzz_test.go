@@ -123,7 +123,7 @@ func fzSpoolName(s string) string {
 // FuzzSpoolFile: a Spool opened on an inbox holding one file of fuzzed
 // name and bytes never panics and loses nothing. The file ends up in
 // exactly one place: still in the inbox (it is incomplete JSON, seen once),
-// in processed/ after one Submit of the request DecodeRequest makes of it
+// in processed/ after one Submit of the request DecodeFeedRequest makes of it
 // (with an id that CheckID accepts, the same one every time), or in
 // rejected/ with a .reason file holding the refusal, and Submit not called.
 // Its bytes are never changed.
@@ -181,7 +181,7 @@ func FuzzSpoolFile(f *testing.F) {
 			t.Fatalf("the file is in %v, want exactly one place", found)
 		}
 
-		want, derr := triggers.DecodeRequest(data)
+		want, derr := triggers.DecodeFeedRequest(data)
 		switch {
 		case len(data) > triggers.MaxBody:
 			derr = errors.New("too large")

@@ -29,8 +29,10 @@ type Request struct {
 	// Text is the turn's message (required, not blank).
 	Text string `json:"text"`
 	// Kind is market (the default) or manual; schedule is the schedules' own.
+	// Only the operator may send manual (CheckFeed).
 	Kind Kind `json:"kind,omitempty"`
 	// ID is the optional idempotency key: the same id twice queues once.
+	// It may not be one of deskd's own ids (CheckClientID).
 	ID string `json:"id,omitempty"`
 	// Key groups market events for coalescing (a symbol, say).
 	Key string `json:"key,omitempty"`
@@ -80,7 +82,7 @@ func (r *Request) Check() error {
 	if !utf8.ValidString(r.Text) {
 		return errors.New("text is not valid UTF-8")
 	}
-	if err := CheckID(r.ID); r.ID != "" && err != nil {
+	if err := CheckClientID(r.ID); r.ID != "" && err != nil {
 		return err
 	}
 	if len(r.Key) > MaxKeyLen || strings.ContainsFunc(r.Key, unicode.IsControl) {
@@ -106,6 +108,65 @@ func CheckID(id string) error {
 		return fmt.Errorf("id %q: no spaces, slashes or control characters", id)
 	}
 	return nil
+}
+
+// The prefixes of the ids deskd gives triggers that come without one:
+// desk.Submit's "t-<time>-<hex>", and the spool's "inbox-<file>-<hash>".
+// Schedule slots and arms are "<schedule>@<slot>" and "<schedule>@armed"
+// (SlotID, ArmID).
+const (
+	// DeskIDPrefix begins the id a desk gives a trigger sent without one.
+	DeskIDPrefix = "t-"
+	// SpoolIDPrefix begins the id the spool gives a file without one.
+	SpoolIDPrefix = "inbox-"
+)
+
+// CheckClientID reports whether a client (the API, the CLI, a spool file)
+// may name a trigger id: CheckID's rules, and none of deskd's own ids,
+// which live in a namespace of their own so that a client can neither
+// claim a schedule's slot before it fires, nor take the place of an arm
+// record, nor pre-empt the id deskd would give another trigger: no '@'
+// (SlotID, ArmID), and neither DeskIDPrefix nor SpoolIDPrefix.
+func CheckClientID(id string) error {
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	switch {
+	case strings.Contains(id, "@"):
+		return fmt.Errorf("id %q: '@' is kept for deskd's own ids (a schedule's slots and arms, <schedule>@<time>): choose an id without it", id)
+	case strings.HasPrefix(id, DeskIDPrefix):
+		return fmt.Errorf("id %q: the prefix %q is kept for deskd's own ids (those it gives triggers sent without one): choose another", id, DeskIDPrefix)
+	case strings.HasPrefix(id, SpoolIDPrefix):
+		return fmt.Errorf("id %q: the prefix %q is kept for deskd's own ids (those it gives spool files without one): choose another", id, SpoolIDPrefix)
+	}
+	return nil
+}
+
+// ErrFeedManual is the error of a manual trigger from a feed: manual
+// triggers reach the model as the operator's own words, without the
+// <market_event> framing, and go ahead of market and scheduled ones.
+var ErrFeedManual = errors.New(`kind "manual" needs the operator's credential (the operator's token, or the unix socket): a feed (a feed token, the spool folder) may submit market triggers only`)
+
+// CheckFeed reports whether a feed may submit r: market triggers only.
+// It is called after Check (which fills in the default kind).
+func (r Request) CheckFeed() error {
+	if r.Kind == Manual {
+		return ErrFeedManual
+	}
+	return nil
+}
+
+// DecodeFeedRequest is DecodeRequest for a body from a feed (the spool
+// folder): a manual trigger is refused with ErrFeedManual.
+func DecodeFeedRequest(body []byte) (Request, error) {
+	r, err := DecodeRequest(body)
+	if err != nil {
+		return r, err
+	}
+	if err := r.CheckFeed(); err != nil {
+		return Request{}, err
+	}
+	return r, nil
 }
 
 // Trigger returns the trigger r asks for, for desk; source is used when r

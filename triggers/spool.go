@@ -224,7 +224,7 @@ func (s *Spool) take(desk, path string) {
 		s.failed(desk, name, err)
 		return
 	}
-	r, err := DecodeRequest(data)
+	r, err := DecodeFeedRequest(data)
 	if errors.Is(err, ErrIncomplete) {
 		first, seen := s.incomplete[path]
 		if !seen {
