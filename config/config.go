@@ -137,8 +137,19 @@ type Config struct {
 	// AuthTokenFile is the absolute path of the file holding the API's
 	// bearer token (auth_token_file, relative to the main file's
 	// directory; $VARIABLES expanded). Empty: no token, and then listen
-	// must be loopback or a unix socket.
+	// must be loopback or a unix socket. Its token is the operator's
+	// credential: every endpoint, manual triggers and control actions.
 	AuthTokenFile string
+	// FeedTokenFile is the absolute path of the file holding the feeds'
+	// bearer token (feed_token_file, resolved as AuthTokenFile; optional,
+	// and only beside AuthTokenFile). Its token may post market triggers
+	// and read the state of the triggers it posted, nothing else.
+	FeedTokenFile string
+	// MetricsTokenFile is the absolute path of the file holding a scrape
+	// token for GET /metrics alone (metrics_token_file, resolved as
+	// AuthTokenFile; optional, and only beside AuthTokenFile). Without it,
+	// /metrics takes the operator's token.
+	MetricsTokenFile string
 	// CalendarsDir is the absolute path of the calendars folder
 	// (calendars_dir, default calendars.d beside the main file; it need
 	// not exist unless set).

@@ -44,7 +44,7 @@ const restartNote = " (takes effect after a restart)"
 // the trading day every desk was built on, the logger's format, the
 // shutdown deadline.
 var restartFields = []string{
-	"auth_token_file", "listen", "log.format", "rollover_at", "shutdown_timeout", "state_dir", "timezone",
+	"auth_token_file", "feed_token_file", "listen", "log.format", "metrics_token_file", "rollover_at", "shutdown_timeout", "state_dir", "timezone",
 }
 
 // Diff returns what changed from old to new: daemon-wide changes first,

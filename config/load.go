@@ -62,7 +62,8 @@ func loadMain(s *sink, file string) *Config {
 	if !ok {
 		return nil
 	}
-	root.only("auth_token_file", "calendars_dir", "desks_dir", "listen", "log", "models", "rollover_at", "shutdown_timeout", "state_dir", "timezone")
+	root.only("auth_token_file", "calendars_dir", "desks_dir", "feed_token_file", "listen", "log", "metrics_token_file", "models", "rollover_at",
+		"shutdown_timeout", "state_dir", "timezone")
 	dir := filepath.Dir(file)
 	c := &Config{Path: file, Models: map[string]Model{}, Desks: map[string]*Desk{}}
 
@@ -106,6 +107,7 @@ func loadMain(s *sink, file string) *Config {
 
 	loadListen(root, c) // listen, auth_token_file, calendars: triggers.go
 	loadAuth(root, c, dir)
+	loadTokenFiles(root, c, dir)
 	loadCalendars(root, c, dir)
 
 	c.DesksDir = resolve(dir, DefaultDesksDir)
@@ -534,4 +536,67 @@ func checkModelRef(n node, field, name string, models map[string]Model) {
 		reason += "; models has " + strings.Join(known, ", ")
 	}
 	n.s.add(n.file, field, "%s", reason)
+}
+
+// loadTokenFiles reads feed_token_file and metrics_token_file: token
+// files checked as auth_token_file is, each a credential of its own (a
+// feed's: market triggers only; a scraper's: GET /metrics only). They need
+// auth_token_file (without the operator's token the API is open to every
+// local client, so theirs would limit nothing), and no two of the three
+// may hold the same token (a request would carry the wrong trust).
+func loadTokenFiles(root node, c *Config, dir string) {
+	tokens := map[string]string{} // key -> token, of the files that can serve
+	if c.AuthTokenFile != "" {
+		if b, err := readSecretFile(c.AuthTokenFile); err == nil && firstLineToken(b) != "" {
+			tokens["auth_token_file"] = firstLineToken(b)
+		}
+	}
+	for _, f := range []struct {
+		key, before string
+		dst         *string
+	}{
+		{"feed_token_file", "auth_token_file", &c.FeedTokenFile},
+		{"metrics_token_file", "feed_token_file", &c.MetricsTokenFile},
+	} {
+		v, st := root.str(f.key)
+		if st != set {
+			continue
+		}
+		p, err := expandKeyFile(v)
+		switch {
+		case strings.TrimSpace(v) == "":
+			root.problem(f.key, "must not be empty: leave it out for none")
+			continue
+		case err != nil:
+			root.problem(f.key, "%v", err)
+			continue
+		}
+		if _, ok := root.get("auth_token_file"); !ok {
+			root.problem(f.key, "needs auth_token_file: without the operator's token the API is open to every local client, so this token would limit nothing")
+			continue
+		}
+		path := resolve(dir, p)
+		if err := checkTokenFile(path); err != nil {
+			root.problem(f.key, "%v", err)
+			continue
+		}
+		b, err := readSecretFile(path)
+		if err != nil {
+			root.problem(f.key, "%v", err)
+			continue
+		}
+		tok := firstLineToken(b)
+		for _, other := range []string{"auth_token_file", "feed_token_file"} {
+			if t, ok := tokens[other]; ok && t == tok {
+				root.problem(f.key, "the file it names holds the same token as %s: give each credential a token of its own", other)
+				tok = ""
+				break
+			}
+		}
+		if tok == "" {
+			continue
+		}
+		tokens[f.key] = tok
+		*f.dst = path
+	}
 }
