@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -49,8 +50,16 @@ type apiOptions struct {
 	Set *deskSet
 	// Desks are the desks it serves when Set is nil.
 	Desks []*desk.Desk
-	// Token is the bearer token mutations need; empty: none.
+	// Token is the operator's bearer token (auth_token_file): everything.
+	// With no token of any kind, the API is open (it listens on loopback
+	// only) and every request has the operator's trust.
 	Token string
+	// FeedToken is the feeds' bearer token (feed_token_file): market
+	// triggers, and the state of the triggers posted with it; empty: none.
+	FeedToken string
+	// MetricsToken is the scraper's bearer token (metrics_token_file):
+	// GET /metrics alone; empty: none (the operator's token reads it).
+	MetricsToken string
 	// Clock is deskd's clock (waits, keepalives).
 	Clock clock.Clock
 	// Events is the ring GET /v1/events replays and follows.
@@ -67,7 +76,9 @@ type api struct {
 	o     apiOptions
 	desks *deskSet
 	mux   *http.ServeMux
-	token [sha256.Size]byte
+	// tokens are the SHA-256 digests of the bearer tokens, by the
+	// credential each gives; a credential without a token has none.
+	tokens map[credential][sha256.Size]byte
 	// stopping is set when deskd begins to shut down: mutations and
 	// GET /healthz are answered 503.
 	stopping atomic.Bool
@@ -78,14 +89,17 @@ func newAPI(o apiOptions) *api {
 	if a.desks == nil {
 		a.desks = newDeskSet(o.Desks...)
 	}
-	if o.Token != "" {
-		a.token = sha256.Sum256([]byte(o.Token))
+	a.tokens = map[credential][sha256.Size]byte{}
+	for c, tok := range map[credential]string{credOperator: o.Token, credFeed: o.FeedToken, credMetrics: o.MetricsToken} {
+		if tok != "" {
+			a.tokens[c] = sha256.Sum256([]byte(tok))
+		}
 	}
 	a.mux.HandleFunc("GET /healthz", a.healthz)
 	a.mux.HandleFunc("GET /v1/desks", a.listDesks)
 	a.mux.HandleFunc("GET /v1/desks/{desk}", a.getDesk)
-	a.mux.HandleFunc("POST /v1/desks/{desk}/triggers", a.postTrigger)
-	a.mux.HandleFunc("GET /v1/desks/{desk}/triggers/{id}", a.getTrigger)
+	a.mux.HandleFunc(patternPostTrigger, a.postTrigger)
+	a.mux.HandleFunc(patternGetTrigger, a.getTrigger)
 	a.mux.HandleFunc("POST /v1/desks/{desk}/rollover", a.postRollover)
 	a.mux.HandleFunc("POST /v1/desks/{desk}/fork", a.postFork)
 	a.mux.HandleFunc("POST /v1/desks/{desk}/pause", a.postPause)   // pause.go
@@ -96,42 +110,127 @@ func newAPI(o apiOptions) *api {
 	return a
 }
 
-// Handle adds a handler, such as "GET /metrics". Mutating methods on it
-// need the token like every other.
+// Handle adds a handler, such as "GET /metrics". It needs the
+// operator's credential, like every endpoint but /healthz; GET /metrics
+// also takes the scrape token.
 func (a *api) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
 
 // Refuse makes the API answer 503 to mutations and to GET /healthz: deskd
 // is shutting down.
 func (a *api) Refuse() { a.stopping.Store(true) }
 
-// ServeHTTP answers 503 to mutations once deskd is shutting down, checks
-// the token of every mutation, then routes.
+// ServeHTTP answers 503 to mutations once deskd is shutting down; then,
+// for every endpoint but /healthz, finds the request's credential,
+// answers 401 without one and 403 when it does not reach the endpoint;
+// then routes.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mutation := r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
 	if a.stopping.Load() && (mutation || r.URL.Path == "/healthz") {
 		writeError(w, http.StatusServiceUnavailable, "deskd is shutting down")
 		return
 	}
-	if mutation && !a.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="deskd"`)
-		writeError(w, http.StatusUnauthorized, "this request needs Authorization: Bearer <token> (the token of auth_token_file)")
+	if r.URL.Path == "/healthz" {
+		a.mux.ServeHTTP(w, r)
 		return
 	}
-	a.mux.ServeHTTP(w, r)
+	c := a.credential(r)
+	if c == credNone {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="deskd"`)
+		writeError(w, http.StatusUnauthorized, "this request needs a credential: Authorization: Bearer <token> (the operator's token of auth_token_file, "+
+			"or a feed's of feed_token_file), or the unix socket of listen")
+		return
+	}
+	_, pattern := a.mux.Handler(r)
+	if !c.reaches(pattern) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("%s %s needs the operator's credential (the token of auth_token_file, or the unix socket): %s",
+			r.Method, r.URL.Path, c.scope()))
+		return
+	}
+	a.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credentialKey{}, c)))
 }
 
-// authorized compares the bearer token in constant time (as SHA-256
-// digests, so that not even its length leaks).
-func (a *api) authorized(r *http.Request) bool {
-	if a.o.Token == "" {
+// credential is the trust a request carries.
+type credential int
+
+// The credentials, from none to the operator's.
+const (
+	// credNone: no credential, or a token that is none of deskd's.
+	credNone credential = iota
+	// credMetrics: the scrape token; GET /metrics only.
+	credMetrics
+	// credFeed: a feed's token; market triggers, and the state of the
+	// triggers posted with it.
+	credFeed
+	// credOperator: the operator's token, the unix socket, or any request
+	// when no token is configured; everything.
+	credOperator
+)
+
+// credentialKey is the request context's key of its credential.
+type credentialKey struct{}
+
+// credentialOf returns the credential ServeHTTP found for r.
+func credentialOf(r *http.Request) credential {
+	c, _ := r.Context().Value(credentialKey{}).(credential)
+	return c
+}
+
+// The patterns a feed's token or the scrape token reaches.
+const (
+	patternPostTrigger = "POST /v1/desks/{desk}/triggers"
+	patternGetTrigger  = "GET /v1/desks/{desk}/triggers/{id}"
+	patternMetrics     = "GET /metrics"
+)
+
+// reaches reports whether c may use the endpoint of a mux pattern. The
+// catch-all ("/", or "" for a redirect to a clean path) only says 404 or
+// 405, so any credential reaches it.
+func (c credential) reaches(pattern string) bool {
+	switch {
+	case c == credOperator, pattern == "/", pattern == "":
 		return true
+	case c == credFeed:
+		return pattern == patternPostTrigger || pattern == patternGetTrigger
+	case c == credMetrics:
+		return pattern == patternMetrics
+	}
+	return false
+}
+
+// scope says what c may do, for a 403.
+func (c credential) scope() string {
+	if c == credMetrics {
+		return "the scrape token of metrics_token_file reads GET /metrics only"
+	}
+	return "a feed's token (feed_token_file) may only post market triggers and read the state of those it posted"
+}
+
+// credential returns the credential of r. With no token configured every
+// request is the operator's (deskd then listens on loopback only); a
+// request over a unix socket is the operator's (the socket is mode 0660:
+// only deskd's user and group open it); otherwise the bearer token says,
+// compared in constant time with every token (as SHA-256 digests, so that
+// not even its length leaks).
+func (a *api) credential(r *http.Request) credential {
+	if len(a.tokens) == 0 {
+		return credOperator
+	}
+	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && addr.Network() == "unix" {
+		return credOperator
 	}
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return credNone
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return subtle.ConstantTimeCompare(got[:], a.token[:]) == 1
+	found := credNone
+	for _, c := range []credential{credMetrics, credFeed, credOperator} { // every one, whichever matches
+		want, ok := a.tokens[c]
+		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 && ok {
+			found = c
+		}
+	}
+	return found
 }
 
 // healthResponse is the body of GET /healthz.
@@ -243,7 +342,16 @@ func (a *api) postTrigger(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	acc, err := d.Submit(req.Trigger(d.Name(), "api"))
+	source := "api"
+	if credentialOf(r) == credFeed {
+		if err := req.CheckFeed(); err != nil {
+			writeError(w, http.StatusForbidden, err.Error())
+			return
+		}
+		source = feedSource(req.Source)
+		req.Source = ""
+	}
+	acc, err := d.Submit(req.Trigger(d.Name(), source))
 	switch {
 	case errors.Is(err, triggers.ErrQueueFull):
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterFull))
@@ -270,13 +378,26 @@ func (a *api) postTrigger(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	w.Header().Set("Location", "/v1/desks/"+d.Name()+"/triggers/"+acc.ID)
+	w.Header().Set("Location", "/v1/desks/"+url.PathEscape(d.Name())+"/triggers/"+url.PathEscape(acc.ID))
 	if acc.Duplicate {
 		writeJSON(w, http.StatusOK, triggerResponse{ID: acc.ID, State: publicState(acc.State), Duplicate: true})
 		return
 	}
 	writeJSON(w, http.StatusAccepted, triggerResponse{ID: acc.ID, State: acc.State, Replaced: acc.Replaced})
 }
+
+// feedSource is the source of a trigger posted with a feed's token:
+// "feed", or "feed:<source>" when the feed names one. It marks the
+// trigger as the feed's own, which the feed may read back (fedBy).
+func feedSource(source string) string {
+	if source == "" {
+		return "feed"
+	}
+	return "feed:" + source
+}
+
+// fedBy reports whether a trigger's source says a feed's token posted it.
+func fedBy(source string) bool { return source == "feed" || strings.HasPrefix(source, "feed:") }
 
 // publicState names a ledger state as the API does: "sent" is running.
 func publicState(s triggers.State) triggers.State {
@@ -301,6 +422,11 @@ func (a *api) getTrigger(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = min(wait, maxWait)
 	}
+	feed := credentialOf(r) == credFeed
+	if s, found := d.Trigger(id); feed && found && !fedBy(s.Source) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("desk %s: trigger %q was not posted with a feed's token: a feed reads only the triggers it posted", d.Name(), id))
+		return
+	}
 	var (
 		s     desk.TriggerStatus
 		found bool
@@ -313,6 +439,9 @@ func (a *api) getTrigger(w http.ResponseWriter, r *http.Request) {
 	if !found {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("desk %s has no trigger %q", d.Name(), id))
 		return
+	}
+	if feed {
+		s.Reply = "" // the desk's answer (positions, orders) is the operator's to read
 	}
 	writeJSON(w, http.StatusOK, s)
 }

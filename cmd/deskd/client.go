@@ -52,7 +52,8 @@ type clientFlags struct {
 func (f *clientFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.config, "config", defaultConfig, "the main config file, for listen and auth_token_file")
 	cmd.Flags().StringVar(&f.addr, "addr", "", "the daemon's address: host:port, unix:PATH or a URL (default: $DESKD_ADDR, else listen of the config)")
-	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "the API token's file (default: $DESKD_TOKEN_FILE, else auth_token_file of the config)")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "the file of the token to send: the operator's (auth_token_file) or a feed's (feed_token_file) "+
+		"(default: $DESKD_TOKEN_FILE, else auth_token_file of the config, which is not read for a unix socket: the socket is the operator's credential)")
 }
 
 // client is an HTTP client of the API.
@@ -63,9 +64,12 @@ type client struct {
 }
 
 // newClient finds the daemon's address and token: the flags, then the
-// environment, then the config's main file.
+// environment, then the config's main file. Over a unix socket the
+// config's auth_token_file is not read: the socket, which only deskd's
+// user and group can open, is the operator's credential by itself.
 func (f *clientFlags) newClient() (*client, error) {
 	addr, tokenFile := f.addr, f.tokenFile
+	configToken := false // tokenFile is the config's auth_token_file
 	if addr == "" {
 		addr = os.Getenv("DESKD_ADDR")
 	}
@@ -82,13 +86,16 @@ func (f *clientFlags) newClient() (*client, error) {
 				addr = pickAddr(cc.Listens)
 			}
 			if tokenFile == "" {
-				tokenFile = cc.AuthTokenFile
+				tokenFile, configToken = cc.AuthTokenFile, true
 			}
 		}
 	}
 	c, err := dialClient(addr)
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
+	}
+	if configToken && strings.HasPrefix(addr, config.UnixPrefix) {
+		tokenFile = ""
 	}
 	if tokenFile != "" {
 		if c.token, err = config.ReadAuthToken(tokenFile); err != nil {
@@ -349,7 +356,7 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&kind, "kind", string(triggers.Manual), "manual or market (market text reaches the model as untrusted data)")
+	cmd.Flags().StringVar(&kind, "kind", string(triggers.Market), "market or manual: market text reaches the model as untrusted data; manual, as the operator's own words, needs the operator's credential (the token of auth_token_file, or the unix socket)")
 	cmd.Flags().StringVar(&id, "id", "", "idempotency key: the same id twice queues once")
 	cmd.Flags().StringVar(&key, "key", "", "coalescing key of a market trigger (a symbol, say)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the answer and print the reply")

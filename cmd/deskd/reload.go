@@ -533,6 +533,7 @@ func (dm *supervisor) load(cur *config.Config) (loaded, next *config.Config, pro
 	}
 	pinned := *c
 	pinned.StateDir, pinned.Listen, pinned.Listens, pinned.AuthTokenFile = cur.StateDir, cur.Listen, cur.Listens, cur.AuthTokenFile
+	pinned.FeedTokenFile, pinned.MetricsTokenFile = cur.FeedTokenFile, cur.MetricsTokenFile
 	pinned.Timezone, pinned.Location, pinned.RolloverAt, pinned.Day = cur.Timezone, cur.Location, cur.RolloverAt, cur.Day
 	pinned.Log.Format, pinned.ShutdownTimeout = cur.Log.Format, cur.ShutdownTimeout
 	return c, &pinned, nil

@@ -74,19 +74,26 @@ func startServices(ctx context.Context, cfg *config.Config, clk clock.Clock, bus
 		ring: newEventRing(bus, clk.Now(), eventRingSize), set: set, clk: clk, bus: bus, log: log,
 		dir: filepath.Join(cfg.StateDir, "inbox"),
 	}
-	var token string
-	if cfg.AuthTokenFile != "" {
+	// The operator's, the feeds' and the scraper's tokens (api.go).
+	var token, feedToken, metricsToken string
+	for _, f := range []struct {
+		key, path string
+		dst       *string
+	}{{"auth_token_file", cfg.AuthTokenFile, &token}, {"feed_token_file", cfg.FeedTokenFile, &feedToken}, {"metrics_token_file", cfg.MetricsTokenFile, &metricsToken}} {
+		if f.path == "" {
+			continue
+		}
 		var err error
-		if token, err = config.ReadAuthToken(cfg.AuthTokenFile); err != nil {
+		if *f.dst, err = config.ReadAuthToken(f.path); err != nil {
 			s.ring.Close()
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", f.key, err)
 		}
 	}
 	if err := s.startSpool(ctx, set.Names()); err != nil {
 		s.ring.Close()
 		return nil, err
 	}
-	s.a = newAPI(apiOptions{Set: set, Token: token, Clock: clk, Events: s.ring, Log: log, Check: check})
+	s.a = newAPI(apiOptions{Set: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: s.ring, Log: log, Check: check})
 	for pattern, h := range extra {
 		s.a.Handle(pattern, h)
 	}
@@ -97,7 +104,8 @@ func startServices(ctx context.Context, cfg *config.Config, clk clock.Clock, bus
 		return nil, err
 	}
 	s.api = serveAPI(ctx, s.a, ls)
-	log.Info().Strs("listen", s.api.Addrs()).Strs("desks", set.Names()).Bool("auth", token != "").
+	log.Info().Strs("listen", s.api.Addrs()).Strs("desks", set.Names()).Bool("auth", token != "").Bool("feed_token", feedToken != "").
+		Bool("metrics_token", metricsToken != "").
 		Str("inbox", s.dir).Msg("deskd ready")
 	return s, nil
 }

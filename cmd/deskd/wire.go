@@ -102,20 +102,22 @@ type configSnapshot struct {
 // names the variable or file they come from); a base URL's user and
 // password are dropped.
 type effectiveConfig struct {
-	Path            string                    `json:"path"`
-	StateDir        string                    `json:"state_dir"`
-	Timezone        string                    `json:"timezone"`
-	RolloverAt      string                    `json:"rollover_at"`
-	Listen          []string                  `json:"listen"`
-	AuthTokenFile   string                    `json:"auth_token_file,omitempty"`
-	DesksDir        string                    `json:"desks_dir"`
-	CalendarsDir    string                    `json:"calendars_dir,omitempty"`
-	Calendars       []string                  `json:"calendars"`
-	LogLevel        string                    `json:"log_level"`
-	LogFormat       string                    `json:"log_format"`
-	ShutdownTimeout string                    `json:"shutdown_timeout"`
-	Models          map[string]effectiveModel `json:"models"`
-	Desks           map[string]effectiveDesk  `json:"desks"`
+	Path             string                    `json:"path"`
+	StateDir         string                    `json:"state_dir"`
+	Timezone         string                    `json:"timezone"`
+	RolloverAt       string                    `json:"rollover_at"`
+	Listen           []string                  `json:"listen"`
+	AuthTokenFile    string                    `json:"auth_token_file,omitempty"`
+	FeedTokenFile    string                    `json:"feed_token_file,omitempty"`
+	MetricsTokenFile string                    `json:"metrics_token_file,omitempty"`
+	DesksDir         string                    `json:"desks_dir"`
+	CalendarsDir     string                    `json:"calendars_dir,omitempty"`
+	Calendars        []string                  `json:"calendars"`
+	LogLevel         string                    `json:"log_level"`
+	LogFormat        string                    `json:"log_format"`
+	ShutdownTimeout  string                    `json:"shutdown_timeout"`
+	Models           map[string]effectiveModel `json:"models"`
+	Desks            map[string]effectiveDesk  `json:"desks"`
 }
 
 // effectiveModel is one model of the effective config.
@@ -176,7 +178,8 @@ type effectiveTool struct {
 func effective(cfg *config.Config) effectiveConfig {
 	e := effectiveConfig{
 		Path: cfg.Path, StateDir: cfg.StateDir, Timezone: cfg.Timezone, RolloverAt: cfg.RolloverAt,
-		Listen: cfg.Listens, AuthTokenFile: cfg.AuthTokenFile, DesksDir: cfg.DesksDir, CalendarsDir: cfg.CalendarsDir,
+		Listen: cfg.Listens, AuthTokenFile: cfg.AuthTokenFile, FeedTokenFile: cfg.FeedTokenFile, MetricsTokenFile: cfg.MetricsTokenFile,
+		DesksDir: cfg.DesksDir, CalendarsDir: cfg.CalendarsDir,
 		Calendars: sortedNames(cfg.Calendars), LogLevel: cfg.Log.Level, LogFormat: cfg.Log.Format,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(),
 		Models:          map[string]effectiveModel{}, Desks: map[string]effectiveDesk{},
