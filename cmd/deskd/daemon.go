@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -116,11 +117,107 @@ func (h clockHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 //
 // A desk that fails to start is logged at once, and deskd stops and
 // returns the error (so that systemd's Restart= tries again).
-func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr io.Writer) (err error) {
+//
+// Whatever a goroutine is doing (a read that never returns, say), the
+// shutdown has a hard deadline: shutdown_timeout plus stopGrace after it
+// began (the first SIGTERM or SIGINT, ctx done, or deskd stopping on its
+// own). At the deadline runDaemon logs the step of the shutdown still
+// running and every goroutine's stack, and returns an error without
+// waiting any longer; main then exits non-zero, which ends what was left.
+// Every file deskd writes is crash safe, so that loses nothing.
+func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr io.Writer) error {
 	log, level, err := newLogger(cfg.Log, stderr, clk)
 	if err != nil {
 		return err
 	}
+	st := newStopState()
+	done := make(chan error, 1)
+	go func() { done <- runDesks(ctx, cfg, clk, log, level, st) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	case <-st.begun:
+	}
+	limit := cfg.ShutdownTimeout + stopGrace
+	deadline := clk.NewTimer(limit)
+	defer deadline.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-deadline.C():
+	}
+	step := st.Step()
+	log.Error().Dur("shutdown_timeout", cfg.ShutdownTimeout).Dur("deadline", limit).Str("still_running", step).
+		Str("goroutines", goroutineStacks()).
+		Msg("deskd did not stop by the shutdown deadline: exiting without finishing the shutdown")
+	return fmt.Errorf("the shutdown did not finish within %s (shutdown_timeout %s + %s): still %s",
+		limit, cfg.ShutdownTimeout, stopGrace, step)
+}
+
+// stopGrace is how long past shutdown_timeout (which the running turns
+// get) a shutdown may take before its hard deadline: for cutting the turns
+// short, closing the files, stopping the API (up to 5 s) and draining the
+// event log. With the default shutdown_timeout, 30 s + 10 s stays below
+// systemd's TimeoutStopSec (45 s).
+const stopGrace = 10 * time.Second
+
+// maxStacks bounds the goroutine stacks logged at the shutdown deadline.
+const maxStacks = 256 << 10
+
+// goroutineStacks returns every goroutine's stack, goroutines of the same
+// stack counted once, cut at maxStacks.
+func goroutineStacks() string {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+	s := b.String()
+	if len(s) > maxStacks {
+		s = s[:maxStacks] + "\n[cut]"
+	}
+	return s
+}
+
+// stopState is what the daemon is doing, for the shutdown deadline: the
+// step it is in, and whether the shutdown has begun.
+type stopState struct {
+	mu    sync.Mutex
+	step  string
+	begun chan struct{} // closed when the shutdown begins
+}
+
+func newStopState() *stopState {
+	return &stopState{step: "starting", begun: make(chan struct{})}
+}
+
+// Set records the step the daemon is in now.
+func (s *stopState) Set(step string) {
+	s.mu.Lock()
+	s.step = step
+	s.mu.Unlock()
+}
+
+// Step returns the step the daemon is in.
+func (s *stopState) Step() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.step
+}
+
+// Stopping records that the shutdown has begun, in step.
+func (s *stopState) Stopping(step string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.step = step
+	select {
+	case <-s.begun:
+	default:
+		close(s.begun)
+	}
+}
+
+// runDesks is runDaemon's body: it runs the desks, then shuts down in order,
+// telling st where it is.
+func runDesks(ctx context.Context, cfg *config.Config, clk clock.Clock, log zerolog.Logger, level *levelFilter, st *stopState) (err error) {
 	lock, err := memory.LockStateDir(cfg.StateDir, clk.Now())
 	if err != nil {
 		return err
@@ -161,37 +258,46 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 		Time("clock_start", clk.Now()).Msg("deskd starting")
 	dm.snapshotConfig(cfg, "start")
 	_ = dm.notify.Status(fmt.Sprintf("starting %s: %s", plural(len(names), "desk"), strings.Join(names, ", ")))
+	st.Set("starting the desks")
 	runErr := dm.startDesks(ctx, deskCtx, cfg, names)
 	if runErr == nil && ctx.Err() == nil {
 		// Watching starts before "deskd ready": an edit from then on is
 		// reloaded.
+		st.Set("starting the config watch, the spool folders and the API")
 		dm.startWatch(ctx, cfg)
 		dm.svc, runErr = startServices(ctx, cfg, clk, bus, log, dm.fleet.set, dm.check,
 			map[string]http.Handler{"GET /metrics": met.Handler()})
 	}
 	if runErr == nil && ctx.Err() == nil {
+		st.Set("in the main loop (serving, reloading the config)")
 		runErr = dm.serve(ctx, deskCtx, sigs)
 	}
 
 	// Shutdown, in order.
+	st.Stopping("refusing triggers and stopping the spool folders")
 	_ = dm.notify.Stopping(fmt.Sprintf("stopping: no new triggers; running turns get up to %s", cfg.ShutdownTimeout))
 	log.Info().Dur("shutdown_timeout", cfg.ShutdownTimeout).
 		Msg("deskd stopping: the API refuses triggers, schedules stop, running turns get the shutdown timeout")
 	if dm.svc != nil {
 		dm.svc.Refuse()
 	}
+	st.Set("stopping the config watch")
 	dm.stopWatch()
+	st.Set("waiting for the desks to stop (running turns, then their session files and ledgers)")
 	dm.fleet.stopAll(errors.New("deskd is shutting down"))
 	dm.drain(sigs)
+	st.Set("stopping the API")
 	if dm.svc != nil {
 		if serr := dm.svc.Stop(5 * time.Second); serr != nil {
 			log.Error().Err(serr).Msg("stop the API")
 		}
 	}
+	st.Set("stopping the watchdog, the metrics and the event log")
 	dm.stopWatchdog()
 	met.Close()
 	stopLog()
 	bus.Close() // every event is logged before the last line
+	st.Set("unlocking the state folder")
 	locked = false
 	if rerr := lock.Release(); rerr != nil {
 		rerr = fmt.Errorf("unlock %s: %w", cfg.StateDir, rerr)

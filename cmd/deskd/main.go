@@ -21,7 +21,9 @@ func main() {
 	go func() {
 		// After the first signal, this context lets go of SIGINT and
 		// SIGTERM. deskd run counts them itself: a second one cuts running
-		// turns short (recorded interrupted) and a third ends deskd at once.
+		// turns short (recorded interrupted) and a third ends deskd at once;
+		// without any, the shutdown's hard deadline (runDaemon) makes run
+		// return, and the os.Exit below ends whatever is still running.
 		// Other commands end at the second. Every file deskd writes is crash
 		// safe, so that loses no data; a turn cut off is marked interrupted
 		// at the next start.
