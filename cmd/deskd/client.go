@@ -234,7 +234,10 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 }
 
 // printStatus prints one line per desk, then the interrupted triggers.
+// Every value from the daemon passes through printable: none holds a
+// control character, a tab or a line break when it reaches the screen.
 func printStatus(w io.Writer, desks []desk.Status) {
+	p := printable
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DESK\tSTATE\tSESSION\tTRADING DATE\tEXCHANGES\tQUEUE\tRUNNING\tNEXT SLOT\tMARKET\tMODEL")
 	for _, s := range desks {
@@ -257,19 +260,19 @@ func printStatus(w io.Writer, desks []desk.Status) {
 		if s.Scripted {
 			model += " (scripted)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\t%s\n", s.Name, s.State, s.Session, s.TradingDate,
-			s.Exchanges, s.QueueDepth, s.QueueLimit, running, next, market, model)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\t%s\n", p(s.Name), p(string(s.State)), p(s.Session), p(s.TradingDate),
+			s.Exchanges, s.QueueDepth, s.QueueLimit, p(running), p(next), p(market), p(model))
 	}
 	_ = tw.Flush()
 	for _, s := range desks {
 		if s.Paused != nil {
-			fmt.Fprintf(w, "\ndesk %s is paused %s; its triggers are %s until deskd resume %s\n", s.Name, describePause(*s.Paused),
-				map[bool]string{true: "refused", false: "queued"}[s.PausedTriggers == "refuse"], s.Name)
+			fmt.Fprintf(w, "\ndesk %s is paused %s; its triggers are %s until deskd resume %s\n", p(s.Name), describePause(*s.Paused),
+				map[bool]string{true: "refused", false: "queued"}[s.PausedTriggers == "refuse"], p(s.Name))
 		}
 	}
 	for _, s := range desks {
 		for _, u := range s.Unreadable {
-			fmt.Fprintf(w, "\ndesk %s cannot read %s, so its prompts go without it: %s\n", s.Name, u.Path, u.Error)
+			fmt.Fprintf(w, "\ndesk %s cannot read %s, so its prompts go without it: %s\n", p(s.Name), p(u.Path), p(u.Error))
 		}
 	}
 	for _, s := range desks {
@@ -279,16 +282,16 @@ func printStatus(w io.Writer, desks []desk.Status) {
 				what = "cannot write: the disk is full"
 			}
 			fmt.Fprintf(w, "\ndesk %s %s since %s; it takes no turn, and its triggers wait in the ledger, until a write succeeds:\n  %s\n",
-				s.Name, what, st.Since.Format(time.RFC3339), st.Error)
+				p(s.Name), what, st.Since.Format(time.RFC3339), p(st.Error))
 		}
 	}
 	for _, s := range desks {
 		if len(s.Interrupted) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\ndesk %s: %d interrupted triggers (their turns reached the model, which may have acted; not run again):\n", s.Name, len(s.Interrupted))
+		fmt.Fprintf(w, "\ndesk %s: %d interrupted triggers (their turns reached the model, which may have acted; not run again):\n", p(s.Name), len(s.Interrupted))
 		for _, t := range s.Interrupted {
-			fmt.Fprintf(w, "  %s  %s  session %s  %s\n", t.ID, t.Kind, t.Session, firstLineOf(t.Text, 60))
+			fmt.Fprintf(w, "  %s  %s  session %s  %s\n", p(t.ID), p(string(t.Kind)), p(t.Session), p(firstLineOf(t.Text, 60)))
 		}
 	}
 }
@@ -393,12 +396,12 @@ func printOutcome(w io.Writer, s desk.TriggerStatus) {
 	if s.Session != "" {
 		head += fmt.Sprintf(", session %s turn %d", s.Session, s.Turn)
 	}
-	fmt.Fprintln(w, head)
+	fmt.Fprintln(w, printable(head))
 	if s.Reason != "" {
-		fmt.Fprintln(w, "reason: "+s.Reason)
+		fmt.Fprintln(w, "reason: "+printable(s.Reason))
 	}
 	if s.Reply != "" {
-		fmt.Fprintln(w, s.Reply)
+		fmt.Fprintln(w, printableText(s.Reply))
 	}
 }
 
@@ -439,7 +442,7 @@ func newSessionCommand(stdout io.Writer, verb, short string) *cobra.Command {
 			if _, err := c.do(cmd.Context(), http.MethodPost, "/v1/desks/"+url.PathEscape(args[0])+"/"+verb, struct{}{}, &out); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "desk %s: session %s -> %s\n", out.Desk, out.Previous, out.Session)
+			fmt.Fprintf(stdout, "desk %s: session %s -> %s\n", printable(out.Desk), printable(out.Previous), printable(out.Session))
 			return nil
 		},
 	}
@@ -483,10 +486,10 @@ func (c *client) streamEvents(ctx context.Context, stdout, stderr io.Writer, des
 	for {
 		err := c.readEvents(ctx, "/v1/events?"+q.Encode(), lastID, func(id, data string) {
 			lastID = id
-			fmt.Fprintln(stdout, data)
+			fmt.Fprintln(stdout, printableEvent(data))
 		}, func(comment string) {
 			if !strings.HasPrefix(comment, "ping") {
-				fmt.Fprintln(stderr, "deskd: "+comment)
+				fmt.Fprintln(stderr, "deskd: "+printable(comment))
 			}
 		})
 		if ctx.Err() != nil {
@@ -562,8 +565,24 @@ func (c *client) readEvents(ctx context.Context, path, lastID string, onEvent fu
 	return io.EOF
 }
 
+// printJSON prints v as indented JSON, with the characters that could act
+// on a terminal escaped (printableJSON): still JSON, of the same value.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(printableJSON(b.Bytes()))
+	return err
+}
+
+// printableEvent is one event of the stream as deskd events prints it: its
+// JSON, escaped by printableJSON; data that is not JSON, by printable.
+func printableEvent(data string) string {
+	if json.Valid([]byte(data)) {
+		return string(printableJSON([]byte(data)))
+	}
+	return printable(data)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -53,9 +52,7 @@ func newContextCommand(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return printJSON(stdout, rep)
 			}
 			return printContext(stdout, rep)
 		},
@@ -66,11 +63,11 @@ func newContextCommand(stdout io.Writer) *cobra.Command {
 }
 
 func printContext(w io.Writer, rep router.ContextReport) error {
-	fmt.Fprintf(w, "desk %s, session %s, model %s\n", rep.Desk, rep.Session, rep.Model)
+	fmt.Fprintf(w, "desk %s, session %s, model %s\n", printable(rep.Desk), printable(rep.Session), printable(rep.Model))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "source\ttokens\t")
 	for _, s := range rep.Sources {
-		fmt.Fprintf(tw, "%s\t%d\t\n", s.Name, s.Tokens)
+		fmt.Fprintf(tw, "%s\t%d\t\n", printable(s.Name), s.Tokens)
 	}
 	fmt.Fprintf(tw, "total\t%d\t\n", rep.Total)
 	if err := tw.Flush(); err != nil {

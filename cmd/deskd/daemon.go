@@ -40,9 +40,9 @@ func newRunCommand(stderr io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			clk := clock.Real()
 			if clockStart != "" {
-				start, err := time.Parse(time.RFC3339, clockStart)
+				start, err := parseClockStart(clockStart, time.Now())
 				if err != nil {
-					return &exitError{code: 2, err: fmt.Errorf("--clock-start %q: want RFC3339, such as 2026-03-01T23:59:00+05:30", clockStart)}
+					return &exitError{code: 2, err: err}
 				}
 				clk = clock.StartingAt(start)
 			}
@@ -56,6 +56,33 @@ func newRunCommand(stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
 	cmd.Flags().StringVar(&clockStart, "clock-start", "", "start deskd's clock at this RFC3339 instant and run it at real speed (rehearsals, tests)")
 	return cmd
+}
+
+// The years of --clock-start (UTC), first and last: an instant outside
+// them is a typing mistake, and one too far from now cannot be reached as
+// an offset of the wall clock (a time.Duration spans about 292 years, and
+// time.Until saturates rather than failing: year 1 would start the clock
+// in 1734).
+const (
+	minClockYear = 1970
+	maxClockYear = 2199
+)
+
+// parseClockStart reads --clock-start: an RFC3339 instant from 1970 to
+// 2199 whose offset from now fits a time.Duration.
+func parseClockStart(s string, now time.Time) (time.Time, error) {
+	start, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--clock-start %q: want RFC3339, such as 2026-03-01T23:59:00+05:30", s)
+	}
+	if y := start.UTC().Year(); y < minClockYear || y > maxClockYear {
+		return time.Time{}, fmt.Errorf("--clock-start %s: out of range: want an instant in the years %d to %d",
+			s, minClockYear, maxClockYear)
+	}
+	if d := start.Sub(now); !now.Add(d).Equal(start) {
+		return time.Time{}, fmt.Errorf("--clock-start %s: too far from now (%s) for deskd's clock to reach", s, now.UTC().Format(time.RFC3339))
+	}
+	return start, nil
 }
 
 // newLogger returns the daemon's logger, writing to w in the configured

@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "deskd: %v\n", err)
+	fmt.Fprintf(stderr, "deskd: %s\n", printableText(err.Error())) // it may quote the daemon, a file, a config key
 	if e, ok := err.(*exitError); ok {
 		return e.code
 	}

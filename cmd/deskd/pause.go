@@ -7,7 +7,7 @@ package main
 // folder (pause.json) and survives a restart.
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/triggers"
 )
 
 // maxPauseBody bounds the body of a pause or resume request.
@@ -55,18 +56,23 @@ type resumeResponse struct {
 	Queued int `json:"queued"`
 }
 
-// readPauseRequest decodes the optional body.
+// readPauseRequest decodes the optional body: one JSON object of at most
+// maxPauseBody bytes (413 past it), decoded strictly (triggers.DecodeJSON:
+// nothing after it, no unknown field, UTF-8, errors in words).
 func readPauseRequest(w http.ResponseWriter, r *http.Request) (pauseRequest, bool) {
 	var req pauseRequest
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPauseBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxPauseBody))
+		return req, false
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
 		return req, false
 	}
 	if strings.TrimSpace(string(body)) != "" {
-		dec := json.NewDecoder(strings.NewReader(string(body)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
+		if err := triggers.DecodeJSON(body, &req); err != nil {
 			writeError(w, http.StatusBadRequest, `want a JSON body {"reason": "...", "by": "..."}: `+err.Error())
 			return req, false
 		}
@@ -154,9 +160,9 @@ func newPauseCommand(stdout io.Writer) *cobra.Command {
 			if out.Already {
 				verb = "was already paused"
 			}
-			fmt.Fprintf(stdout, "desk %s %s %s\n", out.Desk, verb, describePause(out.Paused))
+			fmt.Fprintf(stdout, "desk %s %s %s\n", printable(out.Desk), verb, describePause(out.Paused))
 			if out.Running != "" {
-				fmt.Fprintf(stdout, "its running turn (trigger %s) finishes; no turn starts after it\n", out.Running)
+				fmt.Fprintf(stdout, "its running turn (trigger %s) finishes; no turn starts after it\n", printable(out.Running))
 			}
 			return nil
 		},
@@ -188,10 +194,10 @@ func newResumeCommand(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if !out.Resumed {
-				fmt.Fprintf(stdout, "desk %s was not paused\n", out.Desk)
+				fmt.Fprintf(stdout, "desk %s was not paused\n", printable(out.Desk))
 				return nil
 			}
-			fmt.Fprintf(stdout, "desk %s resumed (it was paused %s); %d triggers waiting\n", out.Desk, describePause(*out.Was), out.Queued)
+			fmt.Fprintf(stdout, "desk %s resumed (it was paused %s); %d triggers waiting\n", printable(out.Desk), describePause(*out.Was), out.Queued)
 			return nil
 		},
 	}
@@ -200,14 +206,15 @@ func newResumeCommand(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-// describePause reads "by NAME since TIME: REASON".
+// describePause reads "by NAME since TIME: REASON", with NAME and REASON
+// escaped (printable): they come from whoever paused the desk.
 func describePause(p desk.Pause) string {
-	s := "by " + p.By
+	s := "by " + printable(p.By)
 	if !p.At.IsZero() {
 		s += " since " + p.At.UTC().Format(time.RFC3339)
 	}
 	if p.Reason != "" {
-		s += ": " + p.Reason
+		s += ": " + printable(p.Reason)
 	}
 	return s
 }

@@ -66,6 +66,37 @@ func TestAPIPauseResume(t *testing.T) {
 	}
 }
 
+// TestAPIPauseBodies: a pause or resume body is one JSON object of at
+// most 64 KiB, refused in words: trailing data (400), an oversized body
+// (413, as POST triggers answers), a field of the wrong type or not UTF-8
+// (400, naming the field); nothing is paused.
+func TestAPIPauseBodies(t *testing.T) {
+	h := newAPIHarness(t, apiHarnessOptions{})
+	tests := []struct {
+		name, path, body string
+		code             int
+		want             string
+	}{
+		{"trailing data", "/v1/desks/main/pause", `{"reason": "x"} {"by": "mallory"}`, 400, "more than one value"},
+		{"trailing garbage", "/v1/desks/main/resume", `{"by": "asha"}garbage`, 400, "more than one value"},
+		{"too large", "/v1/desks/main/pause", `{"reason": "` + strings.Repeat("x", 70<<10) + `"}`, 413, "larger than 65536 bytes"},
+		{"a number", "/v1/desks/main/pause", `{"reason": 3}`, 400, "field reason: want a string, got a number"},
+		{"not an object", "/v1/desks/main/pause", `["x"]`, 400, "want a JSON object, got an array"},
+		{"not UTF-8", "/v1/desks/main/pause", "{\"by\": \"asha\xff\"}", 400, "field by: not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, body := h.call("POST", tt.path, tt.body)
+			if code != tt.code || !strings.Contains(body, tt.want) || strings.Contains(body, "main.pauseRequest") {
+				t.Errorf("POST %s = %d %s, want %d saying %q", tt.path, code, body, tt.code, tt.want)
+			}
+			if h.desk.Paused() != nil {
+				t.Errorf("the desk was paused by a refused body: %+v", h.desk.Paused())
+			}
+		})
+	}
+}
+
 // TestAPIPauseNeedsToken: pause and resume are mutations.
 func TestAPIPauseNeedsToken(t *testing.T) {
 	h := newAPIHarness(t, apiHarnessOptions{token: "tok"})

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -86,7 +85,7 @@ func newRenameCommand(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			fmt.Fprintf(stdout, "%s: %s\n", info.ID, title)
+			fmt.Fprintf(stdout, "%s: %s\n", printable(info.ID), printable(title))
 			return nil
 		},
 	}
@@ -267,9 +266,7 @@ func printSessionsJSON(w io.Writer, infos []memory.SessionInfo) error {
 			Started: info.Started.Format(time.RFC3339), Updated: info.Updated.Format(time.RFC3339),
 		})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(rows); err != nil {
+	if err := printJSON(w, rows); err != nil {
 		return fmt.Errorf("print sessions: %w", err)
 	}
 	return nil
@@ -284,7 +281,7 @@ func printSessions(w io.Writer, infos []memory.SessionInfo) error {
 	fmt.Fprintln(tw, "SESSION\tDATE\tTURNS\tTOKENS\tSTATE\tTITLE")
 	for _, info := range infos {
 		title, _ := sessionTitle(info)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", info.ID, dateText(info.Date), info.Turns, info.Tokens, stateText(info), terminalSafe(title))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", printable(info.ID), dateText(info.Date), info.Turns, info.Tokens, printable(stateText(info)), printable(title))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print sessions: %w", err)
@@ -478,11 +475,12 @@ func printTranscript(w io.Writer, s sessionView, loc *time.Location, full bool) 
 	info := s.Info
 	title, _ := sessionTitle(info)
 	var b strings.Builder
-	fmt.Fprintf(&b, "desk %s, session %s, trading date %s\n", s.Desk, info.ID, dateText(info.Date))
-	fmt.Fprintf(&b, "title: %s\n", title)
-	fmt.Fprintf(&b, "state: %s; turns %d; tokens %d (%d in, %d out)", stateText(info), info.Turns, info.Tokens, info.InputTokens, info.OutputTokens)
+	p := printable // one-line fields: no line break of theirs can start a forged entry
+	fmt.Fprintf(&b, "desk %s, session %s, trading date %s\n", p(s.Desk), p(info.ID), dateText(info.Date))
+	fmt.Fprintf(&b, "title: %s\n", p(title))
+	fmt.Fprintf(&b, "state: %s; turns %d; tokens %d (%d in, %d out)", p(stateText(info)), info.Turns, info.Tokens, info.InputTokens, info.OutputTokens)
 	if info.Parent != "" && info.ForkedFrom == "" {
-		fmt.Fprintf(&b, "; parent %s", info.Parent)
+		fmt.Fprintf(&b, "; parent %s", p(info.Parent))
 	}
 	b.WriteString("\n")
 	if info.Carried > 0 {
@@ -493,24 +491,24 @@ func printTranscript(w io.Writer, s sessionView, loc *time.Location, full bool) 
 	}
 	for _, e := range s.Entries {
 		b.WriteString("\n")
-		fmt.Fprintf(&b, "--- %s  %s\n", e.At.In(loc).Format(timeLayout), entryHeading(e))
+		fmt.Fprintf(&b, "--- %s  %s\n", e.At.In(loc).Format(timeLayout), p(entryHeading(e)))
 		if e.Preamble != "" {
 			if full {
-				fmt.Fprintf(&b, "[summary of the previous session, from %s:]\n%s\n[end of the summary]\n", e.PreambleDate, e.Preamble)
+				fmt.Fprintf(&b, "[summary of the previous session, from %s:]\n%s\n[end of the summary]\n", p(e.PreambleDate), printableText(e.Preamble))
 			} else {
 				fmt.Fprintf(&b, "[carries the summary of the previous session, from %s: %d lines; --full prints it]\n",
-					e.PreambleDate, strings.Count(e.Preamble, "\n")+1)
+					p(e.PreambleDate), strings.Count(e.Preamble, "\n")+1)
 			}
 		}
 		if text := strings.TrimRight(e.Text, "\n"); text != "" {
-			b.WriteString(text)
+			b.WriteString(printableText(text))
 			b.WriteString("\n")
 		}
 		for _, c := range e.Calls {
-			fmt.Fprintf(&b, "-> tool call %s (%s): %s\n", c.Name, c.ID, strings.Join(strings.Fields(c.Args), " "))
+			fmt.Fprintf(&b, "-> tool call %s (%s): %s\n", p(c.Name), p(c.ID), p(strings.Join(strings.Fields(c.Args), " ")))
 		}
 	}
-	if _, err := io.WriteString(w, terminalSafe(b.String())); err != nil {
+	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("print session %s: %w", info.ID, err)
 	}
 	return nil
@@ -588,19 +586,4 @@ func usageText(u *memory.Usage) string {
 		s += fmt.Sprintf(" (%d cached)", u.CachedTokens)
 	}
 	return s
-}
-
-// terminalSafe escapes the control characters of s other than newline and
-// tab, as \u001b and the like: an escape sequence in a model's answer must
-// not drive the operator's terminal.
-func terminalSafe(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) && r != '\n' && r != '\t' {
-			fmt.Fprintf(&b, "\\u%04x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

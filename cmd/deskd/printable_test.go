@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deskd/deskd/curator"
+	"github.com/deskd/deskd/memory"
+)
+
+func TestPrintable(t *testing.T) {
+	tests := []struct{ in, line, text string }{
+		{"plain text, é", "plain text, é", "plain text, é"},
+		{"\x1b[2Jwipe", `\u001b[2Jwipe`, `\u001b[2Jwipe`},
+		{"a\nb\tc\rd", `a\u000ab\u0009c\u000dd`, "a\nb\tc\\u000dd"},
+		{"del\x7f c1\u009b", `del\u007f c1\u009b`, `del\u007f c1\u009b`},
+		{"bidi \u202egnp.exe \u2066x\u2069 \u200f", `bidi \u202egnp.exe \u2066x\u2069 \u200f`, `bidi \u202egnp.exe \u2066x\u2069 \u200f`},
+		{"sep\u2028arator", `sep\u2028arator`, `sep\u2028arator`},
+		{"bad \xff byte", `bad \xff byte`, `bad \xff byte`},
+	}
+	for _, tt := range tests {
+		if got := printable(tt.in); got != tt.line {
+			t.Errorf("printable(%q) = %q, want %q", tt.in, got, tt.line)
+		}
+		if got := printableText(tt.in); got != tt.text {
+			t.Errorf("printableText(%q) = %q, want %q", tt.in, got, tt.text)
+		}
+	}
+	v := map[string]string{"reason": "\x1b[31mred\u202e \x7f\u0085"}
+	b, _ := json.Marshal(v)
+	out := printableJSON(b)
+	var back map[string]string
+	if err := json.Unmarshal(out, &back); err != nil || back["reason"] != v["reason"] {
+		t.Errorf("printableJSON(%s) = %s: not the same JSON (%v)", b, out, err)
+	}
+	if hasRaw(string(out)) {
+		t.Errorf("printableJSON left raw controls: %q", out)
+	}
+}
+
+// hostileText carries what must never reach a terminal raw: an escape
+// sequence, a bidi override, a carriage return, DEL and a C1 control.
+const hostileText = "\x1b[2J\x1b]0;owned\x07\u202eevil\rcr\x7f\u009b"
+
+// hasRaw reports whether s holds a control character other than newline
+// and tab, or a bidi control.
+func hasRaw(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r != '\n' && r != '\t' && unsafeRune(r) })
+}
+
+// TestStatusEscapesPauseText: deskd status, pause and resume print a
+// pause's by and reason escaped, on one line; --json stays JSON.
+func TestStatusEscapesPauseText(t *testing.T) {
+	h := newAPIHarness(t, apiHarnessOptions{})
+	cli := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), append(args, "--addr", h.srv.URL), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := cli("pause", "main", "--by", "ops"+hostileText, "--reason", "risk\nFORGED LINE"+hostileText)
+	if code != 0 || hasRaw(out) || strings.Contains(out, "\nFORGED") {
+		t.Errorf("pause = %d %q %s", code, out, errs)
+	}
+	code, out, errs = cli("status")
+	if code != 0 || hasRaw(out) || strings.Contains(out, "\nFORGED") || !strings.Contains(out, `ops\u001b[2J`) ||
+		!strings.Contains(out, `risk\u000aFORGED LINE`) {
+		t.Errorf("status = %d, want the pause escaped on its line:\n%q\n%s", code, out, errs)
+	}
+	code, out, _ = cli("status", "--json")
+	var st desksResponse
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || hasRaw(out) ||
+		len(st.Desks) != 1 || st.Desks[0].Paused == nil || st.Desks[0].Paused.By != "ops"+hostileText {
+		t.Errorf("status --json = %d %v, want JSON with the text intact and escaped:\n%q", code, err, out)
+	}
+	code, out, _ = cli("events")
+	if code != 0 || hasRaw(out) || !strings.Contains(out, "desk.paused") {
+		t.Errorf("events = %d, want JSON lines without raw controls:\n%q", code, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("events printed a line that is not JSON: %q", line)
+		}
+	}
+	code, out, _ = cli("resume", "main")
+	if code != 0 || hasRaw(out) || strings.Contains(out, "\nFORGED") {
+		t.Errorf("resume = %d %q", code, out)
+	}
+}
+
+// TestOperatorScreensEscapeControlCharacters: show, memory, skills and
+// check-config print what came from outside (a model's tool names and
+// curator reasons, Memory.md, a config key) escaped.
+func TestOperatorScreensEscapeControlCharacters(t *testing.T) {
+	s := newOpsSetup(t)
+	s.session(t, memory.Record{Session: "s1", Date: "2026-03-02", At: utcTime(t, "2026-03-02T03:30:00Z")},
+		memory.Record{Type: memory.RecordMessage, Role: "user", Text: "go", Trigger: "t"},
+		memory.Record{Type: memory.RecordMessage, Role: "assistant", Trigger: "t", Model: "m" + hostileText,
+			ToolCalls: json.RawMessage(`[{"id":"c1\n--- forged","name":"quote\u202e\u001b[2J","arguments":{"x":"\u001b[2J"}}]`)},
+		memory.Record{Type: memory.RecordTool, ToolName: "quote\n--- 2026-03-02 09:00:00 IST  user manual", ToolCallID: "c1", Text: "ok"},
+	)
+	if _, err := s.Folder.WriteMemory("- lesson" + hostileText + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	original := "---\nname: vwap\ndescription: VWAP entries\n---\n\nv1\n"
+	if _, err := s.Folder.WriteSkill("vwap", original); err != nil {
+		t.Fatal(err)
+	}
+	reason, _ := json.Marshal("sharper" + hostileText)
+	model := fixedAnswer(`{"operations":[{"op":"patch","skill":"vwap","content":"---\nname: vwap\ndescription: VWAP v2\n---\n\nv2\n","reason":` + string(reason) + `}]}`)
+	r := &curator.Reviewer{Folder: s.Folder, Model: model, Now: s.Folder.Now}
+	if _, err := r.Review(t.Context(), memory.Date{Year: 2026, Month: 3, Day: 2}, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"show", "main"}, {"memory", "main"}, {"skills", "main"}, {"sessions", "main"}} {
+		code, out, errOut := runOps(t, s, args...)
+		if code != 0 {
+			t.Fatalf("deskd %v = %d %s", args, code, errOut)
+		}
+		if hasRaw(out) || strings.Contains(out, "\n--- forged") || strings.Contains(out, "\n--- 2026-03-02 09:00:00 IST  user manual") {
+			t.Errorf("deskd %v printed raw controls or a forged line:\n%q", args, out)
+		}
+	}
+	if _, out, _ := runOps(t, s, "memory", "main"); !strings.Contains(out, `- lesson\u001b[2J`) {
+		t.Errorf("memory does not show the escaped text: %q", out)
+	}
+
+	// A config key that holds an escape sequence is named escaped.
+	cfg, err := os.ReadFile(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.Config, append(cfg, []byte("\"\\e[2Jsneaky\\u202e\": 1\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runOps(t, s, "check-config")
+	if code != 2 || hasRaw(out+errOut) || !strings.Contains(errOut, `\u001b[2jsneaky`) {
+		t.Errorf("check-config = %d, want the key escaped:\n%q\n%q", code, out, errOut)
+	}
+	_ = filepath.Base(s.Config)
+}
