@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -165,8 +167,8 @@ func FuzzAPIPause(f *testing.F) {
 		code, out := fzServe(t, a, http.MethodPost, "/v1/desks/main/pause", pause)
 		want, ok := fzPauseBody(pause)
 		if !ok {
-			if code != http.StatusBadRequest || d.Paused() != nil {
-				t.Fatalf("bad pause body %q = %d %v, paused %+v; want 400 and no pause", pause, code, out, d.Paused())
+			if code != fzRefusal(pause) || d.Paused() != nil {
+				t.Fatalf("bad pause body %q = %d %v, paused %+v; want %d and no pause", pause, code, out, d.Paused(), fzRefusal(pause))
 			}
 			return
 		}
@@ -176,8 +178,8 @@ func FuzzAPIPause(f *testing.F) {
 		}
 		code, out = fzServe(t, a, http.MethodPost, "/v1/desks/main/resume", resume)
 		if _, ok := fzPauseBody(resume); !ok {
-			if code != http.StatusBadRequest || d.Paused() == nil {
-				t.Fatalf("bad resume body %q = %d %v, paused %+v; want 400 and still paused", resume, code, out, d.Paused())
+			if code != fzRefusal(resume) || d.Paused() == nil {
+				t.Fatalf("bad resume body %q = %d %v, paused %+v; want %d and still paused", resume, code, out, d.Paused(), fzRefusal(resume))
 			}
 			if _, err := d.Resume("fuzz"); err != nil {
 				t.Fatal(err)
@@ -190,18 +192,33 @@ func FuzzAPIPause(f *testing.F) {
 	})
 }
 
+// fzRefusal is the status a refused pause or resume body gets: 413 past
+// maxPauseBody, else 400.
+func fzRefusal(body []byte) int {
+	if len(body) > maxPauseBody {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
+}
+
 // fzPauseBody is what a pause or resume body asks for, decoded as the API
 // documents it: empty, or one JSON object with only reason and by
-// (strings), the by defaulting to "api".
+// (strings, valid UTF-8) and nothing after it, the by defaulting to "api".
 func fzPauseBody(body []byte) (pauseRequest, bool) {
 	var req pauseRequest
 	if len(body) > maxPauseBody {
 		return req, false
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
+		if !utf8.Valid(body) {
+			return req, false
+		}
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
+			return req, false
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 			return req, false
 		}
 	}
