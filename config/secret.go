@@ -3,10 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-	"syscall"
+
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // This file holds the rule that keeps secrets out of problems and
@@ -65,30 +64,21 @@ const maxSecretFile = 16 << 10
 
 // readSecretFile reads a key or token file: a regular file (a FIFO or a
 // device such as /dev/zero would block, or never end) of at most
-// maxSecretFile bytes. It opens the file without blocking and checks what
-// it opened before it reads. Its errors name neither the path nor any of
-// the content, so that a message of a secret field can use them.
+// maxSecretFile bytes, through durable.ReadRegular (non-blocking open,
+// fstat before the first byte, limited read; a link is followed to a
+// regular file, as systemd credentials are). Its errors name neither the
+// path nor any of the content, so that a message of a secret field can use
+// them.
 func readSecretFile(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the file it names: %v", pathErr(err))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	b, err := durable.ReadRegular(p, maxSecretFile, durable.Follow)
+	var refused *durable.RefusedError
 	switch {
+	case errors.Is(err, durable.ErrTooLarge):
+		return nil, fmt.Errorf("the file it names is larger than %d bytes: want a file that holds only the secret", maxSecretFile)
+	case errors.As(err, &refused):
+		return nil, fmt.Errorf("the file it names is %s: want a file that holds the secret", refused.Reason)
 	case err != nil:
 		return nil, fmt.Errorf("cannot read the file it names: %v", pathErr(err))
-	case !fi.Mode().IsRegular():
-		return nil, errors.New("the file it names is not a regular file (a folder, device, pipe or socket): want a file that holds the secret")
-	case fi.Size() > maxSecretFile:
-		return nil, fmt.Errorf("the file it names is larger than %d bytes: want a file that holds only the secret", maxSecretFile)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("cannot read the file it names: %v", pathErr(err))
-	case len(b) > maxSecretFile:
-		return nil, fmt.Errorf("the file it names is larger than %d bytes: want a file that holds only the secret", maxSecretFile)
 	}
 	return b, nil
 }
