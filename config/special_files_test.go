@@ -4,30 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/memory/durable/faultfs"
 )
-
-// mkfifo makes a FIFO at path. If a reader is still blocked opening it
-// when the test ends (a regression), the cleanup opens it for writing,
-// which lets that reader go, so that the test fails rather than hangs.
-func mkfifo(t *testing.T, path string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mkfifo(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
-	})
-}
 
 // within runs f and fails the test if it has not returned within 10s.
 func within(t *testing.T, what string, f func() error) error {
@@ -73,10 +55,10 @@ func TestSpecialFiles(t *testing.T) {
 		want  string
 	}{
 		{"FIFO desk file", func(t *testing.T, dir string) {
-			mkfifo(t, filepath.Join(dir, "desks.d", "pipe.yaml"))
+			faultfs.Mkfifo(t, filepath.Join(dir, "desks.d", "pipe.yaml"))
 		}, "desks.d/pipe.yaml", "", "cannot read: it is a named pipe (FIFO), not a regular file"},
 		{"desk file linked to a FIFO", func(t *testing.T, dir string) {
-			mkfifo(t, filepath.Join(dir, "elsewhere", "fifo"))
+			faultfs.Mkfifo(t, filepath.Join(dir, "elsewhere", "fifo"))
 			if err := os.Symlink(filepath.Join(dir, "elsewhere", "fifo"), filepath.Join(dir, "desks.d", "linked.yaml")); err != nil {
 				t.Fatal(err)
 			}
@@ -85,13 +67,13 @@ func TestSpecialFiles(t *testing.T) {
 			if err := os.Remove(filepath.Join(dir, "deskd.yaml")); err != nil {
 				t.Fatal(err)
 			}
-			mkfifo(t, filepath.Join(dir, "deskd.yaml"))
+			faultfs.Mkfifo(t, filepath.Join(dir, "deskd.yaml"))
 		}, "deskd.yaml", "", "cannot read: it is a named pipe (FIFO), not a regular file"},
 		{"FIFO calendar file", func(t *testing.T, dir string) {
-			mkfifo(t, filepath.Join(dir, "calendars.d", "BSE.yaml"))
+			faultfs.Mkfifo(t, filepath.Join(dir, "calendars.d", "BSE.yaml"))
 		}, "calendars.d/BSE.yaml", "", "cannot read: it is a named pipe (FIFO), not a regular file"},
 		{"FIFO instructions_file", func(t *testing.T, dir string) {
-			mkfifo(t, filepath.Join(dir, "desks.d", "brief.md"))
+			faultfs.Mkfifo(t, filepath.Join(dir, "desks.d", "brief.md"))
 			writeFiles(t, dir, map[string]string{"desks.d/main.yaml": "model: offline\ninstructions_file: brief.md\n"})
 		}, "desks.d/main.yaml", "instructions_file", "brief.md is a named pipe (FIFO), not a regular file"},
 		{"desk file over 4 MiB", func(t *testing.T, dir string) {
@@ -116,7 +98,7 @@ func TestSpecialFiles(t *testing.T) {
 func TestSpecialMainFileClient(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "deskd.yaml")
-	mkfifo(t, path)
+	faultfs.Mkfifo(t, path)
 	err := within(t, "ReadClient", func() error { _, err := config.ReadClient(path); return err })
 	ps := problemsOf(t, err)
 	if !hasProblem(ps, path, "", "named pipe (FIFO)") {

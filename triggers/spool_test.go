@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/deskd/deskd/desk/clock"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/memory/durable/faultfs"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -194,22 +194,6 @@ func TestSpoolIncomplete(t *testing.T) {
 	expect(t, h.rejected, "rejected", "cut.json: bad JSON: the body ends before the JSON value does, and stayed so")
 }
 
-// mkfifo makes a FIFO at path. If a reader is still blocked opening it
-// when the test ends (the spool regressed), the cleanup opens it for
-// writing, which lets that reader go, so that the test fails rather than
-// hangs.
-func mkfifo(t *testing.T, path string) {
-	t.Helper()
-	if err := syscall.Mkfifo(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
-	})
-}
-
 // checkRejected checks that name was moved to rejected/ (as what lstat
 // says: mode type) with a .reason file that says reason.
 func checkRejected(t *testing.T, h *spoolHarness, name string, mode os.FileMode, reason string) string {
@@ -233,7 +217,7 @@ func checkRejected(t *testing.T, h *spoolHarness, name string, mode os.FileMode,
 // are still taken.
 func TestSpoolFIFOAtStart(t *testing.T) {
 	h := runSpool(t, func(inbox string) {
-		mkfifo(t, filepath.Join(inbox, "early-pipe.json"))
+		faultfs.Mkfifo(t, filepath.Join(inbox, "early-pipe.json"))
 	})
 	expect(t, h.rejected, "rejected", "early-pipe.json: the file is a named pipe (FIFO), not a regular file")
 	checkRejected(t, h, "early-pipe.json", os.ModeNamedPipe, "named pipe (FIFO)")
@@ -246,7 +230,7 @@ func TestSpoolFIFOAtStart(t *testing.T) {
 // and the files after it are still taken.
 func TestSpoolFIFOLive(t *testing.T) {
 	h := runSpool(t, nil)
-	mkfifo(t, filepath.Join(h.inbox(), "pipe.json"))
+	faultfs.Mkfifo(t, filepath.Join(h.inbox(), "pipe.json"))
 	expect(t, h.rejected, "rejected", "pipe.json: the file is a named pipe (FIFO), not a regular file")
 	checkRejected(t, h, "pipe.json", os.ModeNamedPipe, "named pipe (FIFO)")
 	h.drop(t, "after.json", `{"text": "after the pipe", "id": "after-1"}`)

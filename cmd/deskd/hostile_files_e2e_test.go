@@ -14,25 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// mkfifoE2E makes a FIFO at path. When the test ends, the cleanup opens it
-// for writing (without blocking), which lets go a reader still blocked
-// opening it, so that a regression fails the test rather than hangs it.
-func mkfifoE2E(t *testing.T, path string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mkfifo(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
-	})
-}
+	"github.com/deskd/deskd/memory/durable/faultfs"
+)
 
 // TestHostileFilesE2EInboxFIFO: a FIFO in the inbox at the start and one
 // made while deskd runs are each moved to rejected/ with a reason; a good
@@ -41,7 +25,7 @@ func mkfifoE2E(t *testing.T, path string) {
 func TestHostileFilesE2EInboxFIFO(t *testing.T) {
 	s := newE2ESetup(t, "")
 	inbox := filepath.Join(s.StateDir, "inbox", s.Desk)
-	mkfifoE2E(t, filepath.Join(inbox, "early.json"))
+	faultfs.Mkfifo(t, filepath.Join(inbox, "early.json"))
 	d := startDeskd(t, "deskd", "run", "--config", s.Config)
 	deadline := time.Now().Add(60 * time.Second)
 	d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
@@ -50,7 +34,7 @@ func TestHostileFilesE2EInboxFIFO(t *testing.T) {
 		t.Errorf("no inbox.rejected of early.json (a FIFO there at the start) before deskd ready")
 	}
 
-	mkfifoE2E(t, filepath.Join(inbox, "live.json"))
+	faultfs.Mkfifo(t, filepath.Join(inbox, "live.json"))
 	rej := d.waitFor(t, deadline, "inbox.rejected of live.json", isEvent("inbox.rejected", "file", "live.json"))
 	if !strings.Contains(rej.Str("reason"), "named pipe (FIFO), not a regular file") {
 		t.Errorf("the reason for live.json is %q, want it to say it is a named pipe", rej.Str("reason"))
@@ -88,7 +72,7 @@ func TestHostileFilesE2ECheckConfigFIFO(t *testing.T) {
 	bin := deskdBinary(t)
 	s := newE2ESetup(t, "")
 	fifo := filepath.Join(filepath.Dir(s.Config), "desks.d", "pipe.yaml")
-	mkfifoE2E(t, fifo)
+	faultfs.Mkfifo(t, fifo)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "check-config", "--config", s.Config).CombinedOutput()
@@ -121,7 +105,7 @@ func TestHostileFilesE2EShutdownDeadline(t *testing.T) {
 	if err := os.WriteFile(s.Config, []byte(strings.Replace(string(text), "shutdown_timeout: 20s", "shutdown_timeout: 1s", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mkfifoE2E(t, filepath.Join(s.DeskDir(), "Memory.md"))
+	faultfs.Mkfifo(t, filepath.Join(s.DeskDir(), "Memory.md"))
 	d := startDeskd(t, "deskd", "run", "--config", s.Config)
 	deadline := time.Now().Add(60 * time.Second)
 	d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
