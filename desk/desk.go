@@ -45,7 +45,9 @@ var ErrStopped = errors.New("desk is not running")
 
 // ErrStorage marks the error of a Submit that could not record the
 // trigger because the desk's disk refused the write (full or failing):
-// nothing was queued, and the client may try again.
+// the trigger is not queued (its record is cut back; should even that
+// fail, a restart may still find it), so the client tries again with the
+// same id, which queues it once whatever happened.
 var ErrStorage = errors.New("the desk cannot write to its disk")
 
 // Storage retries: while the desk's writes fail, it tries again after
@@ -129,6 +131,7 @@ type Desk struct {
 	storeSince time.Time
 	owed       []triggers.Record
 	retryWait  time.Duration
+	failures   int // counts failed writes, so a retry can tell one came meanwhile
 
 	mu       sync.Mutex
 	state    string
@@ -781,6 +784,9 @@ func (d *Desk) workContext(ctx context.Context) (work context.Context, stop func
 // turn runs one trigger through the keeper and the router, writing each
 // step to the ledger before taking it.
 func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
+	if it, ok := d.ledger.Get(t.ID); ok && it.State != triggers.StateQueued && it.State != triggers.StateRunning {
+		return // the ledger says it ran, or was merged or dropped: never twice
+	}
 	now := d.o.Clock.Now()
 	if err := d.ledger.Note(triggers.Record{At: now, ID: t.ID, State: triggers.StateRunning}); err != nil {
 		// The ledger still says queued: the trigger runs once writes

@@ -290,3 +290,75 @@ func mustDate(t *testing.T, s string) memory.Date {
 	}
 	return d
 }
+
+// textCounter is the scripted model, counting each user text that reached it.
+type textCounter struct {
+	mu    sync.Mutex
+	texts map[string]int
+}
+
+func (m *textCounter) Complete(ctx context.Context, req router.Request) (router.Response, error) {
+	if req.Task == router.TaskTurn {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == router.RoleUser {
+			m.mu.Lock()
+			m.texts[last.Text]++
+			m.mu.Unlock()
+		}
+	}
+	return router.Scripted{}.Complete(ctx, req)
+}
+
+// TestStallRecoveryRunsEachTriggerOnce: triggers submitted while a stalled
+// desk recovers (it takes up from the ledger what waits) are each run
+// exactly once: the recovery's look at the ledger never queues a trigger
+// that a Submit queues at the same moment. The disk fails again and again
+// while a client submits (retrying what the disk refused), so that many
+// recoveries meet many submits.
+func TestStallRecoveryRunsEachTriggerOnce(t *testing.T) {
+	ffs := &faultfs.FS{}
+	m := &textCounter{texts: map[string]int{}}
+	h := newHarness(t, deskOptions{model: m, fsys: ffs, limit: 1000})
+	const n = 300
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			id := fmt.Sprintf("c%03d", i)
+			for {
+				_, err := h.desk.Submit(triggers.Trigger{ID: id, Kind: triggers.Market, Text: "text " + id})
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, desk.ErrStorage) {
+					t.Errorf("Submit %s: %v", id, err)
+					return
+				}
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+		case <-time.After(time.Millisecond):
+			ffs.FailAt(faultfs.Sync, 1, faultfs.ErrNoSpace) // the disk fails once more
+			h.clk.Advance(time.Second)                      // and the stalled desk retries
+			continue
+		}
+		break
+	}
+	for i := range n {
+		settle(h, fmt.Sprintf("c%03d", i))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	runs := 0
+	for text, c := range m.texts {
+		if c != 1 {
+			t.Errorf("%q reached the model %d times, want once", firstLine(text), c)
+		}
+		runs += c
+	}
+	if runs != n {
+		t.Errorf("%d turns for %d triggers, want one each", runs, n)
+	}
+}

@@ -26,6 +26,7 @@ func (d *Desk) storageFailed(err error) {
 	d.storeMu.Lock()
 	first := d.storeErr == nil
 	d.storeErr = err
+	d.failures++
 	if first {
 		d.storeSince, d.retryWait = d.o.Clock.Now(), 0
 	}
@@ -79,7 +80,7 @@ func (d *Desk) nextRetry() time.Duration {
 // whether the desk may go on.
 func (d *Desk) retryStorage() bool {
 	d.storeMu.Lock()
-	owed := d.owed
+	owed, failures := d.owed, d.failures
 	d.storeMu.Unlock()
 	for i, r := range owed {
 		if err := d.ledger.Append(r); err != nil {
@@ -101,6 +102,12 @@ func (d *Desk) retryStorage() bool {
 	}
 	requeued := d.requeueFromLedger()
 	d.storeMu.Lock()
+	if d.failures != failures || len(d.owed) > 0 {
+		// A write failed meanwhile (a schedule's record, say): still
+		// stalled; the next retry writes what that one owes.
+		d.storeMu.Unlock()
+		return false
+	}
 	since := d.storeSince
 	d.storeErr, d.storeSince, d.retryWait = nil, time.Time{}, 0
 	d.storeMu.Unlock()
@@ -112,6 +119,10 @@ func (d *Desk) retryStorage() bool {
 // running that is not in the queue: the ledger is the truth. Only the
 // loop calls it, between turns, so no trigger of it is running.
 func (d *Desk) requeueFromLedger() int {
+	// Under submitMu, so that no Submit adds a trigger between the look
+	// at the queue and the look at the ledger.
+	d.submitMu.Lock()
+	defer d.submitMu.Unlock()
 	in := map[string]bool{}
 	for _, t := range d.queue.Items() {
 		in[t.ID] = true

@@ -42,8 +42,8 @@ func (r *Router) Outcome(session, trigger string) (Outcome, error) {
 func outcome(records []memory.Record, trigger string) Outcome {
 	var o Outcome
 	for i, rec := range records {
-		if rec.Type != memory.RecordMessage || rec.Silent || rec.Trigger != trigger {
-			continue
+		if rec.Type != memory.RecordMessage || rec.Silent || rec.Trigger != trigger || rec.ForkedFrom != "" {
+			continue // a fork's copies belong to the turns of the session they came from
 		}
 		switch {
 		case rec.Role == RoleUser:

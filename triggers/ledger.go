@@ -178,7 +178,9 @@ const probeSize = 64 << 10
 // tail a failed write left (Err), then writes, fsyncs and removes a
 // probe file beside the ledger.
 func (l *Ledger) Probe() error {
-	if err := l.log.Sync(); err != nil {
+	// Cut first: a record whose write was refused must never be made
+	// durable by the fsync below.
+	if err := l.log.Mend(); err != nil {
 		return fmt.Errorf("probe the disk of %s: %w", l.path, err)
 	}
 	probe := filepath.Join(filepath.Dir(l.path), ".disk-probe")
@@ -187,7 +189,7 @@ func (l *Ledger) Probe() error {
 	if err != nil {
 		return fmt.Errorf("probe the disk of %s: %w", l.path, err)
 	}
-	if err := l.log.Mend(); err != nil {
+	if err := l.log.Sync(); err != nil {
 		return fmt.Errorf("probe the disk of %s: %w", l.path, err)
 	}
 	return nil

@@ -62,10 +62,16 @@ func (q *Queue) Add(t Trigger, commit func(t Trigger, replaced *Trigger) error) 
 }
 
 // Restore queues t whatever the limit: it is for triggers accepted before
-// a restart, which the queue must hold again.
+// a restart (or a storage stall), which the queue must hold again. A
+// trigger of the same id already queued is not queued twice.
 func (q *Queue) Restore(t Trigger) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	for _, it := range q.items {
+		if it.ID == t.ID {
+			return
+		}
+	}
 	q.items = append(q.items, t)
 	q.signal()
 }

@@ -367,9 +367,9 @@ func (a *api) postTrigger(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, desk.ErrStorage):
 		a.o.Log.Error().Err(err).Str("desk", d.Name()).Msg("queue trigger")
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterFull))
-		msg := "the trigger was not queued: the desk cannot write to its disk (" + err.Error() + "); try again"
+		msg := "the trigger was not queued: the desk cannot write to its disk (" + err.Error() + "); try again with the same id"
 		if durable.IsDiskFull(err) {
-			msg = "the trigger was not queued: the disk is full (" + err.Error() + "); try again once space is freed"
+			msg = "the trigger was not queued: the disk is full (" + err.Error() + "); try again with the same id once space is freed"
 		}
 		writeJSON(w, http.StatusServiceUnavailable, triggerResponse{ID: acc.ID, Error: msg})
 		return
@@ -438,6 +438,10 @@ func (a *api) getTrigger(w http.ResponseWriter, r *http.Request) {
 	}
 	if !found {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("desk %s has no trigger %q", d.Name(), id))
+		return
+	}
+	if feed && !fedBy(s.Source) { // checked again on what is answered: it may have come meanwhile
+		writeError(w, http.StatusForbidden, fmt.Sprintf("desk %s: trigger %q was not posted with a feed's token: a feed reads only the triggers it posted", d.Name(), id))
 		return
 	}
 	if feed {

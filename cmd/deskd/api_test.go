@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -890,6 +892,27 @@ func TestPrintStatusShowsStorage(t *testing.T) {
 		"desk main cannot read /s/desks/main/Memory.md, so its prompts go without it: permission denied"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("deskd status output lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestSpoolKeepsFilesTheDeskCannotRecord: a spool file whose trigger the
+// desk could not record (its disk refused the write, or it is restarting)
+// stays in the inbox for the next look, as a full queue does; any other
+// refusal rejects it.
+func TestSpoolKeepsFilesTheDeskCannotRecord(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		keep bool
+	}{
+		{"disk refused the write", fmt.Errorf("desk main: queue trigger x: %w: %w", desk.ErrStorage, syscall.ENOSPC), true},
+		{"desk restarting", fmt.Errorf("desk main: %w", desk.ErrStopped), true},
+		{"bad trigger", errors.New("text is empty"), false},
+	} {
+		got := spoolSubmitError("main", tt.err)
+		if keep := errors.Is(got, triggers.ErrQueueFull); keep != tt.keep {
+			t.Errorf("%s: spoolSubmitError = %v; keeps the file %v, want %v", tt.name, got, keep, tt.keep)
 		}
 	}
 }

@@ -110,6 +110,20 @@ func startServices(ctx context.Context, cfg *config.Config, clk clock.Clock, bus
 	return s, nil
 }
 
+// spoolSubmitError is what the spool hears of a desk's Submit: a desk
+// that is restarting (to take a config change) or cannot write to its disk
+// is "full" for the spool, which leaves the file in the inbox for its next
+// look; any other error rejects the file.
+func spoolSubmitError(name string, err error) error {
+	switch {
+	case errors.Is(err, desk.ErrStopped):
+		return fmt.Errorf("%w (desk %s is restarting)", triggers.ErrQueueFull, name)
+	case errors.Is(err, desk.ErrStorage):
+		return fmt.Errorf("%w (desk %s cannot write to its disk: %v)", triggers.ErrQueueFull, name, err)
+	}
+	return err
+}
+
 // startSpool takes trigger files from the inboxes of the desks named.
 func (s *services) startSpool(ctx context.Context, names []string) error {
 	sp := &triggers.Spool{
@@ -120,12 +134,7 @@ func (s *services) startSpool(ctx context.Context, names []string) error {
 				return fmt.Errorf("desk %s is not in the config any more", name)
 			}
 			_, err := d.Submit(r.Trigger(name, "inbox:"+file))
-			if errors.Is(err, desk.ErrStopped) {
-				// The desk is restarting to take a config change: the
-				// file stays in the inbox for the next look.
-				return fmt.Errorf("%w (desk %s is restarting)", triggers.ErrQueueFull, name)
-			}
-			return err
+			return spoolSubmitError(name, err)
 		},
 		Rejected: func(name, file, reason string) {
 			event.Publish(s.bus, event.InboxRejected{Header: event.Header{At: s.clk.Now(), Desk: name}, File: file, Reason: reason})

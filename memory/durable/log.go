@@ -2,6 +2,7 @@ package durable
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -210,21 +211,23 @@ func ScanRecords(data []byte, valid Valid) (sc Scan, end int64, terminated bool)
 }
 
 // maxGlueTries bounds the search for a record glued onto a torn one, so
-// that a hostile line full of braces costs little.
-const maxGlueTries = 64
+// that a hostile line costs little. Only a '{' followed by '"' can begin a
+// record (inside a JSON string a quote is escaped), so the count is of
+// object starts in the torn half, not of every brace its text holds.
+const maxGlueTries = 256
 
 // glued finds a good record that begins inside a bad line (after its first
 // byte) and runs to its end; it returns where it begins.
 func glued(line []byte, valid Valid) (int, bool) {
 	tries := 0
 	for i := 1; i < len(line) && tries < maxGlueTries; i++ {
-		j := bytes.IndexByte(line[i:], '{')
+		j := bytes.Index(line[i:], []byte(`{"`))
 		if j < 0 {
 			return 0, false
 		}
 		i += j
 		tries++
-		if valid(line[i:]) {
+		if json.Valid(line[i:]) && valid(line[i:]) {
 			return i, true
 		}
 	}
@@ -355,12 +358,16 @@ func (l *Log) Replace(records [][]byte, perm fs.FileMode) error {
 	return nil
 }
 
-// Close closes the file; later Appends fail. Closing again does nothing.
+// Close closes the file; later Appends fail. A tail a failed write left
+// (Err) is cut off first if it can be. Closing again does nothing.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
+	}
+	if l.broken != nil && cut(l.f, l.at) == nil {
+		l.broken = nil
 	}
 	err := l.f.Close()
 	l.f = nil

@@ -249,3 +249,14 @@ func checkOwner(t *testing.T, path string, uid, gid int) {
 		t.Errorf("%s is owned by %d:%d, want %d:%d", path, st.Uid, st.Gid, uid, gid)
 	}
 }
+
+// A torn half full of braces (market text, tool arguments) does not hide
+// the whole record glued after it.
+func TestScanRecordsGluedAfterManyBraces(t *testing.T) {
+	half := `{"n":1,"text":"` + strings.Repeat("{x} ", 500)
+	data := []byte(half + `{"n":2}` + "\n")
+	sc, _, _ := durable.ScanRecords(data, isObject)
+	if got := strings.Join(records(sc), " "); got != `{"n":2}` {
+		t.Errorf("records = %q, want the glued record {\"n\":2}", got)
+	}
+}
