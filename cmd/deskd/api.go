@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -716,15 +718,44 @@ func listenUnix(path string) (net.Listener, error) {
 			return nil, err
 		}
 	}
-	l, err := net.Listen("unix", path)
+	// The socket is made in a fresh folder only deskd's user can enter
+	// (0700), given its mode there, and only then renamed into place: at no
+	// moment can anyone outside deskd's user and group connect, whatever
+	// the umask (a connection keeps the operator's trust for its life).
+	tmp, err := os.MkdirTemp(filepath.Dir(path), ".sock-")
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, 0o660); err != nil {
-		_ = l.Close()
+	defer os.RemoveAll(tmp)
+	staged := filepath.Join(tmp, "s")
+	ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: staged, Net: "unix"})
+	if err != nil {
 		return nil, err
 	}
-	return l, nil
+	ul.SetUnlinkOnClose(false) // it is unlinked at path, below, not at staged
+	if err := os.Chmod(staged, 0o660); err == nil {
+		err = os.Rename(staged, path)
+	}
+	if err != nil {
+		_ = ul.Close()
+		return nil, err
+	}
+	return &unixListener{UnixListener: ul, path: path}, nil
+}
+
+// unixListener removes its socket file when it is closed.
+type unixListener struct {
+	*net.UnixListener
+	path string
+}
+
+// Close closes the listener and removes its socket file.
+func (l *unixListener) Close() error {
+	err := l.UnixListener.Close()
+	if rerr := os.Remove(l.path); err == nil && rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		err = rerr
+	}
+	return err
 }
 
 // serveAPI serves h on ls until Shutdown.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -914,5 +915,37 @@ func TestSpoolKeepsFilesTheDeskCannotRecord(t *testing.T) {
 		if keep := errors.Is(got, triggers.ErrQueueFull); keep != tt.keep {
 			t.Errorf("%s: spoolSubmitError = %v; keeps the file %v, want %v", tt.name, got, keep, tt.keep)
 		}
+	}
+}
+
+// TestListenUnixIsNeverOpen: under a permissive umask, the API's socket
+// is made where no other user can reach it and only then moved into
+// place at mode 0660; nothing staged is left beside it, and closing the
+// listener removes the socket.
+func TestListenUnixIsNeverOpen(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	dir, err := os.MkdirTemp("", "deskd-sock") // short: a socket path has a small limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "api.sock")
+	l, err := listenUnix(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o660 {
+		t.Errorf("the socket = %v, %v; want a socket of mode 0660", fi, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Errorf("the folder holds %v (%v), want only the socket: the staging folder is left", entries, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := os.Lstat(sock); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the socket after Close: %v, want it removed", err)
 	}
 }
