@@ -260,10 +260,6 @@ func (s *SessionLog) Path() string { return s.log.Path() }
 // OpenSession skipped.
 func (s *SessionLog) SkippedLines() int { return s.skipped }
 
-// Err returns the write failure that left the file with a tail that could
-// not be cut off yet, or nil; Append refuses to write until it is cut.
-func (s *SessionLog) Err() error { return s.log.Err() }
-
 // Append writes r as one JSON line in a single write and fsyncs the file.
 // r.Type must be set; a zero r.At becomes the folder's Now(). If the write
 // or its fsync fails, the file is cut back to its previous length (and, if

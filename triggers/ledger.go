@@ -165,11 +165,6 @@ func (l *Ledger) Torn() int {
 // it set aside (nil if none) and the bad lines it skipped.
 func (l *Ledger) Damage() (*durable.Torn, []durable.Skipped) { return l.scan.Torn, l.scan.Skipped }
 
-// Err returns the write failure that left the file with a tail that could
-// not yet be cut off, or nil. While it is not nil, appends are refused
-// unless the cut succeeds first.
-func (l *Ledger) Err() error { return l.log.Err() }
-
 // probeSize is how much Probe writes: enough that a disk with no room
 // left refuses it.
 const probeSize = 64 << 10

@@ -245,13 +245,6 @@ func cut(f File, size int64) error {
 // Path returns the file's path.
 func (l *Log) Path() string { return l.path }
 
-// Size returns the length of the file's good part: where the next record goes.
-func (l *Log) Size() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.at
-}
-
 // Err returns the failure that left the file with bytes after its last
 // good record that could not be cut off yet, or nil. While it is not nil,
 // Append refuses to write unless the cut succeeds first.
