@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/termsafe"
 )
 
 // defaultConfig is where deskd looks for its main file.
@@ -42,7 +43,7 @@ now would be refused. Exit status 1 when no deskd answers.`,
 				return err
 			}
 			names := sortedNames(cfg.Desks)
-			fmt.Fprintf(stdout, "%s: ok, %d desks %v\n", printable(cfg.Path), len(names), names)
+			fmt.Fprintf(stdout, "%s: ok, %d desks %v\n", termsafe.Line(cfg.Path), len(names), names)
 			return nil
 		},
 	}
@@ -67,20 +68,20 @@ func checkDiff(cmd *cobra.Command, f *clientFlags, stdout io.Writer) error {
 			errNoDaemon, c.base, err)
 	}
 	if abs, err := filepath.Abs(f.config); err == nil && abs != out.Config && cmd.Flags().Changed("config") {
-		fmt.Fprintf(stdout, "note: the running deskd reads %s, not %s; this compares its files\n", printable(out.Config), printable(abs))
+		fmt.Fprintf(stdout, "note: the running deskd reads %s, not %s; this compares its files\n", termsafe.Line(out.Config), termsafe.Line(abs))
 	}
 	if len(out.Problems) > 0 {
 		for _, p := range out.Problems {
-			fmt.Fprintln(stdout, printable(p))
+			fmt.Fprintln(stdout, termsafe.Line(p))
 		}
 		return &exitError{code: 2, err: fmt.Errorf("config has %d problems: a reload now would be refused, and the running config kept", len(out.Problems))}
 	}
 	if len(out.Changes) == 0 {
-		fmt.Fprintf(stdout, "%s: no changes against the running deskd\n", printable(out.Config))
+		fmt.Fprintf(stdout, "%s: no changes against the running deskd\n", termsafe.Line(out.Config))
 		return nil
 	}
 	for _, ch := range out.Changes {
-		fmt.Fprintln(stdout, printable(ch.What))
+		fmt.Fprintln(stdout, termsafe.Line(ch.What))
 	}
 	return nil
 }

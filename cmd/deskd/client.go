@@ -23,6 +23,7 @@ import (
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -237,7 +238,7 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 // Every value from the daemon passes through printable: none holds a
 // control character, a tab or a line break when it reaches the screen.
 func printStatus(w io.Writer, desks []desk.Status) {
-	p := printable
+	p := termsafe.Line
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DESK\tSTATE\tSESSION\tTRADING DATE\tEXCHANGES\tQUEUE\tRUNNING\tNEXT SLOT\tMARKET\tMODEL")
 	for _, s := range desks {
@@ -396,12 +397,12 @@ func printOutcome(w io.Writer, s desk.TriggerStatus) {
 	if s.Session != "" {
 		head += fmt.Sprintf(", session %s turn %d", s.Session, s.Turn)
 	}
-	fmt.Fprintln(w, printable(head))
+	fmt.Fprintln(w, termsafe.Line(head))
 	if s.Reason != "" {
-		fmt.Fprintln(w, "reason: "+printable(s.Reason))
+		fmt.Fprintln(w, "reason: "+termsafe.Line(s.Reason))
 	}
 	if s.Reply != "" {
-		fmt.Fprintln(w, printableText(s.Reply))
+		fmt.Fprintln(w, termsafe.Text(s.Reply))
 	}
 }
 
@@ -442,7 +443,7 @@ func newSessionCommand(stdout io.Writer, verb, short string) *cobra.Command {
 			if _, err := c.do(cmd.Context(), http.MethodPost, "/v1/desks/"+url.PathEscape(args[0])+"/"+verb, struct{}{}, &out); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "desk %s: session %s -> %s\n", printable(out.Desk), printable(out.Previous), printable(out.Session))
+			fmt.Fprintf(stdout, "desk %s: session %s -> %s\n", termsafe.Line(out.Desk), termsafe.Line(out.Previous), termsafe.Line(out.Session))
 			return nil
 		},
 	}
@@ -489,7 +490,7 @@ func (c *client) streamEvents(ctx context.Context, stdout, stderr io.Writer, des
 			fmt.Fprintln(stdout, printableEvent(data))
 		}, func(comment string) {
 			if !strings.HasPrefix(comment, "ping") {
-				fmt.Fprintln(stderr, "deskd: "+printable(comment))
+				fmt.Fprintln(stderr, "deskd: "+termsafe.Line(comment))
 			}
 		})
 		if ctx.Err() != nil {
@@ -574,7 +575,7 @@ func printJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(printableJSON(b.Bytes()))
+	_, err := w.Write(termsafe.JSON(b.Bytes()))
 	return err
 }
 
@@ -582,7 +583,7 @@ func printJSON(w io.Writer, v any) error {
 // JSON, escaped by printableJSON; data that is not JSON, by printable.
 func printableEvent(data string) string {
 	if json.Valid([]byte(data)) {
-		return string(printableJSON([]byte(data)))
+		return string(termsafe.JSON([]byte(data)))
 	}
-	return printable(data)
+	return termsafe.Line(data)
 }

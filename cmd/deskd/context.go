@@ -10,6 +10,7 @@ import (
 
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 )
@@ -63,11 +64,11 @@ func newContextCommand(stdout io.Writer) *cobra.Command {
 }
 
 func printContext(w io.Writer, rep router.ContextReport) error {
-	fmt.Fprintf(w, "desk %s, session %s, model %s\n", printable(rep.Desk), printable(rep.Session), printable(rep.Model))
+	fmt.Fprintf(w, "desk %s, session %s, model %s\n", termsafe.Line(rep.Desk), termsafe.Line(rep.Session), termsafe.Line(rep.Model))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "source\ttokens\t")
 	for _, s := range rep.Sources {
-		fmt.Fprintf(tw, "%s\t%d\t\n", printable(s.Name), s.Tokens)
+		fmt.Fprintf(tw, "%s\t%d\t\n", termsafe.Line(s.Name), s.Tokens)
 	}
 	fmt.Fprintf(tw, "total\t%d\t\n", rep.Total)
 	if err := tw.Flush(); err != nil {

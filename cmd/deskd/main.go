@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/spf13/cobra"
 )
 
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "deskd: %s\n", printableText(err.Error())) // it may quote the daemon, a file, a config key
+	fmt.Fprintf(stderr, "deskd: %s\n", termsafe.Text(err.Error())) // it may quote the daemon, a file, a config key
 	if e, ok := err.(*exitError); ok {
 		return e.code
 	}

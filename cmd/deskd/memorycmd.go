@@ -8,6 +8,7 @@ import (
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/curator"
+	"github.com/deskd/deskd/desk/termsafe"
 )
 
 func newMemoryCommand(stdout io.Writer) *cobra.Command {
@@ -32,7 +33,7 @@ func newMemoryCommand(stdout io.Writer) *cobra.Command {
 					fmt.Fprintln(stdout, "no earlier versions of Memory.md")
 				}
 				for _, v := range versions {
-					fmt.Fprintf(stdout, "%s\t%d bytes\n", printable(v.ID), v.Size)
+					fmt.Fprintf(stdout, "%s\t%d bytes\n", termsafe.Line(v.ID), v.Size)
 				}
 				return nil
 			case diff != "":
@@ -44,21 +45,21 @@ func newMemoryCommand(stdout io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprint(stdout, printableText(unifiedHunks("Memory.md@"+diff, "Memory.md", old, cur)))
+				fmt.Fprint(stdout, termsafe.Text(unifiedHunks("Memory.md@"+diff, "Memory.md", old, cur)))
 				return nil
 			case restore != "":
 				hist, err := folder.RestoreMemory(restore)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(stdout, "restored Memory.md from %s; the replaced version is kept as %s\n", printable(restore), printable(hist))
+				fmt.Fprintf(stdout, "restored Memory.md from %s; the replaced version is kept as %s\n", termsafe.Line(restore), termsafe.Line(hist))
 				return nil
 			}
 			text, err := folder.ReadMemory()
 			if err != nil {
 				return err
 			}
-			fmt.Fprint(stdout, printableText(text))
+			fmt.Fprint(stdout, termsafe.Text(text))
 			return nil
 		},
 	}
@@ -87,7 +88,7 @@ func newSkillsCommand(stdout io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(stdout, "%s: %s (%s)\n", printable(e.ID), printable(e.Reason), printable(e.Skill))
+				fmt.Fprintf(stdout, "%s: %s (%s)\n", termsafe.Line(e.ID), termsafe.Line(e.Reason), termsafe.Line(e.Skill))
 				return nil
 			}
 			skills, err := folder.Skills()
@@ -99,7 +100,7 @@ func newSkillsCommand(stdout io.Writer) *cobra.Command {
 				if s.Pinned {
 					pinned = " [pinned]"
 				}
-				fmt.Fprintf(stdout, "%s%s: %s\n", printable(s.Name), pinned, printable(s.Description))
+				fmt.Fprintf(stdout, "%s%s: %s\n", termsafe.Line(s.Name), pinned, termsafe.Line(s.Description))
 			}
 			entries, err := curator.ReadLedger(folder)
 			if err != nil {
@@ -109,7 +110,7 @@ func newSkillsCommand(stdout io.Writer) *cobra.Command {
 				fmt.Fprintln(stdout, "\ncurator changes:")
 			}
 			for _, e := range entries {
-				fmt.Fprintf(stdout, "%s\t%s\t%s %s\t%s\n", printable(e.ID), e.At.UTC().Format("2006-01-02 15:04"), printable(string(e.Action)), printable(e.Skill), printable(e.Reason))
+				fmt.Fprintf(stdout, "%s\t%s\t%s %s\t%s\n", termsafe.Line(e.ID), e.At.UTC().Format("2006-01-02 15:04"), termsafe.Line(string(e.Action)), termsafe.Line(e.Skill), termsafe.Line(e.Reason))
 			}
 			return nil
 		},

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -160,9 +161,9 @@ func newPauseCommand(stdout io.Writer) *cobra.Command {
 			if out.Already {
 				verb = "was already paused"
 			}
-			fmt.Fprintf(stdout, "desk %s %s %s\n", printable(out.Desk), verb, describePause(out.Paused))
+			fmt.Fprintf(stdout, "desk %s %s %s\n", termsafe.Line(out.Desk), verb, describePause(out.Paused))
 			if out.Running != "" {
-				fmt.Fprintf(stdout, "its running turn (trigger %s) finishes; no turn starts after it\n", printable(out.Running))
+				fmt.Fprintf(stdout, "its running turn (trigger %s) finishes; no turn starts after it\n", termsafe.Line(out.Running))
 			}
 			return nil
 		},
@@ -194,10 +195,10 @@ func newResumeCommand(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if !out.Resumed {
-				fmt.Fprintf(stdout, "desk %s was not paused\n", printable(out.Desk))
+				fmt.Fprintf(stdout, "desk %s was not paused\n", termsafe.Line(out.Desk))
 				return nil
 			}
-			fmt.Fprintf(stdout, "desk %s resumed (it was paused %s); %d triggers waiting\n", printable(out.Desk), describePause(*out.Was), out.Queued)
+			fmt.Fprintf(stdout, "desk %s resumed (it was paused %s); %d triggers waiting\n", termsafe.Line(out.Desk), describePause(*out.Was), out.Queued)
 			return nil
 		},
 	}
@@ -209,12 +210,12 @@ func newResumeCommand(stdout io.Writer) *cobra.Command {
 // describePause reads "by NAME since TIME: REASON", with NAME and REASON
 // escaped (printable): they come from whoever paused the desk.
 func describePause(p desk.Pause) string {
-	s := "by " + printable(p.By)
+	s := "by " + termsafe.Line(p.By)
 	if !p.At.IsZero() {
 		s += " since " + p.At.UTC().Format(time.RFC3339)
 	}
 	if p.Reason != "" {
-		s += ": " + printable(p.Reason)
+		s += ": " + termsafe.Line(p.Reason)
 	}
 	return s
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -85,7 +86,7 @@ func newRenameCommand(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			fmt.Fprintf(stdout, "%s: %s\n", printable(info.ID), printable(title))
+			fmt.Fprintf(stdout, "%s: %s\n", termsafe.Line(info.ID), termsafe.Line(title))
 			return nil
 		},
 	}
@@ -281,7 +282,7 @@ func printSessions(w io.Writer, infos []memory.SessionInfo) error {
 	fmt.Fprintln(tw, "SESSION\tDATE\tTURNS\tTOKENS\tSTATE\tTITLE")
 	for _, info := range infos {
 		title, _ := sessionTitle(info)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", printable(info.ID), dateText(info.Date), info.Turns, info.Tokens, printable(stateText(info)), printable(title))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", termsafe.Line(info.ID), dateText(info.Date), info.Turns, info.Tokens, termsafe.Line(stateText(info)), termsafe.Line(title))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print sessions: %w", err)
@@ -475,7 +476,7 @@ func printTranscript(w io.Writer, s sessionView, loc *time.Location, full bool) 
 	info := s.Info
 	title, _ := sessionTitle(info)
 	var b strings.Builder
-	p := printable // one-line fields: no line break of theirs can start a forged entry
+	p := termsafe.Line // one-line fields: no line break of theirs can start a forged entry
 	fmt.Fprintf(&b, "desk %s, session %s, trading date %s\n", p(s.Desk), p(info.ID), dateText(info.Date))
 	fmt.Fprintf(&b, "title: %s\n", p(title))
 	fmt.Fprintf(&b, "state: %s; turns %d; tokens %d (%d in, %d out)", p(stateText(info)), info.Turns, info.Tokens, info.InputTokens, info.OutputTokens)
@@ -494,14 +495,14 @@ func printTranscript(w io.Writer, s sessionView, loc *time.Location, full bool) 
 		fmt.Fprintf(&b, "--- %s  %s\n", e.At.In(loc).Format(timeLayout), p(entryHeading(e)))
 		if e.Preamble != "" {
 			if full {
-				fmt.Fprintf(&b, "[summary of the previous session, from %s:]\n%s\n[end of the summary]\n", p(e.PreambleDate), printableText(e.Preamble))
+				fmt.Fprintf(&b, "[summary of the previous session, from %s:]\n%s\n[end of the summary]\n", p(e.PreambleDate), termsafe.Text(e.Preamble))
 			} else {
 				fmt.Fprintf(&b, "[carries the summary of the previous session, from %s: %d lines; --full prints it]\n",
 					p(e.PreambleDate), strings.Count(e.Preamble, "\n")+1)
 			}
 		}
 		if text := strings.TrimRight(e.Text, "\n"); text != "" {
-			b.WriteString(printableText(text))
+			b.WriteString(termsafe.Text(text))
 			b.WriteString("\n")
 		}
 		for _, c := range e.Calls {

@@ -1,4 +1,8 @@
-package main
+// Package termsafe makes text from outside safe to print on an operator's
+// terminal: trigger texts, model replies, pause reasons, file and key
+// names may carry escape sequences or bidirectional controls, and none of
+// them may drive the terminal or forge a line.
+package termsafe
 
 import (
 	"fmt"
@@ -7,15 +11,11 @@ import (
 	"unicode/utf8"
 )
 
-// What deskd prints for an operator (status, sessions, show, context,
-// memory, skills, events, check-config, errors) comes in part from
-// outside: trigger texts, model replies, pause reasons, file and key
-// names. None of it may drive the operator's terminal, so every printer
-// passes what it did not write itself through printable (one line) or
-// printableText (a text of several lines); JSON output passes through
-// printableJSON, which keeps it JSON.
+// Every printer passes what it did not write itself through Line (one
+// line) or Text (a text of several lines); JSON output passes through
+// JSON, which keeps it JSON.
 
-// printable returns s, one line of an operator's screen, with every
+// Line returns s, one line of an operator's screen, with every
 // character that could act on a terminal or change what the line seems
 // to say escaped: the C0 controls (newline, tab and carriage return
 // included: a field cannot start a line of its own, or a column), DEL,
@@ -23,23 +23,23 @@ import (
 // (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069) and the
 // line and paragraph separators (U+2028, U+2029). ESC becomes \u001b;
 // a byte that is not UTF-8 becomes \xff.
-func printable(s string) string { return escape(s, false) }
+func Line(s string) string { return escape(s, false) }
 
-// printableText is printable for a text of several lines (a transcript,
+// Text is Line for a text of several lines (a transcript,
 // Memory.md, a diff): newline and tab are kept.
-func printableText(s string) string { return escape(s, true) }
+func Text(s string) string { return escape(s, true) }
 
-// printableJSON escapes, in JSON that encoding/json wrote, the characters
-// printable escapes that JSON leaves raw (DEL, the C1, bidirectional and
+// JSON escapes, in JSON that encoding/json wrote, the characters
+// Line escapes that JSON leaves raw (DEL, the C1, bidirectional and
 // separator characters), as \u escapes: the output stays valid JSON, of
 // the same value.
-func printableJSON(b []byte) []byte {
-	if !strings.ContainsFunc(string(b), func(r rune) bool { return r >= 0x7f && unsafeRune(r) }) {
+func JSON(b []byte) []byte {
+	if !strings.ContainsFunc(string(b), func(r rune) bool { return r >= 0x7f && Unsafe(r) }) {
 		return b
 	}
 	var out strings.Builder
 	for _, r := range string(b) {
-		if r >= 0x7f && unsafeRune(r) {
+		if r >= 0x7f && Unsafe(r) {
 			fmt.Fprintf(&out, `\u%04x`, r)
 			continue
 		}
@@ -48,8 +48,8 @@ func printableJSON(b []byte) []byte {
 	return []byte(out.String())
 }
 
-// unsafeRune reports whether r is a character printable escapes.
-func unsafeRune(r rune) bool {
+// Unsafe reports whether r is a character Line escapes.
+func Unsafe(r rune) bool {
 	switch {
 	case unicode.IsControl(r): // C0, DEL, C1
 		return true
@@ -61,12 +61,12 @@ func unsafeRune(r rune) bool {
 	return false
 }
 
-// escape is printable, keeping newline and tab when lines is set.
+// escape is Line, keeping newline and tab when lines is set.
 func escape(s string, lines bool) string {
 	clean := true
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 || unsafeRune(r) && !(lines && (r == '\n' || r == '\t')) {
+		if r == utf8.RuneError && n == 1 || Unsafe(r) && !(lines && (r == '\n' || r == '\t')) {
 			clean = false
 			break
 		}
@@ -81,7 +81,7 @@ func escape(s string, lines bool) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unsafeRune(r) && !(lines && (r == '\n' || r == '\t')):
+		case Unsafe(r) && !(lines && (r == '\n' || r == '\t')):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])
