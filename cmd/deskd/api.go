@@ -49,7 +49,7 @@ const (
 type apiOptions struct {
 	// Set is the desks it serves, which may change while it serves; if
 	// nil, Desks are.
-	Set *deskSet
+	Set *desk.Set
 	// Desks are the desks it serves when Set is nil.
 	Desks []*desk.Desk
 	// Token is the operator's bearer token (auth_token_file): everything.
@@ -69,14 +69,14 @@ type apiOptions struct {
 	// Log receives request failures.
 	Log zerolog.Logger
 	// Check, if set, answers GET /v1/config/diff.
-	Check func() configCheck
+	Check func() desk.ConfigCheck
 }
 
 // api serves the HTTP API. Extra handlers (GET /metrics) may be added with
 // Handle before it serves.
 type api struct {
 	o     apiOptions
-	desks *deskSet
+	desks *desk.Set
 	mux   *http.ServeMux
 	// tokens are the SHA-256 digests of the bearer tokens, by the
 	// credential each gives; a credential without a token has none.
@@ -89,7 +89,7 @@ type api struct {
 func newAPI(o apiOptions) *api {
 	a := &api{o: o, desks: o.Set, mux: http.NewServeMux()}
 	if a.desks == nil {
-		a.desks = newDeskSet(o.Desks...)
+		a.desks = desk.NewSet(o.Desks...)
 	}
 	a.tokens = map[credential][sha256.Size]byte{}
 	for c, tok := range map[credential]string{credOperator: o.Token, credFeed: o.FeedToken, credMetrics: o.MetricsToken} {

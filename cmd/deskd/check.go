@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/termsafe"
 )
 
@@ -58,7 +59,7 @@ func checkDiff(cmd *cobra.Command, f *clientFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var out configCheck
+	var out desk.ConfigCheck
 	if _, err := c.do(cmd.Context(), http.MethodGet, "/v1/config/diff", nil, &out); err != nil {
 		var ae *apiError
 		if errors.As(err, &ae) {

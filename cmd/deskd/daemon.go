@@ -273,7 +273,7 @@ func runDesks(ctx context.Context, cfg *config.Config, clk clock.Clock, log zero
 	dm := &supervisor{clk: clk, bus: bus, log: log, level: level, notify: newNotifier(clk), hb: newHeartbeat(clk)}
 	dm.cur.Store(cfg)
 	dm.fleet = newFleet(clk, bus, log)
-	met.SetStatus(dm.fleet.set.gauges)
+	met.SetStatus(func() []deskGauges { return gaugesOf(dm.fleet.set) })
 
 	// The desks stop when runDaemon says, after the API refuses triggers,
 	// not when ctx ends.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/event"
 )
 
@@ -22,6 +23,16 @@ const (
 
 // deskGauges is what the metrics read from one desk at each scrape: the
 // values that change without an event.
+// gaugesOf is what the metrics read of set at each scrape.
+func gaugesOf(set *desk.Set) []deskGauges {
+	var out []deskGauges
+	for _, d := range set.List() {
+		st := d.Status()
+		out = append(out, deskGauges{Desk: st.Name, QueueDepth: st.QueueDepth, NextSlot: st.NextSlot})
+	}
+	return out
+}
+
 type deskGauges struct {
 	Desk       string
 	QueueDepth int

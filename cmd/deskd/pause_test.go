@@ -159,13 +159,13 @@ func TestAPIShuttingDown(t *testing.T) {
 
 // TestAPIConfigDiff: GET /v1/config/diff answers what Check says.
 func TestAPIConfigDiff(t *testing.T) {
-	want := configCheck{Config: "/etc/deskd/deskd.yaml", Changes: []configChange{{Desk: "main", Field: "model", What: "desk main: model changed from a to b"}}, Problems: []string{}}
-	a := newAPI(apiOptions{Check: func() configCheck { return want }})
+	want := desk.ConfigCheck{Config: "/etc/deskd/deskd.yaml", Changes: []desk.ConfigChange{{Desk: "main", Field: "model", What: "desk main: model changed from a to b"}}, Problems: []string{}}
+	a := newAPI(apiOptions{Check: func() desk.ConfigCheck { return want }})
 	rec := httpGet(t, a, "/v1/config/diff")
 	if rec.code != 200 {
 		t.Fatalf("GET /v1/config/diff = %d %s", rec.code, rec.body)
 	}
-	got := decode[configCheck](t, rec.body)
+	got := decode[desk.ConfigCheck](t, rec.body)
 	if got.Config != want.Config || len(got.Changes) != 1 || got.Changes[0] != want.Changes[0] {
 		t.Errorf("GET /v1/config/diff = %s", rec.body)
 	}

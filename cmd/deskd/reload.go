@@ -25,7 +25,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,70 +41,6 @@ import (
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
-
-// deskSet is the desks the API, the spool and the metrics see, by name. It
-// is safe for concurrent use.
-type deskSet struct {
-	mu    sync.RWMutex
-	desks map[string]*desk.Desk
-}
-
-func newDeskSet(ds ...*desk.Desk) *deskSet {
-	s := &deskSet{desks: map[string]*desk.Desk{}}
-	for _, d := range ds {
-		s.desks[d.Name()] = d
-	}
-	return s
-}
-
-// Get returns the desk called name.
-func (s *deskSet) Get(name string) (*desk.Desk, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	d, ok := s.desks[name]
-	return d, ok
-}
-
-// List returns the desks, sorted by name.
-func (s *deskSet) List() []*desk.Desk {
-	s.mu.RLock()
-	out := make([]*desk.Desk, 0, len(s.desks))
-	for _, d := range s.desks {
-		out = append(out, d)
-	}
-	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out
-}
-
-// Names returns the desks' names, sorted.
-func (s *deskSet) Names() []string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return sortedNames(s.desks)
-}
-
-func (s *deskSet) put(d *desk.Desk) {
-	s.mu.Lock()
-	s.desks[d.Name()] = d
-	s.mu.Unlock()
-}
-
-func (s *deskSet) remove(name string) {
-	s.mu.Lock()
-	delete(s.desks, name)
-	s.mu.Unlock()
-}
-
-// gauges is what the metrics read at each scrape.
-func (s *deskSet) gauges() []deskGauges {
-	var out []deskGauges
-	for _, d := range s.List() {
-		st := d.Status()
-		out = append(out, deskGauges{Desk: st.Name, QueueDepth: st.QueueDepth, NextSlot: st.NextSlot})
-	}
-	return out
-}
 
 // deskRun is one desk of the running daemon: its folder and ledger, which
 // outlive a restart of the desk, and the loop now running on them.
@@ -133,14 +68,14 @@ type fleet struct {
 	bus *event.Bus
 	log zerolog.Logger
 
-	set   *deskSet
+	set   *desk.Set
 	runs  map[string]*deskRun
 	exits chan *deskRun // each desk's goroutine sends its run when Run returns
 	wg    sync.WaitGroup
 }
 
 func newFleet(clk clock.Clock, bus *event.Bus, log zerolog.Logger) *fleet {
-	return &fleet{clk: clk, bus: bus, log: log, set: newDeskSet(), runs: map[string]*deskRun{}, exits: make(chan *deskRun)}
+	return &fleet{clk: clk, bus: bus, log: log, set: desk.NewSet(), runs: map[string]*deskRun{}, exits: make(chan *deskRun)}
 }
 
 // start starts desk dc under ctx: on its folder and ledger, which it opens
@@ -200,7 +135,7 @@ func folderOf(cfg *config.Config, name string) string {
 func (f *fleet) awaitStarted(ctx context.Context, run *deskRun) error {
 	select {
 	case <-run.desk.Started():
-		f.set.put(run.desk)
+		f.set.Put(run.desk)
 		if p := run.desk.Paused(); p != nil {
 			f.log.Warn().Str("desk", run.name).Str("by", p.By).Time("paused_at", p.At).Str("reason", p.Reason).
 				Msg("desk is paused: it runs no turn until deskd resume")
@@ -373,7 +308,7 @@ func (dm *supervisor) exited(ctx, deskCtx context.Context, run *deskRun) error {
 	f := dm.fleet
 	f.ended(run)
 	if !run.stopping {
-		f.set.remove(run.name)
+		f.set.Remove(run.name)
 		f.close(run)
 		err := run.err
 		if err == nil {
@@ -385,13 +320,13 @@ func (dm *supervisor) exited(ctx, deskCtx context.Context, run *deskRun) error {
 	cfg := dm.cur.Load()
 	dc, ok := cfg.Desks[run.name]
 	if !ok {
-		f.set.remove(run.name)
+		f.set.Remove(run.name)
 		f.close(run)
 		dm.log.Info().Str("desk", run.name).Str("folder", run.folder.Dir()).Msg("desk stopped; its files stay")
 		return nil
 	}
 	if _, err := f.start(deskCtx, cfg, dc, run); err != nil {
-		f.set.remove(run.name)
+		f.set.Remove(run.name)
 		f.close(run)
 		dm.dropDesk(run.name)
 		dm.log.Error().Err(err).Str("desk", run.name).Msg("desk failed to restart; the next reload tries again")
@@ -399,7 +334,7 @@ func (dm *supervisor) exited(ctx, deskCtx context.Context, run *deskRun) error {
 	}
 	if err := f.awaitStarted(ctx, run); err != nil {
 		// Its loop has ended; its exit, which comes next, closes its files.
-		f.set.remove(run.name)
+		f.set.Remove(run.name)
 		f.stop(run, errors.New("it failed to start"))
 		dm.dropDesk(run.name)
 		return nil
@@ -613,7 +548,7 @@ func (dm *supervisor) apply(ctx, deskCtx context.Context, cur, next *config.Conf
 		dc, ok := next.Desks[name]
 		switch {
 		case !ok:
-			f.set.remove(name)
+			f.set.Remove(name)
 			f.stop(run, errors.New("its desk file was removed (its files stay)"))
 			dm.log.Info().Str("desk", name).Msg("desk file removed: the desk stops after its running turn")
 		case needsRestart(run.cfg, dc, daemonFields):
@@ -705,27 +640,11 @@ func touches(old, dc *config.Desk, daemonFields []string) bool {
 	return false
 }
 
-// configCheck is the answer of GET /v1/config/diff: what a reload would
-// change, or why it would be refused.
-type configCheck struct {
-	// Config is the main file the daemon runs on.
-	Config   string         `json:"config"`
-	Changes  []configChange `json:"changes"`
-	Problems []string       `json:"problems"`
-}
-
-type configChange struct {
-	Desk    string `json:"desk,omitempty"`
-	Field   string `json:"field,omitempty"`
-	What    string `json:"what"`
-	Restart bool   `json:"restart,omitempty"`
-}
-
 // check loads the config files as a reload would, and compares them with
 // the config in force. It changes nothing.
-func (dm *supervisor) check() configCheck {
+func (dm *supervisor) check() desk.ConfigCheck {
 	cur := dm.cur.Load()
-	out := configCheck{Config: cur.Path, Changes: []configChange{}, Problems: []string{}}
+	out := desk.ConfigCheck{Config: cur.Path, Changes: []desk.ConfigChange{}, Problems: []string{}}
 	loaded, _, problems := dm.load(cur)
 	for _, p := range problems {
 		out.Problems = append(out.Problems, p.String())
@@ -734,7 +653,7 @@ func (dm *supervisor) check() configCheck {
 		return out
 	}
 	for _, c := range config.Diff(cur, loaded) {
-		out.Changes = append(out.Changes, configChange{Desk: c.Desk, Field: c.Field, What: c.String(), Restart: c.Restart})
+		out.Changes = append(out.Changes, desk.ConfigChange{Desk: c.Desk, Field: c.Field, What: c.String(), Restart: c.Restart})
 	}
 	return out
 }

@@ -52,7 +52,7 @@ type services struct {
 	api  *apiServer
 	a    *api
 	ring *eventRing
-	set  *deskSet
+	set  *desk.Set
 	clk  clock.Clock
 	bus  *event.Bus
 	log  zerolog.Logger
@@ -69,7 +69,7 @@ type services struct {
 // and logs "deskd ready" with the addresses served. check answers
 // GET /v1/config/diff; extra handlers (such as GET /metrics) join the API.
 func startServices(ctx context.Context, cfg *config.Config, clk clock.Clock, bus *event.Bus, log zerolog.Logger,
-	set *deskSet, check func() configCheck, extra map[string]http.Handler) (*services, error) {
+	set *desk.Set, check func() desk.ConfigCheck, extra map[string]http.Handler) (*services, error) {
 	s := &services{
 		ring: newEventRing(bus, clk.Now(), eventRingSize), set: set, clk: clk, bus: bus, log: log,
 		dir: filepath.Join(cfg.StateDir, "inbox"),
