@@ -8,6 +8,7 @@ package clock
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -138,6 +139,32 @@ func (f *Fake) WaitPending(ctx context.Context, n int) error {
 		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+}
+
+// WaitTimerAt blocks until a timer is waiting to fire at exactly at, or
+// ctx is done. A loop that sleeps until an instant (a schedule's next
+// slot, the day boundary) arms a timer of that deadline: a test waits for
+// it, then moves the clock there with Set, knowing the loop will see it.
+func (f *Fake) WaitTimerAt(ctx context.Context, at time.Time) error {
+	for {
+		f.mu.Lock()
+		found, changed := false, f.changed
+		for t := range f.timers {
+			if t.at.Equal(at) {
+				found = true
+				break
+			}
+		}
+		f.mu.Unlock()
+		if found {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("no timer armed for %s (%d waiting): %w", at.Format(time.RFC3339), f.Pending(), ctx.Err())
 		}
 	}
 }

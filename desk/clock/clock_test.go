@@ -81,3 +81,29 @@ func TestWaitPendingAndSleep(t *testing.T) {
 		t.Errorf("a cancelled Sleep left %d timers", f.Pending())
 	}
 }
+
+func TestFakeWaitTimerAt(t *testing.T) {
+	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	f := clock.NewFake(start)
+	_ = f.NewTimer(time.Second) // another deadline does not count
+	armed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		armed <- f.WaitTimerAt(ctx, start.Add(time.Minute))
+	}()
+	select {
+	case err := <-armed:
+		t.Fatalf("WaitTimerAt returned before a timer of its deadline was armed: %v", err)
+	default:
+	}
+	_ = f.NewTimer(time.Minute)
+	if err := <-armed; err != nil {
+		t.Fatalf("WaitTimerAt: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := f.WaitTimerAt(ctx, start.Add(time.Hour)); err == nil {
+		t.Error("WaitTimerAt of a deadline no timer has returned nil on a done context")
+	}
+}
