@@ -84,7 +84,9 @@ func (r *fakeRouter) Send(ctx context.Context, t triggers.Trigger) (router.Reply
 	return router.Reply{Session: "s1", Turn: n, Text: "done", Model: "fake", Provider: "test"}, nil
 }
 
-func (r *fakeRouter) Fork(ctx context.Context) (string, error) { return "", errors.New("fakeRouter: no fork") }
+func (r *fakeRouter) Fork(ctx context.Context) (string, error) {
+	return "", errors.New("fakeRouter: no fork")
+}
 
 func (r *fakeRouter) Configure(s router.Settings) error { return nil }
 
