@@ -6,7 +6,9 @@ import (
 
 	_ "time/tzdata" // zone names must load on hosts without zoneinfo
 
+	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -38,79 +40,12 @@ const (
 	UnixPrefix = "unix:"
 )
 
-// Defaults and limits of a desk file.
-const (
-	// DefaultQueueLimit is queue_limit when it is not set.
-	DefaultQueueLimit = 256
-	// MaxQueueLimit is the largest queue_limit allowed.
-	MaxQueueLimit = 100000
-	// DefaultRunWithin is a schedule's missed run_within when missed is not set.
-	DefaultRunWithin = 5 * time.Minute
-)
-
-// Values of a desk's coalesce.
-const (
-	// CoalesceOff queues every market trigger (the default).
-	CoalesceOff = "off"
-	// CoalesceKey lets a market trigger with a key replace the queued
-	// market trigger of the same key.
-	CoalesceKey = "key"
-)
-
-// Values of a desk's paused_triggers.
-const (
-	// PausedQueue queues a paused desk's triggers until it is resumed (the default).
-	PausedQueue = "queue"
-	// PausedRefuse refuses a paused desk's triggers.
-	PausedRefuse = "refuse"
-)
-
-// Values of a schedule's on.
-const (
-	// OnEveryDay fires every slot of the cron expression (the default).
-	OnEveryDay = "every_day"
-	// OnTradingDays fires only on the calendar's trading days.
-	OnTradingDays = "trading_days"
-	// OnMarketHours fires only while the calendar's market is open.
-	OnMarketHours = "market_hours"
-)
-
-// Defaults of a model entry.
-const (
-	// DefaultContextWindow is context_window for openai and anthropic
-	// models when it is not set (scripted models default to 0).
-	DefaultContextWindow = 128000
-	// DefaultMaxToolRounds is a desk's max_tool_rounds when it is not set.
-	DefaultMaxToolRounds = 8
-	// DefaultCompactShare is a desk's compact_share when it is not set.
-	DefaultCompactShare = 0.8
-	// DefaultMaxOutputTokens is max_output_tokens when it is not set.
-	DefaultMaxOutputTokens = 4096
-	// DefaultModelTimeout is a model's timeout when it is not set.
-	DefaultModelTimeout = 120 * time.Second
-)
-
-// Model providers.
-const (
-	// ProviderScripted is the offline, deterministic provider for demos,
-	// rehearsals and tests.
-	ProviderScripted = "scripted"
-	// ProviderOpenAI is the Chat Completions API at any base URL.
-	ProviderOpenAI = "openai"
-	// ProviderAnthropic is the Anthropic Messages API.
-	ProviderAnthropic = "anthropic"
-)
-
-// Desk rollover modes.
-const (
-	// RolloverDaily rolls the desk's session over at each trading day boundary.
-	RolloverDaily = "daily"
-	// RolloverOff never rolls the desk's session over.
-	RolloverOff = "off"
-	// RolloverTradingDay rolls over at the first boundary into a trading
-	// day of the desk's calendar: a weekend or a holiday opens no new session.
-	RolloverTradingDay = "trading_day"
-)
+// The defaults of a desk file and of a model entry are defined by the
+// packages that own each setting, and applied here: triggers
+// (queue_limit, coalesce, paused_triggers, a schedule's on and missed),
+// keeper (rollover), curator (curator.max_changes), memory (memory), router
+// (provider, timeout, max_output_tokens, context_window, max_tool_rounds,
+// compact_share, a tool's timeout and max_output).
 
 // Config is the whole configuration: the main file and every desk file.
 // A Config returned by Load is valid in full; treat it as read-only.
@@ -186,7 +121,7 @@ type Model struct {
 	// Name is the entry's key in models.
 	Name string
 	// Provider is scripted, openai or anthropic (provider, required).
-	Provider string
+	Provider router.ProviderName
 	// BaseURL is the API's base URL (base_url, optional; openai and
 	// anthropic only). Empty means the provider's default.
 	BaseURL string
@@ -199,11 +134,13 @@ type Model struct {
 	// variables such as $CREDENTIALS_DIRECTORY are expanded in this field only).
 	APIKeyFile string
 	// ContextWindow is the model's context size in tokens (context_window,
-	// default 128000 for openai and anthropic, 0 for scripted).
+	// default router.DefaultContextWindow for openai and anthropic, 0 for
+	// scripted).
 	ContextWindow int
-	// MaxOutputTokens caps one response (max_output_tokens, default 4096).
+	// MaxOutputTokens caps one response (max_output_tokens, default
+	// router.DefaultMaxOutputTokens).
 	MaxOutputTokens int
-	// Timeout bounds one request (timeout, default 120s).
+	// Timeout bounds one request (timeout, default router.DefaultTimeout).
 	Timeout time.Duration
 	// Prices are per million tokens (prices), nil when not set.
 	Prices *Prices
@@ -231,21 +168,24 @@ type Desk struct {
 	// Curator is the skill curator settings (curator).
 	Curator Curator
 	// Rollover is daily (default), trading_day or off (rollover).
-	Rollover string
-	// QueueLimit bounds the desk's trigger queue (queue_limit, default 256).
+	Rollover keeper.RolloverMode
+	// QueueLimit bounds the desk's trigger queue (queue_limit, default
+	// triggers.DefaultQueueLimit, at most triggers.MaxQueueLimit).
 	QueueLimit int
 	// Coalesce is off (default) or key (coalesce).
-	Coalesce string
+	Coalesce triggers.Coalesce
 	// Calendar names the desk's exchange calendar (calendar, a key of
 	// Config.Calendars): the default of its schedules, and what
 	// rollover: trading_day follows.
 	Calendar string
 	// Budgets are the desk's spending limits (budgets).
 	Budgets Budgets
-	// MaxToolRounds bounds the tool rounds of a turn (max_tool_rounds, default 8).
+	// MaxToolRounds bounds the tool rounds of a turn (max_tool_rounds,
+	// default router.DefaultMaxToolRounds).
 	MaxToolRounds int
 	// CompactShare is the share of the model's context window a request
-	// may fill before the session is compacted (compact_share, default 0.8).
+	// may fill before the session is compacted (compact_share, default
+	// router.DefaultCompactShare).
 	CompactShare float64
 	// Tools are the desk's command tools (tools), beside the built-in ones.
 	Tools []Tool
@@ -254,7 +194,7 @@ type Desk struct {
 	// PausedTriggers is what the desk does with triggers while an operator
 	// has paused it: queue (default) them for when it is resumed, or
 	// refuse them (paused_triggers).
-	PausedTriggers string
+	PausedTriggers triggers.PausedTriggers
 }
 
 // Schedule is one entry of a desk's schedules: a cron expression that
@@ -273,10 +213,10 @@ type Schedule struct {
 	Calendar string
 	// On is every_day (default), trading_days or market_hours (on);
 	// trading_days and market_hours need a calendar.
-	On string
+	On triggers.On
 	// RunWithin is the missed-run policy (missed): a slot that passed while
 	// deskd was down still runs when it is at most this late (missed:
-	// {run_within: 10m}; default 5m); 0 is missed: skip.
+	// {run_within: 10m}; default triggers.DefaultRunWithin); 0 is missed: skip.
 	RunWithin time.Duration
 }
 
@@ -284,15 +224,17 @@ type Schedule struct {
 type Curator struct {
 	// Enabled runs the curator after the day's summary (enabled, default true).
 	Enabled bool
-	// MaxChanges caps the changes of one review (max_changes, default 5).
+	// MaxChanges caps the changes of one review (max_changes, default
+	// curator.DefaultMaxChanges).
 	MaxChanges int
 }
 
 // MemoryGuard is a desk's guard on folds into Memory.md (memory).
 type MemoryGuard struct {
-	// MaxBytes caps Memory.md (max_bytes, default 32768).
+	// MaxBytes caps Memory.md (max_bytes, default memory.DefaultMemoryMaxBytes).
 	MaxBytes int
-	// MinKept is the share of prior entries a fold must keep (min_kept, default 0.75).
+	// MinKept is the share of prior entries a fold must keep (min_kept,
+	// default memory.DefaultMemoryMinKept).
 	MinKept float64
 }
 

@@ -145,7 +145,7 @@ func TestLoadExample(t *testing.T) {
 		{"Instructions", d.Instructions, "You run the main desk. Keep notes of what you learn.\n"},
 		{"InstructionsFile", d.InstructionsFile, ""},
 		{"Curator", d.Curator, config.Curator{Enabled: true, MaxChanges: 5}},
-		{"Rollover", d.Rollover, "daily"},
+		{"Rollover", string(d.Rollover), "daily"},
 		{"len(Schedules)", len(d.Schedules), 1},
 	}
 	for _, ch := range deskChecks {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deskd/deskd/keeper"
+	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -24,8 +26,8 @@ func diffBase() *Config {
 		Log:             Log{Level: "info", Format: "json"},
 		ShutdownTimeout: 30 * time.Second,
 		Models: map[string]Model{
-			"offline": {Name: "offline", Provider: ProviderScripted, MaxOutputTokens: 4096, Timeout: 2 * time.Minute},
-			"fast": {Name: "fast", Provider: ProviderOpenAI, Model: "gpt-x", APIKeyEnv: "OPENAI_API_KEY",
+			"offline": {Name: "offline", Provider: router.ScriptedProvider, MaxOutputTokens: 4096, Timeout: 2 * time.Minute},
+			"fast": {Name: "fast", Provider: router.OpenAIProvider, Model: "gpt-x", APIKeyEnv: "OPENAI_API_KEY",
 				ContextWindow: 128000, MaxOutputTokens: 4096, Timeout: 2 * time.Minute},
 		},
 		Desks: map[string]*Desk{
@@ -36,13 +38,13 @@ func diffBase() *Config {
 					{Name: "every-minute", Cron: "* * * * *", Text: "Check the tape."},
 					{Name: "open", Cron: "15 9 * * 1-5", Text: "The market opens."},
 				},
-				Curator: Curator{Enabled: true}, Rollover: RolloverDaily,
+				Curator: Curator{Enabled: true}, Rollover: keeper.RolloverDaily,
 				QueueLimit: 256, Budgets: Budgets{DayTokens: 100000},
 				Tools: []Tool{{Name: "note", Description: "Write a note.", Command: []string{"/usr/bin/tee", "-a"}}},
 			},
 			"rates": {
 				Name: "rates", Path: "/etc/deskd/desks.d/rates.yaml", Model: "offline",
-				Instructions: "Watch rates.", Curator: Curator{Enabled: true}, Rollover: RolloverDaily,
+				Instructions: "Watch rates.", Curator: Curator{Enabled: true}, Rollover: keeper.RolloverDaily,
 			},
 		},
 	}
@@ -106,7 +108,7 @@ var diffTests = []struct {
 		[]Change{{Desk: "rates", Field: "instructions_file", What: `instructions_file changed from "" to "/etc/deskd/rates.md"`}}},
 	{"curator disabled", func(c *Config) { c.Desks["fx"].Curator.Enabled = false },
 		[]Change{{Desk: "fx", Field: "curator", What: "curator disabled"}}},
-	{"rollover changed", func(c *Config) { c.Desks["rates"].Rollover = RolloverOff },
+	{"rollover changed", func(c *Config) { c.Desks["rates"].Rollover = keeper.RolloverOff },
 		[]Change{{Desk: "rates", Field: "rollover", What: "rollover changed from daily to off"}}},
 	{"log level", func(c *Config) { c.Log.Level = "debug" },
 		[]Change{{Field: "log.level", What: "log level changed from info to debug"}}},
@@ -130,7 +132,7 @@ var diffTests = []struct {
 	}},
 	{"desk queue, budgets, memory, tool rounds", func(c *Config) {
 		d := c.Desks["fx"]
-		d.QueueLimit, d.Coalesce, d.Calendar, d.MaxToolRounds, d.CompactShare = 100, CoalesceKey, "NSE", 8, 0.5
+		d.QueueLimit, d.Coalesce, d.Calendar, d.MaxToolRounds, d.CompactShare = 100, triggers.CoalesceKey, "NSE", 8, 0.5
 		d.Budgets.DayTokens, d.Budgets.DayCost = 50000, 2.5
 		d.Memory.MaxBytes = 65536
 		d.Curator.MaxChanges = 3
@@ -184,7 +186,7 @@ var diffTests = []struct {
 		c.Models["fast"] = m
 	}, []Change{{Field: "models.fast", What: "models.fast changed: model, api_key_env, timeout"}}},
 	{"model entry added and removed", func(c *Config) {
-		c.Models["slow"] = Model{Name: "slow", Provider: ProviderScripted}
+		c.Models["slow"] = Model{Name: "slow", Provider: router.ScriptedProvider}
 		delete(c.Models, "offline")
 		c.Desks["fx"].Fallbacks = []string{"slow"}
 		c.Desks["rates"].Model = "slow"
@@ -207,7 +209,7 @@ var diffTests = []struct {
 	{"many, sorted by desk then field", func(c *Config) {
 		c.Log.Level = "warn"
 		c.Desks["zeta"] = &Desk{Name: "zeta"}
-		c.Desks["fx"].Rollover = RolloverOff
+		c.Desks["fx"].Rollover = keeper.RolloverOff
 		c.Desks["fx"].Model = "offline"
 		c.Desks["fx"].Fallbacks = nil
 		c.Desks["fx"].Instructions = "x"

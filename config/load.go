@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory/durable"
+	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -197,16 +198,16 @@ func loadModel(ms node, name, dir string) Model {
 	m.Prices = loadPrices(n)
 
 	if p, ok := n.requiredStr("provider"); ok {
-		m.Provider = p
-		if p != ProviderScripted && p != ProviderOpenAI && p != ProviderAnthropic {
+		m.Provider = router.ProviderName(p)
+		if m.Provider != router.ScriptedProvider && m.Provider != router.OpenAIProvider && m.Provider != router.AnthropicProvider {
 			n.problem("provider", "%q is not a provider: want scripted, openai or anthropic", p)
 		}
 	}
-	remote := m.Provider == ProviderOpenAI || m.Provider == ProviderAnthropic
+	remote := m.Provider == router.OpenAIProvider || m.Provider == router.AnthropicProvider
 
 	if u, st := n.str("base_url"); st == set {
 		m.BaseURL = u
-		if err := checkBaseURL(u); err != nil {
+		if err := router.CheckBaseURL(u); err != nil {
 			n.problem("base_url", "%v", err)
 		}
 	}
@@ -257,7 +258,7 @@ func loadModel(ms node, name, dir string) Model {
 	}
 
 	if remote {
-		m.ContextWindow = DefaultContextWindow
+		m.ContextWindow = router.DefaultContextWindow
 	}
 	if cw, st := n.integer("context_window"); st == set {
 		m.ContextWindow = cw
@@ -265,7 +266,7 @@ func loadModel(ms node, name, dir string) Model {
 			n.problem("context_window", "%d: want a positive number of tokens", cw)
 		}
 	}
-	m.MaxOutputTokens = DefaultMaxOutputTokens
+	m.MaxOutputTokens = router.DefaultMaxOutputTokens
 	if mo, st := n.integer("max_output_tokens"); st == set {
 		m.MaxOutputTokens = mo
 		if mo <= 0 {
@@ -275,7 +276,7 @@ func loadModel(ms node, name, dir string) Model {
 	if m.ContextWindow > 0 && m.MaxOutputTokens >= m.ContextWindow {
 		n.problem("max_output_tokens", "%d must be less than context_window (%d)", m.MaxOutputTokens, m.ContextWindow)
 	}
-	m.Timeout = DefaultModelTimeout
+	m.Timeout = router.DefaultTimeout
 	if d, st := n.duration("timeout"); st == set {
 		m.Timeout = d
 		if d <= 0 {
@@ -283,19 +284,6 @@ func loadModel(ms node, name, dir string) Model {
 		}
 	}
 	return m
-}
-
-// checkBaseURL checks a model's base_url. Its messages do not quote the
-// URL, which may carry credentials (user info, a key in the query).
-func checkBaseURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return errors.New("not a URL: want an http:// or https:// URL with a host")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return errors.New("want an http:// or https:// URL with a host")
-	}
-	return nil
 }
 
 // expandKeyFile expands environment variables such as
@@ -392,7 +380,7 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 		return nil
 	}
 	root.only("budgets", "calendar", "coalesce", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "memory", "model", "paused_triggers", "queue_limit", "rollover", "schedules", "tools")
-	d := &Desk{Name: name, Path: file, Curator: Curator{Enabled: true}, Rollover: RolloverDaily}
+	d := &Desk{Name: name, Path: file, Curator: Curator{Enabled: true}, Rollover: keeper.RolloverDaily}
 
 	if m, ok := root.requiredStr("model"); ok {
 		d.Model = m
@@ -499,8 +487,8 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 	}
 
 	if r, st := root.str("rollover"); st == set {
-		d.Rollover = r
-		if r != RolloverDaily && r != RolloverOff && r != RolloverTradingDay {
+		d.Rollover = keeper.RolloverMode(r)
+		if d.Rollover != keeper.RolloverDaily && d.Rollover != keeper.RolloverOff && d.Rollover != keeper.RolloverTradingDay {
 			root.problem("rollover", "%q: want daily or off, or trading_day (with a calendar)", r)
 		}
 	}

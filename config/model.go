@@ -9,6 +9,10 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/deskd/deskd/curator"
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/router"
 )
 
 // Prices are a model's prices per million tokens (prices: {input, output,
@@ -41,10 +45,24 @@ type Tool struct {
 	// Command is the argv to run, no shell (command, required; a relative
 	// program path is relative to the desk file's folder).
 	Command []string
-	// Timeout bounds one run (timeout, default 30s).
+	// Timeout bounds one run (timeout, default router.DefaultToolTimeout).
 	Timeout time.Duration
-	// MaxOutput caps the bytes of stdout given to the model (max_output, default 16384).
+	// MaxOutput caps the bytes of stdout given to the model (max_output,
+	// default router.DefaultToolOutput).
 	MaxOutput int
+}
+
+// Spec returns the model as the router builds it: its options, its
+// prices, and APIKey as the reader of its key, which router.CheckSpec
+// never calls and router.NewModel calls once, when the desk builds its
+// client.
+func (m Model) Spec() router.Spec {
+	s := router.Spec{Name: m.Name, Provider: m.Provider, BaseURL: m.BaseURL, Model: m.Model,
+		MaxOutputTokens: m.MaxOutputTokens, Timeout: m.Timeout, ContextWindow: m.ContextWindow, Key: m.APIKey}
+	if m.Prices != nil {
+		s.Prices = router.Prices{Input: m.Prices.Input, Output: m.Prices.Output, CachedInput: m.Prices.CachedInput}
+	}
+	return s
 }
 
 // APIKey reads the model's API key from its environment variable or file.
@@ -119,7 +137,7 @@ func loadDeskModelKeys(root node, d *Desk) {
 			d.Budgets.DayCost = f
 		}
 	}
-	d.Memory = MemoryGuard{MaxBytes: 32 << 10, MinKept: 0.75}
+	d.Memory = MemoryGuard{MaxBytes: memory.DefaultMemoryMaxBytes, MinKept: memory.DefaultMemoryMinKept}
 	if mn, st := root.mapping("memory"); st == set {
 		mn.only("max_bytes", "min_kept")
 		if v, st := mn.integer("max_bytes"); st == set {
@@ -136,16 +154,16 @@ func loadDeskModelKeys(root node, d *Desk) {
 		}
 	}
 	if d.Curator.MaxChanges == 0 {
-		d.Curator.MaxChanges = 5
+		d.Curator.MaxChanges = curator.DefaultMaxChanges
 	}
-	d.MaxToolRounds = DefaultMaxToolRounds
+	d.MaxToolRounds = router.DefaultMaxToolRounds
 	if v, st := root.integer("max_tool_rounds"); st == set {
 		d.MaxToolRounds = v
 		if v < 1 || v > 64 {
 			root.problem("max_tool_rounds", "%d: want 1 to 64", v)
 		}
 	}
-	d.CompactShare = DefaultCompactShare
+	d.CompactShare = router.DefaultCompactShare
 	if f, st := root.number("compact_share"); st == set {
 		d.CompactShare = f
 		if f <= 0.1 || f > 1 {
@@ -208,14 +226,14 @@ func loadDeskModelKeys(root node, d *Desk) {
 		} else if st == absent {
 			tn.problem("command", "required")
 		}
-		t.Timeout = 30 * time.Second
+		t.Timeout = router.DefaultToolTimeout
 		if dur, st := tn.duration("timeout"); st == set {
 			t.Timeout = dur
 			if dur <= 0 || dur > 10*time.Minute {
 				tn.problem("timeout", "%v: want more than 0 and at most 10m", dur)
 			}
 		}
-		t.MaxOutput = 16 << 10
+		t.MaxOutput = router.DefaultToolOutput
 		if v, st := tn.integer("max_output"); st == set {
 			t.MaxOutput = v
 			if v < 1 || v > 1<<20 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/viper"
 
+	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -408,17 +409,17 @@ func readYAMLData(s *sink, file string, data []byte) (node, bool) {
 // loadDeskTriggers reads a desk's queue_limit, coalesce, calendar and
 // paused_triggers.
 func loadDeskTriggers(root node, d *Desk, c *Config) {
-	d.QueueLimit = DefaultQueueLimit
+	d.QueueLimit = triggers.DefaultQueueLimit
 	if n, st := root.integer("queue_limit"); st == set {
 		d.QueueLimit = n
-		if n < 1 || n > MaxQueueLimit {
-			root.problem("queue_limit", "%d is out of range: want 1 to %d", n, MaxQueueLimit)
+		if n < 1 || n > triggers.MaxQueueLimit {
+			root.problem("queue_limit", "%d is out of range: want 1 to %d", n, triggers.MaxQueueLimit)
 		}
 	}
-	d.Coalesce = CoalesceOff
+	d.Coalesce = triggers.CoalesceOff
 	if v, st := root.str("coalesce"); st == set {
-		d.Coalesce = v
-		if v != CoalesceOff && v != CoalesceKey {
+		d.Coalesce = triggers.Coalesce(v)
+		if d.Coalesce != triggers.CoalesceOff && d.Coalesce != triggers.CoalesceKey {
 			root.problem("coalesce", "%q: want key (a market trigger replaces the queued one of the same key) or off", v)
 		}
 	}
@@ -426,10 +427,10 @@ func loadDeskTriggers(root node, d *Desk, c *Config) {
 		d.Calendar = v
 		checkCalendarRef(root, "calendar", v, c)
 	}
-	d.PausedTriggers = PausedQueue
+	d.PausedTriggers = triggers.PausedQueue
 	if v, st := root.str("paused_triggers"); st == set {
-		d.PausedTriggers = v
-		if v != PausedQueue && v != PausedRefuse {
+		d.PausedTriggers = triggers.PausedTriggers(v)
+		if d.PausedTriggers != triggers.PausedQueue && d.PausedTriggers != triggers.PausedRefuse {
 			root.problem("paused_triggers", "%q: want queue (triggers wait while the desk is paused) or refuse", v)
 		}
 	}
@@ -441,14 +442,14 @@ func loadScheduleTriggers(sn node, sc *Schedule, c *Config) {
 		sc.Calendar = v
 		checkCalendarRef(sn, "calendar", v, c)
 	}
-	sc.On = OnEveryDay
+	sc.On = triggers.EveryDay
 	if v, st := sn.str("on"); st == set {
-		sc.On = v
-		if v != OnEveryDay && v != OnTradingDays && v != OnMarketHours {
+		sc.On = triggers.On(v)
+		if sc.On != triggers.EveryDay && sc.On != triggers.TradingDays && sc.On != triggers.MarketHours {
 			sn.problem("on", "%q: want every_day, trading_days or market_hours", v)
 		}
 	}
-	sc.RunWithin = DefaultRunWithin
+	sc.RunWithin = triggers.DefaultRunWithin
 	v, ok := sn.get("missed")
 	if !ok {
 		return
@@ -484,12 +485,12 @@ func finishDeskTriggers(root node, d *Desk) {
 		if sc.Calendar == "" {
 			sc.Calendar = d.Calendar
 		}
-		if sc.Calendar == "" && (sc.On == OnTradingDays || sc.On == OnMarketHours) {
+		if sc.Calendar == "" && (sc.On == triggers.TradingDays || sc.On == triggers.MarketHours) {
 			root.s.add(root.file, fmt.Sprintf("%s[%d].on", root.field("schedules"), i),
 				"%s needs a calendar: set calendar on the schedule or the desk (deskd ships NSE)", sc.On)
 		}
 	}
-	if d.Rollover == RolloverTradingDay && d.Calendar == "" {
+	if d.Rollover == keeper.RolloverTradingDay && d.Calendar == "" {
 		root.problem("rollover", "trading_day needs the desk's calendar: set calendar (deskd ships NSE)")
 	}
 }
@@ -520,14 +521,7 @@ func (c *Config) CalendarOf(name string) *triggers.Calendar {
 func (c *Config) Entries(d *Desk) []triggers.Entry {
 	var out []triggers.Entry
 	for _, s := range d.Schedules {
-		e := triggers.Entry{Name: s.Name, Spec: s.Spec, Text: s.Text, Calendar: c.CalendarOf(s.Calendar), RunWithin: s.RunWithin}
-		switch s.On {
-		case OnTradingDays:
-			e.On = triggers.TradingDays
-		case OnMarketHours:
-			e.On = triggers.MarketHours
-		}
-		out = append(out, e)
+		out = append(out, triggers.Entry{Name: s.Name, Spec: s.Spec, Text: s.Text, Calendar: c.CalendarOf(s.Calendar), On: s.On, RunWithin: s.RunWithin})
 	}
 	return out
 }

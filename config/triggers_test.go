@@ -24,10 +24,10 @@ func TestTriggerDefaults(t *testing.T) {
 		{"CalendarsDir", c.CalendarsDir, filepath.Join(filepath.Dir(c.Path), "calendars.d")},
 		{"NSE shipped", c.CalendarOf("nse") != nil, true},
 		{"QueueLimit", d.QueueLimit, 256},
-		{"Coalesce", d.Coalesce, "off"},
+		{"Coalesce", string(d.Coalesce), "off"},
 		{"Calendar", d.Calendar, ""},
-		{"PausedTriggers", d.PausedTriggers, "queue"},
-		{"Schedules[0].On", d.Schedules[0].On, "every_day"},
+		{"PausedTriggers", string(d.PausedTriggers), "queue"},
+		{"Schedules[0].On", string(d.Schedules[0].On), "every_day"},
 		{"Schedules[0].RunWithin", d.Schedules[0].RunWithin, 5 * time.Minute},
 		{"Schedules[0].Calendar", d.Schedules[0].Calendar, ""},
 	}
@@ -78,8 +78,9 @@ holidays: [{date: "2026-12-25", name: Christmas}]
 			d.QueueLimit, d.Coalesce, d.Calendar, d.Rollover, d.PausedTriggers)
 	}
 	want := []struct {
-		cal, on string
-		within  time.Duration
+		cal    string
+		on     triggers.On
+		within time.Duration
 	}{{"NSE", "trading_days", 0}, {"NSE", "market_hours", 10 * time.Minute}, {"mycal", "trading_days", 5 * time.Minute}}
 	for i, w := range want {
 		s := d.Schedules[i]

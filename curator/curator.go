@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/durable"
 )
@@ -52,22 +51,20 @@ type Inventory struct {
 	OnTorn func(durable.Torn)
 }
 
-var _ keeper.Curator = (*Inventory)(nil)
-
 // Review lists the desk's skills and records them in the inventory.
-func (c *Inventory) Review(ctx context.Context, date memory.Date, session string) (keeper.Review, error) {
+func (c *Inventory) Review(ctx context.Context, date memory.Date, session string) (memory.SkillReview, error) {
 	skills, err := c.Folder.Skills()
 	if err != nil {
-		return keeper.Review{}, fmt.Errorf("review skills of %s: %w", c.Folder.Desk(), err)
+		return memory.SkillReview{}, fmt.Errorf("review skills of %s: %w", c.Folder.Desk(), err)
 	}
 	e := Entry{At: c.Now(), Date: date, Session: session, Action: "inventory", Skills: []SkillStock{}}
-	var r keeper.Review
+	var r memory.SkillReview
 	for _, s := range skills {
 		e.Skills = append(e.Skills, SkillStock{Name: s.Name, Description: s.Description, Hash: s.Hash, Size: s.Size, Pinned: s.Pinned})
 		r.Skills = append(r.Skills, s.Name)
 	}
 	if err := appendLine(c.Folder, InventoryFile, e, c.OnTorn); err != nil {
-		return keeper.Review{}, fmt.Errorf("review skills of %s: %w", c.Folder.Desk(), err)
+		return memory.SkillReview{}, fmt.Errorf("review skills of %s: %w", c.Folder.Desk(), err)
 	}
 	return r, nil
 }

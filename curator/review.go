@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/durable"
 )
@@ -49,8 +48,6 @@ type Reviewer struct {
 	// change ledger before an append.
 	OnTorn func(durable.Torn)
 }
-
-var _ keeper.Curator = (*Reviewer)(nil)
 
 // Operation is one change the model proposes.
 type Operation struct {
@@ -87,7 +84,7 @@ type LedgerEntry struct {
 }
 
 // Review asks the model for operations on the desk's skills and applies them.
-func (c *Reviewer) Review(ctx context.Context, date memory.Date, session string) (keeper.Review, error) {
+func (c *Reviewer) Review(ctx context.Context, date memory.Date, session string) (memory.SkillReview, error) {
 	r, err := (&Inventory{Folder: c.Folder, Now: c.Now, OnTorn: c.OnTorn}).Review(ctx, date, session)
 	if err != nil || len(r.Skills) == 0 {
 		return r, err

@@ -22,15 +22,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/keeper"
+	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
-
-// DefaultQueueLimit is how many triggers a desk's queue holds by default.
-const DefaultQueueLimit = 256
 
 // DefaultKeepFor is how long the ledger keeps finished triggers (and so
 // remembers their idempotency keys and outcomes) before compaction may
@@ -57,19 +55,85 @@ const (
 	retryMax   = 15 * time.Second
 )
 
+// Keeper is what a desk's loop asks of its session keeper (a
+// *keeper.Keeper): start the session, prepare each trigger, roll over.
+type Keeper interface {
+	// Start restores or starts the session and announces it.
+	Start(ctx context.Context) error
+	// Prepare rolls over on a new trading day and puts the summary in
+	// front of a new session's first message.
+	Prepare(ctx context.Context, t triggers.Trigger) (triggers.Trigger, error)
+	// RollOver starts a new session now, announced with reason, and
+	// returns its id.
+	RollOver(ctx context.Context, reason event.SessionReason) (string, error)
+	// Due reports whether the trading day boundary has passed since the
+	// session's date (an eager rollover is due).
+	Due() bool
+	// NextBoundary returns the next trading day boundary.
+	NextBoundary() time.Time
+}
+
+// Router is what a desk's loop asks of its model router (a
+// *router.Router): the session it shows, the turns it sends, the settings
+// a reload hands it, and what a restart finds in its session file.
+type Router interface {
+	// SessionID, TradingDate and Exchanges describe the current session.
+	SessionID() string
+	TradingDate() (memory.Date, bool)
+	Exchanges() int
+	// Primary returns the desk's own model, the first of its route.
+	Primary() router.Model
+	// Send runs one turn of t in the current session.
+	Send(ctx context.Context, t triggers.Trigger) (router.Reply, error)
+	// Fork starts a new session carrying the current one's context.
+	Fork(ctx context.Context) (string, error)
+	// Configure replaces the router's settings for the next call.
+	Configure(s router.Settings) error
+	// Outcome tells what session's file holds of trigger's turn.
+	Outcome(session, trigger string) (router.Outcome, error)
+	// Unreadable lists the files the last prompt could not read.
+	Unreadable() []router.Unreadable
+}
+
+// State is what a desk is doing (Status.State).
+type State string
+
+// The states of a desk.
+const (
+	StateStarting State = "starting"
+	StateIdle     State = "idle"
+	StateRunning  State = "running"
+	StatePaused   State = "paused"
+	StateStopped  State = "stopped"
+)
+
+// Phase is the step a running turn is at (Running.Phase).
+type Phase string
+
+// The phases of a turn.
+const (
+	// PhasePreparing: the keeper has the turn (it may be rolling the
+	// session over).
+	PhasePreparing Phase = "preparing"
+	// PhaseModel: the model router has the turn.
+	PhaseModel Phase = "model"
+)
+
 // Options configures a Desk. Every field is required but QueueLimit,
 // Coalesce, Calendar, KeepFor, ShutdownTimeout, PauseFile and RefusePaused.
 type Options struct {
-	Name   string
-	Keeper *keeper.Keeper
-	Router *router.Router
+	Name string
+	// Keeper is the desk's session keeper and Router its model router,
+	// over the same session.
+	Keeper Keeper
+	Router Router
 	// Ledger is the desk's trigger ledger (triggers.LedgerFile in the
 	// desk's folder). The desk does not close it.
 	Ledger    *triggers.Ledger
 	Schedules []triggers.Entry
 	Clock     clock.Clock
 	Bus       *event.Bus
-	// QueueLimit bounds the queue (default DefaultQueueLimit).
+	// QueueLimit bounds the queue (default triggers.DefaultQueueLimit).
 	QueueLimit int
 	// Coalesce lets a market trigger with a key replace the queued market
 	// trigger of the same key.
@@ -80,7 +144,8 @@ type Options struct {
 	// DefaultKeepFor).
 	KeepFor time.Duration
 	// ShutdownTimeout is how long a running turn may go on once the desk is
-	// told to stop, before it is cancelled (default 30s).
+	// told to stop, before it is cancelled (default
+	// config.DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
 	// PauseFile is where the desk's pause is kept (PauseFile in the desk's
 	// folder), so that it survives a restart; empty: a pause is not kept.
@@ -134,7 +199,7 @@ type Desk struct {
 	failures   int // counts failed writes, so a retry can tell one came meanwhile
 
 	mu       sync.Mutex
-	state    string
+	state    State
 	running  *Running
 	calendar *triggers.Calendar
 	pending  *Settings // settings Configure left for the loop
@@ -157,9 +222,9 @@ type Running struct {
 	Trigger string        `json:"trigger"`
 	Kind    triggers.Kind `json:"kind"`
 	Since   time.Time     `json:"since"`
-	// Phase is "preparing" (the keeper may be rolling the session over)
-	// or "model" (the model router has the turn).
-	Phase string `json:"phase"`
+	// Phase is preparing (the keeper may be rolling the session over) or
+	// model (the model router has the turn).
+	Phase Phase `json:"phase"`
 }
 
 type rolloverRequest struct {
@@ -178,10 +243,10 @@ type rolloverResult struct {
 // had reached the model are marked interrupted. Run starts the desk.
 func New(o Options) (*Desk, error) {
 	if o.QueueLimit <= 0 {
-		o.QueueLimit = DefaultQueueLimit
+		o.QueueLimit = triggers.DefaultQueueLimit
 	}
 	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = 30 * time.Second
+		o.ShutdownTimeout = config.DefaultShutdownTimeout
 	}
 	if o.KeepFor <= 0 {
 		o.KeepFor = DefaultKeepFor
@@ -192,7 +257,7 @@ func New(o Options) (*Desk, error) {
 	d := &Desk{
 		o: o, queue: triggers.NewQueue(o.QueueLimit, o.Coalesce), ledger: o.Ledger,
 		rollovers: make(chan rolloverRequest), wake: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{}),
-		hurry: make(chan struct{}), state: "starting", calendar: o.Calendar, refusePaused: o.RefusePaused,
+		hurry: make(chan struct{}), state: StateStarting, calendar: o.Calendar, refusePaused: o.RefusePaused,
 	}
 	p, err := loadPause(o.PauseFile)
 	d.pause = p // a damaged pause file leaves the desk paused, and says why
@@ -244,7 +309,7 @@ type Settings struct {
 // replace them. A desk that has stopped returns ErrStopped.
 func (d *Desk) Configure(s Settings) error {
 	if s.QueueLimit <= 0 {
-		s.QueueLimit = DefaultQueueLimit
+		s.QueueLimit = triggers.DefaultQueueLimit
 	}
 	select {
 	case <-d.done:
@@ -347,13 +412,13 @@ type Status struct {
 	TradingDate string `json:"trading_date"`
 	Exchanges   int    `json:"exchanges"`
 	// State is starting, idle, running, paused or stopped.
-	State      string   `json:"state"`
-	QueueDepth int      `json:"queue_depth"`
-	QueueLimit int      `json:"queue_limit"`
-	Running    *Running `json:"running,omitempty"`
-	Model      string   `json:"model"`
-	Provider   string   `json:"provider"`
-	Scripted   bool     `json:"scripted,omitempty"`
+	State      State               `json:"state"`
+	QueueDepth int                 `json:"queue_depth"`
+	QueueLimit int                 `json:"queue_limit"`
+	Running    *Running            `json:"running,omitempty"`
+	Model      string              `json:"model"`
+	Provider   router.ProviderName `json:"provider"`
+	Scripted   bool                `json:"scripted,omitempty"`
 	// NextSchedule and NextSlot are the next scheduled slot.
 	NextSchedule string    `json:"next_schedule,omitempty"`
 	NextSlot     time.Time `json:"next_slot,omitzero"`
@@ -368,7 +433,7 @@ type Status struct {
 	Paused *Pause `json:"paused,omitempty"`
 	// PausedTriggers is what the desk does with triggers while paused:
 	// queue or refuse.
-	PausedTriggers string `json:"paused_triggers"`
+	PausedTriggers triggers.PausedTriggers `json:"paused_triggers"`
 	// Unreadable lists the desk's Memory.md and skills that exist but
 	// could not be read when its last prompt was built, and still cannot:
 	// its prompts go without them (announced as memory.unreadable).
@@ -409,9 +474,9 @@ func (d *Desk) Status() Status {
 		p := *d.pause
 		s.Paused = &p
 	}
-	s.PausedTriggers = "queue"
+	s.PausedTriggers = triggers.PausedQueue
 	if d.refusePaused {
-		s.PausedTriggers = "refuse"
+		s.PausedTriggers = triggers.PausedRefuse
 	}
 	d.pauseMu.Unlock()
 	if name, at, ok := sched.Next(now); ok {
@@ -570,7 +635,7 @@ func (d *Desk) newSession(ctx context.Context, req rolloverRequest) (previous, s
 // cancellation.
 func (d *Desk) Run(ctx context.Context) error {
 	defer close(d.done)
-	defer d.setState("stopped")
+	defer d.setState(StateStopped)
 	defer func() {
 		d.submitMu.Lock()
 		d.closed = true
@@ -582,7 +647,7 @@ func (d *Desk) Run(ctx context.Context) error {
 		return fmt.Errorf("desk %s: %w", d.o.Name, err)
 	}
 	m := d.o.Router.Primary()
-	event.Publish(d.o.Bus, event.DeskStarted{Header: d.header(), Model: m.Name, Provider: m.Provider, Scripted: m.Scripted()})
+	event.Publish(d.o.Bus, event.DeskStarted{Header: d.header(), Model: m.Name, Provider: string(m.Provider), Scripted: m.Scripted()})
 	defer func() {
 		reason := "stopped"
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -622,7 +687,7 @@ func (d *Desk) Run(ctx context.Context) error {
 			return
 		}
 		tried = d.o.Router.SessionID()
-		_, _ = d.o.Keeper.RollOver(work, "daily_rollover")
+		_, _ = d.o.Keeper.RollOver(work, event.ReasonDailyRollover)
 		d.look()
 	}
 	eager() // triggers may arrive meanwhile; they wait in the queue
@@ -699,10 +764,10 @@ func (d *Desk) Run(ctx context.Context) error {
 			if req.fork {
 				id, err = d.o.Router.Fork(work)
 				if err == nil {
-					event.Publish(d.o.Bus, event.SessionStarted{Header: d.header(), Session: id, Reason: "fork", Previous: prev})
+					event.Publish(d.o.Bus, event.SessionStarted{Header: d.header(), Session: id, Reason: event.ReasonFork, Previous: prev})
 				}
 			} else {
-				id, err = d.o.Keeper.RollOver(work, "manual_rollover")
+				id, err = d.o.Keeper.RollOver(work, event.ReasonManualRollover)
 			}
 			d.look()
 			req.reply <- rolloverResult{previous: prev, session: id, err: err}
@@ -794,7 +859,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		d.storageFailed(err)
 		return
 	}
-	d.setRunning(&Running{Trigger: t.ID, Kind: t.Kind, Since: now, Phase: "preparing"})
+	d.setRunning(&Running{Trigger: t.ID, Kind: t.Kind, Since: now, Phase: PhasePreparing})
 	defer d.setRunning(nil)
 
 	msg := t
@@ -819,7 +884,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		return
 	}
 	d.look()
-	d.setPhase("model")
+	d.setPhase(PhaseModel)
 	event.Publish(d.o.Bus, event.TurnStarted{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Kind: string(t.Kind)})
 	reply, err := d.o.Router.Send(ctx, prepared)
 	if err != nil {
@@ -847,7 +912,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	})
 	event.Publish(d.o.Bus, event.TurnCompleted{
 		Header: d.header(), Session: reply.Session, Turn: reply.Turn, Trigger: t.ID, Model: reply.Model,
-		Provider: reply.Provider, Scripted: reply.Scripted, InputTokens: reply.Usage.InputTokens,
+		Provider: string(reply.Provider), Scripted: reply.Scripted, InputTokens: reply.Usage.InputTokens,
 		OutputTokens: reply.Usage.OutputTokens, CachedTokens: reply.Usage.CachedTokens, Cost: reply.Cost,
 		ToolCalls: reply.ToolCalls, DurationMS: reply.Duration.Milliseconds(),
 	})
@@ -882,18 +947,18 @@ func (d *Desk) look() {
 	d.mu.Unlock()
 }
 
-func (d *Desk) setState(s string) {
+func (d *Desk) setState(s State) {
 	d.mu.Lock()
 	d.state = s
 	d.mu.Unlock()
 }
 
-// idleState is "paused" or "idle".
-func (d *Desk) idleState() string {
+// idleState is StatePaused or StateIdle.
+func (d *Desk) idleState() State {
 	if d.Paused() != nil {
-		return "paused"
+		return StatePaused
 	}
-	return "idle"
+	return StateIdle
 }
 
 // setIdleState shows the desk idle (or paused) unless it is starting,
@@ -902,7 +967,7 @@ func (d *Desk) setIdleState() {
 	idle := d.idleState()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.state == "stopped" || d.running != nil || d.state == "starting" && !isClosed(d.started) {
+	if d.state == StateStopped || d.running != nil || d.state == StateStarting && !isClosed(d.started) {
 		return
 	}
 	d.state = idle
@@ -922,17 +987,17 @@ func (d *Desk) setRunning(r *Running) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.running = r
-	if d.state == "stopped" {
+	if d.state == StateStopped {
 		return
 	}
 	if r != nil {
-		d.state = "running"
+		d.state = StateRunning
 	} else {
 		d.state = idle
 	}
 }
 
-func (d *Desk) setPhase(p string) {
+func (d *Desk) setPhase(p Phase) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.running != nil {

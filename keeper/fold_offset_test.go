@@ -32,7 +32,7 @@ func (p *proc) note(t *testing.T, d memory.Date, line string) {
 }
 
 // rollOver rolls the desk over now, as an operator's POST .../rollover does.
-func (p *proc) rollOver(t *testing.T, reason string) {
+func (p *proc) rollOver(t *testing.T, reason event.SessionReason) {
 	t.Helper()
 	if _, err := p.keeper.RollOver(t.Context(), reason); err != nil {
 		t.Fatalf("RollOver(%s): %v", reason, err)

@@ -45,16 +45,25 @@ type Router interface {
 
 // Curator reviews the desk's own skills after the day's summary.
 type Curator interface {
-	Review(ctx context.Context, date memory.Date, session string) (Review, error)
+	Review(ctx context.Context, date memory.Date, session string) (memory.SkillReview, error)
 }
 
-// Review is what a curator reports.
-type Review struct {
-	// Skills names the skills it looked at.
-	Skills []string
-	// Changes describes each change it made, one line each.
-	Changes []string
-}
+// RolloverMode is when a desk's sessions roll over (a desk's rollover).
+type RolloverMode string
+
+// The rollover modes.
+const (
+	// RolloverDaily rolls the session over at each trading day boundary
+	// (the default).
+	RolloverDaily RolloverMode = "daily"
+	// RolloverOff never rolls the session over: the desk keeps one
+	// session (Options.Disabled).
+	RolloverOff RolloverMode = "off"
+	// RolloverTradingDay rolls over at the first boundary into a trading
+	// day of the desk's calendar: a weekend or a holiday opens no new
+	// session (the desk's router is seen through its calendar).
+	RolloverTradingDay RolloverMode = "trading_day"
+)
 
 // Step names a durable step of a rollover.
 type Step string
@@ -125,9 +134,9 @@ const journalFile = "rollover.json"
 // step's outcome and event are journalled before the event is announced,
 // and the step is marked done after (see Keeper.announced).
 type journal struct {
-	Session string      `json:"session"`
-	Date    memory.Date `json:"trading_date"`
-	Reason  string      `json:"reason"`
+	Session string              `json:"session"`
+	Date    memory.Date         `json:"trading_date"`
+	Reason  event.SessionReason `json:"reason"`
 
 	Summary         string                   `json:"summary,omitempty"`
 	SummaryAttempts int                      `json:"summary_attempts,omitempty"`
@@ -177,9 +186,9 @@ func (k *Keeper) Start(ctx context.Context) error {
 	if _, err := k.readFolded(); err != nil { // migrates an older deskd's record now
 		return fmt.Errorf("keeper %s: start: %w", k.o.Desk, err)
 	}
-	reason := "first"
+	reason := event.ReasonFirst
 	if resumed {
-		reason = "resumed"
+		reason = event.ReasonResumed
 	}
 	k.announce(reason, "", "")
 	var j journal
@@ -236,7 +245,7 @@ func (k *Keeper) NextBoundary() time.Time { return k.o.Day.NextBoundary(k.o.Cloc
 // next turn tries again.
 func (k *Keeper) Prepare(ctx context.Context, t triggers.Trigger) (triggers.Trigger, error) {
 	if k.Due() {
-		if _, err := k.RollOver(ctx, "daily_rollover"); err != nil && ctx.Err() != nil {
+		if _, err := k.RollOver(ctx, event.ReasonDailyRollover); err != nil && ctx.Err() != nil {
 			return t, err
 		}
 	}
@@ -255,9 +264,9 @@ func (k *Keeper) Prepare(ctx context.Context, t triggers.Trigger) (triggers.Trig
 
 // RollOver ends the current session with a summary and starts a fresh one
 // for today, and returns the new session's id. reason is announced with the
-// new session ("daily_rollover", "manual_rollover"). A failure is announced
+// new session (event.ReasonDailyRollover, ReasonManualRollover). A failure is announced
 // as rollover.failed and returned; the journal keeps the steps already done.
-func (k *Keeper) RollOver(ctx context.Context, reason string) (string, error) {
+func (k *Keeper) RollOver(ctx context.Context, reason event.SessionReason) (string, error) {
 	prev := k.o.Router.SessionID()
 	id, step, err := k.rollOver(ctx, reason)
 	if err != nil {
@@ -267,7 +276,7 @@ func (k *Keeper) RollOver(ctx context.Context, reason string) (string, error) {
 	return id, nil
 }
 
-func (k *Keeper) rollOver(ctx context.Context, reason string) (string, Step, error) {
+func (k *Keeper) rollOver(ctx context.Context, reason event.SessionReason) (string, Step, error) {
 	prev := k.o.Router.SessionID()
 	date, ok := k.o.Router.TradingDate()
 	var j journal
@@ -664,7 +673,7 @@ func (k *Keeper) announced(j *journal, step Step, announce, done func()) error {
 	return k.o.Folder.WriteJSON(journalFile, j)
 }
 
-func (k *Keeper) announce(reason, previous, summaryPath string) {
+func (k *Keeper) announce(reason event.SessionReason, previous, summaryPath string) {
 	event.Publish(k.o.Bus, event.SessionStarted{
 		Header: k.header(), Session: k.o.Router.SessionID(), Reason: reason, Previous: previous, SummaryPath: summaryPath,
 	})

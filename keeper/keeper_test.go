@@ -290,11 +290,11 @@ type curator struct {
 	reviews []string // "<date> <session>"
 }
 
-func (c *curator) Review(ctx context.Context, date memory.Date, session string) (keeper.Review, error) {
+func (c *curator) Review(ctx context.Context, date memory.Date, session string) (memory.SkillReview, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reviews = append(c.reviews, date.String()+" "+session)
-	return keeper.Review{Skills: []string{"sizing"}}, nil
+	return memory.SkillReview{Skills: []string{"sizing"}}, nil
 }
 
 func TestRollOverResumesAfterCrashAtEveryStep(t *testing.T) {

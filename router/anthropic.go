@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -15,93 +14,35 @@ import (
 	"github.com/deskd/deskd/memory"
 )
 
-// AnthropicProvider is the provider name of the Messages API client.
-const AnthropicProvider = "anthropic"
-
-// DefaultAnthropicBaseURL is Anthropic's own endpoint, used when no base URL
-// is set.
-const DefaultAnthropicBaseURL = "https://api.anthropic.com"
-
-// DefaultAnthropicMaxTokens is the answer cap sent when neither the options
-// nor the request set one: the Messages API requires max_tokens.
-const DefaultAnthropicMaxTokens = 4096
-
-// AnthropicOptions configure a Messages API client.
-type AnthropicOptions struct {
-	// Name is the model's name in the config; every error names it.
-	Name string
-	// BaseURL is the API's root, without /v1 (a trailing /v1 is dropped);
-	// empty means DefaultAnthropicBaseURL.
-	BaseURL string
-	// Model is the service's model id, sent with every request.
-	Model string
-	// APIKey authenticates the calls; it never appears in an error.
-	APIKey string
-	// MaxOutputTokens caps every answer (max_tokens); 0 means
-	// DefaultAnthropicMaxTokens unless a request sets a cap.
-	MaxOutputTokens int
-	// Timeout bounds one call, the whole stream included; 0 means
-	// DefaultTimeout.
-	Timeout time.Duration
-	// HTTPClient makes the requests; nil means a client of its own.
-	HTTPClient *http.Client
-}
-
 // Anthropic is a client of the Messages API. It streams every answer and
 // makes one attempt per call: the router retries.
 type Anthropic struct {
-	name, model string
-	key         string
-	maxOut      int
-	timeout     time.Duration
-	svc         anthropic.MessageService
-	now         func() time.Time // reads an HTTP-date Retry-After without a Date header
+	client
+	svc anthropic.MessageService
 }
 
 var _ Provider = (*Anthropic)(nil)
 
-// NewAnthropic returns a Messages API client. It reads nothing from the
-// environment or from profile files: the options are the whole
-// configuration.
-func NewAnthropic(o AnthropicOptions) (*Anthropic, error) {
-	if o.Name == "" {
-		o.Name = o.Model
-	}
-	if o.Model == "" {
-		return nil, fmt.Errorf("model %s: anthropic: no model id", o.Name)
-	}
-	if o.BaseURL == "" {
-		o.BaseURL = DefaultAnthropicBaseURL
-	}
-	if err := checkBaseURL(o.Name, o.BaseURL); err != nil {
+// NewAnthropic returns a Messages API client (o.BaseURL defaults to
+// DefaultAnthropicBaseURL). It reads nothing from profile files either.
+func NewAnthropic(o ClientOptions) (*Anthropic, error) {
+	o, err := o.checked(AnthropicProvider)
+	if err != nil {
 		return nil, err
 	}
 	// The SDK adds v1/messages to the root.
 	base := strings.TrimSuffix(strings.TrimSuffix(o.BaseURL, "/"), "/v1")
-	if o.MaxOutputTokens < 0 {
-		return nil, fmt.Errorf("model %s: max_output_tokens %d is negative", o.Name, o.MaxOutputTokens)
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(base),
-		option.WithHTTPClient(hc),
+		option.WithHTTPClient(o.HTTPClient),
 		option.WithMaxRetries(0),
 	}
 	if o.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(o.APIKey))
 	}
-	client := anthropic.NewClient(opts...)
-	return &Anthropic{
-		name: o.Name, model: o.Model, key: o.APIKey, maxOut: o.MaxOutputTokens,
-		timeout: o.Timeout, svc: client.Messages, now: time.Now,
-	}, nil
+	sdk := anthropic.NewClient(opts...)
+	return &Anthropic{client: newClient(o), svc: sdk.Messages}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -119,15 +60,13 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error) {
 	params, err := p.params(req)
 	if err != nil {
-		return Response{}, &APIError{Model: p.name, Err: err}
+		return Response{}, p.failed(err)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
-	meter := replyMeter{limit: ReplyCap(int(params.MaxTokens))}
-	rec := &recorder{limit: int64(ReplyStreamFactor) * int64(meter.limit)}
-	c := call{model: p.name, key: p.key, timeout: p.timeout, ctx: ctx, callCtx: callCtx, rec: rec, now: p.now}
+	a := p.begin(ctx, int(params.MaxTokens))
+	defer a.cancel()
+	meter, rec, c, cancel := &a.meter, a.rec, a.call, a.cancel
 
-	stream := p.svc.NewStreaming(callCtx, params, option.WithMiddleware(rec.middleware))
+	stream := p.svc.NewStreaming(a.ctx, params, option.WithMiddleware(rec.middleware))
 	defer stream.Close()
 	var (
 		msg     anthropic.Message
@@ -297,7 +236,7 @@ func (p *Anthropic) streamError(err error) *APIError {
 func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 	n := outputCap(p.maxOut, req.MaxOutputTokens)
 	if n <= 0 {
-		n = DefaultAnthropicMaxTokens
+		n = DefaultMaxOutputTokens
 	}
 	params := anthropic.MessageNewParams{Model: p.model, MaxTokens: int64(n)}
 	if req.System != "" {

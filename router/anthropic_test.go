@@ -367,7 +367,7 @@ func TestAnthropicIgnoresEnvironment(t *testing.T) {
 	if strings.Contains(h.Get("Authorization")+h.Get("X-Api-Key"), "from-env") {
 		t.Errorf("the key from the environment was sent")
 	}
-	if body["max_tokens"] != float64(DefaultAnthropicMaxTokens) {
+	if body["max_tokens"] != float64(DefaultMaxOutputTokens) {
 		t.Errorf("max_tokens = %v", body["max_tokens"])
 	}
 }

@@ -68,7 +68,7 @@ func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
 // hostileReplies are streams far longer than any output limit allows.
 var hostileReplies = []struct {
 	name     string
-	provider string
+	provider router.ProviderName
 	head     []string
 	body     string
 	tail     []string
@@ -113,17 +113,17 @@ var hostileReplies = []struct {
 }
 
 // hostileModel is a model whose service streams a hostile reply.
-func hostileModel(t *testing.T, provider string, h http.HandlerFunc) (router.Model, *httptest.Server) {
+func hostileModel(t *testing.T, provider router.ProviderName, h http.HandlerFunc) (router.Model, *httptest.Server) {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	m := router.Model{Name: provider, Provider: provider}
+	m := router.Model{Name: string(provider), Provider: provider}
 	var err error
 	if provider == router.AnthropicProvider {
-		m.Client, err = router.NewAnthropic(router.AnthropicOptions{Name: provider, BaseURL: srv.URL, Model: "claude-test",
+		m.Client, err = router.NewAnthropic(router.AnthropicOptions{Name: string(provider), BaseURL: srv.URL, Model: "claude-test",
 			APIKey: "sk-test", MaxOutputTokens: 1000, Timeout: time.Minute, HTTPClient: srv.Client()})
 	} else {
-		m.Client, err = router.NewOpenAI(router.OpenAIOptions{Name: provider, BaseURL: srv.URL + "/v1", Model: "gpt-test",
+		m.Client, err = router.NewOpenAI(router.OpenAIOptions{Name: string(provider), BaseURL: srv.URL + "/v1", Model: "gpt-test",
 			APIKey: "sk-test", MaxOutputTokens: 1000, Timeout: time.Minute, HTTPClient: srv.Client()})
 	}
 	if err != nil {

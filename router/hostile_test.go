@@ -49,13 +49,15 @@ var echoes = []struct{ name, text string }{
 // echoingServices are services that fail with an echo of the key in each
 // way a failure can reach deskd.
 func echoingServices(echo string) []struct {
-	name, provider string
-	h              http.HandlerFunc
+	name     string
+	provider router.ProviderName
+	h        http.HandlerFunc
 } {
 	msg := "Incorrect API key provided: " + echo + ". You can find your API key at https://example.com."
 	return []struct {
-		name, provider string
-		h              http.HandlerFunc
+		name     string
+		provider router.ProviderName
+		h        http.HandlerFunc
 	}{
 		{"openai 401 body", router.OpenAIProvider, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
@@ -87,15 +89,15 @@ func echoingServices(echo string) []struct {
 }
 
 // echoingModel is a model of provider at srv, with hostileKey.
-func echoingModel(t *testing.T, provider string, srv *httptest.Server) router.Model {
+func echoingModel(t *testing.T, provider router.ProviderName, srv *httptest.Server) router.Model {
 	t.Helper()
-	m := router.Model{Name: provider, Provider: provider}
+	m := router.Model{Name: string(provider), Provider: provider}
 	var err error
 	if provider == router.AnthropicProvider {
-		m.Client, err = router.NewAnthropic(router.AnthropicOptions{Name: provider, BaseURL: srv.URL, Model: "claude-test",
+		m.Client, err = router.NewAnthropic(router.AnthropicOptions{Name: string(provider), BaseURL: srv.URL, Model: "claude-test",
 			APIKey: hostileKey, Timeout: time.Minute, HTTPClient: srv.Client()})
 	} else {
-		m.Client, err = router.NewOpenAI(router.OpenAIOptions{Name: provider, BaseURL: srv.URL + "/v1", Model: "gpt-test",
+		m.Client, err = router.NewOpenAI(router.OpenAIOptions{Name: string(provider), BaseURL: srv.URL + "/v1", Model: "gpt-test",
 			APIKey: hostileKey, Timeout: time.Minute, HTTPClient: srv.Client()})
 	}
 	if err != nil {
@@ -263,8 +265,9 @@ func TestInvalidToolArgumentsAreReported(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name, provider string
-		first, then    func(w http.ResponseWriter)
+		name        string
+		provider    router.ProviderName
+		first, then func(w http.ResponseWriter)
 	}{
 		{"anthropic", router.AnthropicProvider, func(w http.ResponseWriter) {
 			for _, e := range append([]string{antHead,

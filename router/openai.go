@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -17,86 +15,32 @@ import (
 	"github.com/deskd/deskd/memory"
 )
 
-// OpenAIProvider is the provider name of the Chat Completions client.
-const OpenAIProvider = "openai"
-
-// DefaultOpenAIBaseURL is OpenAI's own endpoint, used when no base URL is set.
-const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
-
-// OpenAIOptions configure a Chat Completions client.
-type OpenAIOptions struct {
-	// Name is the model's name in the config; every error names it.
-	Name string
-	// BaseURL is the API's root, up to and including /v1: OpenAI
-	// (https://api.openai.com/v1, the default), vLLM, Ollama
-	// (http://localhost:11434/v1), a llama.cpp server, ...
-	BaseURL string
-	// Model is the service's model id, sent with every request.
-	Model string
-	// APIKey is sent as a bearer token; empty sends none (local servers).
-	// It never appears in an error.
-	APIKey string
-	// MaxOutputTokens caps every answer (max_completion_tokens); 0 leaves
-	// the cap to the service unless a request sets one.
-	MaxOutputTokens int
-	// Timeout bounds one call, the whole stream included; 0 means
-	// DefaultTimeout.
-	Timeout time.Duration
-	// HTTPClient makes the requests; nil means a client of its own.
-	HTTPClient *http.Client
-}
-
 // OpenAI is a client of the Chat Completions API at any base URL. It
 // streams every answer, asks for the usage in the stream's last chunk, and
 // makes one attempt per call: the router retries.
 type OpenAI struct {
-	name, model string
-	key         string
-	maxOut      int
-	timeout     time.Duration
-	svc         openai.ChatCompletionService
-	now         func() time.Time // reads an HTTP-date Retry-After without a Date header
+	client
+	svc openai.ChatCompletionService
 }
 
 var _ Provider = (*OpenAI)(nil)
 
-// NewOpenAI returns a Chat Completions client. It reads nothing from the
-// environment: the options are the whole configuration.
-func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
-	if o.Name == "" {
-		o.Name = o.Model
-	}
-	if o.Model == "" {
-		return nil, fmt.Errorf("model %s: openai: no model id", o.Name)
-	}
-	if o.BaseURL == "" {
-		o.BaseURL = DefaultOpenAIBaseURL
-	}
-	if err := checkBaseURL(o.Name, o.BaseURL); err != nil {
+// NewOpenAI returns a Chat Completions client (o.BaseURL defaults to
+// DefaultOpenAIBaseURL).
+func NewOpenAI(o ClientOptions) (*OpenAI, error) {
+	o, err := o.checked(OpenAIProvider)
+	if err != nil {
 		return nil, err
-	}
-	if o.MaxOutputTokens < 0 {
-		return nil, fmt.Errorf("model %s: max_output_tokens %d is negative", o.Name, o.MaxOutputTokens)
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
 	}
 	// The service, unlike openai.NewClient, reads no OPENAI_* variable: a
 	// key from the environment must never reach another base URL.
 	svc := openai.NewChatCompletionService(
 		option.WithBaseURL(o.BaseURL),
 		option.WithAPIKey(o.APIKey),
-		option.WithHTTPClient(hc),
+		option.WithHTTPClient(o.HTTPClient),
 		option.WithMaxRetries(0),
 	)
-	return &OpenAI{
-		name: o.Name, model: o.Model, key: o.APIKey, maxOut: o.MaxOutputTokens,
-		timeout: o.Timeout, svc: svc, now: time.Now,
-	}, nil
+	return &OpenAI{client: newClient(o), svc: svc}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -115,16 +59,14 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 	params, err := p.params(req)
 	if err != nil {
-		return Response{}, &APIError{Model: p.name, Err: err}
+		return Response{}, p.failed(err)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
 	maxOut := outputCap(p.maxOut, req.MaxOutputTokens)
-	meter := replyMeter{limit: ReplyCap(maxOut)}
-	rec := &recorder{limit: int64(ReplyStreamFactor) * int64(meter.limit)}
-	c := call{model: p.name, key: p.key, timeout: p.timeout, ctx: ctx, callCtx: callCtx, rec: rec, now: p.now}
+	a := p.begin(ctx, maxOut)
+	defer a.cancel()
+	meter, rec, c, cancel := &a.meter, a.rec, a.call, a.cancel
 
-	stream := p.svc.NewStreaming(callCtx, params, option.WithMiddleware(rec.middleware))
+	stream := p.svc.NewStreaming(a.ctx, params, option.WithMiddleware(rec.middleware))
 	defer stream.Close()
 	var (
 		acc      openai.ChatCompletionAccumulator

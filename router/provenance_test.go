@@ -152,7 +152,7 @@ func TestForkCopiesEveryFieldOfItsRecords(t *testing.T) {
 	// The copy lost nothing of what operators read.
 	var sawScripted, sawUsage, sawKind, sawTool bool
 	for _, rec := range got[1:] {
-		sawScripted = sawScripted || (rec.Scripted && rec.Model == "offline" && rec.Provider == router.ScriptedProvider)
+		sawScripted = sawScripted || (rec.Scripted && rec.Model == "offline" && rec.Provider == string(router.ScriptedProvider))
 		sawUsage = sawUsage || rec.Usage != nil
 		sawKind = sawKind || (rec.Role == router.RoleUser && rec.Kind == string(triggers.Market) && rec.Trigger == "mkt-7")
 		sawTool = sawTool || (rec.Type == memory.RecordTool && rec.ToolName == "note")

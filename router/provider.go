@@ -263,8 +263,8 @@ func (e *APIError) Unwrap() error { return e.Err }
 type Model struct {
 	// Name is the model's key in the config's models map.
 	Name string
-	// Provider names the service kind: "scripted", "openai", "anthropic".
-	Provider string
+	// Provider is the kind of service.
+	Provider ProviderName
 	// Client makes the calls.
 	Client Provider
 	// ContextWindow is the model's context size in tokens (0: unknown).

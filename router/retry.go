@@ -482,21 +482,6 @@ func retryAfter(h http.Header, now func() time.Time) time.Duration {
 	return max(at.Sub(ref), 0)
 }
 
-// DefaultTimeout bounds one model call when the options set no Timeout.
-const DefaultTimeout = 5 * time.Minute
-
-// checkBaseURL validates a configured base URL.
-func checkBaseURL(name, raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("model %s: base_url: %w", name, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("model %s: base_url %q: want an http:// or https:// URL", name, raw)
-	}
-	return nil
-}
-
 // toolArguments makes a model's tool-call arguments valid JSON: empty
 // becomes {}, and text that is not JSON is kept as a JSON string, so that
 // the tool loop reports the fault to the model (argumentsFault) instead of

@@ -42,7 +42,7 @@ type state struct {
 }
 
 // DefaultCompactShare is the share of a model's context window a request
-// may fill before the session is compacted.
+// may fill before the session is compacted (compact_share).
 const DefaultCompactShare = 0.8
 
 // Settings are a desk's router settings that a config reload may change.
@@ -53,7 +53,8 @@ type Settings struct {
 	Instructions string
 	// Tools are the tools the desk's model may call (see BuiltinTools).
 	Tools []Tool
-	// MaxToolRounds bounds the tool rounds of one turn (default 8).
+	// MaxToolRounds bounds the tool rounds of one turn (default
+	// DefaultMaxToolRounds).
 	MaxToolRounds int
 	// MaxToolCalls bounds the tool calls of one answer that are run
 	// (default DefaultMaxToolCalls); each call past it is answered with an
@@ -62,7 +63,7 @@ type Settings struct {
 	// Budgets bound what the desk may spend.
 	Budgets Budgets
 	// CompactShare is the share of the context window that triggers a
-	// compaction (default 0.8).
+	// compaction (default DefaultCompactShare).
 	CompactShare float64
 	// Retry retries each model of the route before the next is tried; nil
 	// makes one attempt per model.
@@ -95,7 +96,7 @@ type Reply struct {
 	Turn     int
 	Text     string
 	Model    string
-	Provider string
+	Provider ProviderName
 	Scripted bool
 	// Usage adds up every model call of the turn.
 	Usage memory.Usage
@@ -496,7 +497,7 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 		usage := resp.Usage
 		if err := r.log.Append(memory.Record{
 			Type: memory.RecordMessage, At: r.clock.Now(), Role: RoleAssistant, Text: text, Trigger: trigger,
-			Model: model.Name, Provider: model.Provider, Scripted: model.Scripted(), Usage: &usage,
+			Model: model.Name, Provider: string(model.Provider), Scripted: model.Scripted(), Usage: &usage,
 			DurationMS: r.clock.Now().Sub(callStart).Milliseconds(), ToolCalls: encodeCalls(calls), Silent: silent,
 			Truncated: resp.Truncated, Data: data,
 		}); err != nil {
@@ -610,7 +611,7 @@ func (r *Router) answerLocked(ctx context.Context, req Request) (string, error) 
 	usage := resp.Usage
 	if r.log != nil {
 		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: string(req.Task), Text: resp.Text,
-			Model: model.Name, Provider: model.Provider, Scripted: model.Scripted(), Usage: &usage, Truncated: resp.Truncated})
+			Model: model.Name, Provider: string(model.Provider), Scripted: model.Scripted(), Usage: &usage, Truncated: resp.Truncated})
 	}
 	if resp.Truncated {
 		return "", fmt.Errorf("model %s: the answer was truncated after %d bytes, at deskd's cap for its output limit, and is not used",

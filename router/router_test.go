@@ -378,7 +378,7 @@ func TestSendFallsBackAlongTheRoute(t *testing.T) {
 		name          string
 		first, second *fake
 		wantModel     string // "" when every model fails
-		wantProvider  string
+		wantProvider  router.ProviderName
 		wantScripted  bool
 		wantText      string
 		wantCalls     [2]int
@@ -415,7 +415,7 @@ func TestSendFallsBackAlongTheRoute(t *testing.T) {
 			if reply.Model != tt.wantModel || reply.Provider != tt.wantProvider || reply.Scripted != tt.wantScripted || reply.Text != tt.wantText {
 				t.Errorf("reply = %+v, want %s/%s (scripted %v) saying %q", reply, tt.wantModel, tt.wantProvider, tt.wantScripted, tt.wantText)
 			}
-			if last.Role != "assistant" || last.Model != tt.wantModel || last.Provider != tt.wantProvider || last.Scripted != tt.wantScripted || last.Text != tt.wantText {
+			if last.Role != "assistant" || last.Model != tt.wantModel || last.Provider != string(tt.wantProvider) || last.Scripted != tt.wantScripted || last.Text != tt.wantText {
 				t.Errorf("assistant record = %+v, want it to name %s/%s (scripted %v)", last, tt.wantModel, tt.wantProvider, tt.wantScripted)
 			}
 		})

@@ -40,7 +40,7 @@ func textStep(text string) step       { return step{text: text} }
 // ruleServer is a fake model service that checks every request it gets.
 type ruleServer struct {
 	t        *testing.T
-	provider string // router.AnthropicProvider or router.OpenAIProvider
+	provider router.ProviderName // router.AnthropicProvider or router.OpenAIProvider
 
 	mu       sync.Mutex
 	script   []step
@@ -49,19 +49,19 @@ type ruleServer struct {
 	calls    int
 }
 
-func newRuleServer(t *testing.T, provider string, script ...step) (*ruleServer, router.Model) {
+func newRuleServer(t *testing.T, provider router.ProviderName, script ...step) (*ruleServer, router.Model) {
 	t.Helper()
 	s := &ruleServer{t: t, provider: provider, script: script}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
-	m := router.Model{Name: provider, Provider: provider, ContextWindow: 200000}
+	m := router.Model{Name: string(provider), Provider: provider, ContextWindow: 200000}
 	var err error
 	switch provider {
 	case router.AnthropicProvider:
-		m.Client, err = router.NewAnthropic(router.AnthropicOptions{Name: provider, BaseURL: srv.URL, Model: "claude-test",
+		m.Client, err = router.NewAnthropic(router.AnthropicOptions{Name: string(provider), BaseURL: srv.URL, Model: "claude-test",
 			APIKey: "sk-test", MaxOutputTokens: 1000, Timeout: time.Minute, HTTPClient: srv.Client()})
 	case router.OpenAIProvider:
-		m.Client, err = router.NewOpenAI(router.OpenAIOptions{Name: provider, BaseURL: srv.URL + "/v1", Model: "gpt-test",
+		m.Client, err = router.NewOpenAI(router.OpenAIOptions{Name: string(provider), BaseURL: srv.URL + "/v1", Model: "gpt-test",
 			APIKey: "sk-test", MaxOutputTokens: 1000, Timeout: time.Minute, HTTPClient: srv.Client()})
 	}
 	if err != nil {
@@ -137,7 +137,7 @@ func (s *ruleServer) broken() []string {
 
 // mayCallTools reports whether the request defines tools and lets the
 // model call them.
-func mayCallTools(provider string, body map[string]any) bool {
+func mayCallTools(provider router.ProviderName, body map[string]any) bool {
 	tools, _ := body["tools"].([]any)
 	if len(tools) == 0 {
 		return false
@@ -149,7 +149,7 @@ func mayCallTools(provider string, body map[string]any) bool {
 }
 
 // streamOf is the event stream of one answer.
-func streamOf(provider string, st step, n int) []string {
+func streamOf(provider router.ProviderName, st step, n int) []string {
 	if provider == router.AnthropicProvider {
 		out := []string{"event: message_start\n" + `data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-test","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`}
 		stop := "end_turn"
@@ -397,7 +397,7 @@ type ruleDesk struct {
 	day    memory.TradingDay
 }
 
-func newRuleDesk(t *testing.T, provider string, s ruleSettings, script ...step) *ruleDesk {
+func newRuleDesk(t *testing.T, provider router.ProviderName, s ruleSettings, script ...step) *ruleDesk {
 	t.Helper()
 	srv, m := newRuleServer(t, provider, script...)
 	if s.ContextWindow > 0 {
@@ -600,9 +600,9 @@ var requestKinds = []struct {
 // deskd makes to each provider's fake service, which answers a request that
 // breaks its rules with the real service's 400: none may.
 func TestEveryRequestKindKeepsTheServicesRules(t *testing.T) {
-	for _, provider := range []string{router.AnthropicProvider, router.OpenAIProvider} {
+	for _, provider := range []router.ProviderName{router.AnthropicProvider, router.OpenAIProvider} {
 		for _, k := range requestKinds {
-			t.Run(provider+"/"+k.name, func(t *testing.T) {
+			t.Run(string(provider)+"/"+k.name, func(t *testing.T) {
 				d := newRuleDesk(t, provider, k.settings, k.script...)
 				k.run(t, d)
 				for _, p := range d.server.broken() {
@@ -627,7 +627,7 @@ func TestRuleServersRefuseBrokenRequests(t *testing.T) {
 	note := router.ToolSpec{Name: "note", Schema: json.RawMessage(`{"type":"object","properties":{}}`)}
 	cases := []struct {
 		name      string
-		provider  string
+		provider  router.ProviderName
 		req       router.Request
 		wantError string
 	}{
@@ -654,7 +654,7 @@ func TestRuleServersRefuseBrokenRequests(t *testing.T) {
 		})
 	}
 	// tool_choice none with tools is a request the services accept.
-	for _, provider := range []string{router.AnthropicProvider, router.OpenAIProvider} {
+	for _, provider := range []router.ProviderName{router.AnthropicProvider, router.OpenAIProvider} {
 		_, m := newRuleServer(t, provider)
 		_, err := m.Client.Complete(context.Background(), router.Request{Messages: []router.Message{user, use, result, user},
 			Tools: []router.ToolSpec{note}, ToolChoice: router.ToolChoiceNone})
@@ -677,7 +677,7 @@ func TestProvidersDefineTheToolsAConversationCalled(t *testing.T) {
 		{Role: router.RoleTool, ToolCallID: "c1", ToolName: "removed_tool", Text: "TCS 4100"},
 		{Role: router.RoleUser, Text: "summarise"},
 	}
-	for _, provider := range []string{router.AnthropicProvider, router.OpenAIProvider} {
+	for _, provider := range []router.ProviderName{router.AnthropicProvider, router.OpenAIProvider} {
 		for _, tt := range []struct {
 			name     string
 			tools    []router.ToolSpec
@@ -686,7 +686,7 @@ func TestProvidersDefineTheToolsAConversationCalled(t *testing.T) {
 			{"no tools of its own", nil, false},
 			{"other tools", []router.ToolSpec{quote}, true},
 		} {
-			t.Run(provider+"/"+tt.name, func(t *testing.T) {
+			t.Run(string(provider)+"/"+tt.name, func(t *testing.T) {
 				s, m := newRuleServer(t, provider)
 				if _, err := m.Client.Complete(context.Background(), router.Request{Messages: msgs, Tools: tt.tools}); err != nil {
 					t.Fatalf("Complete: %v", err)

@@ -10,9 +10,6 @@ import (
 	"github.com/deskd/deskd/triggers"
 )
 
-// ScriptedProvider is the provider name of the offline scripted model.
-const ScriptedProvider = "scripted"
-
 // ScriptedLabel marks every reply of the scripted model, so that no log,
 // session file or status can pass it off as a real model's words.
 const ScriptedLabel = "[scripted]"
@@ -45,11 +42,11 @@ func (Scripted) Complete(ctx context.Context, req Request) (Response, error) {
 		text = foldByAppending(req.Fold)
 	default:
 		if call, ok := scriptedNote(req); ok {
-			return Response{ToolCalls: []ToolCall{call}, Usage: estimateUsage(req, ""), ModelID: ScriptedProvider}, nil
+			return Response{ToolCalls: []ToolCall{call}, Usage: estimateUsage(req, ""), ModelID: string(ScriptedProvider)}, nil
 		}
 		text = fmt.Sprintf("%s Received: %q", ScriptedLabel, firstLine(lastUserText(req.Messages)))
 	}
-	return Response{Text: text, Usage: estimateUsage(req, text), ModelID: ScriptedProvider}, nil
+	return Response{Text: text, Usage: estimateUsage(req, text), ModelID: string(ScriptedProvider)}, nil
 }
 
 // scriptedNote makes the scripted model call the note tool for a message

@@ -14,8 +14,17 @@ import (
 	"github.com/deskd/deskd/memory"
 )
 
-// DefaultMaxToolRounds bounds the tool rounds of one turn.
+// DefaultMaxToolRounds bounds the tool rounds of one turn (max_tool_rounds).
 const DefaultMaxToolRounds = 8
+
+// Defaults of a command tool (a desk's tools[]).
+const (
+	// DefaultToolTimeout bounds one run of a command tool (timeout).
+	DefaultToolTimeout = 30 * time.Second
+	// DefaultToolOutput caps the bytes of a command tool's stdout given to
+	// the model (max_output).
+	DefaultToolOutput = 16 << 10
+)
 
 // Caps on what the tools take from a model and give back to it.
 const (
@@ -61,11 +70,11 @@ type CommandTool struct {
 	Schema json.RawMessage
 	// Argv is the command and its arguments.
 	Argv []string
-	// Timeout bounds one run (default 30s).
+	// Timeout bounds one run (default DefaultToolTimeout).
 	Timeout time.Duration
-	// MaxOutput caps the bytes of stdout sent to the model (default 16 KiB);
-	// a longer output is cut, and the result ends with a line saying how
-	// much was kept ("[truncated: 16384 of 90000 bytes kept]").
+	// MaxOutput caps the bytes of stdout sent to the model (default
+	// DefaultToolOutput); a longer output is cut, and the result ends with
+	// a line saying how much was kept ("[truncated: 16384 of 90000 bytes kept]").
 	MaxOutput int
 	// Dir is the working directory ("" for the daemon's).
 	Dir string
@@ -77,10 +86,10 @@ type CommandTool struct {
 func (c CommandTool) Tool(desk string) Tool {
 	timeout, limit := c.Timeout, c.MaxOutput
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = DefaultToolTimeout
 	}
 	if limit <= 0 {
-		limit = 16 << 10
+		limit = DefaultToolOutput
 	}
 	return Tool{
 		Spec:      ToolSpec{Name: c.Name, Description: c.Description, Schema: c.Schema},

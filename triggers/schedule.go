@@ -8,13 +8,15 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 )
 
-// On says on which days, or at which hours, a schedule with a calendar fires.
+// On says on which days, or at which hours, a schedule with a calendar
+// fires (a schedule's on).
 type On string
 
 // The values of On.
 const (
-	// EveryDay fires every slot of the cron expression (the default).
-	EveryDay On = ""
+	// EveryDay fires every slot of the cron expression (the default; the
+	// zero On does too).
+	EveryDay On = "every_day"
 	// TradingDays fires only on the calendar's trading days.
 	TradingDays On = "trading_days"
 	// MarketHours fires only while the market is open.
@@ -22,7 +24,7 @@ const (
 )
 
 // DefaultRunWithin is how late a slot missed while deskd was down may still
-// run, when a schedule says nothing.
+// run, when a schedule says nothing (missed: {run_within}).
 const DefaultRunWithin = 5 * time.Minute
 
 // DefaultGrace is how late a slot may fire while deskd runs (a timer that

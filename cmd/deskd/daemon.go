@@ -374,7 +374,7 @@ func buildDesk(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledge
 	}
 	k := keeper.New(keeper.Options{
 		Desk: dc.Name, Router: keeperRouter(cfg, dc, r, clk), Folder: folder, Curator: cur, Bus: bus, Clock: clk, Day: cfg.Day,
-		Disabled: dc.Rollover == config.RolloverOff,
+		Disabled: dc.Rollover == keeper.RolloverOff,
 		Guard:    memory.FoldGuard{MaxBytes: dc.Memory.MaxBytes, MinKept: dc.Memory.MinKept},
 	})
 	d, err := newDesk(cfg, dc, folder, ledger, k, r, clk, bus) // services.go: queue, calendar, pause
@@ -395,7 +395,7 @@ type liveCurator struct {
 var _ keeper.Curator = (*liveCurator)(nil)
 
 // Review runs the curator with the current settings.
-func (c *liveCurator) Review(ctx context.Context, date memory.Date, session string) (keeper.Review, error) {
+func (c *liveCurator) Review(ctx context.Context, date memory.Date, session string) (memory.SkillReview, error) {
 	c.mu.Lock()
 	r := c.r
 	c.mu.Unlock()

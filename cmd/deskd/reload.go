@@ -37,6 +37,7 @@ import (
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -440,9 +441,10 @@ func (dm *supervisor) statusLine(doing string) string {
 }
 
 // load loads the config at cur's path for a reload or a check: validated
-// whole, every desk's model route built, and the settings a running deskd
-// cannot change pinned to cur's. It returns the config as loaded (for the
-// diff) and as it would run, or the problems.
+// whole, every desk's model route checked (router.CheckSpec: no key read,
+// no client built), and the settings a running deskd cannot change pinned
+// to cur's. It returns the config as loaded (for the diff) and as it
+// would run, or the problems.
 func (dm *supervisor) load(cur *config.Config) (loaded, next *config.Config, problems config.Problems) {
 	c, err := config.Load(cur.Path)
 	if err != nil {
@@ -454,7 +456,7 @@ func (dm *supervisor) load(cur *config.Config) (loaded, next *config.Config, pro
 	for _, name := range sortedNames(c.Desks) {
 		dc := c.Desks[name]
 		for i, m := range append([]string{dc.Model}, dc.Fallbacks...) {
-			if _, err := newModel(c.Models[m]); err != nil {
+			if err := router.CheckSpec(c.Models[m].Spec()); err != nil {
 				field := "model"
 				if i > 0 {
 					field = fmt.Sprintf("fallbacks[%d]", i-1)
@@ -597,8 +599,8 @@ func (dm *supervisor) configure(cfg *config.Config, run *deskRun, dc *config.Des
 		return err
 	}
 	err = run.desk.Configure(desk.Settings{
-		Schedules: cfg.Entries(dc), QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce == config.CoalesceKey,
-		Calendar: cfg.CalendarOf(dc.Calendar), Router: &rs, RefusePaused: dc.PausedTriggers == config.PausedRefuse,
+		Schedules: cfg.Entries(dc), QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce.ByKey(),
+		Calendar: cfg.CalendarOf(dc.Calendar), Router: &rs, RefusePaused: dc.PausedTriggers.Refuse(),
 	})
 	if err != nil {
 		return err
@@ -617,7 +619,7 @@ func needsRestart(old, dc *config.Desk, daemonFields []string) bool {
 	if old.Rollover != dc.Rollover || old.Curator.Enabled != dc.Curator.Enabled || old.Memory != dc.Memory {
 		return true
 	}
-	if dc.Rollover == config.RolloverTradingDay {
+	if dc.Rollover == keeper.RolloverTradingDay {
 		return !strings.EqualFold(old.Calendar, dc.Calendar) || slices.ContainsFunc(daemonFields, func(f string) bool {
 			return strings.EqualFold(f, "calendars."+dc.Calendar)
 		})

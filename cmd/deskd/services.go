@@ -29,7 +29,7 @@ import (
 // keeperRouter is the router a desk's keeper works with: r, or for
 // rollover: trading_day, r seen through the desk's calendar.
 func keeperRouter(cfg *config.Config, dc *config.Desk, r *router.Router, clk clock.Clock) keeper.Router {
-	if dc.Rollover == config.RolloverTradingDay {
+	if dc.Rollover == keeper.RolloverTradingDay {
 		return desk.TradingDayRouter(r, cfg.CalendarOf(dc.Calendar), cfg.Day, clk)
 	}
 	return r
@@ -41,9 +41,9 @@ func newDesk(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger 
 	r *router.Router, clk clock.Clock, bus *event.Bus) (*desk.Desk, error) {
 	return desk.New(desk.Options{
 		Name: dc.Name, Keeper: k, Router: r, Ledger: ledger, Schedules: cfg.Entries(dc), Clock: clk, Bus: bus,
-		QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce == config.CoalesceKey, Calendar: cfg.CalendarOf(dc.Calendar),
+		QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce.ByKey(), Calendar: cfg.CalendarOf(dc.Calendar),
 		ShutdownTimeout: cfg.ShutdownTimeout, PauseFile: folder.Path(desk.PauseFile),
-		RefusePaused: dc.PausedTriggers == config.PausedRefuse,
+		RefusePaused: dc.PausedTriggers.Refuse(),
 	})
 }
 

@@ -35,7 +35,7 @@ func routerSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, 
 		Tools: router.BuiltinTools(folder, func() memory.Date { return cfg.Day.DateOf(clk.Now()) }),
 	}
 	for _, name := range append([]string{dc.Model}, dc.Fallbacks...) {
-		m, err := newModel(cfg.Models[name])
+		m, err := router.NewModel(cfg.Models[name].Spec()) // reads the key, builds the client
 		if err != nil {
 			return router.Settings{}, err
 		}
@@ -47,39 +47,6 @@ func routerSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, 
 		}.Tool(dc.Name))
 	}
 	return s, nil
-}
-
-// newModel makes the client of one configured model. The API key is read
-// here, handed to the client, and kept nowhere else.
-func newModel(m config.Model) (router.Model, error) {
-	rm := router.Model{Name: m.Name, Provider: m.Provider, ContextWindow: m.ContextWindow}
-	if m.Prices != nil {
-		rm.Prices = router.Prices{Input: m.Prices.Input, Output: m.Prices.Output, CachedInput: m.Prices.CachedInput}
-	}
-	if m.Provider == router.ScriptedProvider {
-		rm.Client = router.Scripted{}
-		return rm, nil
-	}
-	key, err := m.APIKey()
-	if err != nil {
-		return router.Model{}, err
-	}
-	switch m.Provider {
-	case router.OpenAIProvider:
-		rm.Client, err = router.NewOpenAI(router.OpenAIOptions{
-			Name: m.Name, BaseURL: m.BaseURL, Model: m.Model, APIKey: key, MaxOutputTokens: m.MaxOutputTokens, Timeout: m.Timeout,
-		})
-	case router.AnthropicProvider:
-		rm.Client, err = router.NewAnthropic(router.AnthropicOptions{
-			Name: m.Name, BaseURL: m.BaseURL, Model: m.Model, APIKey: key, MaxOutputTokens: m.MaxOutputTokens, Timeout: m.Timeout,
-		})
-	default:
-		err = fmt.Errorf("model %s: unknown provider %q", m.Name, m.Provider)
-	}
-	if err != nil {
-		return router.Model{}, err
-	}
-	return rm, nil
 }
 
 // configHistoryDir is where deskd keeps the effective config each time it
@@ -186,20 +153,20 @@ func effective(cfg *config.Config) effectiveConfig {
 	}
 	for name, m := range cfg.Models {
 		e.Models[name] = effectiveModel{
-			Provider: m.Provider, BaseURL: withoutUserinfo(m.BaseURL), Model: m.Model, APIKeyEnv: m.APIKeyEnv, APIKeyFile: m.APIKeyFile,
+			Provider: string(m.Provider), BaseURL: withoutUserinfo(m.BaseURL), Model: m.Model, APIKeyEnv: m.APIKeyEnv, APIKeyFile: m.APIKeyFile,
 			ContextWindow: m.ContextWindow, MaxOutputTokens: m.MaxOutputTokens, Timeout: m.Timeout.String(), Prices: m.Prices,
 		}
 	}
 	for name, dc := range cfg.Desks {
 		d := effectiveDesk{
 			Path: dc.Path, Model: dc.Model, Fallbacks: dc.Fallbacks, Instructions: dc.Instructions, InstructionsFile: dc.InstructionsFile,
-			Curator: dc.Curator, Rollover: dc.Rollover, QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce, Calendar: dc.Calendar,
+			Curator: dc.Curator, Rollover: string(dc.Rollover), QueueLimit: dc.QueueLimit, Coalesce: string(dc.Coalesce), Calendar: dc.Calendar,
 			Budgets: dc.Budgets, MaxToolRounds: dc.MaxToolRounds, CompactShare: dc.CompactShare, Memory: dc.Memory,
-			PausedTriggers: dc.PausedTriggers,
+			PausedTriggers: string(dc.PausedTriggers),
 		}
 		for _, sc := range dc.Schedules {
 			d.Schedules = append(d.Schedules, effectiveSchedule{
-				Name: sc.Name, Cron: sc.Cron, Text: sc.Text, Calendar: sc.Calendar, On: sc.On, RunWithin: sc.RunWithin.String(),
+				Name: sc.Name, Cron: sc.Cron, Text: sc.Text, Calendar: sc.Calendar, On: string(sc.On), RunWithin: sc.RunWithin.String(),
 			})
 		}
 		for _, t := range dc.Tools {

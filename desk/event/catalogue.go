@@ -40,12 +40,31 @@ type DeskStopped struct {
 // a restart, is the desk's first, or replaced yesterday's.
 type SessionStarted struct {
 	Header
-	Session string `json:"session"`
-	// Reason is "resumed", "first" or "daily_rollover" (or "manual_rollover").
-	Reason      string `json:"reason"`
-	Previous    string `json:"previous,omitempty"`
-	SummaryPath string `json:"summary_path,omitempty"`
+	Session     string        `json:"session"`
+	Reason      SessionReason `json:"reason"`
+	Previous    string        `json:"previous,omitempty"`
+	SummaryPath string        `json:"summary_path,omitempty"`
 }
+
+// SessionReason says why a session became current (session.started's reason).
+type SessionReason string
+
+// The reasons of session.started.
+const (
+	// ReasonFirst: the desk's first session.
+	ReasonFirst SessionReason = "first"
+	// ReasonResumed: the session saved before a restart, picked up again.
+	ReasonResumed SessionReason = "resumed"
+	// ReasonDailyRollover: the rollover at the trading day's boundary.
+	ReasonDailyRollover SessionReason = "daily_rollover"
+	// ReasonManualRollover: a rollover an operator asked for.
+	ReasonManualRollover SessionReason = "manual_rollover"
+	// ReasonFork: a new session that carries the current one's context.
+	ReasonFork SessionReason = "fork"
+)
+
+// Rollover reports whether the session replaced an older one by a rollover.
+func (r SessionReason) Rollover() bool { return r == ReasonDailyRollover || r == ReasonManualRollover }
 
 // SessionSummarized: the old session's summary is written.
 type SessionSummarized struct {
