@@ -14,9 +14,9 @@ import (
 
 // The fixture's sessions, Memory.md versions and summaries (memorytest).
 const (
-	opsS1           = memorytest.S1
-	opsS2           = memorytest.S2
-	opsSummary      = memorytest.Summary
+	opsS1      = memorytest.S1
+	opsS2      = memorytest.S2
+	opsSummary = memorytest.Summary
 )
 
 // opsSetup is a config and a desk's state folder built for a test.

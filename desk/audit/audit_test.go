@@ -126,11 +126,11 @@ func TestBuildBundle(t *testing.T) {
 	// The day's files, as they are in the desk folder.
 	for name, src := range map[string]string{
 		"sessions/" + memorytest.S1 + ".jsonl": filepath.Join(s.DeskDir, "sessions", memorytest.S1+".jsonl"),
-		"summary/2026-03-02.md":        filepath.Join(s.DeskDir, "summaries", "2026-03-02.md"),
-		"notes/2026-03-02.md":          filepath.Join(s.DeskDir, "notes", "2026-03-02.md"),
-		"rollover.json":                filepath.Join(s.DeskDir, "rollover.json"),
-		"config/deskd.yaml":            s.Config,
-		"config/desks.d/main.yaml":     filepath.Join(filepath.Dir(s.Config), "desks.d", "main.yaml"),
+		"summary/2026-03-02.md":                filepath.Join(s.DeskDir, "summaries", "2026-03-02.md"),
+		"notes/2026-03-02.md":                  filepath.Join(s.DeskDir, "notes", "2026-03-02.md"),
+		"rollover.json":                        filepath.Join(s.DeskDir, "rollover.json"),
+		"config/deskd.yaml":                    s.Config,
+		"config/desks.d/main.yaml":             filepath.Join(filepath.Dir(s.Config), "desks.d", "main.yaml"),
 	} {
 		b, err := os.ReadFile(src)
 		if err != nil {
