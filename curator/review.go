@@ -321,7 +321,7 @@ func (c *Reviewer) retire(e LedgerEntry, name string) error {
 	if e.Before, err = c.keepBlob(before); err != nil {
 		return err
 	}
-	rel := filepath.Join(memory.SkillsDir, ".archive", name+"-"+c.Now().UTC().Format("20060102T150405.000000000Z"))
+	rel := filepath.Join(memory.SkillsDir, ".archive", name+"-"+c.Now().UTC().Format(memory.HistoryStampLayout))
 	if err := durable.MkdirAll(c.Folder.FS, filepath.Dir(c.Folder.Path(rel)), 0o750); err != nil {
 		return fmt.Errorf("archive skill %s: %w", name, err)
 	}

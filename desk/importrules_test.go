@@ -49,19 +49,23 @@ var allowedImports = map[string][]string{
 	// desk runs one desk and the set of desks, on a config plan.
 	"desk": {"config", "curator", "desk/clock", "desk/event", "keeper", "memory", "memory/durable", "router", "triggers"},
 
-	// What a person reads of a session.
-	"memory/transcript": {"desk/termsafe", "memory", "memory/durable"},
+	// What a person reads of a session: its records (memory) in the
+	// router's roles and tool-call format, its triggers' kinds.
+	"memory/transcript": {"desk/termsafe", "memory", "memory/durable", "router", "triggers"},
+	// The diff of two texts.
+	"memory/diff": {},
 
 	// Adapters below desk: only cmd imports them.
 	"desk/httpapi": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory",
 		"memory/durable", "memory/transcript", "router", "triggers"},
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
 	"desk/audit": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory",
-		"memory/durable", "memory/transcript", "router", "triggers"},
+		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 
 	// Test helpers: only tests and other test helpers import them.
 	"desk/event/eventtest":   {"desk/clock", "desk/event"},
 	"memory/durable/faultfs": {"memory/durable"},
+	"memory/memorytest":      {"config", "desk/clock", "desk/event", "keeper", "memory", "memory/durable", "router", "triggers"},
 	"router/routertest":      {"desk/clock", "memory", "router", "triggers"},
 	"desk/desktest": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/event/eventtest", "keeper", "memory",
 		"memory/durable", "router", "router/routertest", "triggers"},
@@ -77,6 +81,7 @@ var onlyImportedBy = map[string][]string{
 	"router/routertest":      {"desk/desktest"},
 	"desk/desktest":          {},
 	"memory/durable/faultfs": {},
+	"memory/memorytest":      {},
 }
 
 // violations returns every import of graph (a package's direct project

@@ -17,9 +17,7 @@
 package keeper
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -128,46 +126,32 @@ func New(o Options) *Keeper {
 }
 
 // journalFile is the rollover journal in the desk folder.
-const journalFile = "rollover.json"
+const journalFile = memory.RolloverFile
 
-// journal records how far the rollover of one session has come. Each
+// journal records how far the rollover of one session has come: the
+// fields memory.Rollover defines, and the keeper's own bookkeeping. Each
 // step's outcome and event are journalled before the event is announced,
 // and the step is marked done after (see Keeper.announced).
 type journal struct {
-	Session string              `json:"session"`
-	Date    memory.Date         `json:"trading_date"`
-	Reason  event.SessionReason `json:"reason"`
+	memory.Rollover
 
-	Summary         string                   `json:"summary,omitempty"`
-	SummaryAttempts int                      `json:"summary_attempts,omitempty"`
-	SummaryError    string                   `json:"summary_error,omitempty"`
-	SummaryPath     string                   `json:"summary_path,omitempty"`
-	Degraded        bool                     `json:"degraded,omitempty"`
 	SummarizedEvent *event.SessionSummarized `json:"summarized_event,omitempty"`
-	Summarised      bool                     `json:"summarised"`
 
-	FoldBefore string  `json:"fold_before,omitempty"`
-	FoldResult *string `json:"fold_result,omitempty"`
-	// FoldNotes are the dates whose notes FoldResult took in, and FoldTook
-	// exactly what it took of each notes file: a crash after Memory.md was
-	// written but before folded-notes.json was moves the record on from
-	// here, neither folding those notes twice nor losing later ones.
-	FoldNotes   []string            `json:"fold_notes,omitempty"`
+	// FoldTook is exactly what the fold (FoldResult) took of each notes
+	// file: a crash after Memory.md was written but before
+	// memory.FoldedFile was moves the record on from here, neither folding
+	// those notes twice nor losing later ones.
 	FoldTook    []noteRange         `json:"fold_took,omitempty"`
 	FoldedEvent *event.MemoryFolded `json:"folded_event,omitempty"`
-	Folded      bool                `json:"folded"`
 
 	ReviewedEvent *event.SkillsReviewed `json:"reviewed_event,omitempty"`
-	Curated       bool                  `json:"curated"`
 
-	NewSession   string                `json:"new_session,omitempty"`
 	StartedEvent *event.SessionStarted `json:"started_event,omitempty"`
-	Done         bool                  `json:"done"`
 }
 
 // noteRange is what a fold took of one notes file, notes/<Date>.md: its
 // bytes from offset From to To.Offset. To is the mark the file's entry in
-// folded-notes.json moves to once the fold is written.
+// memory.FoldedFile moves to once the fold is written.
 type noteRange struct {
 	Date string           `json:"date"`
 	From int64            `json:"from"`
@@ -183,7 +167,7 @@ func (k *Keeper) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("keeper %s: start: %w", k.o.Desk, err)
 	}
-	if _, err := k.readFolded(); err != nil { // migrates an older deskd's record now
+	if _, err := k.o.Folder.ReadFolded(); err != nil { // migrates an older deskd's record now
 		return fmt.Errorf("keeper %s: start: %w", k.o.Desk, err)
 	}
 	reason := event.ReasonFirst
@@ -201,7 +185,7 @@ func (k *Keeper) Start(ctx context.Context) error {
 		// yet, and its announcement may be lost: announce it (again, as
 		// the same event when the journal has it), then mark it done.
 		ev := event.SessionStarted{Header: k.stepHeader(j.Session, StepReset), Session: cur,
-			Reason: j.Reason, Previous: j.Session, SummaryPath: j.SummaryPath}
+			Reason: event.SessionReason(j.Reason), Previous: j.Session, SummaryPath: j.SummaryPath}
 		if j.StartedEvent != nil && j.StartedEvent.Session == cur {
 			ev = *j.StartedEvent
 		}
@@ -284,7 +268,7 @@ func (k *Keeper) rollOver(ctx context.Context, reason event.SessionReason) (stri
 		return "", StepSummarised, err
 	}
 	if j.Session != prev || j.Done {
-		j = journal{Session: prev, Date: date, Reason: reason}
+		j = journal{Rollover: memory.Rollover{Session: prev, Date: date, Reason: string(reason)}}
 	}
 	if ok && k.o.Router.Exchanges() > 0 {
 		if err := k.summarise(ctx, &j); err != nil {
@@ -304,7 +288,7 @@ func (k *Keeper) rollOver(ctx context.Context, reason event.SessionReason) (stri
 	// it is announced, and is marked done after: a crash between the two
 	// announces it again at Start (at least once, never lost, same ID).
 	ev := event.SessionStarted{Header: k.stepHeader(prev, StepReset), Session: k.o.Router.SessionID(),
-		Reason: j.Reason, Previous: prev, SummaryPath: j.SummaryPath}
+		Reason: event.SessionReason(j.Reason), Previous: prev, SummaryPath: j.SummaryPath}
 	j.NewSession, j.StartedEvent = ev.Session, &ev
 	if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
 		return "", StepReset, err
@@ -332,8 +316,7 @@ func (k *Keeper) summarise(ctx context.Context, j *journal) error {
 					return err
 				}
 				j.Degraded, j.SummaryError = true, err.Error()
-				text = fmt.Sprintf("[Degraded summary: the model could not summarise this session (%s). "+
-					"This is a mechanical digest of its exchanges.]\n\n%s", oneLine(err.Error()), k.o.Router.Digest())
+				text = memory.DegradedSummary(oneLine(err.Error()), k.o.Router.Digest())
 			}
 			j.Summary = strings.TrimRight(text, "\n") + "\n"
 			if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
@@ -368,79 +351,10 @@ func (k *Keeper) writeSummary(j *journal) (string, error) {
 	return k.o.Folder.WriteSummary(j.Date, j.Summary)
 }
 
-// foldedFile records how much of each notes file is folded into Memory.md.
-//
-// It holds, for each notes file by date, a mark (memory.NotesMark): the
-// byte offset up to which the file's notes are folded, and the SHA-256 of
-// those bytes. Notes are append-only, so a fold takes in exactly what was
-// appended beyond each file's mark, and moves the marks on only once its
-// result is in Memory.md: notes written after a same-day rollover, and
-// notes a degraded, failed, refused or conflicting fold did not take in,
-// wait for the next fold.
-//
-// An operator may edit a notes file by hand. When the file no longer
-// begins with the bytes its mark covers (it shrank, or was edited before
-// the mark), the next fold takes in the whole file again: nothing the
-// operator wrote is lost, at the cost of the model seeing notes it folded
-// before (it folds them into a Memory.md that has their lessons already).
-//
-// An older deskd wrote the file as a JSON list of the dates folded. Such a
-// record is migrated when the keeper first reads it (at Start): each date
-// listed counts as folded up to its notes file's size at that moment, and
-// what is appended after is folded by the next fold.
-const foldedFile = "folded-notes.json"
-
-// foldedRecord is the content of foldedFile.
-type foldedRecord struct {
-	// Notes maps a notes file's date (YYYY-MM-DD) to its mark.
-	Notes map[string]memory.NotesMark `json:"notes"`
-}
-
-// readFolded reads foldedFile, migrating (and rewriting) a record in the
-// older format, a list of dates.
-func (k *Keeper) readFolded() (foldedRecord, error) {
-	rec := foldedRecord{Notes: map[string]memory.NotesMark{}}
-	var raw json.RawMessage
-	ok, err := k.o.Folder.ReadJSON(foldedFile, &raw)
-	if err != nil || !ok {
-		return rec, err
-	}
-	if b := bytes.TrimSpace(raw); len(b) == 0 || b[0] != '[' {
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return rec, fmt.Errorf("parse %s: %w", k.o.Folder.Path(foldedFile), err)
-		}
-		if rec.Notes == nil {
-			rec.Notes = map[string]memory.NotesMark{}
-		}
-		return rec, nil
-	}
-	var dates []string
-	if err := json.Unmarshal(raw, &dates); err != nil {
-		return rec, fmt.Errorf("parse %s: %w", k.o.Folder.Path(foldedFile), err)
-	}
-	for _, s := range dates {
-		d, err := memory.ParseDate(s)
-		if err != nil {
-			continue // not a date: it named no notes file
-		}
-		tail, ok, err := k.o.Folder.ReadNotesFrom(d, memory.NotesMark{})
-		if err != nil {
-			return rec, fmt.Errorf("migrate %s: %w", foldedFile, err)
-		}
-		if ok {
-			rec.Notes[d.String()] = tail.To
-		}
-	}
-	if err := k.o.Folder.WriteJSON(foldedFile, rec); err != nil {
-		return rec, fmt.Errorf("migrate %s: %w", foldedFile, err)
-	}
-	return rec, nil
-}
-
-// markFolded moves the marks of foldedFile on past what the journalled
+// markFolded moves the marks of memory.FoldedFile on past what the journalled
 // fold took. It is idempotent: it sets each mark to where the fold ended.
 func (k *Keeper) markFolded(j *journal) error {
-	rec, err := k.readFolded()
+	rec, err := k.o.Folder.ReadFolded()
 	if err != nil {
 		return err
 	}
@@ -464,16 +378,16 @@ func (k *Keeper) markFolded(j *journal) error {
 			}
 		}
 	}
-	if err := k.o.Folder.WriteJSON(foldedFile, rec); err != nil {
+	if err := k.o.Folder.WriteFolded(rec); err != nil {
 		return fmt.Errorf("mark notes of %s folded: %w", strings.Join(j.FoldNotes, ", "), err)
 	}
 	return nil
 }
 
 // fold folds every note not yet folded, up to the session's date, into
-// Memory.md (see foldedFile), and announces the outcome. Its event is
+// Memory.md (see memory.FoldedFile), and announces the outcome. Its event is
 // journalled before it is announced; a journalled successful fold moves
-// the marks of foldedFile on before every announcement, so a crash
+// the marks of memory.FoldedFile on before every announcement, so a crash
 // anywhere after Memory.md was written neither folds twice nor loses notes.
 func (k *Keeper) fold(ctx context.Context, j *journal) error {
 	if j.Folded {
@@ -513,7 +427,7 @@ func (k *Keeper) foldNotes(ctx context.Context, j *journal) (event.MemoryFolded,
 	if j.Degraded {
 		return event.MemoryFolded{Reason: "degraded summary: notes kept for the next fold"}, nil
 	}
-	rec, err := k.readFolded()
+	rec, err := k.o.Folder.ReadFolded()
 	if err != nil {
 		return event.MemoryFolded{}, err
 	}
@@ -569,7 +483,7 @@ func (k *Keeper) foldNotes(ctx context.Context, j *journal) (event.MemoryFolded,
 // pendingNotes gathers what every notes file up to date holds beyond its
 // mark in rec (the whole file when it was rewritten), and returns the text,
 // what it took of each file, and the dates it took notes of.
-func (k *Keeper) pendingNotes(date memory.Date, rec foldedRecord) (string, []noteRange, []string, error) {
+func (k *Keeper) pendingNotes(date memory.Date, rec memory.Folded) (string, []noteRange, []string, error) {
 	dates, err := k.o.Folder.NoteDates()
 	if err != nil {
 		return "", nil, nil, err

@@ -29,11 +29,12 @@ const (
 const (
 	filePerm = 0o640
 	dirPerm  = 0o750
-
-	// historyStamp names the files kept under history/: the UTC instant
-	// of the replacement, to the nanosecond.
-	historyStamp = "20060102T150405.000000000Z"
 )
+
+// HistoryStampLayout names the files kept under history/ (and deskd's
+// config snapshots): the UTC instant of the replacement, to the
+// nanosecond, as a time layout. ParseHistoryName reads such a name back.
+const HistoryStampLayout = "20060102T150405.000000000Z"
 
 // Folder is the folder of one desk, <state_dir>/desks/<desk>. It is safe for
 // concurrent use by the goroutines of one process; a Folder must not be
@@ -93,7 +94,7 @@ func (f *Folder) Desk() string { return f.desk }
 func (f *Folder) Path(rel string) string { return filepath.Join(f.dir, rel) }
 
 // stamp returns the name stem of a history file written now.
-func (f *Folder) stamp() string { return f.Now().UTC().Format(historyStamp) }
+func (f *Folder) stamp() string { return f.Now().UTC().Format(HistoryStampLayout) }
 
 // RemoveStaleTemps removes the temporary files that an interrupted atomic
 // write (a crash, kill -9) left anywhere in the folder, and returns their

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // ErrMemoryChanged is returned by ReplaceMemory when Memory.md no longer
@@ -122,6 +123,11 @@ type MemoryVersion struct {
 	ID   string
 	Path string
 	Size int64
+	// At is when it was replaced, and Seq its place among the versions
+	// replaced at the same instant (1, then 2, 3, ...), both read from its
+	// name (ParseHistoryName); At is zero for a file named otherwise.
+	At  time.Time
+	Seq int
 }
 
 // MemoryHistory lists the kept versions of Memory.md, oldest first.
@@ -144,7 +150,8 @@ func (f *Folder) MemoryHistory() ([]MemoryVersion, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, MemoryVersion{ID: strings.TrimSuffix(name, ".md"), Path: filepath.Join(dir, name), Size: info.Size()})
+		at, seq, _ := ParseHistoryName(name, ".md")
+		out = append(out, MemoryVersion{ID: strings.TrimSuffix(name, ".md"), Path: filepath.Join(dir, name), Size: info.Size(), At: at, Seq: seq})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

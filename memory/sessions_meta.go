@@ -26,7 +26,7 @@ type SessionState string
 
 // The states of a session, as ListSessions reports them.
 const (
-	// SessionActive is the desk's current session (state.json names it).
+	// SessionActive is the desk's current session (StateFile names it).
 	SessionActive SessionState = "active"
 	// SessionRolledOver ended with a rollover: a later session names it
 	// as its parent, or the rollover journal says its rollover is done.
@@ -42,16 +42,9 @@ const (
 	SessionInactive SessionState = "inactive"
 )
 
-// Files of the desk folder that other packages write and ListSessions reads.
 const (
-	// stateFile is the router's state: {"session": id, ...}.
-	stateFile = "state.json"
-	// rolloverFile is the keeper's rollover journal.
-	rolloverFile = "rollover.json"
 	// titleExt names an operator's title of a session: sessions/<id>.title.
 	titleExt = ".title"
-	// degradedMark starts the text of a degraded summary.
-	degradedMark = "[Degraded summary"
 	// summaryEvent is the Kind of the event record holding a model's summary.
 	summaryEvent = "summary"
 )
@@ -117,25 +110,18 @@ type SessionInfo struct {
 // keeper's rollover journal.
 type stateRefs struct {
 	active  string
-	journal struct {
-		Session  string `json:"session"`
-		Summary  string `json:"summary"`
-		Degraded bool   `json:"degraded"`
-		Done     bool   `json:"done"`
-	}
+	journal Rollover
 }
 
-// readRefs reads state.json and rollover.json; missing files are empty.
+// readRefs reads StateFile and RolloverFile; missing files are empty.
 func (f *Folder) readRefs() (stateRefs, error) {
 	var refs stateRefs
-	var st struct {
-		Session string `json:"session"`
-	}
-	if _, err := f.ReadJSON(stateFile, &st); err != nil {
+	st, _, err := f.ReadState()
+	if err != nil {
 		return refs, err
 	}
 	refs.active = st.Session
-	if _, err := f.ReadJSON(rolloverFile, &refs.journal); err != nil {
+	if refs.journal, _, err = f.ReadRollover(); err != nil {
 		return refs, err
 	}
 	return refs, nil
@@ -321,7 +307,7 @@ func (f *Folder) settleStates(infos []SessionInfo, recs [][]Record, refs stateRe
 		if err != nil {
 			return err
 		}
-		if ok && strings.HasPrefix(s.Text, degradedMark) {
+		if ok && IsDegradedSummary(s.Text) {
 			info.Degraded = true
 		}
 	}
@@ -435,7 +421,7 @@ func (f *Folder) SessionSummary(id string) (SessionSummary, bool, error) {
 		if err != nil {
 			return fail(err)
 		}
-		return SessionSummary{Summary: s, Session: id, Source: source, Degraded: strings.HasPrefix(s.Text, degradedMark)}, true, nil
+		return SessionSummary{Summary: s, Session: id, Source: source, Degraded: IsDegradedSummary(s.Text)}, true, nil
 	}
 	if text, ok := summaryEventOf(recs); ok {
 		return found(text, SummaryFromSession)
@@ -459,7 +445,7 @@ func (f *Folder) SessionSummary(id string) (SessionSummary, bool, error) {
 	if err != nil || !ok {
 		return SessionSummary{}, false, err
 	}
-	return SessionSummary{Summary: s, Session: id, Source: SummaryFromDate, Degraded: strings.HasPrefix(s.Text, degradedMark)}, true, nil
+	return SessionSummary{Summary: s, Session: id, Source: SummaryFromDate, Degraded: IsDegradedSummary(s.Text)}, true, nil
 }
 
 // summaryHolding returns the summary of date d whose text is text (but
@@ -475,26 +461,13 @@ func (f *Folder) summaryHolding(d Date, text string) (Summary, error) {
 	if ok && same(cur.Text) {
 		return cur, nil
 	}
-	dir := f.Path(filepath.Join(HistoryDir, SummariesDir, d.String()))
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Summary{}, fmt.Errorf("list kept summaries %s: %w", dir, err)
+	kept, err := f.SummaryVersions(d)
+	if err != nil {
+		return Summary{}, err
 	}
-	for i := len(entries) - 1; i >= 0; i-- {
-		e := entries[i]
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".md") || isTempName(e.Name()) {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return Summary{}, fmt.Errorf("read kept summary %s: %w", path, err)
-		}
-		if same(string(b)) {
-			return Summary{Date: d, Text: string(b), Path: path}, nil
+	for i := len(kept) - 1; i >= 0; i-- {
+		if same(kept[i].Text) {
+			return Summary{Date: d, Text: kept[i].Text, Path: kept[i].Path}, nil
 		}
 	}
 	return Summary{Date: d, Text: text}, nil

@@ -31,14 +31,13 @@ import (
 )
 
 // stateFile holds the desk's current session in the desk folder.
-const stateFile = "state.json"
+const stateFile = memory.StateFile
 
-// state is what stateFile holds.
+// state is what stateFile holds: the session memory.State names, and the
+// router's spend.
 type state struct {
-	Session string      `json:"session"`
-	Date    memory.Date `json:"trading_date"`
-	Parent  string      `json:"parent,omitempty"`
-	Spend   Spend       `json:"spend"`
+	memory.State
+	Spend Spend `json:"spend"`
 }
 
 // DefaultCompactShare is the share of a model's context window a request
@@ -260,7 +259,7 @@ func (r *Router) Fork(ctx context.Context) (string, error) {
 	now := r.clock.Now()
 	spend := r.spendLocked()
 	spend.SessionTokens = 0
-	st := state{Session: newSessionID(now), Date: r.day.DateOf(now), Parent: parent, Spend: spend}
+	st := state{State: memory.State{Session: newSessionID(now), Date: r.day.DateOf(now), Parent: parent}, Spend: spend}
 	log, err := r.folder.CreateSession(memory.Record{
 		At: now, Session: st.Session, Desk: r.desk, Date: st.Date.String(), Parent: parent, ForkedFrom: parent,
 	})
@@ -317,7 +316,7 @@ func (r *Router) startLocked(parent string) error {
 	now := r.clock.Now()
 	spend := r.spendLocked()
 	spend.SessionTokens = 0
-	st := state{Session: newSessionID(now), Date: r.day.DateOf(now), Parent: parent, Spend: spend}
+	st := state{State: memory.State{Session: newSessionID(now), Date: r.day.DateOf(now), Parent: parent}, Spend: spend}
 	log, err := r.folder.CreateSession(memory.Record{
 		At: now, Session: st.Session, Desk: r.desk, Date: st.Date.String(), Parent: st.Parent,
 	})

@@ -222,7 +222,7 @@ func writeConfigSnapshot(cfg *config.Config, now time.Time, reason string) (stri
 		return "", fmt.Errorf("snapshot the config: %w", err)
 	}
 	// Two changes at one instant: the later is the one in force from it.
-	path := filepath.Join(dir, now.UTC().Format(historyStampLayout)+".json")
+	path := filepath.Join(dir, now.UTC().Format(memory.HistoryStampLayout)+".json")
 	if err := memory.WriteFileAtomic(path, append(data, '\n'), 0o640); err != nil {
 		return "", fmt.Errorf("snapshot the config: %w", err)
 	}
@@ -275,7 +275,7 @@ func configSnapshots(dir string) ([]snapshotFile, error) {
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		at, err := time.Parse(historyStampLayout, stem)
+		at, err := time.Parse(memory.HistoryStampLayout, stem)
 		if err != nil {
 			continue
 		}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/transcript"
+)
+
+// The operator's commands that read a desk's folder (sessions, rename,
+// show, export, audit, memory, skills) open it here. They read it without
+// changing it (a rename writes only the session's title file, a restore
+// or an undo what it names), so they are safe beside a running deskd.
+
+// openDeskState loads the config and opens the state folder of desk name.
+// A desk no longer in the config is still found by its state folder; a
+// desk with neither is an error (exit status 2).
+func openDeskState(path, name string) (*config.Config, *memory.Folder, error) {
+	cfg, err := loadConfig(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, inConfig := cfg.Desks[name]; !inConfig && (!filepath.IsLocal(name) || filepath.Base(name) != name || strings.HasPrefix(name, ".")) {
+		return nil, nil, &exitError{code: 2, err: fmt.Errorf("no desk %q in %s", name, cfg.DesksDir)}
+	}
+	dir := filepath.Join(cfg.StateDir, "desks", name)
+	if _, err := os.Stat(dir); err != nil {
+		if _, inConfig := cfg.Desks[name]; inConfig && errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, &exitError{code: 1, err: fmt.Errorf("desk %s has no state folder yet (%s): it has not run", name, dir)}
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, &exitError{code: 2, err: fmt.Errorf("no desk %q in %s and no state folder %s", name, cfg.DesksDir, dir)}
+		}
+		return nil, nil, fmt.Errorf("open state of desk %s: %w", name, err)
+	}
+	folder, err := memory.OpenFolder(dir, name, clock.Real().Now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open state of desk %s: %w", name, err)
+	}
+	return cfg, folder, nil
+}
+
+// loadSession reads the session an operator named (transcript.Pick; ""
+// for the desk's current one), with the exit status of a name that names
+// none: 1 for a desk with no sessions, 2 for a name that names no session
+// or several.
+func loadSession(folder *memory.Folder, name string) (transcript.Session, error) {
+	s, err := transcript.Load(folder, name)
+	return s, pickExit(err)
+}
+
+// pickExit gives an error of transcript.Pick its exit status (see
+// loadSession); other errors are returned as they are.
+func pickExit(err error) error {
+	switch {
+	case errors.Is(err, transcript.ErrNoSessions):
+		return &exitError{code: 1, err: err}
+	case errors.Is(err, transcript.ErrUnknownSession), errors.Is(err, transcript.ErrAmbiguousSession):
+		return &exitError{code: 2, err: err}
+	}
+	return err
+}
+
+// optionalArg returns args[i], or "" when there is none.
+func optionalArg(args []string, i int) string {
+	if i < len(args) {
+		return args[i]
+	}
+	return ""
+}

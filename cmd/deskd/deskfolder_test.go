@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
+)
+
+// The operator commands' tests build a desk's state folder with
+// memorytest (no daemon), then run the commands in process (runOps).
+
+// The fixture's sessions, Memory.md versions and summaries (memorytest).
+const (
+	opsS1      = memorytest.S1
+	opsS2      = memorytest.S2
+	opsSummary = memorytest.Summary
+)
+
+// opsSetup is a config and a desk's state folder built for a test.
+type opsSetup struct{ *memorytest.Desk }
+
+// newOpsSetup is memorytest.New: the config and an empty desk folder.
+func newOpsSetup(t *testing.T) *opsSetup { return &opsSetup{memorytest.New(t)} }
+
+// newOpsDesk is memorytest.Populated: the whole fixture desk.
+func newOpsDesk(t *testing.T) *opsSetup { return &opsSetup{memorytest.Populated(t)} }
+
+// at moves the fixture's clock.
+func (s *opsSetup) at(t *testing.T, when string) { s.At(t, when) }
+
+// session creates a session and appends recs (memorytest.Desk.Session).
+func (s *opsSetup) session(t *testing.T, header memory.Record, recs ...memory.Record) {
+	t.Helper()
+	s.Session(t, header, recs...)
+}
+
+// utcTime parses an RFC 3339 instant.
+func utcTime(t *testing.T, s string) time.Time { t.Helper(); return memorytest.UTC(t, s) }
+
+// opsWrite writes text to dir/name, making folders, and returns the path.
+func opsWrite(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	return memorytest.Write(t, dir, name, text)
+}
+
+// runOps runs deskd with args and the fixture's --config in process.
+func runOps(t *testing.T, s *opsSetup, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(t.Context(), append(args, "--config", s.Config), &out, &errOut)
+	return code, out.String(), errOut.String()
+}

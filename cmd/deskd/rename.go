@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deskd/deskd/desk/termsafe"
+	"github.com/deskd/deskd/memory/transcript"
+)
+
+// `deskd rename DESK SESSION TITLE...` gives a session a title.
+
+func newRenameCommand(stdout io.Writer) *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "rename DESK SESSION TITLE...",
+		Short: "Give a session a title (the words of TITLE, joined by spaces)",
+		Args:  cobra.MinimumNArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, folder, err := openDeskState(path, args[0])
+			if err != nil {
+				return err
+			}
+			infos, err := folder.ListSessions()
+			if err != nil {
+				return err
+			}
+			info, err := transcript.Pick(folder.Desk(), infos, args[1])
+			if err != nil {
+				return pickExit(err)
+			}
+			title, err := folder.SetSessionTitle(info.ID, strings.Join(args[2:], " "))
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			fmt.Fprintf(stdout, "%s: %s\n", termsafe.Line(info.ID), termsafe.Line(title))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
+	return cmd
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestRename(t *testing.T) {
+	s := newOpsDesk(t)
+	// A unique prefix names the session; the title's words are joined.
+	code, out, errOut := runOps(t, s, "rename", "main", opsS1[:18], "Budget", "day:", "NIFTY gap")
+	if code != 0 {
+		t.Fatalf("deskd rename: exit %d, stderr %s", code, errOut)
+	}
+	if want := opsS1 + ": Budget day: NIFTY gap\n"; out != want {
+		t.Errorf("deskd rename printed %q, want %q", out, want)
+	}
+	_, out, _ = runOps(t, s, "sessions", "main", "--json")
+	var rows []sessionRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows[0].Title != "Budget day: NIFTY gap" || rows[0].TitleSource != "operator" {
+		t.Errorf("after rename: title %q from %s, want the operator's", rows[0].Title, rows[0].TitleSource)
+	}
+	if rows[1].TitleSource != "first message" {
+		t.Errorf("the other session's title changed too: %+v", rows[1])
+	}
+	_, out, _ = runOps(t, s, "show", "main", opsS1)
+	if !strings.Contains(out, "title: Budget day: NIFTY gap\n") {
+		t.Errorf("deskd show does not carry the new title:\n%s", out)
+	}
+}
+
+func TestRenameRefused(t *testing.T) {
+	s := newOpsDesk(t)
+	tests := []struct {
+		name   string
+		args   []string
+		reason string
+	}{
+		{"unknown session", []string{"rename", "main", "nosuch", "x"}, `no session "nosuch"`},
+		{"ambiguous prefix", []string{"rename", "main", "20260302T", "x"}, "names 2 sessions"},
+		{"two lines", []string{"rename", "main", opsS1, "one\ntwo"}, "control character"},
+		{"blank", []string{"rename", "main", opsS1, " "}, "empty title"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := runOps(t, s, tt.args...)
+			if code != 2 || !strings.Contains(errOut, tt.reason) {
+				t.Errorf("deskd %v: exit %d, stderr %q; want 2 and %q", tt.args, code, errOut, tt.reason)
+			}
+		})
+	}
+	if _, ok, err := s.Folder.SessionTitle(opsS1); ok || err != nil {
+		t.Errorf("a refused rename stored a title (ok %v, err %v)", ok, err)
+	}
+}
