@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
@@ -56,7 +57,7 @@ func (p *proc) wantMemory(t *testing.T, want string) {
 
 func TestNotesAfterSameDayRolloverAreFolded(t *testing.T) {
 	e := newEnv(t, utc(morning1), 0)
-	folded := watch[event.MemoryFolded](t, e.bus)
+	folded := eventtest.Watch[event.MemoryFolded](t, e.bus)
 	p := e.start(keeper.Options{})
 	if _, err := p.folder.WriteMemory(lessons); err != nil {
 		t.Fatal(err)
@@ -75,7 +76,8 @@ func TestNotesAfterSameDayRolloverAreFolded(t *testing.T) {
 	e.wantFolds(t, "A: NIFTY gapped up.\n", "B: the gap filled by noon.\nC: do not chase gaps.\n")
 	p.wantMemory(t, lessons+notesOf("2026-03-01", "A: NIFTY gapped up.\n")+
 		notesOf("2026-03-01", "B: the gap filled by noon.\nC: do not chase gaps.\n"))
-	events := rest(e.bus, folded)
+	e.bus.Close() // delivers every event published
+	events := eventtest.Rest[event.MemoryFolded](folded)
 	if len(events) != 2 {
 		t.Fatalf("%d memory.folded events, want 2: %+v", len(events), events)
 	}
@@ -105,7 +107,7 @@ func TestUnfoldedNotesStayPendingExactly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, utc(morning1), 0)
-			folded := watch[event.MemoryFolded](t, e.bus)
+			folded := eventtest.Watch[event.MemoryFolded](t, e.bus)
 			p := e.start(keeper.Options{SummaryAttempts: 1})
 			if _, err := p.folder.WriteMemory(lessons); err != nil {
 				t.Fatal(err)
@@ -132,7 +134,8 @@ func TestUnfoldedNotesStayPendingExactly(t *testing.T) {
 				t.Errorf("fold calls took notes %q, want %q", got, wantFolds)
 			}
 			p.wantMemory(t, afterSpoiled+notesOf("2026-03-01", "B\nC\n"))
-			events := rest(e.bus, folded)
+			e.bus.Close() // delivers every event published
+			events := eventtest.Rest[event.MemoryFolded](folded)
 			if len(events) != 3 {
 				t.Fatalf("%d memory.folded events, want 3: %+v", len(events), events)
 			}

@@ -184,44 +184,6 @@ func (p *proc) date(t *testing.T) string {
 	return d.String()
 }
 
-// watch subscribes to events of type E for the rest of the test.
-func watch[E event.Event](t *testing.T, bus *event.Bus) <-chan E {
-	t.Helper()
-	c := make(chan E, 256)
-	t.Cleanup(event.Subscribe(bus, func(e E) { c <- e }))
-	return c
-}
-
-// next returns the next event from c, or fails the test after a deadline.
-func next[E any](t *testing.T, c <-chan E) E {
-	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	select {
-	case e := <-c:
-		return e
-	case <-deadline.C:
-		var zero E
-		t.Fatalf("no %T within 10s", zero)
-		return zero
-	}
-}
-
-// rest closes the bus, which delivers every event already published, and
-// returns the events left in c.
-func rest[E any](bus *event.Bus, c <-chan E) []E {
-	bus.Close()
-	var out []E
-	for {
-		select {
-		case e := <-c:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 func kolkata(t testing.TB) *time.Location {
 	t.Helper()
 	loc, err := time.LoadLocation("Asia/Kolkata")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
@@ -248,11 +249,11 @@ func TestStartAnnouncesFirstThenResumed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, utc("2026-03-01T04:30:00Z"), 0) // 10:00 IST, 1 March
-			started := watch[event.SessionStarted](t, e.bus)
+			started := eventtest.Watch[event.SessionStarted](t, e.bus)
 
 			p1 := e.start(keeper.Options{})
 			id := p1.router.SessionID()
-			if ev := next(t, started); ev.Reason != "first" || ev.Session != id || ev.Previous != "" || ev.Desk != "main" || !ev.At.Equal(e.clock.Now()) {
+			if ev := eventtest.Next[event.SessionStarted](started); ev.Reason != "first" || ev.Session != id || ev.Previous != "" || ev.Desk != "main" || !ev.At.Equal(e.clock.Now()) {
 				t.Errorf("fresh folder: session.started = %+v, want reason first, session %s, desk main, at %v", ev, id, e.clock.Now())
 			}
 			p1.turn(t, "t1", "hello")
@@ -265,7 +266,7 @@ func TestStartAnnouncesFirstThenResumed(t *testing.T) {
 			if got := p2.router.SessionID(); got != id {
 				t.Errorf("after restart: session %s, want %s", got, id)
 			}
-			if ev := next(t, started); ev.Reason != "resumed" || ev.Session != id || ev.Previous != "" {
+			if ev := eventtest.Next[event.SessionStarted](started); ev.Reason != "resumed" || ev.Session != id || ev.Previous != "" {
 				t.Errorf("after restart: session.started = %+v, want reason resumed, session %s", ev, id)
 			}
 			if got := p2.router.Exchanges(); got != 1 {
@@ -277,9 +278,8 @@ func TestStartAnnouncesFirstThenResumed(t *testing.T) {
 			if got := list(t, p2.folder.Path(memory.SessionsDir)); !slices.Equal(got, []string{id + ".jsonl"}) {
 				t.Errorf("sessions/ = %v, want only %s.jsonl", got, id)
 			}
-			if more := rest(e.bus, started); len(more) != 0 {
-				t.Errorf("unexpected session.started: %+v", more)
-			}
+			e.bus.Close() // delivers every event published
+			eventtest.ExpectNone[event.SessionStarted](started)
 		})
 	}
 }
@@ -316,11 +316,11 @@ func TestRollOverResumesAfterCrashAtEveryStep(t *testing.T) {
 		step := tt.step
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, utc("2026-03-01T04:30:00Z"), 0) // 10:00 IST, 1 March
-			started := watch[event.SessionStarted](t, e.bus)
-			summarized := watch[event.SessionSummarized](t, e.bus)
-			folded := watch[event.MemoryFolded](t, e.bus)
-			reviewed := watch[event.SkillsReviewed](t, e.bus)
-			failed := watch[event.RolloverFailed](t, e.bus)
+			started := eventtest.Watch[event.SessionStarted](t, e.bus)
+			summarized := eventtest.Watch[event.SessionSummarized](t, e.bus)
+			folded := eventtest.Watch[event.MemoryFolded](t, e.bus)
+			reviewed := eventtest.Watch[event.SkillsReviewed](t, e.bus)
+			failed := eventtest.Watch[event.RolloverFailed](t, e.bus)
 			cur := &curator{}
 
 			p1 := e.start(keeper.Options{Curator: cur, AfterStep: func(s keeper.Step) error {
@@ -345,7 +345,7 @@ func TestRollOverResumesAfterCrashAtEveryStep(t *testing.T) {
 			if _, err := p1.keeper.RollOver(t.Context(), "daily_rollover"); !errors.Is(err, errCrash) {
 				t.Fatalf("RollOver with a crash after %s: err = %v, want the crash", step, err)
 			}
-			if ev := next(t, failed); ev.Step != string(step) {
+			if ev := eventtest.Next[event.RolloverFailed](failed); ev.Step != string(step) {
 				t.Errorf("rollover.failed names step %q, want %q", ev.Step, step)
 			}
 			if tt.reset {
@@ -429,7 +429,8 @@ func TestRollOverResumesAfterCrashAtEveryStep(t *testing.T) {
 				return 1
 			}
 			var rollovers []event.SessionStarted
-			for _, ev := range rest(e.bus, started) {
+			e.bus.Close() // delivers every event published
+			for _, ev := range eventtest.Rest[event.SessionStarted](started) {
 				if ev.Reason == "daily_rollover" {
 					rollovers = append(rollovers, ev)
 				}
@@ -440,9 +441,9 @@ func TestRollOverResumesAfterCrashAtEveryStep(t *testing.T) {
 				}
 			}
 			checkCopies(t, "session.started (daily_rollover)", rollovers, "rollover:"+old+":reset", copies(keeper.StepReset))
-			checkCopies(t, "session.summarized", drain(summarized), "rollover:"+old+":summarised", copies(keeper.StepSummarised))
-			checkCopies(t, "memory.folded", drain(folded), "rollover:"+old+":folded", copies(keeper.StepFolded))
-			checkCopies(t, "skills.reviewed", drain(reviewed), "rollover:"+old+":curated", copies(keeper.StepCurated))
+			checkCopies(t, "session.summarized", eventtest.Rest[event.SessionSummarized](summarized), "rollover:"+old+":summarised", copies(keeper.StepSummarised))
+			checkCopies(t, "memory.folded", eventtest.Rest[event.MemoryFolded](folded), "rollover:"+old+":folded", copies(keeper.StepFolded))
+			checkCopies(t, "skills.reviewed", eventtest.Rest[event.SkillsReviewed](reviewed), "rollover:"+old+":curated", copies(keeper.StepCurated))
 		})
 	}
 }
@@ -469,26 +470,13 @@ func sortedCopy(s []string) []string {
 	return s
 }
 
-// drain returns what is in c now.
-func drain[E any](c <-chan E) []E {
-	var out []E
-	for {
-		select {
-		case e := <-c:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 func TestRollOverDegradesWhenTheModelFails(t *testing.T) {
 	e := newEnv(t, utc("2026-03-01T04:30:00Z"), 0) // 10:00 IST, 1 March
-	started := watch[event.SessionStarted](t, e.bus)
-	summarized := watch[event.SessionSummarized](t, e.bus)
-	folded := watch[event.MemoryFolded](t, e.bus)
+	started := eventtest.Watch[event.SessionStarted](t, e.bus)
+	summarized := eventtest.Watch[event.SessionSummarized](t, e.bus)
+	folded := eventtest.Watch[event.MemoryFolded](t, e.bus)
 	p := e.start(keeper.Options{})
-	next(t, started) // first
+	eventtest.Next[event.SessionStarted](started) // first
 	if _, err := p.folder.WriteMemory(lessons); err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +520,12 @@ func TestRollOverDegradesWhenTheModelFails(t *testing.T) {
 		// already have set its timer.
 		e.clock.Advance(time.Nanosecond)
 	}
-	res := next(t, done)
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(eventtest.Timeout):
+		t.Fatal("RollOver did not return")
+	}
 	if res.err != nil {
 		t.Fatalf("RollOver with a failing model: %v", res.err)
 	}
@@ -552,10 +545,10 @@ func TestRollOverDegradesWhenTheModelFails(t *testing.T) {
 	if !strings.HasPrefix(summary, "[Degraded summary") || !strings.HasSuffix(summary, digest) {
 		t.Errorf("summary = %q, want [Degraded summary ... then the digest", summary)
 	}
-	if ev := next(t, summarized); !ev.Degraded || ev.Attempts != 3 || ev.Session != old || ev.Date != "2026-03-01" || ev.SummaryPath != summaryPath || ev.Error == "" {
+	if ev := eventtest.Next[event.SessionSummarized](summarized); !ev.Degraded || ev.Attempts != 3 || ev.Session != old || ev.Date != "2026-03-01" || ev.SummaryPath != summaryPath || ev.Error == "" {
 		t.Errorf("session.summarized = %+v, want degraded after 3 attempts, with the error", ev)
 	}
-	if ev := next(t, folded); ev.Folded || ev.Reason == "" {
+	if ev := eventtest.Next[event.MemoryFolded](folded); ev.Folded || ev.Reason == "" {
 		t.Errorf("memory.folded = %+v, want not folded, with a reason", ev)
 	}
 	if got := readFile(t, p.folder.Path(memory.MemoryFile)); got != lessons {
@@ -564,7 +557,7 @@ func TestRollOverDegradesWhenTheModelFails(t *testing.T) {
 	if got := list(t, p.folder.Path(filepath.Join(memory.HistoryDir, "memory"))); len(got) != 0 {
 		t.Errorf("Memory.md was replaced: history/memory/ = %v", got)
 	}
-	if ev := next(t, started); ev.Reason != "daily_rollover" || ev.Session != res.id || ev.Previous != old || ev.SummaryPath != summaryPath {
+	if ev := eventtest.Next[event.SessionStarted](started); ev.Reason != "daily_rollover" || ev.Session != res.id || ev.Previous != old || ev.SummaryPath != summaryPath {
 		t.Errorf("session.started = %+v, want daily_rollover from %s with the summary's path", ev, old)
 	}
 	if first := p.turn(t, "t2", "Good morning."); !strings.HasPrefix(first,
@@ -580,10 +573,10 @@ func TestRollOverDegradesWhenTheModelFails(t *testing.T) {
 	}
 	e.clock.Set(utc("2026-03-02T18:30:00Z")) // 00:00 IST, 3 March
 	p.turn(t, "t3", "Day three.")
-	if ev := next(t, summarized); ev.Degraded || ev.Attempts != 1 || ev.Date != "2026-03-02" {
+	if ev := eventtest.Next[event.SessionSummarized](summarized); ev.Degraded || ev.Attempts != 1 || ev.Date != "2026-03-02" {
 		t.Errorf("second session.summarized = %+v, want a model summary of 2026-03-02 at the first attempt", ev)
 	}
-	if ev := next(t, folded); !ev.Folded || !slices.Equal(ev.Notes, []string{"2026-03-01", "2026-03-02"}) {
+	if ev := eventtest.Next[event.MemoryFolded](folded); !ev.Folded || !slices.Equal(ev.Notes, []string{"2026-03-01", "2026-03-02"}) {
 		t.Errorf("second memory.folded = %+v, want the notes of 2026-03-01 and 2026-03-02 folded", ev)
 	}
 	wantMemory := lessons + "\n## Notes of 2026-03-02\n\n" +
@@ -614,9 +607,9 @@ func TestDueAndNextBoundary(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, utc(tt.start), tt.rolloverAt)
-			started := watch[event.SessionStarted](t, e.bus)
+			started := eventtest.Watch[event.SessionStarted](t, e.bus)
 			p := e.start(keeper.Options{Disabled: tt.disabled})
-			next(t, started)
+			eventtest.Next[event.SessionStarted](started)
 			old := p.router.SessionID()
 			boundary := utc(tt.boundary)
 
@@ -650,7 +643,7 @@ func TestDueAndNextBoundary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev := next(t, started); ev.Reason != "daily_rollover" || ev.Session != id || ev.Previous != old || ev.SummaryPath != "" {
+			if ev := eventtest.Next[event.SessionStarted](started); ev.Reason != "daily_rollover" || ev.Session != id || ev.Previous != old || ev.SummaryPath != "" {
 				t.Errorf("session.started = %+v, want daily_rollover from %s with no summary", ev, old)
 			}
 			if got := p.date(t); got != tt.nextDate {
@@ -668,9 +661,9 @@ func TestDueAndNextBoundary(t *testing.T) {
 
 func TestManualRolloverSameDay(t *testing.T) {
 	e := newEnv(t, utc("2026-03-01T04:30:00Z"), 0) // 10:00 IST, 1 March
-	started := watch[event.SessionStarted](t, e.bus)
+	started := eventtest.Watch[event.SessionStarted](t, e.bus)
 	p := e.start(keeper.Options{})
-	next(t, started)
+	eventtest.Next[event.SessionStarted](started)
 	p.turn(t, "t1", "hello")
 	old := p.router.SessionID()
 
@@ -679,7 +672,7 @@ func TestManualRolloverSameDay(t *testing.T) {
 		t.Fatal(err)
 	}
 	summaryPath := p.folder.Path("summaries/2026-03-01.md")
-	if ev := next(t, started); ev.Reason != "manual_rollover" || ev.Session != id || ev.Previous != old || ev.SummaryPath != summaryPath {
+	if ev := eventtest.Next[event.SessionStarted](started); ev.Reason != "manual_rollover" || ev.Session != id || ev.Previous != old || ev.SummaryPath != summaryPath {
 		t.Errorf("session.started = %+v, want manual_rollover from %s with the summary's path", ev, old)
 	}
 	if got := p.date(t); got != "2026-03-01" {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -129,9 +130,7 @@ func TestPartialKeyEchoesAreScrubbed(t *testing.T) {
 				}
 
 				g := newLoopRig(t)
-				failed := make(chan event.ModelFailed, 8)
-				cancel := event.Subscribe(g.bus, func(e event.ModelFailed) { failed <- e })
-				t.Cleanup(cancel)
+				failed := eventtest.Watch[event.ModelFailed](t, g.bus)
 				r := g.router(router.Settings{Route: []router.Model{m}})
 				_, err = r.Send(t.Context(), triggers.Trigger{ID: "t1", Text: "hi"})
 				if err == nil {
@@ -145,13 +144,10 @@ func TestPartialKeyEchoesAreScrubbed(t *testing.T) {
 						t.Errorf("session record %s %s holds %q of the key: %q", rec.Type, rec.Kind, run, rec.Text)
 					}
 				}
-				select {
-				case e := <-failed:
-					if run, ok := leaksKey(e.Error); ok {
-						t.Errorf("model.failed holds %q of the key: %q", run, e.Error)
-					}
-				case <-t.Context().Done():
-					t.Fatal("no model.failed event")
+				if e := eventtest.Next[event.ModelFailed](failed); e.Error == "" {
+					t.Errorf("model.failed carries no error: %+v", e)
+				} else if run, ok := leaksKey(e.Error); ok {
+					t.Errorf("model.failed holds %q of the key: %q", run, e.Error)
 				}
 			})
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -200,8 +201,7 @@ func TestCommandToolGetsArgumentsOnStdinAndNoSecrets(t *testing.T) {
 
 func TestBudgetsStopTurnsAndReserveLetsTheRolloverRun(t *testing.T) {
 	g := newLoopRig(t)
-	exceeded := make(chan event.BudgetExceeded, 4)
-	defer event.Subscribe(g.bus, func(e event.BudgetExceeded) { exceeded <- e })()
+	exceeded := eventtest.Watch[event.BudgetExceeded](t, g.bus)
 	p := &playbook{steps: []router.Response{{Text: "ok", Usage: memory.Usage{InputTokens: 380, OutputTokens: 10}}}}
 	r := g.router(router.Settings{Route: []router.Model{model(p, 0)}, Budgets: router.Budgets{DayTokens: 400}})
 	if _, err := r.Send(context.Background(), triggers.Trigger{ID: "t1", Text: "first"}); err != nil {
@@ -215,13 +215,8 @@ func TestBudgetsStopTurnsAndReserveLetsTheRolloverRun(t *testing.T) {
 	if !strings.Contains(err.Error(), "resets at the next rollover") {
 		t.Errorf("the refusal does not say when it resets: %v", err)
 	}
-	select {
-	case e := <-exceeded:
-		if e.Budget != "day_tokens" || e.Limit != 400 || e.Used != 390 {
-			t.Errorf("budget.exceeded = %+v", e)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no budget.exceeded event")
+	if e := eventtest.Next[event.BudgetExceeded](exceeded); e.Budget != "day_tokens" || e.Limit != 400 || e.Used != 390 {
+		t.Errorf("budget.exceeded = %+v", e)
 	}
 	if r.Exchanges() != 1 {
 		t.Errorf("exchanges = %d after a refused turn", r.Exchanges())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -188,19 +189,13 @@ func TestUnreadableMemoryIsAnnounced(t *testing.T) {
 	if err := os.Mkdir(path, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	events := make(chan event.MemoryUnreadable, 16)
-	t.Cleanup(event.Subscribe(d.bus, func(e event.MemoryUnreadable) { events <- e }))
+	events := eventtest.Watch[event.MemoryUnreadable](t, d.bus)
 	r := d.router()
 	d.send(r, "t1", triggers.Manual, "Check the tape.")
 	d.send(r, "t2", triggers.Manual, "Again.")
 
-	select {
-	case e := <-events:
-		if e.Desk != "main" || e.Path != path || !strings.Contains(e.Error, "is a directory") {
-			t.Errorf("memory.unreadable = %+v, want desk main, path %s and the error", e, path)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no memory.unreadable within 10s")
+	if e := eventtest.Next[event.MemoryUnreadable](events); e.Desk != "main" || e.Path != path || !strings.Contains(e.Error, "is a directory") {
+		t.Errorf("memory.unreadable = %+v, want desk main, path %s and the error", e, path)
 	}
 	u := r.Unreadable()
 	if len(u) != 1 || u[0].Path != path || !strings.Contains(u[0].Error, "is a directory") || u[0].Since.IsZero() {
@@ -224,11 +219,8 @@ func TestUnreadableMemoryIsAnnounced(t *testing.T) {
 	if s := d.model.lastSystem(t); !strings.Contains(s, "- Respect the stop loss.") {
 		t.Errorf("the prompt lacks Memory.md once it can be read:\n%s", s)
 	}
-	d.bus.Close() // delivers what was published
-	close(events)
-	for e := range events {
-		t.Errorf("announced again: %+v (once per unreadable file, not per prompt)", e)
-	}
+	d.bus.Close()                                        // delivers what was published
+	eventtest.ExpectNone[event.MemoryUnreadable](events) // once per unreadable file, not per prompt
 }
 
 // TestUnreadableSkillIsAnnounced: a skill whose SKILL.md cannot be read is
@@ -248,16 +240,10 @@ func TestUnreadableSkillIsAnnounced(t *testing.T) {
 	if err := os.MkdirAll(bad, 0o750); err != nil { // a directory where SKILL.md should be
 		t.Fatal(err)
 	}
-	events := make(chan event.MemoryUnreadable, 16)
-	t.Cleanup(event.Subscribe(d.bus, func(e event.MemoryUnreadable) { events <- e }))
+	events := eventtest.Watch[event.MemoryUnreadable](t, d.bus)
 	d.send(r, "t2", triggers.Manual, "Again.")
-	select {
-	case e := <-events:
-		if e.Path != bad || e.Error == "" {
-			t.Errorf("memory.unreadable = %+v, want path %s", e, bad)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no memory.unreadable within 10s")
+	if e := eventtest.Next[event.MemoryUnreadable](events); e.Path != bad || e.Error == "" {
+		t.Errorf("memory.unreadable = %+v, want path %s", e, bad)
 	}
 	if u := r.Unreadable(); len(u) != 1 || u[0].Path != bad {
 		t.Errorf("Unreadable() = %+v, want %s", u, bad)

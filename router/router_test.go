@@ -15,6 +15,7 @@ import (
 
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -156,44 +157,6 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// watch subscribes to events of type E for the rest of the test.
-func watch[E event.Event](t *testing.T, bus *event.Bus) <-chan E {
-	t.Helper()
-	c := make(chan E, 64)
-	t.Cleanup(event.Subscribe(bus, func(e E) { c <- e }))
-	return c
-}
-
-// next returns the next event from c, or fails the test after a deadline.
-func next[E any](t *testing.T, c <-chan E) E {
-	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	select {
-	case e := <-c:
-		return e
-	case <-deadline.C:
-		var zero E
-		t.Fatalf("no %T within 10s", zero)
-		return zero
-	}
-}
-
-// rest closes the bus, which delivers every event already published, and
-// returns the events left in c.
-func rest[E any](bus *event.Bus, c <-chan E) []E {
-	bus.Close()
-	var out []E
-	for {
-		select {
-		case e := <-c:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
 }
 
 func TestSendRecordsTheExchange(t *testing.T) {
@@ -473,7 +436,7 @@ func TestRestoreReportsATornSessionFileOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newRig(t, "2026-03-01T04:30:00Z")
-			torn := watch[event.SessionTorn](t, g.bus)
+			torn := eventtest.Watch[event.SessionTorn](t, g.bus)
 			r, folder, _ := g.open(offline)
 			send(t, r, "t1", "hello")
 			id := r.SessionID()
@@ -490,7 +453,7 @@ func TestRestoreReportsATornSessionFileOnce(t *testing.T) {
 			if !resumed || r2.SessionID() != id {
 				t.Fatalf("restore of a torn session: %s (resumed %v), want %s resumed", r2.SessionID(), resumed, id)
 			}
-			ev := next(t, torn)
+			ev := eventtest.Next[event.SessionTorn](torn)
 			if ev.Desk != "main" || ev.Session != id || ev.Path != path || ev.Offset != int64(len(good)) || ev.Bytes != len(tt.tail) {
 				t.Errorf("session.torn = %+v, want session %s, path %s, offset %d, %d bytes", ev, id, path, len(good), len(tt.tail))
 			}
@@ -511,9 +474,8 @@ func TestRestoreReportsATornSessionFileOnce(t *testing.T) {
 			if reply := send(t, r3, "t2", "again"); reply.Turn != 2 {
 				t.Errorf("turn after the torn restore reported as %d, want 2", reply.Turn)
 			}
-			if more := rest(g.bus, torn); len(more) != 0 {
-				t.Errorf("a second restore published session.torn again: %+v", more)
-			}
+			g.bus.Close()                                 // delivers every event published
+			eventtest.ExpectNone[event.SessionTorn](torn) // a second restore publishes no session.torn
 		})
 	}
 }
