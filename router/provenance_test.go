@@ -219,8 +219,9 @@ func TestUnreadableMemoryIsAnnounced(t *testing.T) {
 	if s := d.model.lastSystem(t); !strings.Contains(s, "- Respect the stop loss.") {
 		t.Errorf("the prompt lacks Memory.md once it can be read:\n%s", s)
 	}
-	d.bus.Close()                                        // delivers what was published
-	eventtest.ExpectNone[event.MemoryUnreadable](events) // once per unreadable file, not per prompt
+	// Closing the bus delivers every event published: once per unreadable file, not per prompt.
+	d.bus.Close()
+	eventtest.ExpectNone[event.MemoryUnreadable](events)
 }
 
 // TestUnreadableSkillIsAnnounced: a skill whose SKILL.md cannot be read is

@@ -474,8 +474,9 @@ func TestRestoreReportsATornSessionFileOnce(t *testing.T) {
 			if reply := send(t, r3, "t2", "again"); reply.Turn != 2 {
 				t.Errorf("turn after the torn restore reported as %d, want 2", reply.Turn)
 			}
-			g.bus.Close()                                 // delivers every event published
-			eventtest.ExpectNone[event.SessionTorn](torn) // a second restore publishes no session.torn
+			// Closing the bus delivers every event published: a second restore publishes no session.torn.
+			g.bus.Close()
+			eventtest.ExpectNone[event.SessionTorn](torn)
 		})
 	}
 }
