@@ -16,6 +16,7 @@ import (
 	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/router/routertest"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -94,6 +95,35 @@ func (g *loopRig) router(s router.Settings) *router.Router {
 
 func model(p router.Provider, window int) router.Model {
 	return router.Model{Name: "m", Provider: "openai", Client: p, ContextWindow: window}
+}
+
+// apiOf is the wire API of a provider's service.
+func apiOf(provider string) routertest.API {
+	if provider == router.AnthropicProvider {
+		return routertest.Messages
+	}
+	return routertest.ChatCompletions
+}
+
+// serviceModel is a model of srv's provider, as deskd configures one: the
+// provider's client over srv, with key and an output cap of maxOut (0:
+// none).
+func serviceModel(t *testing.T, srv *routertest.Server, key string, maxOut int) router.Model {
+	t.Helper()
+	provider := srv.API().String()
+	m := router.Model{Name: provider, Provider: provider}
+	var err error
+	if srv.API() == routertest.Messages {
+		m.Client, err = router.NewAnthropic(router.AnthropicOptions{Name: provider, BaseURL: srv.BaseURL(), Model: "claude-test",
+			APIKey: key, MaxOutputTokens: maxOut, Timeout: time.Minute, HTTPClient: srv.Client()})
+	} else {
+		m.Client, err = router.NewOpenAI(router.OpenAIOptions{Name: provider, BaseURL: srv.BaseURL(), Model: "gpt-test",
+			APIKey: key, MaxOutputTokens: maxOut, Timeout: time.Minute, HTTPClient: srv.Client()})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func (g *loopRig) sessionRecords(r *router.Router) []memory.Record {

@@ -258,6 +258,14 @@ func Script(replies ...Reply) func(Request) Reply {
 	}
 }
 
+// Always returns an Answer that gives r to every request.
+func Always(r Reply) func(Request) Reply {
+	return func(Request) Reply { return r }
+}
+
+// API returns the API the server speaks.
+func (s *Server) API() API { return s.api }
+
 // URL is the server's root, such as http://127.0.0.1:1234.
 func (s *Server) URL() string { return s.srv.URL }
 
