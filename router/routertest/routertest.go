@@ -3,7 +3,9 @@
 // Anthropic's streamed Messages API, as the real services do on the wire.
 //
 // A Server records every request it gets (path, headers, body, the
-// conversation) and answers each with the Reply its Answer function gives:
+// conversation), answers 404 to one that is not posted to the API's
+// endpoint (.../chat/completions, /v1/messages), and answers each other one
+// with the Reply its Answer function gives:
 // a text, tool calls, an error with a status code and headers, raw stream
 // events, a connection cut mid-stream, or a reply held until the test
 // releases it (delays are channels, never sleeps). A Strict server also
@@ -48,6 +50,14 @@ func (a API) String() string {
 		return "anthropic"
 	}
 	return fmt.Sprintf("API(%d)", int(a))
+}
+
+// endpoint is the path the API's calls are posted to (below the base URL).
+func (a API) endpoint() string {
+	if a == Messages {
+		return "/v1/messages"
+	}
+	return "/chat/completions"
 }
 
 // DefaultWait is how long Await waits unless Options.Wait says otherwise:
@@ -306,6 +316,19 @@ func (s *Server) Count() int {
 	return len(s.requests)
 }
 
+// CountWhere returns how many of the server's requests ok accepts.
+func (s *Server) CountWhere(ok func(Request) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.requests {
+		if ok(r) {
+			n++
+		}
+	}
+	return n
+}
+
 // Refused returns the rule a Strict server refused each request for, in
 // order.
 func (s *Server) Refused() []string {
@@ -363,10 +386,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 
-	reply := Reply{Status: http.StatusBadRequest, ErrorType: "invalid_request_error"}
-	if refuse {
-		reply.Message = req.Problems[0]
-	} else {
+	var reply Reply
+	switch {
+	case !strings.HasSuffix(req.Path, s.api.endpoint()):
+		reply = Reply{Status: http.StatusNotFound, Message: "no such endpoint: " + req.Path}
+	case refuse:
+		reply = Reply{Status: http.StatusBadRequest, ErrorType: "invalid_request_error", Message: req.Problems[0]}
+	default:
 		reply = s.o.Answer(req)
 	}
 	if reply.Hold != nil {

@@ -98,6 +98,18 @@ func TestFailures(t *testing.T) {
 	}
 }
 
+func TestOtherPathsAreNotFound(t *testing.T) {
+	s := routertest.New(t, routertest.ChatCompletions, routertest.Options{})
+	resp, err := s.Client().Post(s.URL()+"/v1/completions", "application/json", strings.NewReader(hello))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 || s.CountWhere(func(r routertest.Request) bool { return r.Path == "/v1/completions" }) != 1 {
+		t.Errorf("POST /v1/completions = %d, recorded %d times; want 404, recorded once", resp.StatusCode, s.Count())
+	}
+}
+
 func TestCutEndsTheStreamEarly(t *testing.T) {
 	s := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: func(routertest.Request) routertest.Reply {
 		return routertest.Reply{Events: []string{`data: {"partial":true}`}, Cut: true}
