@@ -1,9 +1,7 @@
 package router
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -87,10 +85,7 @@ func TestAnthropicStreamsReply(t *testing.T) {
 	if got.Header.Get("Anthropic-Version") == "" {
 		t.Errorf("no anthropic-version header")
 	}
-	for _, c := range []struct {
-		path []any
-		want any
-	}{
+	checkWire(t, got.Body, []wire{
 		{[]any{"model"}, "claude-test"},
 		{[]any{"stream"}, true},
 		{[]any{"max_tokens"}, 2000.0},
@@ -99,11 +94,7 @@ func TestAnthropicStreamsReply(t *testing.T) {
 		{[]any{"messages", 0, "role"}, "user"},
 		{[]any{"messages", 0, "content", 0, "type"}, "text"},
 		{[]any{"messages", 0, "content", 0, "text"}, "buy INFY"},
-	} {
-		if v := routertest.JSONAt(got.Body, c.path...); v != c.want {
-			t.Errorf("request %v = %#v, want %#v", c.path, v, c.want)
-		}
-	}
+	})
 }
 
 func TestAnthropicToolCall(t *testing.T) {
@@ -141,24 +132,13 @@ func TestAnthropicToolCall(t *testing.T) {
 		{ID: "toolu_01", Name: "get_quote", Arguments: json.RawMessage(`{"symbol": "INFY"}`)},
 		{ID: "toolu_02", Name: "note", Arguments: json.RawMessage(`{}`)},
 	}
-	if len(resp.ToolCalls) != len(want) {
-		t.Fatalf("ToolCalls = %+v, want %+v", resp.ToolCalls, want)
-	}
-	for i := range want {
-		g := resp.ToolCalls[i]
-		if g.ID != want[i].ID || g.Name != want[i].Name || string(g.Arguments) != string(want[i].Arguments) {
-			t.Errorf("ToolCalls[%d] = {%s %s %s}, want {%s %s %s}", i, g.ID, g.Name, g.Arguments, want[i].ID, want[i].Name, want[i].Arguments)
-		}
-	}
+	checkToolCalls(t, resp.ToolCalls, want)
 	if resp.Text != "Checking." || resp.StopReason != "tool_use" {
 		t.Errorf("Text, StopReason = %q, %q; want Checking. and tool_use", resp.Text, resp.StopReason)
 	}
 
 	got := onlyRequest(t, srv)
-	for _, c := range []struct {
-		path []any
-		want any
-	}{
+	checkWire(t, got.Body, []wire{
 		{[]any{"tools", 0, "name"}, "get_quote"},
 		{[]any{"tools", 0, "description"}, "Last price of a symbol."},
 		{[]any{"tools", 0, "input_schema", "type"}, "object"},
@@ -181,11 +161,7 @@ func TestAnthropicToolCall(t *testing.T) {
 		{[]any{"messages", 2, "content", 2, "type"}, "text"},
 		{[]any{"messages", 2, "content", 2, "text"}, "and INFY?"},
 		{[]any{"messages", 3}, nil},
-	} {
-		if v := routertest.JSONAt(got.Body, c.path...); v != c.want {
-			t.Errorf("request %v = %#v, want %#v", c.path, v, c.want)
-		}
-	}
+	})
 }
 
 func antError(kind, msg string) string {
@@ -256,7 +232,7 @@ func TestAnthropicFailures(t *testing.T) {
 	for _, tt := range anthropicFailures {
 		t.Run(tt.name, func(t *testing.T) {
 			p, srv := newTestAnthropic(t, time.Minute, routertest.Script(tt.reply))
-			resp, err := p.Complete(t.Context(), Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
+			resp, err := p.Complete(t.Context(), buyINFY)
 			checkAPIFailure(t, tt, resp, err, "claude")
 			checkAnthropicKey(t, onlyRequest(t, srv))
 		})
@@ -266,32 +242,13 @@ func TestAnthropicFailures(t *testing.T) {
 func TestAnthropicTimeout(t *testing.T) {
 	// A reply slower than the timeout.
 	p, _ := newTestAnthropic(t, 50*time.Millisecond, routertest.Script(routertest.Reply{Events: []string{antStart, antTextStart}, Hang: true}))
-	_, err := p.Complete(t.Context(), Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
-	var ae *APIError
-	if !errors.As(err, &ae) || !ae.Retryable || ae.Status != 0 {
-		t.Fatalf("Complete = %v, want a retryable *APIError with no status", err)
-	}
-	if errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "timeout") {
-		t.Errorf("error = %q, want a timeout that is not a cancellation", err)
-	}
+	checkTimeout(t, p)
 }
 
 func TestAnthropicCallerCancels(t *testing.T) {
 	started := make(chan struct{})
 	p, _ := newTestAnthropic(t, time.Minute, routertest.Script(routertest.Reply{Events: []string{antStart}, Hang: true, Flushed: started}))
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		<-started
-		cancel()
-	}()
-	_, err := p.Complete(ctx, Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Complete = %v, want context.Canceled", err)
-	}
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Retryable {
-		t.Errorf("a cancelled call is retryable: %v", err)
-	}
+	checkCancelled(t, p, started)
 }
 
 func TestAnthropicIgnoresEnvironment(t *testing.T) {

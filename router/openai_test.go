@@ -1,7 +1,6 @@
 package router
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,9 +11,6 @@ import (
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router/routertest"
 )
-
-// fakeAPIKey is a recognisable fake key: no error text may contain it.
-const fakeAPIKey = "sk-deskd-test-5f3a9c1e7b2d4068"
 
 // newTestOpenAI returns a client of a fake Chat Completions service that
 // answers with answer, and the service.
@@ -29,33 +25,6 @@ func newTestOpenAI(t *testing.T, timeout time.Duration, answer func(routertest.R
 		t.Fatal(err)
 	}
 	return p, srv
-}
-
-// stream is a reply of the fake service made of these events.
-func stream(events ...string) func(routertest.Request) routertest.Reply {
-	return routertest.Script(routertest.Reply{Events: events})
-}
-
-// jsonError is a failure with status, body and headers (name, value, ...).
-func jsonError(status int, body string, headers ...string) routertest.Reply {
-	h := map[string]string{}
-	for i := 0; i+1 < len(headers); i += 2 {
-		h[headers[i]] = headers[i+1]
-	}
-	return routertest.Reply{Status: status, Body: body, Header: h}
-}
-
-// onlyRequest returns the one request srv got.
-func onlyRequest(t *testing.T, srv *routertest.Server) routertest.Request {
-	t.Helper()
-	reqs := srv.Requests()
-	if len(reqs) != 1 {
-		t.Fatalf("the service got %d requests, want 1", len(reqs))
-	}
-	if reqs[0].Body == nil {
-		t.Fatalf("request body is not JSON:\n%s", reqs[0].Raw)
-	}
-	return reqs[0]
 }
 
 const oaiChunk = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-test-2026-01-15","system_fingerprint":"fp_1","choices":[%s],"usage":null}`
@@ -104,10 +73,7 @@ func TestOpenAIStreamsReply(t *testing.T) {
 	if a := got.Header.Get("Authorization"); a != "Bearer "+fakeAPIKey {
 		t.Errorf("Authorization = %q, want the bearer key", a)
 	}
-	for _, c := range []struct {
-		path []any
-		want any
-	}{
+	checkWire(t, got.Body, []wire{
 		{[]any{"model"}, "gpt-test"},
 		{[]any{"stream"}, true},
 		{[]any{"stream_options", "include_usage"}, true},
@@ -116,11 +82,7 @@ func TestOpenAIStreamsReply(t *testing.T) {
 		{[]any{"messages", 0, "content"}, "You are a desk."},
 		{[]any{"messages", 1, "role"}, "user"},
 		{[]any{"messages", 1, "content"}, "buy INFY"},
-	} {
-		if v := routertest.JSONAt(got.Body, c.path...); v != c.want {
-			t.Errorf("request %v = %#v, want %#v", c.path, v, c.want)
-		}
-	}
+	})
 	if got.Body["tools"] != nil {
 		t.Errorf("request has tools %v, want none", got.Body["tools"])
 	}
@@ -156,15 +118,7 @@ func TestOpenAIToolCall(t *testing.T) {
 		{ID: "call_q1", Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"INFY"}`)},
 		{ID: "call_n2", Name: "note", Arguments: json.RawMessage(`{}`)},
 	}
-	if len(resp.ToolCalls) != len(want) {
-		t.Fatalf("ToolCalls = %+v, want %+v", resp.ToolCalls, want)
-	}
-	for i := range want {
-		g := resp.ToolCalls[i]
-		if g.ID != want[i].ID || g.Name != want[i].Name || string(g.Arguments) != string(want[i].Arguments) {
-			t.Errorf("ToolCalls[%d] = {%s %s %s}, want {%s %s %s}", i, g.ID, g.Name, g.Arguments, want[i].ID, want[i].Name, want[i].Arguments)
-		}
-	}
+	checkToolCalls(t, resp.ToolCalls, want)
 	if resp.StopReason != "tool_calls" || resp.Text != "" {
 		t.Errorf("StopReason, Text = %q, %q; want tool_calls and no text", resp.StopReason, resp.Text)
 	}
@@ -173,10 +127,7 @@ func TestOpenAIToolCall(t *testing.T) {
 	}
 
 	got := onlyRequest(t, srv)
-	for _, c := range []struct {
-		path []any
-		want any
-	}{
+	checkWire(t, got.Body, []wire{
 		{[]any{"tools", 0, "type"}, "function"},
 		{[]any{"tools", 0, "function", "name"}, "get_quote"},
 		{[]any{"tools", 0, "function", "description"}, "Last price of a symbol."},
@@ -191,22 +142,7 @@ func TestOpenAIToolCall(t *testing.T) {
 		{[]any{"messages", 2, "tool_call_id"}, "call_0"},
 		{[]any{"messages", 2, "content"}, "TCS 4100"},
 		{[]any{"messages", 3, "content"}, "Error: disk full"},
-	} {
-		if v := routertest.JSONAt(got.Body, c.path...); v != c.want {
-			t.Errorf("request %v = %#v, want %#v", c.path, v, c.want)
-		}
-	}
-}
-
-// apiFailureCase is one way a model call fails, and the *APIError it must give.
-type apiFailureCase struct {
-	name       string
-	reply      routertest.Reply // the service's answer
-	status     int
-	retryable  bool
-	overflow   bool
-	retryAfter time.Duration
-	text       string // the error text must contain this
+	})
 }
 
 var openAIFailures = []apiFailureCase{
@@ -294,7 +230,7 @@ func TestOpenAIFailures(t *testing.T) {
 	for _, tt := range openAIFailures {
 		t.Run(tt.name, func(t *testing.T) {
 			p, srv := newTestOpenAI(t, time.Minute, routertest.Script(tt.reply))
-			resp, err := p.Complete(t.Context(), Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
+			resp, err := p.Complete(t.Context(), buyINFY)
 			checkAPIFailure(t, tt, resp, err, "fast")
 			if got := onlyRequest(t, srv).Header.Get("Authorization"); got != "Bearer "+fakeAPIKey {
 				t.Errorf("Authorization = %q, want the bearer key", got)
@@ -303,49 +239,11 @@ func TestOpenAIFailures(t *testing.T) {
 	}
 }
 
-func checkAPIFailure(t *testing.T, tt apiFailureCase, resp Response, err error, model string) {
-	t.Helper()
-	var ae *APIError
-	if !errors.As(err, &ae) {
-		t.Fatalf("Complete = %+v, %v; want an *APIError", resp, err)
-	}
-	if ae.Status != tt.status || ae.Retryable != tt.retryable || ae.ContextOverflow != tt.overflow || ae.RetryAfter != tt.retryAfter {
-		t.Errorf("APIError{Status %d, Retryable %v, ContextOverflow %v, RetryAfter %v}, want {%d %v %v %v} (%v)",
-			ae.Status, ae.Retryable, ae.ContextOverflow, ae.RetryAfter, tt.status, tt.retryable, tt.overflow, tt.retryAfter, err)
-	}
-	msg := err.Error()
-	if !strings.Contains(msg, tt.text) {
-		t.Errorf("error %q does not contain %q", msg, tt.text)
-	}
-	if !strings.HasPrefix(msg, "model "+model+": ") {
-		t.Errorf("error %q does not name model %s", msg, model)
-	}
-	if strings.Contains(msg, fakeAPIKey) || strings.Contains(msg, fakeAPIKey[len(fakeAPIKey)-12:]) {
-		t.Errorf("error %q holds the key", msg)
-	}
-	if len(msg) > 500 {
-		t.Errorf("error is %d bytes long, want it short: %q", len(msg), msg)
-	}
-	if resp.Text != "" || len(resp.ToolCalls) != 0 {
-		t.Errorf("a failed call answered %+v", resp)
-	}
-}
-
 func TestOpenAITimeout(t *testing.T) {
 	// A reply slower than the timeout.
 	p, _ := newTestOpenAI(t, 50*time.Millisecond, routertest.Script(routertest.Reply{
 		Events: []string{oaiDelta(`{"role":"assistant","content":"Thinking"}`, "")}, Hang: true}))
-	_, err := p.Complete(t.Context(), Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
-	var ae *APIError
-	if !errors.As(err, &ae) || !ae.Retryable || ae.Status != 0 {
-		t.Fatalf("Complete = %v, want a retryable *APIError with no status", err)
-	}
-	if errors.Is(err, context.Canceled) {
-		t.Errorf("a timeout reads as the caller's cancellation: %v", err)
-	}
-	if !strings.Contains(err.Error(), "timeout") {
-		t.Errorf("error %q does not say it timed out", err)
-	}
+	checkTimeout(t, p)
 }
 
 func TestOpenAICallerCancels(t *testing.T) {
@@ -355,19 +253,7 @@ func TestOpenAICallerCancels(t *testing.T) {
 		close(started)
 		return routertest.Reply{Hold: never} // until the caller goes
 	})
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		<-started
-		cancel()
-	}()
-	_, err := p.Complete(ctx, Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Complete = %v, want context.Canceled", err)
-	}
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Retryable {
-		t.Errorf("a cancelled call is retryable: %v", err)
-	}
+	checkCancelled(t, p, started)
 }
 
 func TestOpenAIConnectionRefused(t *testing.T) {
