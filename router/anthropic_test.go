@@ -10,21 +10,6 @@ import (
 	"github.com/deskd/deskd/router/routertest"
 )
 
-// newTestAnthropic returns a client of a fake Messages service that answers
-// with answer, and the service.
-func newTestAnthropic(t *testing.T, timeout time.Duration, answer func(routertest.Request) routertest.Reply) (*Anthropic, *routertest.Server) {
-	t.Helper()
-	srv := routertest.New(t, routertest.Messages, routertest.Options{Answer: answer})
-	p, err := NewAnthropic(AnthropicOptions{
-		Name: "claude", BaseURL: srv.BaseURL(), Model: "claude-test", APIKey: fakeAPIKey,
-		MaxOutputTokens: 2000, Timeout: timeout, HTTPClient: srv.Client(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, srv
-}
-
 // checkAnthropicKey fails t unless r carries the key as the SDK sends it:
 // an x-api-key header or a bearer token.
 func checkAnthropicKey(t *testing.T, r routertest.Request) {
@@ -56,7 +41,7 @@ func antDelta(stop string, out int) string {
 func antInt(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestAnthropicStreamsReply(t *testing.T) {
-	p, srv := newTestAnthropic(t, time.Minute, stream(antStart, antTextStart, antPing, antText(0, "Bought 10"), antText(0, " INFY."), antStop0,
+	p, srv := newTestProvider(t, routertest.Messages, time.Minute, stream(antStart, antTextStart, antPing, antText(0, "Bought 10"), antText(0, " INFY."), antStop0,
 		antDelta("end_turn", 15), antMsgStop))
 
 	resp, err := p.Complete(t.Context(), Request{
@@ -98,7 +83,7 @@ func TestAnthropicStreamsReply(t *testing.T) {
 }
 
 func TestAnthropicToolCall(t *testing.T) {
-	p, srv := newTestAnthropic(t, time.Minute, stream(antStart, antTextStart, antText(0, "Checking."), antStop0,
+	p, srv := newTestProvider(t, routertest.Messages, time.Minute, stream(antStart, antTextStart, antText(0, "Checking."), antStop0,
 		"event: content_block_start\n"+`data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01","name":"get_quote","input":{}}}`,
 		"event: content_block_delta\n"+`data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}`,
 		"event: content_block_delta\n"+`data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"symbol\": \"IN"}}`,
@@ -120,19 +105,15 @@ func TestAnthropicToolCall(t *testing.T) {
 			{Role: RoleTool, ToolCallID: "toolu_b", ToolName: "note", Text: "disk full", IsError: true},
 			{Role: RoleUser, Text: "and INFY?"},
 		},
-		Tools: []ToolSpec{{
-			Name: "get_quote", Description: "Last price of a symbol.",
-			Schema: json.RawMessage(`{"type":"object","properties":{"symbol":{"type":"string"}},"required":["symbol"],"additionalProperties":false}`),
-		}},
+		Tools: []ToolSpec{getQuote},
 	})
 	if err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	want := []ToolCall{
+	checkToolCalls(t, resp.ToolCalls, []ToolCall{
 		{ID: "toolu_01", Name: "get_quote", Arguments: json.RawMessage(`{"symbol": "INFY"}`)},
 		{ID: "toolu_02", Name: "note", Arguments: json.RawMessage(`{}`)},
-	}
-	checkToolCalls(t, resp.ToolCalls, want)
+	})
 	if resp.Text != "Checking." || resp.StopReason != "tool_use" {
 		t.Errorf("Text, StopReason = %q, %q; want Checking. and tool_use", resp.Text, resp.StopReason)
 	}
@@ -231,7 +212,7 @@ var anthropicFailures = []apiFailureCase{
 func TestAnthropicFailures(t *testing.T) {
 	for _, tt := range anthropicFailures {
 		t.Run(tt.name, func(t *testing.T) {
-			p, srv := newTestAnthropic(t, time.Minute, routertest.Script(tt.reply))
+			p, srv := newTestProvider(t, routertest.Messages, time.Minute, routertest.Script(tt.reply))
 			resp, err := p.Complete(t.Context(), buyINFY)
 			checkAPIFailure(t, tt, resp, err, "claude")
 			checkAnthropicKey(t, onlyRequest(t, srv))
@@ -241,13 +222,13 @@ func TestAnthropicFailures(t *testing.T) {
 
 func TestAnthropicTimeout(t *testing.T) {
 	// A reply slower than the timeout.
-	p, _ := newTestAnthropic(t, 50*time.Millisecond, routertest.Script(routertest.Reply{Events: []string{antStart, antTextStart}, Hang: true}))
+	p, _ := newTestProvider(t, routertest.Messages, 50*time.Millisecond, routertest.Script(routertest.Reply{Events: []string{antStart, antTextStart}, Hang: true}))
 	checkTimeout(t, p)
 }
 
 func TestAnthropicCallerCancels(t *testing.T) {
 	started := make(chan struct{})
-	p, _ := newTestAnthropic(t, time.Minute, routertest.Script(routertest.Reply{Events: []string{antStart}, Hang: true, Flushed: started}))
+	p, _ := newTestProvider(t, routertest.Messages, time.Minute, routertest.Script(routertest.Reply{Events: []string{antStart}, Hang: true, Flushed: started}))
 	checkCancelled(t, p, started)
 }
 

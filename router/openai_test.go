@@ -12,21 +12,6 @@ import (
 	"github.com/deskd/deskd/router/routertest"
 )
 
-// newTestOpenAI returns a client of a fake Chat Completions service that
-// answers with answer, and the service.
-func newTestOpenAI(t *testing.T, timeout time.Duration, answer func(routertest.Request) routertest.Reply) (*OpenAI, *routertest.Server) {
-	t.Helper()
-	srv := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: answer})
-	p, err := NewOpenAI(OpenAIOptions{
-		Name: "fast", BaseURL: srv.BaseURL(), Model: "gpt-test", APIKey: fakeAPIKey,
-		MaxOutputTokens: 2000, Timeout: timeout, HTTPClient: srv.Client(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, srv
-}
-
 const oaiChunk = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-test-2026-01-15","system_fingerprint":"fp_1","choices":[%s],"usage":null}`
 
 func oaiDelta(delta string, finish string) string {
@@ -40,7 +25,7 @@ func oaiDelta(delta string, finish string) string {
 const oaiUsage = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-test-2026-01-15","system_fingerprint":"fp_1","choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":7,"total_tokens":1207,"prompt_tokens_details":{"cached_tokens":1024,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`
 
 func TestOpenAIStreamsReply(t *testing.T) {
-	p, srv := newTestOpenAI(t, time.Minute, stream(
+	p, srv := newTestProvider(t, routertest.ChatCompletions, time.Minute, stream(
 		oaiDelta(`{"role":"assistant","content":"","refusal":null}`, ""),
 		oaiDelta(`{"content":"Bought 10"}`, ""),
 		oaiDelta(`{"content":" INFY."}`, ""),
@@ -89,7 +74,7 @@ func TestOpenAIStreamsReply(t *testing.T) {
 }
 
 func TestOpenAIToolCall(t *testing.T) {
-	p, srv := newTestOpenAI(t, time.Minute, stream(
+	p, srv := newTestProvider(t, routertest.ChatCompletions, time.Minute, stream(
 		oaiDelta(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_q1","type":"function","function":{"name":"get_quote","arguments":""}}]}`, ""),
 		oaiDelta(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"sym"}}]}`, ""),
 		oaiDelta(`{"tool_calls":[{"index":0,"function":{"arguments":"bol\":\"INFY\"}"}}]}`, ""),
@@ -106,19 +91,15 @@ func TestOpenAIToolCall(t *testing.T) {
 			{Role: RoleTool, ToolCallID: "call_0", ToolName: "get_quote", Text: "TCS 4100"},
 			{Role: RoleTool, ToolCallID: "call_x", ToolName: "note", Text: "disk full", IsError: true},
 		},
-		Tools: []ToolSpec{{
-			Name: "get_quote", Description: "Last price of a symbol.",
-			Schema: json.RawMessage(`{"type":"object","properties":{"symbol":{"type":"string"}},"required":["symbol"]}`),
-		}},
+		Tools: []ToolSpec{getQuote},
 	})
 	if err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	want := []ToolCall{
+	checkToolCalls(t, resp.ToolCalls, []ToolCall{
 		{ID: "call_q1", Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"INFY"}`)},
 		{ID: "call_n2", Name: "note", Arguments: json.RawMessage(`{}`)},
-	}
-	checkToolCalls(t, resp.ToolCalls, want)
+	})
 	if resp.StopReason != "tool_calls" || resp.Text != "" {
 		t.Errorf("StopReason, Text = %q, %q; want tool_calls and no text", resp.StopReason, resp.Text)
 	}
@@ -229,7 +210,7 @@ var openAIFailures = []apiFailureCase{
 func TestOpenAIFailures(t *testing.T) {
 	for _, tt := range openAIFailures {
 		t.Run(tt.name, func(t *testing.T) {
-			p, srv := newTestOpenAI(t, time.Minute, routertest.Script(tt.reply))
+			p, srv := newTestProvider(t, routertest.ChatCompletions, time.Minute, routertest.Script(tt.reply))
 			resp, err := p.Complete(t.Context(), buyINFY)
 			checkAPIFailure(t, tt, resp, err, "fast")
 			if got := onlyRequest(t, srv).Header.Get("Authorization"); got != "Bearer "+fakeAPIKey {
@@ -241,7 +222,7 @@ func TestOpenAIFailures(t *testing.T) {
 
 func TestOpenAITimeout(t *testing.T) {
 	// A reply slower than the timeout.
-	p, _ := newTestOpenAI(t, 50*time.Millisecond, routertest.Script(routertest.Reply{
+	p, _ := newTestProvider(t, routertest.ChatCompletions, 50*time.Millisecond, routertest.Script(routertest.Reply{
 		Events: []string{oaiDelta(`{"role":"assistant","content":"Thinking"}`, "")}, Hang: true}))
 	checkTimeout(t, p)
 }
@@ -249,7 +230,7 @@ func TestOpenAITimeout(t *testing.T) {
 func TestOpenAICallerCancels(t *testing.T) {
 	started := make(chan struct{})
 	never := make(chan struct{})
-	p, _ := newTestOpenAI(t, time.Minute, func(routertest.Request) routertest.Reply {
+	p, _ := newTestProvider(t, routertest.ChatCompletions, time.Minute, func(routertest.Request) routertest.Reply {
 		close(started)
 		return routertest.Reply{Hold: never} // until the caller goes
 	})

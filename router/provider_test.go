@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -16,6 +17,28 @@ import (
 
 // fakeAPIKey is a recognisable fake key: no error text may contain it.
 const fakeAPIKey = "sk-deskd-test-5f3a9c1e7b2d4068"
+
+// newTestProvider returns a client of a fake service of api that answers
+// with answer, and the service: an OpenAI client named "fast" (model
+// gpt-test) or an Anthropic one named "claude" (model claude-test), with
+// the fake key and an output cap of 2000.
+func newTestProvider(t *testing.T, api routertest.API, timeout time.Duration, answer func(routertest.Request) routertest.Reply) (Provider, *routertest.Server) {
+	t.Helper()
+	srv := routertest.New(t, api, routertest.Options{Answer: answer})
+	var p Provider
+	var err error
+	if api == routertest.Messages {
+		p, err = NewAnthropic(AnthropicOptions{Name: "claude", BaseURL: srv.BaseURL(), Model: "claude-test", APIKey: fakeAPIKey,
+			MaxOutputTokens: 2000, Timeout: timeout, HTTPClient: srv.Client()})
+	} else {
+		p, err = NewOpenAI(OpenAIOptions{Name: "fast", BaseURL: srv.BaseURL(), Model: "gpt-test", APIKey: fakeAPIKey,
+			MaxOutputTokens: 2000, Timeout: timeout, HTTPClient: srv.Client()})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, srv
+}
 
 // stream is a reply of the fake service made of these events.
 func stream(events ...string) func(routertest.Request) routertest.Reply {
@@ -73,6 +96,12 @@ func checkToolCalls(t *testing.T, got, want []ToolCall) {
 			t.Errorf("ToolCalls[%d] = {%s %s %s}, want {%s %s %s}", i, g.ID, g.Name, g.Arguments, want[i].ID, want[i].Name, want[i].Arguments)
 		}
 	}
+}
+
+// getQuote is the tool of the tool-call tests.
+var getQuote = ToolSpec{
+	Name: "get_quote", Description: "Last price of a symbol.",
+	Schema: json.RawMessage(`{"type":"object","properties":{"symbol":{"type":"string"}},"required":["symbol"],"additionalProperties":false}`),
 }
 
 // buyINFY is the request of the failure, timeout and cancellation tests.

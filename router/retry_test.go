@@ -253,7 +253,7 @@ func TestRetryFullJitter(t *testing.T) {
 
 // A provider and the policy together: a 429 with Retry-After, then a reply.
 func TestRetryOpenAIRateLimit(t *testing.T) {
-	p, _ := newTestOpenAI(t, time.Minute, routertest.Script(
+	p, _ := newTestProvider(t, routertest.ChatCompletions, time.Minute, routertest.Script(
 		jsonError(429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, "Retry-After", "4"),
 		routertest.Reply{Events: []string{oaiDelta(`{"role":"assistant","content":"filled"}`, "stop"), oaiUsage, "data: [DONE]"}}))
 	fake := clock.NewFake(retryEpoch)
