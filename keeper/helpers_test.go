@@ -13,6 +13,7 @@ import (
 	_ "time/tzdata" // the tests need Asia/Kolkata even on a host without zoneinfo
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
@@ -111,7 +112,7 @@ func newEnv(t *testing.T, start time.Time, rolloverAt time.Duration) *env {
 		dir:   filepath.Join(t.TempDir(), "desks", "main"),
 		clock: clock.NewFake(start),
 		bus:   bus,
-		day:   memory.TradingDay{Location: kolkata(t), Start: rolloverAt},
+		day:   memory.TradingDay{Location: desktest.Kolkata(), Start: rolloverAt},
 		model: newModel(),
 	}
 }
@@ -182,25 +183,6 @@ func (p *proc) date(t *testing.T) string {
 		t.Fatal("TradingDate: no session")
 	}
 	return d.String()
-}
-
-func kolkata(t testing.TB) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc
-}
-
-// utc parses an RFC 3339 instant; the tests write every instant in UTC,
-// with its IST wall time in a comment (IST midnight is 18:30Z the day before).
-func utc(s string) time.Time {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t
 }
 
 func readFile(t *testing.T, path string) string {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
@@ -63,10 +64,6 @@ type loopRig struct {
 
 func newLoopRig(t *testing.T) *loopRig {
 	t.Helper()
-	ist, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := clock.NewFake(time.Date(2026, 3, 2, 4, 0, 0, 0, time.UTC)) // 09:30 IST
 	f, err := memory.OpenFolder(filepath.Join(t.TempDir(), "desks", "main"), "main", c.Now)
 	if err != nil {
@@ -74,7 +71,7 @@ func newLoopRig(t *testing.T) *loopRig {
 	}
 	bus := event.New()
 	t.Cleanup(bus.Close)
-	return &loopRig{t: t, clock: c, bus: bus, folder: f, day: memory.TradingDay{Location: ist}}
+	return &loopRig{t: t, clock: c, bus: bus, folder: f, day: desktest.Day()}
 }
 
 func (g *loopRig) router(s router.Settings) *router.Router {

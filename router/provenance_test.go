@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
@@ -62,13 +63,10 @@ type provDesk struct {
 
 func newProvDesk(t *testing.T) *provDesk {
 	t.Helper()
-	ist, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := &provDesk{t: t, dir: filepath.Join(t.TempDir(), "desks", "main"), clock: clock.NewFake(time.Date(2026, 3, 2, 4, 0, 0, 0, time.UTC)),
-		bus: event.New(), day: memory.TradingDay{Location: ist}, model: &provModel{}}
+		bus: event.New(), day: desktest.Day(), model: &provModel{}}
 	t.Cleanup(d.bus.Close)
+	var err error
 	d.folder, err = memory.OpenFolder(d.dir, "main", d.clock.Now)
 	if err != nil {
 		t.Fatal(err)

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	_ "time/tzdata" // the tests need Asia/Kolkata even on a host without zoneinfo
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
@@ -89,7 +89,7 @@ func newRig(t *testing.T, start string) *rig {
 	t.Helper()
 	bus := event.New()
 	t.Cleanup(bus.Close)
-	return &rig{t: t, dir: filepath.Join(t.TempDir(), "desks", "main"), clock: clock.NewFake(utc(start)), bus: bus}
+	return &rig{t: t, dir: filepath.Join(t.TempDir(), "desks", "main"), clock: clock.NewFake(desktest.At(start)), bus: bus}
 }
 
 // open builds a folder and a router over the rig's directory, and restores
@@ -100,12 +100,8 @@ func (g *rig) open(route ...router.Model) (*router.Router, *memory.Folder, bool)
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	loc, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		g.t.Fatal(err)
-	}
 	r, err := router.New(router.Options{
-		Desk: "main", Folder: folder, Clock: g.clock, Day: memory.TradingDay{Location: loc, Start: 0}, Bus: g.bus,
+		Desk: "main", Folder: folder, Clock: g.clock, Day: desktest.Day(), Bus: g.bus,
 		Settings: router.Settings{Route: route, Instructions: "You are a test desk."},
 	})
 	if err != nil {
@@ -130,15 +126,6 @@ func send(t *testing.T, r *router.Router, id, text string) router.Reply {
 		t.Fatalf("Send(%s): %v", id, err)
 	}
 	return reply
-}
-
-// utc parses an RFC 3339 instant (IST midnight is 18:30Z the day before).
-func utc(s string) time.Time {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t
 }
 
 func records(t *testing.T, f *memory.Folder, id string) []memory.Record {
@@ -210,7 +197,7 @@ func TestResetStartsAChildSession(t *testing.T) {
 	old := r.SessionID()
 	oldFile := readFile(t, folder.SessionPath(old))
 
-	g.clock.Set(utc("2026-03-01T18:30:00Z")) // 00:00 IST, 2 March
+	g.clock.Set(desktest.At("2026-03-01T18:30:00Z")) // 00:00 IST, 2 March
 	if err := r.Reset(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,17 @@ func Kolkata() *time.Location {
 // otherwise: Monday 2 March 2026, 10:00 IST.
 func Start() time.Time { return time.Date(2026, 3, 2, 10, 0, 0, 0, Kolkata()) }
 
+// At parses an instant written in RFC 3339, for tests that write their
+// times as text (IST midnight is 18:30Z the day before); it panics on a
+// malformed one, a typo in the test.
+func At(rfc3339 string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, rfc3339)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
 // Day is the desk's trading day: dates in Asia/Kolkata, starting at
 // midnight.
 func Day() memory.TradingDay { return memory.TradingDay{Location: Kolkata()} }

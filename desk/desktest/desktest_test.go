@@ -12,6 +12,9 @@ import (
 
 func TestAWiredDeskAnswersAndSurvivesARestart(t *testing.T) {
 	d := desktest.New(t, desktest.Options{})
+	if at := desktest.At("2026-03-02T04:30:00Z"); !at.Equal(desktest.Start()) || desktest.Day().DateOf(at).String() != "2026-03-02" {
+		t.Errorf("At(04:30Z) = %v, want Start, 10:00 IST on 2 March (%v)", at, desktest.Start())
+	}
 	if !d.Clock.Now().Equal(desktest.Start()) {
 		t.Errorf("the clock reads %v, want %v", d.Clock.Now(), desktest.Start())
 	}
