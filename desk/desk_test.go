@@ -23,6 +23,18 @@ var (
 	start = desktest.Start()
 )
 
+// holding returns a desk on a gate, and the gate, with the turn of the
+// trigger of id (kind, text id) held at the model.
+func holding(t *testing.T, o desktest.Options, id string, kind triggers.Kind) (*desktest.Desk, *desktest.Gate) {
+	t.Helper()
+	g := desktest.NewGate()
+	o.Model = g
+	h := desktest.New(t, o)
+	h.Submit(triggers.Trigger{ID: id, Kind: kind, Text: id})
+	g.Expect(t, id)
+	return h, g
+}
+
 // TestTurnEndToEnd: a trigger is recorded, run, answered, and its outcome
 // is readable from the ledger.
 func TestTurnEndToEnd(t *testing.T) {
@@ -69,10 +81,7 @@ func TestDuplicate(t *testing.T) {
 // TestPrioritiesAndOverflow: while a turn runs, queued triggers wait in
 // priority order; a full queue refuses and announces the drop.
 func TestPrioritiesAndOverflow(t *testing.T) {
-	g := desktest.NewGate()
-	h := desktest.New(t, desktest.Options{Model: g, QueueLimit: 3})
-	h.Submit(triggers.Trigger{ID: "busy", Kind: triggers.Market, Text: "busy"})
-	g.Expect(t, "busy")
+	h, g := holding(t, desktest.Options{QueueLimit: 3}, "busy", triggers.Market)
 	h.Submit(triggers.Trigger{ID: "sched", Kind: triggers.Schedule, Text: "scheduled"})
 	h.Submit(triggers.Trigger{ID: "mkt", Kind: triggers.Market, Text: "market"})
 	h.Submit(triggers.Trigger{ID: "man", Kind: triggers.Manual, Text: "manual"})
@@ -102,10 +111,7 @@ func TestPrioritiesAndOverflow(t *testing.T) {
 // newest while queued; its turn says how many it replaced, and each
 // replaced trigger reports the newest one's answer.
 func TestCoalesce(t *testing.T) {
-	g := desktest.NewGate()
-	h := desktest.New(t, desktest.Options{Model: g, Coalesce: true})
-	h.Submit(triggers.Trigger{ID: "busy", Kind: triggers.Manual, Text: "busy"})
-	g.Expect(t, "busy")
+	h, g := holding(t, desktest.Options{Coalesce: true}, "busy", triggers.Manual)
 	h.Submit(triggers.Trigger{ID: "n1", Kind: triggers.Market, Key: "NIFTY", Text: "NIFTY 22000"})
 	h.Submit(triggers.Trigger{ID: "b1", Kind: triggers.Market, Key: "BANKNIFTY", Text: "BANKNIFTY 48000"})
 	h.Submit(triggers.Trigger{ID: "n2", Kind: triggers.Market, Key: "NIFTY", Text: "NIFTY 22050"})

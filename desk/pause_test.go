@@ -80,10 +80,7 @@ func TestPauseQueues(t *testing.T) {
 // turn; no turn starts after it.
 func TestPauseLetsRunningTurnFinish(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := desktest.NewGate()
-		h := desktest.New(t, desktest.Options{Model: g})
-		h.Submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
-		g.Expect(t, "a")
+		h, g := holding(t, desktest.Options{}, "a", triggers.Manual)
 		if _, _, err := h.Desk.Pause("asha", ""); err != nil {
 			t.Fatal(err)
 		}
@@ -243,10 +240,7 @@ func TestConfigureBetweenTurns(t *testing.T) {
 // Run then returns, and later triggers are refused with ErrStopped.
 func TestStopLetsRunningTurnFinish(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := desktest.NewGate()
-		h := desktest.New(t, desktest.Options{Model: g})
-		h.Submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
-		g.Expect(t, "a")
+		h, g := holding(t, desktest.Options{}, "a", triggers.Manual)
 		h.Cancel()
 		synctest.Wait()
 		select {
@@ -274,10 +268,7 @@ func TestStopLetsRunningTurnFinish(t *testing.T) {
 // once, long before the shutdown timeout, and records it interrupted.
 func TestCutShort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := desktest.NewGate()
-		h := desktest.New(t, desktest.Options{Model: g})
-		h.Submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
-		g.Expect(t, "a")
+		h, _ := holding(t, desktest.Options{}, "a", triggers.Manual)
 		h.Cancel()
 		h.Desk.CutShort()
 		if err := <-h.Done(); err != nil {

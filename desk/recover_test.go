@@ -62,8 +62,14 @@ func TestRecoveryReconcilesFromSession(t *testing.T) {
 		}
 	}
 	_ = l.Close()
-	if a, _ := mustLedger(t, path).Get("A"); a.State != triggers.StateSent {
-		t.Fatalf("the staged ledger has A %s, want sent", a.State)
+	staged, err := triggers.OpenLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stagedA, _ := staged.Get("A")
+	_ = staged.Close()
+	if stagedA.State != triggers.StateSent {
+		t.Fatalf("the staged ledger has A %s, want sent", stagedA.State)
 	}
 
 	m2 := &countingModel{turns: map[string]int{}}
@@ -107,14 +113,4 @@ func TestLedgerDamageIsAnnounced(t *testing.T) {
 	if ev.Path != path || ev.Bytes != len(frag) || ev.Offset != 0 || !strings.HasPrefix(ev.SavedTo, path+".torn-") {
 		t.Errorf("file.torn = %+v, want the ledger's %d torn bytes at 0, saved beside it", ev, len(frag))
 	}
-}
-
-func mustLedger(t *testing.T, path string) *triggers.Ledger {
-	t.Helper()
-	l, err := triggers.OpenLedger(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	return l
 }

@@ -51,16 +51,3 @@ func TestGateHoldsTurnsUntilReleased(t *testing.T) {
 		t.Errorf("the gate answered %q, want ok: first line", s.Reply)
 	}
 }
-
-// TestStopCutsARunningTurn: Stop returns although the gate never answers:
-// it moves the clock past the shutdown timeout.
-func TestStopCutsARunningTurn(t *testing.T) {
-	g := desktest.NewGate()
-	d := desktest.New(t, desktest.Options{Model: g})
-	d.Submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "long"})
-	g.Expect(t, "long")
-	d.Stop()
-	if s, _ := d.Desk.Trigger("a"); s.State != triggers.StateInterrupted {
-		t.Errorf("Trigger(a) after Stop = %+v, want interrupted", s)
-	}
-}
