@@ -123,6 +123,14 @@ func serviceModel(t *testing.T, srv *routertest.Server, key string, maxOut int) 
 	return m
 }
 
+// send runs a turn of a trigger of no kind, and fails the test if it fails.
+func (g *loopRig) send(r *router.Router, id, text string) {
+	g.t.Helper()
+	if _, err := r.Send(context.Background(), triggers.Trigger{ID: id, Text: text}); err != nil {
+		g.t.Fatalf("Send(%s): %v", id, err)
+	}
+}
+
 func (g *loopRig) sessionRecords(r *router.Router) []memory.Record {
 	g.t.Helper()
 	recs, err := g.folder.ReadSession(r.SessionID())
@@ -231,9 +239,7 @@ func TestBudgetsStopTurnsAndReserveLetsTheRolloverRun(t *testing.T) {
 	exceeded := eventtest.Watch[event.BudgetExceeded](t, g.bus)
 	p := &playbook{steps: []router.Response{{Text: "ok", Usage: memory.Usage{InputTokens: 380, OutputTokens: 10}}}}
 	r := g.router(router.Settings{Route: []router.Model{model(p, 0)}, Budgets: router.Budgets{DayTokens: 400}})
-	if _, err := r.Send(context.Background(), triggers.Trigger{ID: "t1", Text: "first"}); err != nil {
-		t.Fatal(err)
-	}
+	g.send(r, "t1", "first")
 	_, err := r.Send(context.Background(), triggers.Trigger{ID: "t2", Text: "second"})
 	var be *router.BudgetError
 	if !errors.As(err, &be) || be.Budget != "day_tokens" {
@@ -290,9 +296,7 @@ func TestCompactionWritesACheckpointAndKeepsTheCurrentTurn(t *testing.T) {
 	}
 	before := len(g.sessionRecords(r))
 	current := long + "the current turn"
-	if _, err := r.Send(context.Background(), triggers.Trigger{ID: "now", Text: current}); err != nil {
-		t.Fatal(err)
-	}
+	g.send(r, "now", current)
 	var tasks []string
 	for _, req := range p.requests() {
 		tasks = append(tasks, string(req.Task))
@@ -334,14 +338,10 @@ func TestDayMarkerWhenASessionSpansTheBoundary(t *testing.T) {
 	g := newLoopRig(t)
 	p := &playbook{}
 	r := g.router(router.Settings{Route: []router.Model{model(p, 0)}})
-	if _, err := r.Send(context.Background(), triggers.Trigger{ID: "t1", Text: "monday"}); err != nil {
-		t.Fatal(err)
-	}
+	g.send(r, "t1", "monday")
 	g.clock.Advance(24 * time.Hour)
 	for _, id := range []string{"t2", "t3"} {
-		if _, err := r.Send(context.Background(), triggers.Trigger{ID: id, Text: "tuesday"}); err != nil {
-			t.Fatal(err)
-		}
+		g.send(r, id, "tuesday")
 	}
 	var users []string
 	for _, rec := range g.sessionRecords(r) {
@@ -359,9 +359,7 @@ func TestForkCarriesTheContext(t *testing.T) {
 	g := newLoopRig(t)
 	p := &playbook{}
 	r := g.router(router.Settings{Route: []router.Model{model(p, 0)}})
-	if _, err := r.Send(context.Background(), triggers.Trigger{ID: "t1", Text: "remember the gap"}); err != nil {
-		t.Fatal(err)
-	}
+	g.send(r, "t1", "remember the gap")
 	parent := r.SessionID()
 	child, err := r.Fork(context.Background())
 	if err != nil {
@@ -374,9 +372,7 @@ func TestForkCarriesTheContext(t *testing.T) {
 	if recs[0].Parent != parent {
 		t.Errorf("child header parent = %q, want %q", recs[0].Parent, parent)
 	}
-	if _, err := r.Send(context.Background(), triggers.Trigger{ID: "t2", Text: "and now?"}); err != nil {
-		t.Fatal(err)
-	}
+	g.send(r, "t2", "and now?")
 	last := p.requests()[len(p.requests())-1]
 	if len(last.Messages) != 3 || last.Messages[0].Text != "remember the gap" {
 		t.Errorf("the forked session's request: %+v", last.Messages)
