@@ -57,19 +57,27 @@ func setup(t *testing.T, reply string) (*curator.Reviewer, *memory.Folder, *answ
 		ScheduleTexts: []string{"Before the open, use open-range."}}, f, model
 }
 
-func TestReviewAppliesAndRecords(t *testing.T) {
-	reply := `{"operations": [
-		{"op": "keep", "skill": "gap", "reason": "fine"},
-		{"op": "patch", "skill": "vwap", "content": "---\nname: vwap\ndescription: VWAP entries, fixed\n---\n\nBetter.\n", "reason": "clearer"},
-		{"op": "retire", "skill": "twap", "reason": "unused"}]}`
+// reviewChanges sets up the folder (setup), runs a review the model answers
+// with reply, and checks that it made the changes want (joined with "; ").
+func reviewChanges(t *testing.T, reply, want string) (*curator.Reviewer, *memory.Folder, *answer) {
+	t.Helper()
 	r, f, model := setup(t, reply)
 	got, err := r.Review(context.Background(), day, "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(got.Changes, "; ") != "keep gap; patch vwap; retire twap" {
-		t.Errorf("changes = %q", got.Changes)
+	if changes := strings.Join(got.Changes, "; "); changes != want {
+		t.Errorf("changes = %q, want %q", changes, want)
 	}
+	return r, f, model
+}
+
+func TestReviewAppliesAndRecords(t *testing.T) {
+	reply := `{"operations": [
+		{"op": "keep", "skill": "gap", "reason": "fine"},
+		{"op": "patch", "skill": "vwap", "content": "---\nname: vwap\ndescription: VWAP entries, fixed\n---\n\nBetter.\n", "reason": "clearer"},
+		{"op": "retire", "skill": "twap", "reason": "unused"}]}`
+	r, f, model := reviewChanges(t, reply, "keep gap; patch vwap; retire twap")
 	if !strings.Contains(model.prompt, `"pinned": true`) || !strings.Contains(model.prompt, `"named_by_a_schedule": true`) {
 		t.Errorf("the prompt does not tell the model what is protected:\n%s", model.prompt)
 	}
@@ -116,15 +124,7 @@ func TestReviewNeverTouchesPinnedOrScheduledSkills(t *testing.T) {
 	reply := `{"operations": [
 		{"op": "retire", "skill": "gap", "reason": "old"},
 		{"op": "patch", "skill": "open-range", "content": "---\nname: open-range\n---\nx\n", "reason": "r"}]}`
-	r, f, _ := setup(t, reply)
-	got, err := r.Review(context.Background(), day, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "refused retire gap: pinned; refused patch open-range: named by a schedule"
-	if strings.Join(got.Changes, "; ") != want {
-		t.Errorf("changes = %q, want %q", got.Changes, want)
-	}
+	_, f, _ := reviewChanges(t, reply, "refused retire gap: pinned; refused patch open-range: named by a schedule")
 	if text, _ := f.ReadSkill("open-range"); text != skill("open-range", "Opening range", "") {
 		t.Errorf("a scheduled skill was changed: %q", text)
 	}
@@ -166,14 +166,7 @@ func TestBadRepliesChangeNothing(t *testing.T) {
 
 func TestMergeArchivesSources(t *testing.T) {
 	reply := `{"operations": [{"op": "merge", "skills": ["vwap", "twap"], "into": "execution", "content": "---\nname: execution\ndescription: both\n---\nMerged.\n", "reason": "overlap"}]}`
-	r, f, _ := setup(t, reply)
-	got, err := r.Review(context.Background(), day, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(got.Changes, "; ") != "merge vwap, twap into execution" {
-		t.Errorf("changes = %q", got.Changes)
-	}
+	_, f, _ := reviewChanges(t, reply, "merge vwap, twap into execution")
 	skills, _ := f.Skills()
 	var names []string
 	for _, s := range skills {

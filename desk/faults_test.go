@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/durable/faultfs"
 	"github.com/deskd/deskd/router"
@@ -50,51 +52,56 @@ func (m *countingModel) count(text string) int {
 
 // settle waits until trigger id reaches a final state, moving the fake
 // clock on so that a stalled desk retries its writes.
-func settle(h *harness, id string) desk.TriggerStatus {
-	h.t.Helper()
+func settle(t *testing.T, h *desktest.Desk, id string) desk.TriggerStatus {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if s, ok := h.desk.Trigger(id); ok && s.State.Terminal() && h.desk.Status().Running == nil {
+		changed := h.Events.Changed() // before the look: an event between the two is not missed
+		if s, ok := h.Desk.Trigger(id); ok && s.State.Terminal() && h.Desk.Status().Running == nil {
 			return s
 		}
 		select {
-		case <-h.events:
+		case <-changed:
 		case <-time.After(5 * time.Millisecond):
-			h.clk.Advance(time.Second)
+			h.Clock.Advance(time.Second)
 		}
 	}
-	s, _ := h.desk.Trigger(id)
-	h.t.Fatalf("trigger %s did not settle within 10s: %+v (desk %+v)", id, s, h.desk.Status())
+	s, _ := h.Desk.Trigger(id)
+	t.Fatalf("trigger %s did not settle within 10s: %+v (desk %+v)", id, s, h.Desk.Status())
 	return s
 }
 
 // waitStorageClear waits until the desk reports no storage trouble,
 // moving the fake clock on so that it retries.
-func waitStorageClear(h *harness) {
-	h.t.Helper()
+func waitStorageClear(t *testing.T, h *desktest.Desk) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for h.desk.Status().Storage != nil {
+	for {
+		changed := h.Events.Changed()
+		if h.Desk.Status().Storage == nil {
+			return
+		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("the desk still reports storage trouble once writes work: %+v", h.desk.Status().Storage)
+			t.Fatalf("the desk still reports storage trouble once writes work: %+v", h.Desk.Status().Storage)
 		}
 		select {
-		case <-h.events:
+		case <-changed:
 		case <-time.After(5 * time.Millisecond):
-			h.clk.Advance(time.Second)
+			h.Clock.Advance(time.Second)
 		}
 	}
 }
 
 // submitRetrying submits t, once more if the disk refused it (as a client
 // retries a 503): the fault is one-shot.
-func submitRetrying(h *harness, t triggers.Trigger) {
-	h.t.Helper()
-	if _, err := h.desk.Submit(t); err != nil {
+func submitRetrying(t *testing.T, h *desktest.Desk, tr triggers.Trigger) {
+	t.Helper()
+	if _, err := h.Desk.Submit(tr); err != nil {
 		if !errors.Is(err, desk.ErrStorage) {
-			h.t.Fatalf("Submit %s: %v, want nil or ErrStorage", t.ID, err)
+			t.Fatalf("Submit %s: %v, want nil or ErrStorage", tr.ID, err)
 		}
-		if _, err := h.desk.Submit(t); err != nil {
-			h.t.Fatalf("Submit %s again: %v", t.ID, err)
+		if _, err := h.Desk.Submit(tr); err != nil {
+			t.Fatalf("Submit %s again: %v", tr.ID, err)
 		}
 	}
 }
@@ -142,22 +149,22 @@ type faultCase struct {
 
 // faultCases runs prepare, then counts the operations of phase, on a desk
 // with no failure, and returns one case for each operation of phase.
-func faultCases(t *testing.T, prepare, phase func(h *harness)) []faultCase {
+func faultCases(t *testing.T, prepare, phase func(t *testing.T, h *desktest.Desk)) []faultCase {
 	ffs := &faultfs.FS{}
-	h := newHarness(t, deskOptions{model: &countingModel{turns: map[string]int{}}, fsys: ffs})
-	prepare(h)
+	h := desktest.New(t, desktest.Options{Model: &countingModel{turns: map[string]int{}}, FS: ffs})
+	prepare(t, h)
 	before := map[faultfs.Op]int{}
 	for _, op := range allOps {
 		before[op] = ffs.Count(op)
 	}
-	phase(h)
+	phase(t, h)
 	var cases []faultCase
 	for _, op := range allOps {
 		for n := 1; n <= ffs.Count(op)-before[op]; n++ {
 			cases = append(cases, faultCase{op, n})
 		}
 	}
-	h.stop()
+	h.Stop()
 	if len(cases) < 5 {
 		t.Fatalf("only %d durable operations counted; the fault layer sees too little", len(cases))
 	}
@@ -173,9 +180,9 @@ var allOps = []faultfs.Op{faultfs.Write, faultfs.Sync, faultfs.Create, faultfs.R
 // could not be kept), every file parses, and the desk goes on once writes
 // succeed.
 func TestFaultEachWriteOfATurn(t *testing.T) {
-	cases := faultCases(t, func(*harness) {}, func(h *harness) {
-		submitRetrying(h, triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
-		settle(h, "A")
+	cases := faultCases(t, func(*testing.T, *desktest.Desk) {}, func(t *testing.T, h *desktest.Desk) {
+		submitRetrying(t, h, triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
+		settle(t, h, "A")
 	})
 	for _, errno := range []error{faultfs.ErrNoSpace, faultfs.ErrIO} {
 		for _, c := range cases {
@@ -183,10 +190,10 @@ func TestFaultEachWriteOfATurn(t *testing.T) {
 				ffs := &faultfs.FS{}
 				m := &countingModel{turns: map[string]int{}}
 				dir := t.TempDir()
-				h := newHarness(t, deskOptions{model: m, fsys: ffs, dir: dir})
+				h := desktest.New(t, desktest.Options{Model: m, FS: ffs, Dir: dir})
 				ffs.FailAt(c.op, c.n, errno)
-				submitRetrying(h, triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
-				s := settle(h, "A")
+				submitRetrying(t, h, triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
+				s := settle(t, h, "A")
 				switch {
 				case s.State == triggers.StateAnswered:
 				case s.State == triggers.StateFailed && strings.Contains(s.Reason, errno.Error()):
@@ -196,12 +203,12 @@ func TestFaultEachWriteOfATurn(t *testing.T) {
 				if n := m.count("tick A"); n != 1 {
 					t.Errorf("trigger A reached the model %d times, want once", n)
 				}
-				waitStorageClear(h)
-				submitRetrying(h, triggers.Trigger{ID: "B", Kind: triggers.Market, Text: "tick B"})
-				if s := settle(h, "B"); s.State != triggers.StateAnswered {
+				waitStorageClear(t, h)
+				submitRetrying(t, h, triggers.Trigger{ID: "B", Kind: triggers.Market, Text: "tick B"})
+				if s := settle(t, h, "B"); s.State != triggers.StateAnswered {
 					t.Errorf("after the fault, trigger B ended %s (%q), want answered", s.State, s.Reason)
 				}
-				h.stop()
+				h.Stop()
 				checkFilesParse(t, dir)
 			})
 		}
@@ -213,17 +220,17 @@ func TestFaultEachWriteOfATurn(t *testing.T) {
 // writes succeed (at the next turn at the latest), and the new session's
 // first turn is answered.
 func TestFaultEachWriteOfARollover(t *testing.T) {
-	rollover := func(h *harness) {
-		h.clk.Advance(14*time.Hour + time.Minute) // past 00:00 IST
-		waitFor[event.SessionStarted](h, func(e event.SessionStarted) bool { return e.Reason == "daily_rollover" })
+	rollover := func(t *testing.T, h *desktest.Desk) {
+		h.Clock.Advance(14*time.Hour + time.Minute) // past 00:00 IST
+		eventtest.NextWhere(h.Events, func(e event.SessionStarted) bool { return e.Reason == "daily_rollover" })
 	}
-	prepare := func(h *harness) {
-		submitRetrying(h, triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
-		if s := settle(h, "A"); s.State != triggers.StateAnswered {
-			h.t.Fatalf("trigger A: %+v", s)
+	prepare := func(t *testing.T, h *desktest.Desk) {
+		submitRetrying(t, h, triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
+		if s := settle(t, h, "A"); s.State != triggers.StateAnswered {
+			t.Fatalf("trigger A: %+v", s)
 		}
-		if err := os.WriteFile(filepath.Join(h.dir, "main", memory.NotesDir, "2026-03-02.md"), []byte("- a lesson\n"), 0o640); err != nil {
-			h.t.Fatal(err)
+		if err := os.WriteFile(filepath.Join(h.Dir, "main", memory.NotesDir, "2026-03-02.md"), []byte("- a lesson\n"), 0o640); err != nil {
+			t.Fatal(err)
 		}
 	}
 	cases := faultCases(t, prepare, rollover)
@@ -235,10 +242,10 @@ func TestFaultEachWriteOfARollover(t *testing.T) {
 			ffs := &faultfs.FS{}
 			m := &countingModel{turns: map[string]int{}}
 			dir := t.TempDir()
-			h := newHarness(t, deskOptions{model: m, fsys: ffs, dir: dir})
-			prepare(h)
-			old := h.router.SessionID()
-			folder, err := memory.OpenFolder(filepath.Join(dir, "main"), "main", h.clk.Now)
+			h := desktest.New(t, desktest.Options{Model: m, FS: ffs, Dir: dir})
+			prepare(t, h)
+			old := h.Router.SessionID()
+			folder, err := memory.OpenFolder(filepath.Join(dir, "main"), "main", h.Clock.Now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,18 +254,18 @@ func TestFaultEachWriteOfARollover(t *testing.T) {
 				t.Fatal(err)
 			}
 			ffs.FailAt(c.op, c.n, faultfs.ErrNoSpace)
-			h.clk.Advance(14*time.Hour + time.Minute)
-			submitRetrying(h, triggers.Trigger{ID: "B", Kind: triggers.Market, Text: "tick B"})
-			if s := settle(h, "B"); s.State != triggers.StateAnswered {
+			h.Clock.Advance(14*time.Hour + time.Minute)
+			submitRetrying(t, h, triggers.Trigger{ID: "B", Kind: triggers.Market, Text: "tick B"})
+			if s := settle(t, h, "B"); s.State != triggers.StateAnswered {
 				t.Errorf("trigger B after the boundary ended %s (%q), want answered", s.State, s.Reason)
 			}
 			if n := m.count("tick B"); n != 1 {
 				t.Errorf("trigger B reached the model %d times, want once", n)
 			}
-			if date, _ := h.router.TradingDate(); date.String() != "2026-03-03" {
+			if date, _ := h.Router.TradingDate(); date.String() != "2026-03-03" {
 				t.Errorf("the session's trading date is %s after the boundary, want 2026-03-03 (the rollover never completed)", date)
 			}
-			if h.router.SessionID() == old {
+			if h.Router.SessionID() == old {
 				t.Errorf("still in the old session %s", old)
 			}
 			got, err := folder.ReadSession(old)
@@ -276,7 +283,7 @@ func TestFaultEachWriteOfARollover(t *testing.T) {
 			if _, ok, err := folder.ReadSummary(mustDate(t, "2026-03-02")); err != nil || !ok {
 				t.Errorf("no summary of 2026-03-02 (%v)", err)
 			}
-			h.stop()
+			h.Stop()
 			checkFilesParse(t, dir)
 		})
 	}
@@ -317,7 +324,7 @@ func (m *textCounter) Complete(ctx context.Context, req router.Request) (router.
 func TestStallRecoveryRunsEachTriggerOnce(t *testing.T) {
 	ffs := &faultfs.FS{}
 	m := &textCounter{texts: map[string]int{}}
-	h := newHarness(t, deskOptions{model: m, fsys: ffs, limit: 1000})
+	h := desktest.New(t, desktest.Options{Model: m, FS: ffs, QueueLimit: 1000})
 	const n = 300
 	done := make(chan struct{})
 	go func() {
@@ -325,7 +332,7 @@ func TestStallRecoveryRunsEachTriggerOnce(t *testing.T) {
 		for i := range n {
 			id := fmt.Sprintf("c%03d", i)
 			for {
-				_, err := h.desk.Submit(triggers.Trigger{ID: id, Kind: triggers.Market, Text: "text " + id})
+				_, err := h.Desk.Submit(triggers.Trigger{ID: id, Kind: triggers.Market, Text: "text " + id})
 				if err == nil {
 					break
 				}
@@ -341,20 +348,20 @@ func TestStallRecoveryRunsEachTriggerOnce(t *testing.T) {
 		case <-done:
 		case <-time.After(time.Millisecond):
 			ffs.FailAt(faultfs.Sync, 1, faultfs.ErrNoSpace) // the disk fails once more
-			h.clk.Advance(time.Second)                      // and the stalled desk retries
+			h.Clock.Advance(time.Second)                    // and the stalled desk retries
 			continue
 		}
 		break
 	}
 	for i := range n {
-		settle(h, fmt.Sprintf("c%03d", i))
+		settle(t, h, fmt.Sprintf("c%03d", i))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	runs := 0
 	for text, c := range m.texts {
 		if c != 1 {
-			t.Errorf("%q reached the model %d times, want once", firstLine(text), c)
+			t.Errorf("%q reached the model %d times, want once", strings.SplitN(text, "\n", 2)[0], c)
 		}
 		runs += c
 	}

@@ -12,21 +12,19 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
 
 // noCall fails the test if the model was called: synctest.Wait first lets
 // every goroutine of the bubble run until it blocks.
-func noCall(t *testing.T, g *gateModel, why string) {
+func noCall(t *testing.T, g *desktest.Gate, why string) {
 	t.Helper()
 	synctest.Wait()
-	select {
-	case got := <-g.calls:
-		t.Fatalf("%s: the model was called with %q", why, got)
-	default:
-	}
+	g.ExpectNoCall(t, why)
 }
 
 // TestPauseQueues: a paused desk runs no turn; its trigger waits in the
@@ -34,45 +32,45 @@ func noCall(t *testing.T, g *gateModel, why string) {
 // when and why.
 func TestPauseQueues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGate()
-		h := newHarness(t, deskOptions{model: g, pauseFile: true})
-		p, changed, err := h.desk.Pause("asha", "risk check")
+		g := desktest.NewGate()
+		h := desktest.New(t, desktest.Options{Model: g, PauseFile: true})
+		p, changed, err := h.Desk.Pause("asha", "risk check")
 		if err != nil || !changed || p.By != "asha" || p.Reason != "risk check" || !p.At.Equal(start) {
 			t.Fatalf("Pause = %+v, %v, %v", p, changed, err)
 		}
-		if ev := waitFor[event.DeskPaused](h, nil); ev.By != "asha" || ev.Reason != "risk check" || ev.Desk != "main" {
+		if ev := eventtest.Next[event.DeskPaused](h.Events); ev.By != "asha" || ev.Reason != "risk check" || ev.Desk != "main" {
 			t.Errorf("desk.paused = %+v", ev)
 		}
-		h.submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
+		h.Submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
 		noCall(t, g, "paused")
-		st := h.desk.Status()
+		st := h.Desk.Status()
 		if st.State != "paused" || st.Paused == nil || st.Paused.By != "asha" || st.Paused.Reason != "risk check" ||
 			st.QueueDepth != 1 || st.PausedTriggers != "queue" {
 			t.Errorf("Status while paused = %+v (paused %+v)", st, st.Paused)
 		}
-		if s, _ := h.desk.Trigger("a"); s.State != triggers.StateQueued {
+		if s, _ := h.Desk.Trigger("a"); s.State != triggers.StateQueued {
 			t.Errorf("Trigger(a) while paused = %+v", s)
 		}
-		if again, changed, err := h.desk.Pause("ravi", "other"); err != nil || changed || again.By != "asha" {
+		if again, changed, err := h.Desk.Pause("ravi", "other"); err != nil || changed || again.By != "asha" {
 			t.Errorf("Pause again = %+v, %v, %v; want the first pause, unchanged", again, changed, err)
 		}
 
-		was, err := h.desk.Resume("ravi")
+		was, err := h.Desk.Resume("ravi")
 		if err != nil || was == nil || was.By != "asha" {
 			t.Fatalf("Resume = %+v, %v", was, err)
 		}
-		if ev := waitFor[event.DeskResumed](h, nil); ev.By != "ravi" {
+		if ev := eventtest.Next[event.DeskResumed](h.Events); ev.By != "ravi" {
 			t.Errorf("desk.resumed = %+v", ev)
 		}
-		h.expectCall(g, "a")
-		g.release <- struct{}{}
-		if done := waitFor[event.TurnCompleted](h, nil); done.Trigger != "a" {
+		g.Expect(t, "a")
+		g.Release()
+		if done := eventtest.Next[event.TurnCompleted](h.Events); done.Trigger != "a" {
 			t.Errorf("turn.completed = %+v", done)
 		}
-		if st := h.desk.Status(); st.Paused != nil || st.State == "paused" {
+		if st := h.Desk.Status(); st.Paused != nil || st.State == "paused" {
 			t.Errorf("Status after Resume = %+v", st)
 		}
-		if was, err := h.desk.Resume("ravi"); was != nil || err != nil {
+		if was, err := h.Desk.Resume("ravi"); was != nil || err != nil {
 			t.Errorf("Resume of a desk not paused = %+v, %v", was, err)
 		}
 	})
@@ -82,28 +80,25 @@ func TestPauseQueues(t *testing.T) {
 // turn; no turn starts after it.
 func TestPauseLetsRunningTurnFinish(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGate()
-		h := newHarness(t, deskOptions{model: g})
-		h.submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
-		h.expectCall(g, "a")
-		if _, _, err := h.desk.Pause("asha", ""); err != nil {
+		h, g := holding(t, desktest.Options{}, "a", triggers.Manual)
+		if _, _, err := h.Desk.Pause("asha", ""); err != nil {
 			t.Fatal(err)
 		}
-		h.submit(triggers.Trigger{ID: "b", Kind: triggers.Manual, Text: "b"})
-		g.release <- struct{}{}
-		if done := waitFor[event.TurnCompleted](h, nil); done.Trigger != "a" {
+		h.Submit(triggers.Trigger{ID: "b", Kind: triggers.Manual, Text: "b"})
+		g.Release()
+		if done := eventtest.Next[event.TurnCompleted](h.Events); done.Trigger != "a" {
 			t.Errorf("turn.completed = %+v, want a's", done)
 		}
 		noCall(t, g, "paused after a's turn")
-		if st := h.desk.Status(); st.State != "paused" || st.Running != nil {
+		if st := h.Desk.Status(); st.State != "paused" || st.Running != nil {
 			t.Errorf("Status = %+v", st)
 		}
-		if _, err := h.desk.Resume("asha"); err != nil {
+		if _, err := h.Desk.Resume("asha"); err != nil {
 			t.Fatal(err)
 		}
-		h.expectCall(g, "b")
-		g.release <- struct{}{}
-		waitFor[event.TurnCompleted](h, func(e event.TurnCompleted) bool { return e.Trigger == "b" })
+		g.Expect(t, "b")
+		g.Release()
+		eventtest.NextWhere(h.Events, func(e event.TurnCompleted) bool { return e.Trigger == "b" })
 	})
 }
 
@@ -116,39 +111,39 @@ func TestPauseRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, deskOptions{refuse: true, schedules: []triggers.Entry{{Name: "tape", Spec: spec, Text: "Tape."}}})
-		if _, _, err := h.desk.Pause("asha", "broker outage"); err != nil {
+		h := desktest.New(t, desktest.Options{RefusePaused: true, Schedules: []triggers.Entry{{Name: "tape", Spec: spec, Text: "Tape."}}})
+		if _, _, err := h.Desk.Pause("asha", "broker outage"); err != nil {
 			t.Fatal(err)
 		}
-		_, err := h.desk.Submit(triggers.Trigger{ID: "x", Kind: triggers.Manual, Text: "x"})
+		_, err := h.Desk.Submit(triggers.Trigger{ID: "x", Kind: triggers.Manual, Text: "x"})
 		var pe *desk.PausedError
 		if !errors.Is(err, desk.ErrPaused) || !errors.As(err, &pe) || pe.Pause.By != "asha" ||
 			!strings.Contains(err.Error(), "broker outage") {
 			t.Fatalf("Submit to a paused desk that refuses = %v", err)
 		}
-		if _, ok := h.desk.Trigger("x"); ok {
+		if _, ok := h.Desk.Trigger("x"); ok {
 			t.Error("the refused trigger is in the ledger")
 		}
-		if ev := waitFor[event.TriggerDropped](h, nil); ev.Trigger != "x" || !strings.Contains(ev.Reason, "paused") {
+		if ev := eventtest.Next[event.TriggerDropped](h.Events); ev.Trigger != "x" || !strings.Contains(ev.Reason, "paused") {
 			t.Errorf("trigger.dropped = %+v", ev)
 		}
 		synctest.Wait()
-		h.clk.Set(start.Add(5 * time.Minute))
-		missed := waitFor[event.ScheduleMissed](h, nil)
+		h.Clock.Set(start.Add(5 * time.Minute))
+		missed := eventtest.Next[event.ScheduleMissed](h.Events)
 		if !missed.Slot.Equal(start.Add(5*time.Minute)) || !strings.Contains(missed.Reason, "paused") {
 			t.Errorf("schedule.missed = %+v", missed)
 		}
-		if s, _ := h.desk.Trigger(triggers.SlotID("tape", start.Add(5*time.Minute))); s.State != triggers.StateDropped {
+		if s, _ := h.Desk.Trigger(triggers.SlotID("tape", start.Add(5*time.Minute))); s.State != triggers.StateDropped {
 			t.Errorf("the slot while paused = %+v, want dropped", s)
 		}
-		if st := h.desk.Status(); st.PausedTriggers != "refuse" {
+		if st := h.Desk.Status(); st.PausedTriggers != "refuse" {
 			t.Errorf("Status.PausedTriggers = %q", st.PausedTriggers)
 		}
-		if _, err := h.desk.Resume("asha"); err != nil {
+		if _, err := h.Desk.Resume("asha"); err != nil {
 			t.Fatal(err)
 		}
-		h.submit(triggers.Trigger{ID: "y", Kind: triggers.Manual, Text: "y"})
-		waitFor[event.TurnCompleted](h, func(e event.TurnCompleted) bool { return e.Trigger == "y" })
+		h.Submit(triggers.Trigger{ID: "y", Kind: triggers.Manual, Text: "y"})
+		eventtest.NextWhere(h.Events, func(e event.TurnCompleted) bool { return e.Trigger == "y" })
 	})
 }
 
@@ -158,36 +153,34 @@ func TestPauseRefuses(t *testing.T) {
 func TestPauseSurvivesRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
-		g := newGate()
-		h := newHarness(t, deskOptions{model: g, dir: dir, pauseFile: true})
-		if _, _, err := h.desk.Pause("asha", "risk check"); err != nil {
+		g := desktest.NewGate()
+		h := desktest.New(t, desktest.Options{Model: g, Dir: dir, PauseFile: true})
+		if _, _, err := h.Desk.Pause("asha", "risk check"); err != nil {
 			t.Fatal(err)
 		}
-		h.submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
-		h.stop()
-		_ = h.router.Close()
-		_ = h.ledger.Close()
+		h.Submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
+		h.Close()
 		var rec map[string]any
 		if b, err := os.ReadFile(filepath.Join(dir, "main", desk.PauseFile)); err != nil || json.Unmarshal(b, &rec) != nil ||
 			rec["paused"] != true || rec["by"] != "asha" || rec["reason"] != "risk check" {
 			t.Fatalf("pause file = %v (%v)", rec, err)
 		}
 
-		h2 := newHarness(t, deskOptions{model: g, dir: dir, pauseFile: true})
-		p := h2.desk.Paused()
+		h2 := desktest.New(t, desktest.Options{Model: g, Dir: dir, PauseFile: true})
+		p := h2.Desk.Paused()
 		if p == nil || p.By != "asha" || p.Reason != "risk check" || !p.At.Equal(start) {
 			t.Fatalf("after a restart Paused() = %+v", p)
 		}
-		if st := h2.desk.Status(); st.State != "paused" || st.QueueDepth != 1 {
+		if st := h2.Desk.Status(); st.State != "paused" || st.QueueDepth != 1 {
 			t.Errorf("Status after a restart = %+v", st)
 		}
 		noCall(t, g, "paused, after a restart")
-		if _, err := h2.desk.Resume("ravi"); err != nil {
+		if _, err := h2.Desk.Resume("ravi"); err != nil {
 			t.Fatal(err)
 		}
-		h2.expectCall(g, "a")
-		g.release <- struct{}{}
-		waitFor[event.TurnCompleted](h2, nil)
+		g.Expect(t, "a")
+		g.Release()
+		eventtest.Next[event.TurnCompleted](h2.Events)
 	})
 }
 
@@ -201,15 +194,15 @@ func TestPauseDamagedFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "main", desk.PauseFile), []byte("{paused"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, deskOptions{dir: dir, pauseFile: true})
-	p := h.desk.Paused()
+	h := desktest.New(t, desktest.Options{Dir: dir, PauseFile: true})
+	p := h.Desk.Paused()
 	if p == nil || !strings.Contains(p.Reason, "damaged") {
 		t.Fatalf("Paused() with a damaged pause file = %+v", p)
 	}
-	if _, err := h.desk.Resume("asha"); err != nil {
+	if _, err := h.Desk.Resume("asha"); err != nil {
 		t.Fatal(err)
 	}
-	if p := h.desk.Paused(); p != nil {
+	if p := h.Desk.Paused(); p != nil {
 		t.Errorf("Paused() after Resume = %+v", p)
 	}
 }
@@ -218,26 +211,26 @@ func TestPauseDamagedFile(t *testing.T) {
 // turns: Configure returns while a turn runs, the running turn ends on
 // the old model, and the next turn uses the new one.
 func TestConfigureBetweenTurns(t *testing.T) {
-	old, next := newGate(), newGate()
-	h := newHarness(t, deskOptions{model: old})
-	h.submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
-	h.expectCall(old, "a")
-	if err := h.desk.Configure(desk.Settings{Router: &router.Settings{
+	old, next := desktest.NewGate(), desktest.NewGate()
+	h := desktest.New(t, desktest.Options{Model: old})
+	h.Submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
+	old.Expect(t, "a")
+	if err := h.Desk.Configure(desk.Settings{Router: &router.Settings{
 		Route: []router.Model{{Name: "n", Provider: "test", Client: next}}, Instructions: "new instructions",
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	h.submit(triggers.Trigger{ID: "b", Kind: triggers.Manual, Text: "b"})
-	old.release <- struct{}{}
-	if done := waitFor[event.TurnCompleted](h, nil); done.Trigger != "a" || done.Model != "m" {
+	h.Submit(triggers.Trigger{ID: "b", Kind: triggers.Manual, Text: "b"})
+	old.Release()
+	if done := eventtest.Next[event.TurnCompleted](h.Events); done.Trigger != "a" || done.Model != "m" {
 		t.Errorf("the running turn = %+v, want a on the old model m", done)
 	}
-	h.expectCall(next, "b")
-	next.release <- struct{}{}
-	if done := waitFor[event.TurnCompleted](h, nil); done.Trigger != "b" || done.Model != "n" {
+	next.Expect(t, "b")
+	next.Release()
+	if done := eventtest.Next[event.TurnCompleted](h.Events); done.Trigger != "b" || done.Model != "n" {
 		t.Errorf("the next turn = %+v, want b on the new model n", done)
 	}
-	if st := h.desk.Status(); st.Model != "n" {
+	if st := h.Desk.Status(); st.Model != "n" {
 		t.Errorf("Status.Model = %s, want n", st.Model)
 	}
 }
@@ -247,29 +240,25 @@ func TestConfigureBetweenTurns(t *testing.T) {
 // Run then returns, and later triggers are refused with ErrStopped.
 func TestStopLetsRunningTurnFinish(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGate()
-		h := newHarness(t, deskOptions{model: g})
-		h.submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
-		h.expectCall(g, "a")
-		h.cancel()
-		h.cancel = nil
+		h, g := holding(t, desktest.Options{}, "a", triggers.Manual)
+		h.Cancel()
 		synctest.Wait()
 		select {
-		case err := <-h.done:
+		case err := <-h.Done():
 			t.Fatalf("Run returned (%v) while its turn was running", err)
 		default:
 		}
-		g.release <- struct{}{}
-		if err := <-h.done; err != nil {
+		g.Release()
+		if err := <-h.Done(); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
-		if s, _ := h.desk.Trigger("a"); s.State != triggers.StateAnswered {
+		if s, _ := h.Desk.Trigger("a"); s.State != triggers.StateAnswered {
 			t.Errorf("Trigger(a) = %+v, want answered", s)
 		}
-		if _, err := h.desk.Submit(triggers.Trigger{ID: "late", Kind: triggers.Manual, Text: "late"}); !errors.Is(err, desk.ErrStopped) {
+		if _, err := h.Desk.Submit(triggers.Trigger{ID: "late", Kind: triggers.Manual, Text: "late"}); !errors.Is(err, desk.ErrStopped) {
 			t.Errorf("Submit after Run returned = %v, want ErrStopped", err)
 		}
-		if err := h.desk.Configure(desk.Settings{}); !errors.Is(err, desk.ErrStopped) {
+		if err := h.Desk.Configure(desk.Settings{}); !errors.Is(err, desk.ErrStopped) {
 			t.Errorf("Configure after Run returned = %v, want ErrStopped", err)
 		}
 	})
@@ -279,25 +268,21 @@ func TestStopLetsRunningTurnFinish(t *testing.T) {
 // once, long before the shutdown timeout, and records it interrupted.
 func TestCutShort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newGate()
-		h := newHarness(t, deskOptions{model: g})
-		h.submit(triggers.Trigger{ID: "a", Kind: triggers.Manual, Text: "a"})
-		h.expectCall(g, "a")
-		h.cancel()
-		h.cancel = nil
-		h.desk.CutShort()
-		if err := <-h.done; err != nil {
+		h, _ := holding(t, desktest.Options{}, "a", triggers.Manual)
+		h.Cancel()
+		h.Desk.CutShort()
+		if err := <-h.Done(); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
-		in := waitFor[event.TurnInterrupted](h, nil)
+		in := eventtest.Next[event.TurnInterrupted](h.Events)
 		if in.Trigger != "a" || !strings.Contains(in.Reason, "second signal") {
 			t.Errorf("turn.interrupted = %+v", in)
 		}
-		if s, _ := h.desk.Trigger("a"); s.State != triggers.StateInterrupted {
+		if s, _ := h.Desk.Trigger("a"); s.State != triggers.StateInterrupted {
 			t.Errorf("Trigger(a) = %+v, want interrupted", s)
 		}
-		if !h.clk.Now().Equal(start) {
-			t.Errorf("the clock moved to %v: the turn was cut by the timeout, not by CutShort", h.clk.Now())
+		if !h.Clock.Now().Equal(start) {
+			t.Errorf("the clock moved to %v: the turn was cut by the timeout, not by CutShort", h.Clock.Now())
 		}
 	})
 }
@@ -305,16 +290,16 @@ func TestCutShort(t *testing.T) {
 // TestStoppedReason: desk.stopped gives the cause its context was
 // cancelled with.
 func TestStoppedReason(t *testing.T) {
-	h := newHarness(t, deskOptions{noStart: true})
+	h := desktest.New(t, desktest.Options{NoStart: true})
 	ctx, cancel := context.WithCancelCause(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- h.desk.Run(ctx) }()
-	<-h.desk.Started()
+	go func() { done <- h.Desk.Run(ctx) }()
+	<-h.Desk.Started()
 	cancel(errors.New("its desk file was removed"))
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if ev := waitFor[event.DeskStopped](h, nil); ev.Reason != "its desk file was removed" {
+	if ev := eventtest.Next[event.DeskStopped](h.Events); ev.Reason != "its desk file was removed" {
 		t.Errorf("desk.stopped reason = %q", ev.Reason)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -19,12 +21,12 @@ import (
 func TestRecoveryReconcilesFromSession(t *testing.T) {
 	dir := t.TempDir()
 	m := &countingModel{turns: map[string]int{}}
-	h := newHarness(t, deskOptions{model: m, dir: dir})
-	submitRetrying(h, triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
-	done := settle(h, "A")
-	session := h.router.SessionID()
-	h.stop()
-	_ = h.ledger.Close()
+	h := desktest.New(t, desktest.Options{Model: m, Dir: dir})
+	submitRetrying(t, h, triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
+	done := settle(t, h, "A")
+	session := h.Router.SessionID()
+	h.Stop()
+	_ = h.Ledger.Close()
 
 	// The kill: the ledger lacks A's answered record. B was sent in the
 	// same session, but its message was never written.
@@ -60,21 +62,27 @@ func TestRecoveryReconcilesFromSession(t *testing.T) {
 		}
 	}
 	_ = l.Close()
-	if a, _ := mustLedger(t, path).Get("A"); a.State != triggers.StateSent {
-		t.Fatalf("the staged ledger has A %s, want sent", a.State)
+	staged, err := triggers.OpenLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stagedA, _ := staged.Get("A")
+	_ = staged.Close()
+	if stagedA.State != triggers.StateSent {
+		t.Fatalf("the staged ledger has A %s, want sent", stagedA.State)
 	}
 
 	m2 := &countingModel{turns: map[string]int{}}
-	h2 := newHarness(t, deskOptions{model: m2, dir: dir})
-	got := waitFor[event.TurnCompleted](h2, func(e event.TurnCompleted) bool { return e.Trigger == "A" })
+	h2 := desktest.New(t, desktest.Options{Model: m2, Dir: dir})
+	got := eventtest.NextWhere(h2.Events, func(e event.TurnCompleted) bool { return e.Trigger == "A" })
 	if !got.Reconciled || got.Session != session || got.Turn != done.Turn {
 		t.Errorf("turn.completed for A after the restart = %+v, want reconciled in %s, turn %d", got, session, done.Turn)
 	}
-	a, _ := h2.desk.Trigger("A")
+	a, _ := h2.Desk.Trigger("A")
 	if a.State != triggers.StateAnswered || a.Reply != done.Reply || a.Reply == "" {
 		t.Errorf("A after the restart = %+v, want answered with the reply %q", a, done.Reply)
 	}
-	if s := settle(h2, "B"); s.State != triggers.StateAnswered {
+	if s := settle(t, h2, "B"); s.State != triggers.StateAnswered {
 		t.Errorf("B after the restart = %+v, want answered", s)
 	}
 	if n := m2.count("tick A"); n != 0 {
@@ -83,7 +91,7 @@ func TestRecoveryReconcilesFromSession(t *testing.T) {
 	if n := m2.count("tick B"); n != 1 {
 		t.Errorf("B reached the model %d times after the restart, want once", n)
 	}
-	for _, it := range h2.desk.Status().Interrupted {
+	for _, it := range h2.Desk.Status().Interrupted {
 		t.Errorf("interrupted after the restart: %+v", it)
 	}
 }
@@ -100,19 +108,9 @@ func TestLedgerDamageIsAnnounced(t *testing.T) {
 	if err := os.WriteFile(path, []byte(frag), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, deskOptions{dir: dir})
-	ev := waitFor[event.FileTorn](h, nil)
+	h := desktest.New(t, desktest.Options{Dir: dir})
+	ev := eventtest.Next[event.FileTorn](h.Events)
 	if ev.Path != path || ev.Bytes != len(frag) || ev.Offset != 0 || !strings.HasPrefix(ev.SavedTo, path+".torn-") {
 		t.Errorf("file.torn = %+v, want the ledger's %d torn bytes at 0, saved beside it", ev, len(frag))
 	}
-}
-
-func mustLedger(t *testing.T, path string) *triggers.Ledger {
-	t.Helper()
-	l, err := triggers.OpenLedger(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	return l
 }

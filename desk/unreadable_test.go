@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -21,14 +23,14 @@ func TestStatusShowsUnreadableMemory(t *testing.T) {
 	if err := os.MkdirAll(path, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, deskOptions{dir: dir})
-	if u := h.desk.Status().Unreadable; len(u) != 0 {
+	h := desktest.New(t, desktest.Options{Dir: dir})
+	if u := h.Desk.Status().Unreadable; len(u) != 0 {
 		t.Fatalf("Unreadable before any prompt = %+v", u)
 	}
-	h.submit(triggers.Trigger{ID: "t1", Kind: triggers.Manual, Text: "Check the tape."})
-	waitFor(h, func(e event.TurnCompleted) bool { return e.Trigger == "t1" })
+	h.Submit(triggers.Trigger{ID: "t1", Kind: triggers.Manual, Text: "Check the tape."})
+	eventtest.NextWhere(h.Events, func(e event.TurnCompleted) bool { return e.Trigger == "t1" })
 
-	st := h.desk.Status()
+	st := h.Desk.Status()
 	if len(st.Unreadable) != 1 || st.Unreadable[0].Path != path || !strings.Contains(st.Unreadable[0].Error, "is a directory") {
 		t.Fatalf("Status().Unreadable = %+v, want %s with its error", st.Unreadable, path)
 	}
@@ -46,7 +48,7 @@ func TestStatusShowsUnreadableMemory(t *testing.T) {
 	if err := os.WriteFile(path, []byte("# Memory\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if u := h.desk.Status().Unreadable; len(u) != 0 {
+	if u := h.Desk.Status().Unreadable; len(u) != 0 {
 		t.Errorf("Status().Unreadable = %+v once Memory.md can be read", u)
 	}
 }

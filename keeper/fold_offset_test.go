@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
@@ -55,8 +57,8 @@ func (p *proc) wantMemory(t *testing.T, want string) {
 }
 
 func TestNotesAfterSameDayRolloverAreFolded(t *testing.T) {
-	e := newEnv(t, utc(morning1), 0)
-	folded := watch[event.MemoryFolded](t, e.bus)
+	e := newEnv(t, desktest.At(morning1), 0)
+	folded := eventtest.Watch[event.MemoryFolded](t, e.bus)
 	p := e.start(keeper.Options{})
 	if _, err := p.folder.WriteMemory(lessons); err != nil {
 		t.Fatal(err)
@@ -69,13 +71,14 @@ func TestNotesAfterSameDayRolloverAreFolded(t *testing.T) {
 	p.note(t, day1, "B: the gap filled by noon.")
 	p.note(t, day1, "C: do not chase gaps.")
 	p.turn(t, "t2", "Close half.")
-	e.clock.Set(utc(midnight2))
+	e.clock.Set(desktest.At(midnight2))
 	p.turn(t, "t3", "Good morning.")
 
 	e.wantFolds(t, "A: NIFTY gapped up.\n", "B: the gap filled by noon.\nC: do not chase gaps.\n")
 	p.wantMemory(t, lessons+notesOf("2026-03-01", "A: NIFTY gapped up.\n")+
 		notesOf("2026-03-01", "B: the gap filled by noon.\nC: do not chase gaps.\n"))
-	events := rest(e.bus, folded)
+	e.bus.Close() // delivers every event published
+	events := eventtest.Rest[event.MemoryFolded](folded)
 	if len(events) != 2 {
 		t.Fatalf("%d memory.folded events, want 2: %+v", len(events), events)
 	}
@@ -104,8 +107,8 @@ func TestUnfoldedNotesStayPendingExactly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, utc(morning1), 0)
-			folded := watch[event.MemoryFolded](t, e.bus)
+			e := newEnv(t, desktest.At(morning1), 0)
+			folded := eventtest.Watch[event.MemoryFolded](t, e.bus)
 			p := e.start(keeper.Options{SummaryAttempts: 1})
 			if _, err := p.folder.WriteMemory(lessons); err != nil {
 				t.Fatal(err)
@@ -124,7 +127,7 @@ func TestUnfoldedNotesStayPendingExactly(t *testing.T) {
 
 			p.note(t, day1, "C")
 			p.turn(t, "t3", "three")
-			e.clock.Set(utc(midnight2))
+			e.clock.Set(desktest.At(midnight2))
 			p.turn(t, "t4", "four") // folds B and C, not A again
 
 			wantFolds := []string{"A\n", "B\n", "B\nC\n"}
@@ -132,7 +135,8 @@ func TestUnfoldedNotesStayPendingExactly(t *testing.T) {
 				t.Errorf("fold calls took notes %q, want %q", got, wantFolds)
 			}
 			p.wantMemory(t, afterSpoiled+notesOf("2026-03-01", "B\nC\n"))
-			events := rest(e.bus, folded)
+			e.bus.Close() // delivers every event published
+			events := eventtest.Rest[event.MemoryFolded](folded)
 			if len(events) != 3 {
 				t.Fatalf("%d memory.folded events, want 3: %+v", len(events), events)
 			}
@@ -147,7 +151,7 @@ func TestUnfoldedNotesStayPendingExactly(t *testing.T) {
 }
 
 func TestOldFoldedRecordIsMigrated(t *testing.T) {
-	e := newEnv(t, utc(morning1), 0)
+	e := newEnv(t, desktest.At(morning1), 0)
 	// A desk folder of an older deskd: folded-notes.json lists the dates
 	// folded; 28 February is not among them.
 	for name, text := range map[string]string{
@@ -166,7 +170,7 @@ func TestOldFoldedRecordIsMigrated(t *testing.T) {
 	p := e.start(keeper.Options{}) // migrates: 1 March is folded up to here
 	p.note(t, day1, "B: written after the upgrade.")
 	p.turn(t, "t1", "one")
-	e.clock.Set(utc(midnight2))
+	e.clock.Set(desktest.At(midnight2))
 	p.turn(t, "t2", "two")
 
 	e.wantFolds(t, "### 2026-02-28\n\nZ: never folded.\n\n### 2026-03-01\n\nB: written after the upgrade.\n")
@@ -174,7 +178,7 @@ func TestOldFoldedRecordIsMigrated(t *testing.T) {
 	// The record carried over: the next fold takes only what is new.
 	p.note(t, day1, "C: late.")
 	p.turn(t, "t3", "three")
-	e.clock.Set(utc(midnight3))
+	e.clock.Set(desktest.At(midnight3))
 	p.turn(t, "t4", "four")
 	e.wantFolds(t, "### 2026-02-28\n\nZ: never folded.\n\n### 2026-03-01\n\nB: written after the upgrade.\n",
 		"### 2026-03-01\n\nC: late.\n")
@@ -189,7 +193,7 @@ func TestHandEditedNotesAreFoldedWhole(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, utc(morning1), 0)
+			e := newEnv(t, desktest.At(morning1), 0)
 			p := e.start(keeper.Options{})
 			p.note(t, day1, "A: NIFTY gapped up.")
 			p.note(t, day1, "B: BANKNIFTY weak.")
@@ -201,7 +205,7 @@ func TestHandEditedNotesAreFoldedWhole(t *testing.T) {
 			}
 			p.note(t, day1, "C: new.")
 			p.turn(t, "t2", "two")
-			e.clock.Set(utc(midnight2))
+			e.clock.Set(desktest.At(midnight2))
 			p.turn(t, "t3", "three")
 			e.wantFolds(t, "A: NIFTY gapped up.\nB: BANKNIFTY weak.\n", tt.edit+"C: new.\n")
 		})
@@ -210,7 +214,7 @@ func TestHandEditedNotesAreFoldedWhole(t *testing.T) {
 
 func TestCrashBeforeTheFoldedRecordFoldsOnce(t *testing.T) {
 	errCrash := errors.New("crash (injected)")
-	e := newEnv(t, utc(morning1), 0)
+	e := newEnv(t, desktest.At(morning1), 0)
 	p1 := e.start(keeper.Options{AfterStep: func(s keeper.Step) error {
 		if s == keeper.StepFolded {
 			return errCrash
@@ -222,7 +226,7 @@ func TestCrashBeforeTheFoldedRecordFoldsOnce(t *testing.T) {
 	}
 	p1.note(t, day1, "A")
 	p1.turn(t, "t1", "one")
-	e.clock.Set(utc(midnight2))
+	e.clock.Set(desktest.At(midnight2))
 	if _, err := p1.keeper.RollOver(t.Context(), "daily_rollover"); !errors.Is(err, errCrash) {
 		t.Fatalf("RollOver: err = %v, want the crash", err)
 	}
@@ -241,7 +245,7 @@ func TestCrashBeforeTheFoldedRecordFoldsOnce(t *testing.T) {
 	p2.turn(t, "t2", "two") // completes the rollover
 	p2.wantMemory(t, lessons+notesOf("2026-03-01", "A\n"))
 	p2.note(t, day2, "D")
-	e.clock.Set(utc(midnight3))
+	e.clock.Set(desktest.At(midnight3))
 	p2.turn(t, "t3", "three")
 	e.wantFolds(t, "A\n", "### 2026-03-01\n\nlate\n\n### 2026-03-02\n\nD\n")
 	p2.wantMemory(t, lessons+notesOf("2026-03-01", "A\n")+notesOf("2026-03-02", "### 2026-03-01\n\nlate\n\n### 2026-03-02\n\nD\n"))

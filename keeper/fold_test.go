@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
@@ -56,7 +57,7 @@ func foldDay(t *testing.T, m *folding, prior string, prepare func(*memory.Folder
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close() })
-	folded := watch[event.MemoryFolded](t, e.bus)
+	folded := eventtest.Watch[event.MemoryFolded](t, e.bus)
 	k := keeper.New(keeper.Options{Desk: "main", Router: r, Folder: folder, Bus: e.bus, Clock: e.clock, Day: e.day})
 	if err := k.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -70,7 +71,8 @@ func foldDay(t *testing.T, m *folding, prior string, prepare func(*memory.Folder
 	if _, err := k.RollOver(t.Context(), "daily_rollover"); err != nil {
 		t.Fatal(err)
 	}
-	return folder, rest(e.bus, folded)
+	e.bus.Close() // delivers every event published
+	return folder, eventtest.Rest[event.MemoryFolded](folded)
 }
 
 func TestFoldThatDropsMostOfMemoryIsRefused(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	_ "time/tzdata" // the tests need Asia/Kolkata even on a host without zoneinfo
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
@@ -111,7 +112,7 @@ func newEnv(t *testing.T, start time.Time, rolloverAt time.Duration) *env {
 		dir:   filepath.Join(t.TempDir(), "desks", "main"),
 		clock: clock.NewFake(start),
 		bus:   bus,
-		day:   memory.TradingDay{Location: kolkata(t), Start: rolloverAt},
+		day:   memory.TradingDay{Location: desktest.Kolkata(), Start: rolloverAt},
 		model: newModel(),
 	}
 }
@@ -182,63 +183,6 @@ func (p *proc) date(t *testing.T) string {
 		t.Fatal("TradingDate: no session")
 	}
 	return d.String()
-}
-
-// watch subscribes to events of type E for the rest of the test.
-func watch[E event.Event](t *testing.T, bus *event.Bus) <-chan E {
-	t.Helper()
-	c := make(chan E, 256)
-	t.Cleanup(event.Subscribe(bus, func(e E) { c <- e }))
-	return c
-}
-
-// next returns the next event from c, or fails the test after a deadline.
-func next[E any](t *testing.T, c <-chan E) E {
-	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	select {
-	case e := <-c:
-		return e
-	case <-deadline.C:
-		var zero E
-		t.Fatalf("no %T within 10s", zero)
-		return zero
-	}
-}
-
-// rest closes the bus, which delivers every event already published, and
-// returns the events left in c.
-func rest[E any](bus *event.Bus, c <-chan E) []E {
-	bus.Close()
-	var out []E
-	for {
-		select {
-		case e := <-c:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
-func kolkata(t testing.TB) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc
-}
-
-// utc parses an RFC 3339 instant; the tests write every instant in UTC,
-// with its IST wall time in a comment (IST midnight is 18:30Z the day before).
-func utc(s string) time.Time {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t
 }
 
 func readFile(t *testing.T, path string) string {

@@ -32,6 +32,16 @@ func message(i int) memory.Record {
 }
 
 // sameRecords compares records, times by instant and raw JSON by content.
+// sameSession fails t unless session id of f reads as want.
+func sameSession(t *testing.T, f *memory.Folder, id string, want []memory.Record) {
+	t.Helper()
+	recs, err := f.ReadSession(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRecords(t, recs, want)
+}
+
 func sameRecords(t *testing.T, got, want []memory.Record) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -101,11 +111,7 @@ func TestCreateSessionAndAppendRoundTrip(t *testing.T) {
 	if n := strings.Count(raw, "\n"); n != len(want) || !strings.HasSuffix(raw, "\n") {
 		t.Errorf("file has %d lines, want %d:\n%s", n, len(want), raw)
 	}
-	recs, err := f.ReadSession("s-2025-01-02_1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameRecords(t, recs, want)
+	sameSession(t, f, "s-2025-01-02_1", want)
 
 	log, recs, torn, err := f.OpenSession("s-2025-01-02_1")
 	if err != nil {
@@ -119,11 +125,7 @@ func TestCreateSessionAndAppendRoundTrip(t *testing.T) {
 	if err := log.Append(message(5)); err != nil {
 		t.Fatal(err)
 	}
-	recs, err = f.ReadSession("s-2025-01-02_1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameRecords(t, recs, append(want, message(5)))
+	sameSession(t, f, "s-2025-01-02_1", append(want, message(5)))
 }
 
 func TestCreateSessionRefuses(t *testing.T) {
@@ -275,11 +277,7 @@ func TestOpenSessionTornTail(t *testing.T) {
 					t.Errorf("line %d does not parse: %q", i+1, line)
 				}
 			}
-			recs, err = f.ReadSession("s1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			sameRecords(t, recs, append(want, message(3)))
+			sameSession(t, f, "s1", append(want, message(3)))
 			if tmp := tempFiles(t, f.Dir()); len(tmp) > 0 {
 				t.Errorf("temp files left: %v", tmp)
 			}
@@ -306,11 +304,7 @@ func TestOpenSessionCompleteLastLineWithoutNewline(t *testing.T) {
 	want = append(want, message(7))
 
 	// ReadSession keeps it too, without touching the file.
-	recs, err := f.ReadSession("s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameRecords(t, recs, want)
+	sameSession(t, f, "s1", want)
 	if got := readFile(t, path); got != good+string(full) {
 		t.Error("ReadSession changed the file")
 	}
@@ -330,11 +324,7 @@ func TestOpenSessionCompleteLastLineWithoutNewline(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Close()
-	recs, err = f.ReadSession("s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameRecords(t, recs, append(want, message(8)))
+	sameSession(t, f, "s1", append(want, message(8)))
 }
 
 func TestOpenSessionSkipsBadMiddleLines(t *testing.T) {

@@ -1,36 +1,18 @@
 package router
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/router/routertest"
 )
-
-func newTestAnthropic(t *testing.T, h http.HandlerFunc, timeout time.Duration) *Anthropic {
-	t.Helper()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	p, err := NewAnthropic(AnthropicOptions{
-		Name: "claude", BaseURL: srv.URL, Model: "claude-test", APIKey: fakeAPIKey,
-		MaxOutputTokens: 2000, Timeout: timeout, HTTPClient: srv.Client(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // checkAnthropicKey fails t unless r carries the key as the SDK sends it:
 // an x-api-key header or a bearer token.
-func checkAnthropicKey(t *testing.T, r *http.Request) {
+func checkAnthropicKey(t *testing.T, r routertest.Request) {
 	t.Helper()
 	if r.Header.Get("X-Api-Key") != fakeAPIKey && r.Header.Get("Authorization") != "Bearer "+fakeAPIKey {
 		t.Errorf("request carries neither x-api-key nor a bearer token with the key: %v", r.Header)
@@ -59,14 +41,8 @@ func antDelta(stop string, out int) string {
 func antInt(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestAnthropicStreamsReply(t *testing.T) {
-	var got capturedRequest
-	p := newTestAnthropic(t, func(w http.ResponseWriter, r *http.Request) {
-		checkAnthropicKey(t, r)
-		got.record(t, r)
-		startSSE(w)
-		writeSSE(w, antStart, antTextStart, antPing, antText(0, "Bought 10"), antText(0, " INFY."), antStop0,
-			antDelta("end_turn", 15), antMsgStop)
-	}, time.Minute)
+	p, srv := newTestProvider(t, routertest.Messages, time.Minute, stream(antStart, antTextStart, antPing, antText(0, "Bought 10"), antText(0, " INFY."), antStop0,
+		antDelta("end_turn", 15), antMsgStop))
 
 	resp, err := p.Complete(t.Context(), Request{
 		Task: TaskTurn, System: "You are a desk.",
@@ -86,17 +62,15 @@ func TestAnthropicStreamsReply(t *testing.T) {
 		t.Errorf("Complete = %+v, want %+v", resp, want)
 	}
 
-	path, h, body := got.get()
-	if path != "/v1/messages" {
-		t.Errorf("path = %q, want /v1/messages", path)
+	got := onlyRequest(t, srv)
+	checkAnthropicKey(t, got)
+	if got.Path != "/v1/messages" {
+		t.Errorf("path = %q, want /v1/messages", got.Path)
 	}
-	if h.Get("Anthropic-Version") == "" {
+	if got.Header.Get("Anthropic-Version") == "" {
 		t.Errorf("no anthropic-version header")
 	}
-	for _, c := range []struct {
-		path []any
-		want any
-	}{
+	checkWire(t, got.Body, []wire{
 		{[]any{"model"}, "claude-test"},
 		{[]any{"stream"}, true},
 		{[]any{"max_tokens"}, 2000.0},
@@ -105,28 +79,19 @@ func TestAnthropicStreamsReply(t *testing.T) {
 		{[]any{"messages", 0, "role"}, "user"},
 		{[]any{"messages", 0, "content", 0, "type"}, "text"},
 		{[]any{"messages", 0, "content", 0, "text"}, "buy INFY"},
-	} {
-		if v := jsonAt(body, c.path...); v != c.want {
-			t.Errorf("request %v = %#v, want %#v", c.path, v, c.want)
-		}
-	}
+	})
 }
 
 func TestAnthropicToolCall(t *testing.T) {
-	var got capturedRequest
-	p := newTestAnthropic(t, func(w http.ResponseWriter, r *http.Request) {
-		got.record(t, r)
-		startSSE(w)
-		writeSSE(w, antStart, antTextStart, antText(0, "Checking."), antStop0,
-			"event: content_block_start\n"+`data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01","name":"get_quote","input":{}}}`,
-			"event: content_block_delta\n"+`data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}`,
-			"event: content_block_delta\n"+`data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"symbol\": \"IN"}}`,
-			"event: content_block_delta\n"+`data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"FY\"}"}}`,
-			"event: content_block_stop\n"+`data: {"type":"content_block_stop","index":1}`,
-			"event: content_block_start\n"+`data: {"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_02","name":"note","input":{}}}`,
-			"event: content_block_stop\n"+`data: {"type":"content_block_stop","index":2}`,
-			antDelta("tool_use", 60), antMsgStop)
-	}, time.Minute)
+	p, srv := newTestProvider(t, routertest.Messages, time.Minute, stream(antStart, antTextStart, antText(0, "Checking."), antStop0,
+		"event: content_block_start\n"+`data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01","name":"get_quote","input":{}}}`,
+		"event: content_block_delta\n"+`data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}`,
+		"event: content_block_delta\n"+`data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"symbol\": \"IN"}}`,
+		"event: content_block_delta\n"+`data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"FY\"}"}}`,
+		"event: content_block_stop\n"+`data: {"type":"content_block_stop","index":1}`,
+		"event: content_block_start\n"+`data: {"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_02","name":"note","input":{}}}`,
+		"event: content_block_stop\n"+`data: {"type":"content_block_stop","index":2}`,
+		antDelta("tool_use", 60), antMsgStop))
 
 	resp, err := p.Complete(t.Context(), Request{
 		Task: TaskTurn,
@@ -140,36 +105,21 @@ func TestAnthropicToolCall(t *testing.T) {
 			{Role: RoleTool, ToolCallID: "toolu_b", ToolName: "note", Text: "disk full", IsError: true},
 			{Role: RoleUser, Text: "and INFY?"},
 		},
-		Tools: []ToolSpec{{
-			Name: "get_quote", Description: "Last price of a symbol.",
-			Schema: json.RawMessage(`{"type":"object","properties":{"symbol":{"type":"string"}},"required":["symbol"],"additionalProperties":false}`),
-		}},
+		Tools: []ToolSpec{getQuote},
 	})
 	if err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	want := []ToolCall{
+	checkToolCalls(t, resp.ToolCalls, []ToolCall{
 		{ID: "toolu_01", Name: "get_quote", Arguments: json.RawMessage(`{"symbol": "INFY"}`)},
 		{ID: "toolu_02", Name: "note", Arguments: json.RawMessage(`{}`)},
-	}
-	if len(resp.ToolCalls) != len(want) {
-		t.Fatalf("ToolCalls = %+v, want %+v", resp.ToolCalls, want)
-	}
-	for i := range want {
-		g := resp.ToolCalls[i]
-		if g.ID != want[i].ID || g.Name != want[i].Name || string(g.Arguments) != string(want[i].Arguments) {
-			t.Errorf("ToolCalls[%d] = {%s %s %s}, want {%s %s %s}", i, g.ID, g.Name, g.Arguments, want[i].ID, want[i].Name, want[i].Arguments)
-		}
-	}
+	})
 	if resp.Text != "Checking." || resp.StopReason != "tool_use" {
 		t.Errorf("Text, StopReason = %q, %q; want Checking. and tool_use", resp.Text, resp.StopReason)
 	}
 
-	_, _, body := got.get()
-	for _, c := range []struct {
-		path []any
-		want any
-	}{
+	got := onlyRequest(t, srv)
+	checkWire(t, got.Body, []wire{
 		{[]any{"tools", 0, "name"}, "get_quote"},
 		{[]any{"tools", 0, "description"}, "Last price of a symbol."},
 		{[]any{"tools", 0, "input_schema", "type"}, "object"},
@@ -192,11 +142,7 @@ func TestAnthropicToolCall(t *testing.T) {
 		{[]any{"messages", 2, "content", 2, "type"}, "text"},
 		{[]any{"messages", 2, "content", 2, "text"}, "and INFY?"},
 		{[]any{"messages", 3}, nil},
-	} {
-		if v := jsonAt(body, c.path...); v != c.want {
-			t.Errorf("request %v = %#v, want %#v", c.path, v, c.want)
-		}
-	}
+	})
 }
 
 func antError(kind, msg string) string {
@@ -206,85 +152,59 @@ func antError(kind, msg string) string {
 var anthropicFailures = []apiFailureCase{
 	{
 		name: "429 with Retry-After",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 429, antError("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
-				"Retry-After", "12")
-		},
+		reply: jsonError(429, antError("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
+			"Retry-After", "12"),
 		status: 429, retryable: true, retryAfter: 12 * time.Second, text: "rate_limit_error: Number of request tokens",
 	},
 	{
-		name: "500",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 500, antError("api_error", "Internal server error"))
-		},
+		name:   "500",
+		reply:  jsonError(500, antError("api_error", "Internal server error")),
 		status: 500, retryable: true, text: "Internal server error",
 	},
 	{
-		name: "529 overloaded",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 529, antError("overloaded_error", "Overloaded"))
-		},
+		name:   "529 overloaded",
+		reply:  jsonError(529, antError("overloaded_error", "Overloaded")),
 		status: 529, retryable: true, text: "Overloaded",
 	},
 	{
 		name: "overloaded_error event mid-stream",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			startSSE(w)
-			writeSSE(w, antStart, antTextStart, antText(0, "Bought"),
-				"event: error\n"+`data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
-		},
+		reply: routertest.Reply{Events: []string{antStart, antTextStart, antText(0, "Bought"),
+			"event: error\n" + `data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}},
 		status: 529, retryable: true, text: "overloaded_error: Overloaded",
 	},
 	{
-		name: "400 prompt is too long",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 400, antError("invalid_request_error", "prompt is too long: 208154 tokens > 200000 maximum"))
-		},
+		name:   "400 prompt is too long",
+		reply:  jsonError(400, antError("invalid_request_error", "prompt is too long: 208154 tokens > 200000 maximum")),
 		status: 400, overflow: true, text: "prompt is too long",
 	},
 	{
-		name: "400 other",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 400, antError("invalid_request_error", "messages: roles must alternate"))
-		},
+		name:   "400 other",
+		reply:  jsonError(400, antError("invalid_request_error", "messages: roles must alternate")),
 		status: 400, text: "roles must alternate",
 	},
 	{
-		name: "403",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 403, antError("permission_error", "Your API key does not have permission to use the specified resource."))
-		},
+		name:   "403",
+		reply:  jsonError(403, antError("permission_error", "Your API key does not have permission to use the specified resource.")),
 		status: 403, text: "permission",
 	},
 	{
-		name: "stream ends before message_stop",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			startSSE(w)
-			writeSSE(w, antStart, antTextStart, antText(0, "Bought 10"), antStop0, antDelta("end_turn", 15))
-		},
+		name:      "stream ends before message_stop",
+		reply:     routertest.Reply{Events: []string{antStart, antTextStart, antText(0, "Bought 10"), antStop0, antDelta("end_turn", 15)}},
 		retryable: true, text: "before message_stop",
 	},
 	{
-		name: "connection cut mid-stream",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			cutConnection(t, w, antStart, antTextStart, antText(0, "Bought"))
-		},
+		name:      "connection cut mid-stream",
+		reply:     routertest.Reply{Events: []string{antStart, antTextStart, antText(0, "Bought")}, Cut: true},
 		retryable: true, text: "connection dropped",
 	},
 	{
-		name: "malformed JSON in the stream",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			startSSE(w)
-			writeSSE(w, antStart, antTextStart, "event: content_block_delta\n"+`data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"`, antMsgStop)
-		},
-		text: "malformed JSON",
+		name:  "malformed JSON in the stream",
+		reply: routertest.Reply{Events: []string{antStart, antTextStart, "event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"`, antMsgStop}},
+		text:  "malformed JSON",
 	},
 	{
-		name: "401 echoing the key",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			checkAnthropicKey(t, r)
-			writeJSONError(w, 401, antError("authentication_error", "invalid x-api-key: "+fakeAPIKey))
-		},
+		name:   "401 echoing the key",
+		reply:  jsonError(401, antError("authentication_error", "invalid x-api-key: "+fakeAPIKey)),
 		status: 401, text: "authentication_error",
 	},
 }
@@ -292,67 +212,33 @@ var anthropicFailures = []apiFailureCase{
 func TestAnthropicFailures(t *testing.T) {
 	for _, tt := range anthropicFailures {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newTestAnthropic(t, func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				tt.handler(t, w, r)
-			}, time.Minute)
-			resp, err := p.Complete(t.Context(), Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
+			p, srv := newTestProvider(t, routertest.Messages, time.Minute, routertest.Script(tt.reply))
+			resp, err := p.Complete(t.Context(), buyINFY)
 			checkAPIFailure(t, tt, resp, err, "claude")
+			checkAnthropicKey(t, onlyRequest(t, srv))
 		})
 	}
 }
 
 func TestAnthropicTimeout(t *testing.T) {
-	p := newTestAnthropic(t, func(w http.ResponseWriter, r *http.Request) {
-		startSSE(w)
-		writeSSE(w, antStart, antTextStart)
-		hangUntilGone(r) // a reply slower than the timeout
-	}, 50*time.Millisecond)
-	_, err := p.Complete(t.Context(), Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
-	var ae *APIError
-	if !errors.As(err, &ae) || !ae.Retryable || ae.Status != 0 {
-		t.Fatalf("Complete = %v, want a retryable *APIError with no status", err)
-	}
-	if errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "timeout") {
-		t.Errorf("error = %q, want a timeout that is not a cancellation", err)
-	}
+	// A reply slower than the timeout.
+	p, _ := newTestProvider(t, routertest.Messages, 50*time.Millisecond, routertest.Script(routertest.Reply{Events: []string{antStart, antTextStart}, Hang: true}))
+	checkTimeout(t, p)
 }
 
 func TestAnthropicCallerCancels(t *testing.T) {
 	started := make(chan struct{})
-	p := newTestAnthropic(t, func(w http.ResponseWriter, r *http.Request) {
-		startSSE(w)
-		writeSSE(w, antStart)
-		close(started)
-		hangUntilGone(r)
-	}, time.Minute)
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		<-started
-		cancel()
-	}()
-	_, err := p.Complete(ctx, Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Complete = %v, want context.Canceled", err)
-	}
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Retryable {
-		t.Errorf("a cancelled call is retryable: %v", err)
-	}
+	p, _ := newTestProvider(t, routertest.Messages, time.Minute, routertest.Script(routertest.Reply{Events: []string{antStart}, Hang: true, Flushed: started}))
+	checkCancelled(t, p, started)
 }
 
 func TestAnthropicIgnoresEnvironment(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-0000000000")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
-	var got capturedRequest
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.record(t, r)
-		startSSE(w)
-		writeSSE(w, antStart, antTextStart, antText(0, "ok"), antStop0, antDelta("end_turn", 1), antMsgStop)
-	}))
-	defer srv.Close()
+	srv := routertest.New(t, routertest.Messages, routertest.Options{
+		Answer: stream(antStart, antTextStart, antText(0, "ok"), antStop0, antDelta("end_turn", 1), antMsgStop)})
 	// A base URL ending in /v1 is the root the SDK wants, less /v1.
-	p, err := NewAnthropic(AnthropicOptions{Name: "claude", BaseURL: srv.URL + "/v1/", Model: "claude-test", APIKey: fakeAPIKey})
+	p, err := NewAnthropic(AnthropicOptions{Name: "claude", BaseURL: srv.URL() + "/v1/", Model: "claude-test", APIKey: fakeAPIKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,14 +246,14 @@ func TestAnthropicIgnoresEnvironment(t *testing.T) {
 	if err != nil || resp.Text != "ok" {
 		t.Fatalf("Complete = %+v, %v", resp, err)
 	}
-	path, h, body := got.get()
-	if path != "/v1/messages" {
-		t.Errorf("path = %q, want /v1/messages", path)
+	got := onlyRequest(t, srv)
+	if got.Path != "/v1/messages" {
+		t.Errorf("path = %q, want /v1/messages", got.Path)
 	}
-	if strings.Contains(h.Get("Authorization")+h.Get("X-Api-Key"), "from-env") {
+	if strings.Contains(got.Header.Get("Authorization")+got.Header.Get("X-Api-Key"), "from-env") {
 		t.Errorf("the key from the environment was sent")
 	}
-	if body["max_tokens"] != float64(DefaultMaxOutputTokens) {
-		t.Errorf("max_tokens = %v", body["max_tokens"])
+	if got.Body["max_tokens"] != float64(DefaultMaxOutputTokens) {
+		t.Errorf("max_tokens = %v", got.Body["max_tokens"])
 	}
 }

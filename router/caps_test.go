@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/router/routertest"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -27,9 +27,13 @@ const hostileTotal = 32 << 20
 const keptLimit = 1 << 20
 
 // hostileStream writes head, then body over and over until hostileTotal
-// bytes are out or the client has gone, then tail. It counts what it wrote.
-func hostileStream(head []string, body string, tail []string, written *atomic.Int64) http.HandlerFunc {
+// bytes are out or the client has gone, then tail. It counts what it wrote,
+// and closes done (if not nil) when it returns.
+func hostileStream(head []string, body string, tail []string, written *atomic.Int64, done chan struct{}) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if done != nil {
+			defer close(done)
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		for _, e := range head {
@@ -112,24 +116,12 @@ var hostileReplies = []struct {
 	},
 }
 
-// hostileModel is a model whose service streams a hostile reply.
-func hostileModel(t *testing.T, provider router.ProviderName, h http.HandlerFunc) (router.Model, *httptest.Server) {
+// hostileModel is a model whose service streams a hostile reply (h
+// writes it), and the service.
+func hostileModel(t *testing.T, provider router.ProviderName, h http.HandlerFunc) (router.Model, *routertest.Server) {
 	t.Helper()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	m := router.Model{Name: string(provider), Provider: provider}
-	var err error
-	if provider == router.AnthropicProvider {
-		m.Client, err = router.NewAnthropic(router.AnthropicOptions{Name: string(provider), BaseURL: srv.URL, Model: "claude-test",
-			APIKey: "sk-test", MaxOutputTokens: 1000, Timeout: time.Minute, HTTPClient: srv.Client()})
-	} else {
-		m.Client, err = router.NewOpenAI(router.OpenAIOptions{Name: string(provider), BaseURL: srv.URL + "/v1", Model: "gpt-test",
-			APIKey: "sk-test", MaxOutputTokens: 1000, Timeout: time.Minute, HTTPClient: srv.Client()})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, srv
+	srv := routertest.New(t, apiOf(provider), routertest.Options{Answer: routertest.Always(routertest.Reply{Write: h})})
+	return serviceModel(t, srv, "sk-test", 1000), srv
 }
 
 // TestAStreamedReplyIsCutAtItsCap streams replies of many MiB: deskd stops
@@ -139,14 +131,19 @@ func TestAStreamedReplyIsCutAtItsCap(t *testing.T) {
 	for _, tt := range hostileReplies {
 		t.Run(tt.name, func(t *testing.T) {
 			var written atomic.Int64
-			m, srv := hostileModel(t, tt.provider, hostileStream(tt.head, tt.body, tt.tail, &written))
+			done := make(chan struct{})
+			m, _ := hostileModel(t, tt.provider, hostileStream(tt.head, tt.body, tt.tail, &written, done))
 			g := newLoopRig(t)
 			r := g.router(router.Settings{Route: []router.Model{m}})
 			reply, err := r.Send(t.Context(), triggers.Trigger{ID: "t1", Text: "go"})
 			if err != nil {
 				t.Fatalf("Send: %v", err)
 			}
-			srv.Close() // waits for the handler, which stops once deskd has hung up
+			select { // the handler stops once deskd has hung up
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the service still streams 10s after the reply: deskd did not hang up")
+			}
 			if !reply.Truncated {
 				t.Errorf("the reply is not marked truncated")
 			}
@@ -184,7 +181,7 @@ func TestAStreamedReplyIsCutAtItsCap(t *testing.T) {
 func TestATruncatedSummaryIsAFailure(t *testing.T) {
 	tt := hostileReplies[0]
 	var written atomic.Int64
-	m, _ := hostileModel(t, tt.provider, hostileStream(tt.head, tt.body, tt.tail, &written))
+	m, _ := hostileModel(t, tt.provider, hostileStream(tt.head, tt.body, tt.tail, &written, nil))
 	g := newLoopRig(t)
 	r := g.router(router.Settings{Route: []router.Model{m}})
 	text, err := r.Summarise(t.Context(), memory.Date{Year: 2026, Month: 3, Day: 2})

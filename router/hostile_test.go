@@ -4,18 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/router/routertest"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -51,59 +48,25 @@ var echoes = []struct{ name, text string }{
 func echoingServices(echo string) []struct {
 	name     string
 	provider router.ProviderName
-	h        http.HandlerFunc
+	reply    routertest.Reply
 } {
-	msg := "Incorrect API key provided: " + echo + ". You can find your API key at https://example.com."
+	msg := jsonString("Incorrect API key provided: " + echo + ". You can find your API key at https://example.com.")
 	return []struct {
 		name     string
 		provider router.ProviderName
-		h        http.HandlerFunc
+		reply    routertest.Reply
 	}{
-		{"openai 401 body", router.OpenAIProvider, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			fmt.Fprintf(w, `{"error":{"message":%s,"type":"invalid_request_error","code":"invalid_api_key"}}`, jsonString(msg))
-		}},
-		{"openai stream error", router.OpenAIProvider, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			fmt.Fprintf(w, "data: {\"error\":{\"message\":%s,\"type\":\"server_error\"}}\n\n", jsonString(msg))
-		}},
-		{"anthropic 401 body", router.AnthropicProvider, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			fmt.Fprintf(w, `{"type":"error","error":{"type":"authentication_error","message":%s}}`, jsonString(msg))
-		}},
-		{"anthropic stream error", router.AnthropicProvider, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			fmt.Fprint(w, antHead, "\n\n")
-			fmt.Fprintf(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":%s}}\n\n", jsonString(msg))
-		}},
-		{"anthropic odd event", router.AnthropicProvider, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			fmt.Fprintf(w, "event: x\ndata: {\"type\":%s}\n\n", jsonString(echo))
-		}},
+		{"openai 401 body", router.OpenAIProvider, routertest.Reply{Status: http.StatusUnauthorized,
+			Body: `{"error":{"message":` + msg + `,"type":"invalid_request_error","code":"invalid_api_key"}}`}},
+		{"openai stream error", router.OpenAIProvider, routertest.Reply{Events: []string{
+			`data: {"error":{"message":` + msg + `,"type":"server_error"}}`}}},
+		{"anthropic 401 body", router.AnthropicProvider, routertest.Reply{Status: http.StatusUnauthorized,
+			Body: `{"type":"error","error":{"type":"authentication_error","message":` + msg + `}}`}},
+		{"anthropic stream error", router.AnthropicProvider, routertest.Reply{Events: []string{antHead,
+			"event: error\ndata: " + `{"type":"error","error":{"type":"overloaded_error","message":` + msg + `}}`}}},
+		{"anthropic odd event", router.AnthropicProvider, routertest.Reply{Events: []string{
+			"event: x\ndata: " + `{"type":` + jsonString(echo) + `}`}}},
 	}
-}
-
-// echoingModel is a model of provider at srv, with hostileKey.
-func echoingModel(t *testing.T, provider router.ProviderName, srv *httptest.Server) router.Model {
-	t.Helper()
-	m := router.Model{Name: string(provider), Provider: provider}
-	var err error
-	if provider == router.AnthropicProvider {
-		m.Client, err = router.NewAnthropic(router.AnthropicOptions{Name: string(provider), BaseURL: srv.URL, Model: "claude-test",
-			APIKey: hostileKey, Timeout: time.Minute, HTTPClient: srv.Client()})
-	} else {
-		m.Client, err = router.NewOpenAI(router.OpenAIOptions{Name: string(provider), BaseURL: srv.URL + "/v1", Model: "gpt-test",
-			APIKey: hostileKey, Timeout: time.Minute, HTTPClient: srv.Client()})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // TestPartialKeyEchoesAreScrubbed: whatever part of the key a failing
@@ -114,9 +77,8 @@ func TestPartialKeyEchoesAreScrubbed(t *testing.T) {
 	for _, echo := range echoes {
 		for _, svc := range echoingServices(echo.text) {
 			t.Run(svc.name+" "+echo.name, func(t *testing.T) {
-				srv := httptest.NewServer(svc.h)
-				t.Cleanup(srv.Close)
-				m := echoingModel(t, svc.provider, srv)
+				srv := routertest.New(t, apiOf(svc.provider), routertest.Options{Answer: routertest.Always(svc.reply)})
+				m := serviceModel(t, srv, hostileKey, 0)
 				_, err := m.Client.Complete(t.Context(), router.Request{Task: router.TaskTurn,
 					Messages: []router.Message{{Role: router.RoleUser, Text: "hi"}}})
 				if err == nil {
@@ -131,9 +93,7 @@ func TestPartialKeyEchoesAreScrubbed(t *testing.T) {
 				}
 
 				g := newLoopRig(t)
-				failed := make(chan event.ModelFailed, 8)
-				cancel := event.Subscribe(g.bus, func(e event.ModelFailed) { failed <- e })
-				t.Cleanup(cancel)
+				failed := eventtest.Watch[event.ModelFailed](t, g.bus)
 				r := g.router(router.Settings{Route: []router.Model{m}})
 				_, err = r.Send(t.Context(), triggers.Trigger{ID: "t1", Text: "hi"})
 				if err == nil {
@@ -147,13 +107,10 @@ func TestPartialKeyEchoesAreScrubbed(t *testing.T) {
 						t.Errorf("session record %s %s holds %q of the key: %q", rec.Type, rec.Kind, run, rec.Text)
 					}
 				}
-				select {
-				case e := <-failed:
-					if run, ok := leaksKey(e.Error); ok {
-						t.Errorf("model.failed holds %q of the key: %q", run, e.Error)
-					}
-				case <-t.Context().Done():
-					t.Fatal("no model.failed event")
+				if e := eventtest.Next[event.ModelFailed](failed); e.Error == "" {
+					t.Errorf("model.failed carries no error: %+v", e)
+				} else if run, ok := leaksKey(e.Error); ok {
+					t.Errorf("model.failed holds %q of the key: %q", run, e.Error)
 				}
 			})
 		}
@@ -209,86 +166,19 @@ func TestToolRoundsExceededIsMarked(t *testing.T) {
 	}
 }
 
-// twoStepService answers its first request with first and every later one
-// with then, and keeps the bodies it was sent.
-type twoStepService struct {
-	mu     sync.Mutex
-	bodies []string
-	first  func(w http.ResponseWriter)
-	then   func(w http.ResponseWriter)
-}
-
-func (s *twoStepService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	s.bodies = append(s.bodies, string(b))
-	n := len(s.bodies)
-	s.mu.Unlock()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	if n == 1 {
-		s.first(w)
-	} else {
-		s.then(w)
-	}
-}
-
-func (s *twoStepService) requests() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.bodies...)
-}
-
 // TestInvalidToolArgumentsAreReported: a tool call whose arguments are
 // not valid JSON is not run; the model gets the parse error as the tool's
 // error result (not a complaint about arguments it never sent), from
 // either provider.
 func TestInvalidToolArgumentsAreReported(t *testing.T) {
 	const bad = `{"symbol": "TCS", "qty": `
-	antEnd := []string{
-		"event: content_block_stop\n" + `data: {"type":"content_block_stop","index":0}`,
-		"event: message_delta\n" + `data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":5}}`,
-		"event: message_stop\n" + `data: {"type":"message_stop"}`,
-	}
-	antAnswer := func(w http.ResponseWriter) {
-		for _, e := range append([]string{antHead,
-			"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
-			"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}}`,
-		}, antTail...) {
-			fmt.Fprint(w, e, "\n\n")
-		}
-	}
-	oaiAnswer := func(w http.ResponseWriter) {
-		fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}`, "\n\n")
-		for _, e := range oaiTail {
-			fmt.Fprint(w, e, "\n\n")
-		}
-	}
-	tests := []struct {
-		name        string
-		provider    router.ProviderName
-		first, then func(w http.ResponseWriter)
-	}{
-		{"anthropic", router.AnthropicProvider, func(w http.ResponseWriter) {
-			for _, e := range append([]string{antHead,
-				"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"quote","input":{}}}`,
-				"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":` + jsonString(bad) + `}}`,
-			}, antEnd...) {
-				fmt.Fprint(w, e, "\n\n")
-			}
-		}, antAnswer},
-		{"openai", router.OpenAIProvider, func(w http.ResponseWriter) {
-			fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"quote","arguments":`+jsonString(bad)+`}}]},"finish_reason":null}]}`, "\n\n")
-			fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`, "\n\n")
-			fmt.Fprint(w, "data: [DONE]\n\n")
-		}, oaiAnswer},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			svc := &twoStepService{first: tt.first, then: tt.then}
-			srv := httptest.NewServer(svc)
-			t.Cleanup(srv.Close)
-			m := echoingModel(t, tt.provider, srv)
+	for _, provider := range []router.ProviderName{router.AnthropicProvider, router.OpenAIProvider} {
+		t.Run(string(provider), func(t *testing.T) {
+			// The first answer calls quote with arguments that are not JSON;
+			// every later one is "ok".
+			srv := routertest.New(t, apiOf(provider), routertest.Options{Answer: routertest.Script(
+				routertest.Reply{ToolCalls: []routertest.ToolCall{{ID: "call_1", Name: "quote", Args: bad}}})})
+			m := serviceModel(t, srv, hostileKey, 0)
 			g := newLoopRig(t)
 			ran := false
 			tools := router.BuiltinTools(g.folder, func() memory.Date { return g.day.DateOf(g.clock.Now()) })
@@ -318,9 +208,9 @@ func TestInvalidToolArgumentsAreReported(t *testing.T) {
 				!strings.Contains(result.Text, "unexpected end of JSON input") || strings.Contains(result.Text, "Go value") {
 				t.Errorf("tool result %q (error %v), want the parse error of the arguments", result.Text, result.IsError)
 			}
-			reqs := svc.requests()
-			if len(reqs) != 2 || !strings.Contains(reqs[1], "not valid JSON") {
-				t.Errorf("the model was not sent the parse error: %d requests\n%s", len(reqs), strings.Join(reqs, "\n"))
+			reqs := srv.Requests()
+			if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), "not valid JSON") {
+				t.Errorf("the model was not sent the parse error: %d requests\n%+v", len(reqs), reqs)
 			}
 		})
 	}

@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/router/routertest"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -61,10 +64,6 @@ type loopRig struct {
 
 func newLoopRig(t *testing.T) *loopRig {
 	t.Helper()
-	ist, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := clock.NewFake(time.Date(2026, 3, 2, 4, 0, 0, 0, time.UTC)) // 09:30 IST
 	f, err := memory.OpenFolder(filepath.Join(t.TempDir(), "desks", "main"), "main", c.Now)
 	if err != nil {
@@ -72,7 +71,7 @@ func newLoopRig(t *testing.T) *loopRig {
 	}
 	bus := event.New()
 	t.Cleanup(bus.Close)
-	return &loopRig{t: t, clock: c, bus: bus, folder: f, day: memory.TradingDay{Location: ist}}
+	return &loopRig{t: t, clock: c, bus: bus, folder: f, day: desktest.Day()}
 }
 
 func (g *loopRig) router(s router.Settings) *router.Router {
@@ -93,6 +92,43 @@ func (g *loopRig) router(s router.Settings) *router.Router {
 
 func model(p router.Provider, window int) router.Model {
 	return router.Model{Name: "m", Provider: "openai", Client: p, ContextWindow: window}
+}
+
+// apiOf is the wire API of a provider's service.
+func apiOf(provider router.ProviderName) routertest.API {
+	if provider == router.AnthropicProvider {
+		return routertest.Messages
+	}
+	return routertest.ChatCompletions
+}
+
+// serviceModel is a model of srv's provider, as deskd configures one: the
+// provider's client over srv, with key and an output cap of maxOut (0:
+// none).
+func serviceModel(t *testing.T, srv *routertest.Server, key string, maxOut int) router.Model {
+	t.Helper()
+	provider := router.ProviderName(srv.API().String())
+	m := router.Model{Name: string(provider), Provider: provider}
+	var err error
+	if srv.API() == routertest.Messages {
+		m.Client, err = router.NewAnthropic(router.AnthropicOptions{Name: string(provider), BaseURL: srv.BaseURL(), Model: "claude-test",
+			APIKey: key, MaxOutputTokens: maxOut, Timeout: time.Minute, HTTPClient: srv.Client()})
+	} else {
+		m.Client, err = router.NewOpenAI(router.OpenAIOptions{Name: string(provider), BaseURL: srv.BaseURL(), Model: "gpt-test",
+			APIKey: key, MaxOutputTokens: maxOut, Timeout: time.Minute, HTTPClient: srv.Client()})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// send runs a turn of a trigger of no kind, and fails the test if it fails.
+func (g *loopRig) send(r *router.Router, id, text string) {
+	g.t.Helper()
+	if _, err := r.Send(context.Background(), triggers.Trigger{ID: id, Text: text}); err != nil {
+		g.t.Fatalf("Send(%s): %v", id, err)
+	}
 }
 
 func (g *loopRig) sessionRecords(r *router.Router) []memory.Record {
@@ -200,13 +236,10 @@ func TestCommandToolGetsArgumentsOnStdinAndNoSecrets(t *testing.T) {
 
 func TestBudgetsStopTurnsAndReserveLetsTheRolloverRun(t *testing.T) {
 	g := newLoopRig(t)
-	exceeded := make(chan event.BudgetExceeded, 4)
-	defer event.Subscribe(g.bus, func(e event.BudgetExceeded) { exceeded <- e })()
+	exceeded := eventtest.Watch[event.BudgetExceeded](t, g.bus)
 	p := &playbook{steps: []router.Response{{Text: "ok", Usage: memory.Usage{InputTokens: 380, OutputTokens: 10}}}}
 	r := g.router(router.Settings{Route: []router.Model{model(p, 0)}, Budgets: router.Budgets{DayTokens: 400}})
-	if _, err := r.Send(context.Background(), triggers.Trigger{ID: "t1", Text: "first"}); err != nil {
-		t.Fatal(err)
-	}
+	g.send(r, "t1", "first")
 	_, err := r.Send(context.Background(), triggers.Trigger{ID: "t2", Text: "second"})
 	var be *router.BudgetError
 	if !errors.As(err, &be) || be.Budget != "day_tokens" {
@@ -215,13 +248,8 @@ func TestBudgetsStopTurnsAndReserveLetsTheRolloverRun(t *testing.T) {
 	if !strings.Contains(err.Error(), "resets at the next rollover") {
 		t.Errorf("the refusal does not say when it resets: %v", err)
 	}
-	select {
-	case e := <-exceeded:
-		if e.Budget != "day_tokens" || e.Limit != 400 || e.Used != 390 {
-			t.Errorf("budget.exceeded = %+v", e)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no budget.exceeded event")
+	if e := eventtest.Next[event.BudgetExceeded](exceeded); e.Budget != "day_tokens" || e.Limit != 400 || e.Used != 390 {
+		t.Errorf("budget.exceeded = %+v", e)
 	}
 	if r.Exchanges() != 1 {
 		t.Errorf("exchanges = %d after a refused turn", r.Exchanges())
@@ -268,9 +296,7 @@ func TestCompactionWritesACheckpointAndKeepsTheCurrentTurn(t *testing.T) {
 	}
 	before := len(g.sessionRecords(r))
 	current := long + "the current turn"
-	if _, err := r.Send(context.Background(), triggers.Trigger{ID: "now", Text: current}); err != nil {
-		t.Fatal(err)
-	}
+	g.send(r, "now", current)
 	var tasks []string
 	for _, req := range p.requests() {
 		tasks = append(tasks, string(req.Task))
@@ -312,14 +338,10 @@ func TestDayMarkerWhenASessionSpansTheBoundary(t *testing.T) {
 	g := newLoopRig(t)
 	p := &playbook{}
 	r := g.router(router.Settings{Route: []router.Model{model(p, 0)}})
-	if _, err := r.Send(context.Background(), triggers.Trigger{ID: "t1", Text: "monday"}); err != nil {
-		t.Fatal(err)
-	}
+	g.send(r, "t1", "monday")
 	g.clock.Advance(24 * time.Hour)
 	for _, id := range []string{"t2", "t3"} {
-		if _, err := r.Send(context.Background(), triggers.Trigger{ID: id, Text: "tuesday"}); err != nil {
-			t.Fatal(err)
-		}
+		g.send(r, id, "tuesday")
 	}
 	var users []string
 	for _, rec := range g.sessionRecords(r) {
@@ -337,9 +359,7 @@ func TestForkCarriesTheContext(t *testing.T) {
 	g := newLoopRig(t)
 	p := &playbook{}
 	r := g.router(router.Settings{Route: []router.Model{model(p, 0)}})
-	if _, err := r.Send(context.Background(), triggers.Trigger{ID: "t1", Text: "remember the gap"}); err != nil {
-		t.Fatal(err)
-	}
+	g.send(r, "t1", "remember the gap")
 	parent := r.SessionID()
 	child, err := r.Fork(context.Background())
 	if err != nil {
@@ -352,9 +372,7 @@ func TestForkCarriesTheContext(t *testing.T) {
 	if recs[0].Parent != parent {
 		t.Errorf("child header parent = %q, want %q", recs[0].Parent, parent)
 	}
-	if _, err := r.Send(context.Background(), triggers.Trigger{ID: "t2", Text: "and now?"}); err != nil {
-		t.Fatal(err)
-	}
+	g.send(r, "t2", "and now?")
 	last := p.requests()[len(p.requests())-1]
 	if len(last.Messages) != 3 || last.Messages[0].Text != "remember the gap" {
 		t.Errorf("the forked session's request: %+v", last.Messages)

@@ -1,120 +1,16 @@
 package router
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/router/routertest"
 )
-
-// fakeAPIKey is a recognisable fake key: no error text may contain it.
-const fakeAPIKey = "sk-deskd-test-5f3a9c1e7b2d4068"
-
-// writeSSE writes Server-Sent Events the way the real services do: each data
-// line followed by an empty line, flushed at once.
-func writeSSE(w http.ResponseWriter, events ...string) {
-	for _, e := range events {
-		fmt.Fprint(w, e, "\n\n")
-	}
-	w.(http.Flusher).Flush()
-}
-
-func startSSE(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-}
-
-// cutConnection writes the start of a chunked event stream on the raw
-// connection and closes it, as a proxy or a crashed server does.
-func cutConnection(t *testing.T, w http.ResponseWriter, events ...string) {
-	conn, buf, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		t.Errorf("hijack: %v", err)
-		return
-	}
-	defer conn.Close()
-	body := strings.Join(events, "\n\n") + "\n\n"
-	fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-	fmt.Fprintf(buf, "%x\r\n%s\r\n", len(body), body)
-	buf.Flush()
-}
-
-// hangUntilGone blocks a test server's handler until the client has gone: it reads
-// the request to its end, so that the server notices the closed connection.
-func hangUntilGone(r *http.Request) {
-	io.Copy(io.Discard, r.Body)
-	<-r.Context().Done()
-}
-
-// capturedRequest is what a test server saw of one request.
-type capturedRequest struct {
-	mu     sync.Mutex
-	path   string
-	header http.Header
-	body   map[string]any
-}
-
-func (c *capturedRequest) record(t *testing.T, r *http.Request) {
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		t.Errorf("read request: %v", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Errorf("request body is not JSON: %v\n%s", err, b)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.path, c.header, c.body = r.URL.Path, r.Header.Clone(), m
-}
-
-func (c *capturedRequest) get() (string, http.Header, map[string]any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.path, c.header, c.body
-}
-
-// jsonAt digs into decoded JSON: keys for objects, ints for arrays.
-func jsonAt(v any, path ...any) any {
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, _ := v.(map[string]any)
-			v = m[k]
-		case int:
-			a, _ := v.([]any)
-			if k >= len(a) {
-				return nil
-			}
-			v = a[k]
-		}
-	}
-	return v
-}
-
-func newTestOpenAI(t *testing.T, h http.HandlerFunc, timeout time.Duration) *OpenAI {
-	t.Helper()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	p, err := NewOpenAI(OpenAIOptions{
-		Name: "fast", BaseURL: srv.URL + "/v1", Model: "gpt-test", APIKey: fakeAPIKey,
-		MaxOutputTokens: 2000, Timeout: timeout, HTTPClient: srv.Client(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 const oaiChunk = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-test-2026-01-15","system_fingerprint":"fp_1","choices":[%s],"usage":null}`
 
@@ -129,18 +25,13 @@ func oaiDelta(delta string, finish string) string {
 const oaiUsage = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-test-2026-01-15","system_fingerprint":"fp_1","choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":7,"total_tokens":1207,"prompt_tokens_details":{"cached_tokens":1024,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`
 
 func TestOpenAIStreamsReply(t *testing.T) {
-	var got capturedRequest
-	p := newTestOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
-		got.record(t, r)
-		startSSE(w)
-		writeSSE(w,
-			oaiDelta(`{"role":"assistant","content":"","refusal":null}`, ""),
-			oaiDelta(`{"content":"Bought 10"}`, ""),
-			oaiDelta(`{"content":" INFY."}`, ""),
-			oaiDelta(`{}`, "stop"),
-			oaiUsage,
-			"data: [DONE]")
-	}, time.Minute)
+	p, srv := newTestProvider(t, routertest.ChatCompletions, time.Minute, stream(
+		oaiDelta(`{"role":"assistant","content":"","refusal":null}`, ""),
+		oaiDelta(`{"content":"Bought 10"}`, ""),
+		oaiDelta(`{"content":" INFY."}`, ""),
+		oaiDelta(`{}`, "stop"),
+		oaiUsage,
+		"data: [DONE]"))
 
 	resp, err := p.Complete(t.Context(), Request{
 		Task: TaskTurn, System: "You are a desk.", MaxOutputTokens: 500,
@@ -160,17 +51,14 @@ func TestOpenAIStreamsReply(t *testing.T) {
 		t.Errorf("Complete = %+v, want %+v", resp, want)
 	}
 
-	path, h, body := got.get()
-	if path != "/v1/chat/completions" {
-		t.Errorf("path = %q, want /v1/chat/completions", path)
+	got := onlyRequest(t, srv)
+	if got.Path != "/v1/chat/completions" {
+		t.Errorf("path = %q, want /v1/chat/completions", got.Path)
 	}
-	if a := h.Get("Authorization"); a != "Bearer "+fakeAPIKey {
+	if a := got.Header.Get("Authorization"); a != "Bearer "+fakeAPIKey {
 		t.Errorf("Authorization = %q, want the bearer key", a)
 	}
-	for _, c := range []struct {
-		path []any
-		want any
-	}{
+	checkWire(t, got.Body, []wire{
 		{[]any{"model"}, "gpt-test"},
 		{[]any{"stream"}, true},
 		{[]any{"stream_options", "include_usage"}, true},
@@ -179,30 +67,21 @@ func TestOpenAIStreamsReply(t *testing.T) {
 		{[]any{"messages", 0, "content"}, "You are a desk."},
 		{[]any{"messages", 1, "role"}, "user"},
 		{[]any{"messages", 1, "content"}, "buy INFY"},
-	} {
-		if v := jsonAt(body, c.path...); v != c.want {
-			t.Errorf("request %v = %#v, want %#v", c.path, v, c.want)
-		}
-	}
-	if body["tools"] != nil {
-		t.Errorf("request has tools %v, want none", body["tools"])
+	})
+	if got.Body["tools"] != nil {
+		t.Errorf("request has tools %v, want none", got.Body["tools"])
 	}
 }
 
 func TestOpenAIToolCall(t *testing.T) {
-	var got capturedRequest
-	p := newTestOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
-		got.record(t, r)
-		startSSE(w)
-		writeSSE(w,
-			oaiDelta(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_q1","type":"function","function":{"name":"get_quote","arguments":""}}]}`, ""),
-			oaiDelta(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"sym"}}]}`, ""),
-			oaiDelta(`{"tool_calls":[{"index":0,"function":{"arguments":"bol\":\"INFY\"}"}}]}`, ""),
-			oaiDelta(`{"tool_calls":[{"index":1,"id":"call_n2","type":"function","function":{"name":"note","arguments":"{}"}}]}`, ""),
-			oaiUsage, // some servers send the usage before the finish
-			oaiDelta(`{}`, "tool_calls"),
-			"data: [DONE]")
-	}, time.Minute)
+	p, srv := newTestProvider(t, routertest.ChatCompletions, time.Minute, stream(
+		oaiDelta(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_q1","type":"function","function":{"name":"get_quote","arguments":""}}]}`, ""),
+		oaiDelta(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"sym"}}]}`, ""),
+		oaiDelta(`{"tool_calls":[{"index":0,"function":{"arguments":"bol\":\"INFY\"}"}}]}`, ""),
+		oaiDelta(`{"tool_calls":[{"index":1,"id":"call_n2","type":"function","function":{"name":"note","arguments":"{}"}}]}`, ""),
+		oaiUsage, // some servers send the usage before the finish
+		oaiDelta(`{}`, "tool_calls"),
+		"data: [DONE]"))
 
 	resp, err := p.Complete(t.Context(), Request{
 		Task: TaskTurn,
@@ -212,27 +91,15 @@ func TestOpenAIToolCall(t *testing.T) {
 			{Role: RoleTool, ToolCallID: "call_0", ToolName: "get_quote", Text: "TCS 4100"},
 			{Role: RoleTool, ToolCallID: "call_x", ToolName: "note", Text: "disk full", IsError: true},
 		},
-		Tools: []ToolSpec{{
-			Name: "get_quote", Description: "Last price of a symbol.",
-			Schema: json.RawMessage(`{"type":"object","properties":{"symbol":{"type":"string"}},"required":["symbol"]}`),
-		}},
+		Tools: []ToolSpec{getQuote},
 	})
 	if err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	want := []ToolCall{
+	checkToolCalls(t, resp.ToolCalls, []ToolCall{
 		{ID: "call_q1", Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"INFY"}`)},
 		{ID: "call_n2", Name: "note", Arguments: json.RawMessage(`{}`)},
-	}
-	if len(resp.ToolCalls) != len(want) {
-		t.Fatalf("ToolCalls = %+v, want %+v", resp.ToolCalls, want)
-	}
-	for i := range want {
-		g := resp.ToolCalls[i]
-		if g.ID != want[i].ID || g.Name != want[i].Name || string(g.Arguments) != string(want[i].Arguments) {
-			t.Errorf("ToolCalls[%d] = {%s %s %s}, want {%s %s %s}", i, g.ID, g.Name, g.Arguments, want[i].ID, want[i].Name, want[i].Arguments)
-		}
-	}
+	})
 	if resp.StopReason != "tool_calls" || resp.Text != "" {
 		t.Errorf("StopReason, Text = %q, %q; want tool_calls and no text", resp.StopReason, resp.Text)
 	}
@@ -240,11 +107,8 @@ func TestOpenAIToolCall(t *testing.T) {
 		t.Errorf("Usage = %+v, want %+v", resp.Usage, want)
 	}
 
-	_, _, body := got.get()
-	for _, c := range []struct {
-		path []any
-		want any
-	}{
+	got := onlyRequest(t, srv)
+	checkWire(t, got.Body, []wire{
 		{[]any{"tools", 0, "type"}, "function"},
 		{[]any{"tools", 0, "function", "name"}, "get_quote"},
 		{[]any{"tools", 0, "function", "description"}, "Last price of a symbol."},
@@ -259,148 +123,86 @@ func TestOpenAIToolCall(t *testing.T) {
 		{[]any{"messages", 2, "tool_call_id"}, "call_0"},
 		{[]any{"messages", 2, "content"}, "TCS 4100"},
 		{[]any{"messages", 3, "content"}, "Error: disk full"},
-	} {
-		if v := jsonAt(body, c.path...); v != c.want {
-			t.Errorf("request %v = %#v, want %#v", c.path, v, c.want)
-		}
-	}
-}
-
-// apiFailureCase is one way a model call fails, and the *APIError it must give.
-type apiFailureCase struct {
-	name       string
-	handler    func(t *testing.T, w http.ResponseWriter, r *http.Request)
-	status     int
-	retryable  bool
-	overflow   bool
-	retryAfter time.Duration
-	text       string // the error text must contain this
-}
-
-func writeJSONError(w http.ResponseWriter, status int, body string, headers ...string) {
-	for i := 0; i+1 < len(headers); i += 2 {
-		w.Header().Set(headers[i], headers[i+1])
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	io.WriteString(w, body)
+	})
 }
 
 var openAIFailures = []apiFailureCase{
 	{
 		name: "429 with Retry-After seconds",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 429, `{"error":{"message":"Rate limit reached for gpt-test on tokens per min (TPM): Limit 30000, Used 30000.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
-				"Retry-After", "7")
-		},
+		reply: jsonError(429, `{"error":{"message":"Rate limit reached for gpt-test on tokens per min (TPM): Limit 30000, Used 30000.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
+			"Retry-After", "7"),
 		status: 429, retryable: true, retryAfter: 7 * time.Second, text: "Rate limit reached",
 	},
 	{
 		name: "429 with retry-after-ms",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`,
-				"Retry-After-Ms", "1500", "Retry-After", "2")
-		},
+		reply: jsonError(429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`,
+			"Retry-After-Ms", "1500", "Retry-After", "2"),
 		status: 429, retryable: true, retryAfter: 1500 * time.Millisecond, text: "Rate limit reached",
 	},
 	{
-		name: "500",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`)
-		},
+		name:   "500",
+		reply:  jsonError(500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`),
 		status: 500, retryable: true, text: "server had an error",
 	},
 	{
-		name: "502 from a proxy, not JSON",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html")
-			w.WriteHeader(502)
-			io.WriteString(w, "<html><head><title>502 Bad Gateway</title></head>\n<body>nginx</body></html>")
-		},
+		name:   "502 from a proxy, not JSON",
+		reply:  jsonError(502, "<html><head><title>502 Bad Gateway</title></head>\n<body>nginx</body></html>", "Content-Type", "text/html"),
 		status: 502, retryable: true, text: "502 Bad Gateway",
 	},
 	{
-		name: "400 context overflow",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 400, `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`)
-		},
+		name:   "400 context overflow",
+		reply:  jsonError(400, `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`),
 		status: 400, overflow: true, text: "maximum context length",
 	},
 	{
-		name: "400 context overflow from llama.cpp",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 400, `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}`)
-		},
+		name:   "400 context overflow from llama.cpp",
+		reply:  jsonError(400, `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}`),
 		status: 400, overflow: true, text: "context size",
 	},
 	{
-		name: "400 other",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 400, `{"error":{"message":"Invalid schema for function 'get_quote'.","type":"invalid_request_error","param":"tools[0]","code":"invalid_function_parameters"}}`)
-		},
+		name:   "400 other",
+		reply:  jsonError(400, `{"error":{"message":"Invalid schema for function 'get_quote'.","type":"invalid_request_error","param":"tools[0]","code":"invalid_function_parameters"}}`),
 		status: 400, text: "Invalid schema",
 	},
 	{
-		name: "404 unknown model (Ollama)",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 404, `{"error":{"message":"model \"gpt-test\" not found, try pulling it first","type":"api_error","param":null,"code":null}}`)
-		},
+		name:   "404 unknown model (Ollama)",
+		reply:  jsonError(404, `{"error":{"message":"model \"gpt-test\" not found, try pulling it first","type":"api_error","param":null,"code":null}}`),
 		status: 404, text: "not found",
 	},
 	{
-		name: "503 overloaded",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 503, `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error"}}`)
-		},
+		name:   "503 overloaded",
+		reply:  jsonError(503, `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error"}}`),
 		status: 503, retryable: true, text: "overloaded",
 	},
 	{
-		name: "stream ends before finish_reason",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			startSSE(w)
-			writeSSE(w, oaiDelta(`{"role":"assistant","content":"Bought"}`, ""), oaiDelta(`{"content":" 10"}`, ""))
-		},
+		name:      "stream ends before finish_reason",
+		reply:     routertest.Reply{Events: []string{oaiDelta(`{"role":"assistant","content":"Bought"}`, ""), oaiDelta(`{"content":" 10"}`, "")}},
 		retryable: true, text: "before its finish_reason",
 	},
 	{
-		name: "connection cut mid-stream",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			cutConnection(t, w, oaiDelta(`{"role":"assistant","content":"Bought"}`, ""))
-		},
+		name:      "connection cut mid-stream",
+		reply:     routertest.Reply{Events: []string{oaiDelta(`{"role":"assistant","content":"Bought"}`, "")}, Cut: true},
 		retryable: true, text: "connection dropped",
 	},
 	{
-		name: "malformed JSON in the stream",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			startSSE(w)
-			writeSSE(w, oaiDelta(`{"role":"assistant","content":"Bought"}`, ""), `data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"x"}`, "data: [DONE]")
-		},
-		text: "malformed JSON",
+		name:  "malformed JSON in the stream",
+		reply: routertest.Reply{Events: []string{oaiDelta(`{"role":"assistant","content":"Bought"}`, ""), `data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"x"}`, "data: [DONE]"}},
+		text:  "malformed JSON",
 	},
 	{
 		name: "error object in the stream",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			startSSE(w)
-			writeSSE(w, oaiDelta(`{"role":"assistant","content":"Bought"}`, ""),
-				`data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`)
-		},
+		reply: routertest.Reply{Events: []string{oaiDelta(`{"role":"assistant","content":"Bought"}`, ""),
+			`data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`}},
 		retryable: true, text: "server had an error",
 	},
 	{
-		name: "200 that is not a stream",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			writeJSONError(w, 200, `{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`)
-		},
+		name:      "200 that is not a stream",
+		reply:     jsonError(200, `{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`),
 		retryable: true, text: "no stream chunk",
 	},
 	{
-		name: "401 echoing the key",
-		handler: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
-			if got := r.Header.Get("Authorization"); got != "Bearer "+fakeAPIKey {
-				t.Errorf("Authorization = %q, want the bearer key", got)
-			}
-			writeJSONError(w, 401, `{"error":{"message":"Incorrect API key provided: `+fakeAPIKey+`. You can find your API key at https://platform.openai.com/account/api-keys. (request had Authorization: Bearer `+fakeAPIKey+`)","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`)
-		},
+		name:   "401 echoing the key",
+		reply:  jsonError(401, `{"error":{"message":"Incorrect API key provided: `+fakeAPIKey+`. You can find your API key at https://platform.openai.com/account/api-keys. (request had Authorization: Bearer `+fakeAPIKey+`)","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`),
 		status: 401, text: "Incorrect API key provided",
 	},
 }
@@ -408,89 +210,38 @@ var openAIFailures = []apiFailureCase{
 func TestOpenAIFailures(t *testing.T) {
 	for _, tt := range openAIFailures {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newTestOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				tt.handler(t, w, r)
-			}, time.Minute)
-			resp, err := p.Complete(t.Context(), Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
+			p, srv := newTestProvider(t, routertest.ChatCompletions, time.Minute, routertest.Script(tt.reply))
+			resp, err := p.Complete(t.Context(), buyINFY)
 			checkAPIFailure(t, tt, resp, err, "fast")
+			if got := onlyRequest(t, srv).Header.Get("Authorization"); got != "Bearer "+fakeAPIKey {
+				t.Errorf("Authorization = %q, want the bearer key", got)
+			}
 		})
 	}
 }
 
-func checkAPIFailure(t *testing.T, tt apiFailureCase, resp Response, err error, model string) {
-	t.Helper()
-	var ae *APIError
-	if !errors.As(err, &ae) {
-		t.Fatalf("Complete = %+v, %v; want an *APIError", resp, err)
-	}
-	if ae.Status != tt.status || ae.Retryable != tt.retryable || ae.ContextOverflow != tt.overflow || ae.RetryAfter != tt.retryAfter {
-		t.Errorf("APIError{Status %d, Retryable %v, ContextOverflow %v, RetryAfter %v}, want {%d %v %v %v} (%v)",
-			ae.Status, ae.Retryable, ae.ContextOverflow, ae.RetryAfter, tt.status, tt.retryable, tt.overflow, tt.retryAfter, err)
-	}
-	msg := err.Error()
-	if !strings.Contains(msg, tt.text) {
-		t.Errorf("error %q does not contain %q", msg, tt.text)
-	}
-	if !strings.HasPrefix(msg, "model "+model+": ") {
-		t.Errorf("error %q does not name model %s", msg, model)
-	}
-	if strings.Contains(msg, fakeAPIKey) || strings.Contains(msg, fakeAPIKey[len(fakeAPIKey)-12:]) {
-		t.Errorf("error %q holds the key", msg)
-	}
-	if len(msg) > 500 {
-		t.Errorf("error is %d bytes long, want it short: %q", len(msg), msg)
-	}
-	if resp.Text != "" || len(resp.ToolCalls) != 0 {
-		t.Errorf("a failed call answered %+v", resp)
-	}
-}
-
 func TestOpenAITimeout(t *testing.T) {
-	p := newTestOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
-		startSSE(w)
-		writeSSE(w, oaiDelta(`{"role":"assistant","content":"Thinking"}`, ""))
-		hangUntilGone(r) // a reply slower than the timeout
-	}, 50*time.Millisecond)
-	_, err := p.Complete(t.Context(), Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
-	var ae *APIError
-	if !errors.As(err, &ae) || !ae.Retryable || ae.Status != 0 {
-		t.Fatalf("Complete = %v, want a retryable *APIError with no status", err)
-	}
-	if errors.Is(err, context.Canceled) {
-		t.Errorf("a timeout reads as the caller's cancellation: %v", err)
-	}
-	if !strings.Contains(err.Error(), "timeout") {
-		t.Errorf("error %q does not say it timed out", err)
-	}
+	// A reply slower than the timeout.
+	p, _ := newTestProvider(t, routertest.ChatCompletions, 50*time.Millisecond, routertest.Script(routertest.Reply{
+		Events: []string{oaiDelta(`{"role":"assistant","content":"Thinking"}`, "")}, Hang: true}))
+	checkTimeout(t, p)
 }
 
 func TestOpenAICallerCancels(t *testing.T) {
 	started := make(chan struct{})
-	p := newTestOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+	never := make(chan struct{})
+	p, _ := newTestProvider(t, routertest.ChatCompletions, time.Minute, func(routertest.Request) routertest.Reply {
 		close(started)
-		hangUntilGone(r)
-	}, time.Minute)
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		<-started
-		cancel()
-	}()
-	_, err := p.Complete(ctx, Request{Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Complete = %v, want context.Canceled", err)
-	}
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Retryable {
-		t.Errorf("a cancelled call is retryable: %v", err)
-	}
+		return routertest.Reply{Hold: never} // until the caller goes
+	})
+	checkCancelled(t, p, started)
 }
 
 func TestOpenAIConnectionRefused(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
+	srv := routertest.New(t, routertest.ChatCompletions, routertest.Options{})
+	url := srv.BaseURL()
 	srv.Close()
-	p, err := NewOpenAI(OpenAIOptions{Name: "local", BaseURL: url + "/v1", Model: "llama", Timeout: time.Minute})
+	p, err := NewOpenAI(OpenAIOptions{Name: "local", BaseURL: url, Model: "llama", Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,14 +258,10 @@ func TestOpenAIConnectionRefused(t *testing.T) {
 func TestOpenAINoKeyNoAuthorization(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", fakeAPIKey) // must not be picked up
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
-	var got capturedRequest
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.record(t, r)
-		startSSE(w)
-		writeSSE(w, oaiDelta(`{"role":"assistant","content":"ok"}`, "stop"), "data: [DONE]")
-	}))
-	defer srv.Close()
-	p, err := NewOpenAI(OpenAIOptions{Name: "ollama", BaseURL: srv.URL + "/v1", Model: "qwen3"})
+	// No usage chunk in this stream.
+	srv := routertest.New(t, routertest.ChatCompletions, routertest.Options{
+		Answer: stream(oaiDelta(`{"role":"assistant","content":"ok"}`, "stop"), "data: [DONE]")})
+	p, err := NewOpenAI(OpenAIOptions{Name: "ollama", BaseURL: srv.BaseURL(), Model: "qwen3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,12 +269,12 @@ func TestOpenAINoKeyNoAuthorization(t *testing.T) {
 	if err != nil || resp.Text != "ok" {
 		t.Fatalf("Complete = %+v, %v", resp, err)
 	}
-	_, h, body := got.get()
-	if a := h.Get("Authorization"); a != "" {
+	got := onlyRequest(t, srv)
+	if a := got.Header.Get("Authorization"); a != "" {
 		t.Errorf("Authorization = %q, want none", a)
 	}
-	if _, ok := body["max_completion_tokens"]; ok {
-		t.Errorf("max_completion_tokens sent without a cap: %v", body["max_completion_tokens"])
+	if _, ok := got.Body["max_completion_tokens"]; ok {
+		t.Errorf("max_completion_tokens sent without a cap: %v", got.Body["max_completion_tokens"])
 	}
 	if resp.Usage != (memory.Usage{}) {
 		t.Errorf("Usage = %+v without a usage chunk, want zero", resp.Usage)

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -61,13 +63,10 @@ type provDesk struct {
 
 func newProvDesk(t *testing.T) *provDesk {
 	t.Helper()
-	ist, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := &provDesk{t: t, dir: filepath.Join(t.TempDir(), "desks", "main"), clock: clock.NewFake(time.Date(2026, 3, 2, 4, 0, 0, 0, time.UTC)),
-		bus: event.New(), day: memory.TradingDay{Location: ist}, model: &provModel{}}
+		bus: event.New(), day: desktest.Day(), model: &provModel{}}
 	t.Cleanup(d.bus.Close)
+	var err error
 	d.folder, err = memory.OpenFolder(d.dir, "main", d.clock.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -188,19 +187,13 @@ func TestUnreadableMemoryIsAnnounced(t *testing.T) {
 	if err := os.Mkdir(path, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	events := make(chan event.MemoryUnreadable, 16)
-	t.Cleanup(event.Subscribe(d.bus, func(e event.MemoryUnreadable) { events <- e }))
+	events := eventtest.Watch[event.MemoryUnreadable](t, d.bus)
 	r := d.router()
 	d.send(r, "t1", triggers.Manual, "Check the tape.")
 	d.send(r, "t2", triggers.Manual, "Again.")
 
-	select {
-	case e := <-events:
-		if e.Desk != "main" || e.Path != path || !strings.Contains(e.Error, "is a directory") {
-			t.Errorf("memory.unreadable = %+v, want desk main, path %s and the error", e, path)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no memory.unreadable within 10s")
+	if e := eventtest.Next[event.MemoryUnreadable](events); e.Desk != "main" || e.Path != path || !strings.Contains(e.Error, "is a directory") {
+		t.Errorf("memory.unreadable = %+v, want desk main, path %s and the error", e, path)
 	}
 	u := r.Unreadable()
 	if len(u) != 1 || u[0].Path != path || !strings.Contains(u[0].Error, "is a directory") || u[0].Since.IsZero() {
@@ -224,11 +217,9 @@ func TestUnreadableMemoryIsAnnounced(t *testing.T) {
 	if s := d.model.lastSystem(t); !strings.Contains(s, "- Respect the stop loss.") {
 		t.Errorf("the prompt lacks Memory.md once it can be read:\n%s", s)
 	}
-	d.bus.Close() // delivers what was published
-	close(events)
-	for e := range events {
-		t.Errorf("announced again: %+v (once per unreadable file, not per prompt)", e)
-	}
+	// Closing the bus delivers every event published: once per unreadable file, not per prompt.
+	d.bus.Close()
+	eventtest.ExpectNone[event.MemoryUnreadable](events)
 }
 
 // TestUnreadableSkillIsAnnounced: a skill whose SKILL.md cannot be read is
@@ -248,16 +239,10 @@ func TestUnreadableSkillIsAnnounced(t *testing.T) {
 	if err := os.MkdirAll(bad, 0o750); err != nil { // a directory where SKILL.md should be
 		t.Fatal(err)
 	}
-	events := make(chan event.MemoryUnreadable, 16)
-	t.Cleanup(event.Subscribe(d.bus, func(e event.MemoryUnreadable) { events <- e }))
+	events := eventtest.Watch[event.MemoryUnreadable](t, d.bus)
 	d.send(r, "t2", triggers.Manual, "Again.")
-	select {
-	case e := <-events:
-		if e.Path != bad || e.Error == "" {
-			t.Errorf("memory.unreadable = %+v, want path %s", e, bad)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no memory.unreadable within 10s")
+	if e := eventtest.Next[event.MemoryUnreadable](events); e.Path != bad || e.Error == "" {
+		t.Errorf("memory.unreadable = %+v, want path %s", e, bad)
 	}
 	if u := r.Unreadable(); len(u) != 1 || u[0].Path != bad {
 		t.Errorf("Unreadable() = %+v, want %s", u, bad)

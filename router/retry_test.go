@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/router/routertest"
 )
 
 // scriptedCalls is a scripted f for RetryPolicy.Do: it answers with errs in turn,
@@ -252,20 +253,9 @@ func TestRetryFullJitter(t *testing.T) {
 
 // A provider and the policy together: a 429 with Retry-After, then a reply.
 func TestRetryOpenAIRateLimit(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	p := newTestOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		n++
-		first := n == 1
-		mu.Unlock()
-		if first {
-			writeJSONError(w, 429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, "Retry-After", "4")
-			return
-		}
-		startSSE(w)
-		writeSSE(w, oaiDelta(`{"role":"assistant","content":"filled"}`, "stop"), oaiUsage, "data: [DONE]")
-	}, time.Minute)
+	p, _ := newTestProvider(t, routertest.ChatCompletions, time.Minute, routertest.Script(
+		jsonError(429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, "Retry-After", "4"),
+		routertest.Reply{Events: []string{oaiDelta(`{"role":"assistant","content":"filled"}`, "stop"), oaiUsage, "data: [DONE]"}}))
 	fake := clock.NewFake(retryEpoch)
 	run := startDo(t, t.Context(), RetryPolicy{Jitter: noJitter}, fake, func(ctx context.Context) (Response, error) {
 		return p.Complete(ctx, Request{Messages: []Message{{Role: RoleUser, Text: "buy"}}})

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	_ "time/tzdata" // the tests need Asia/Kolkata even on a host without zoneinfo
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -88,7 +89,7 @@ func newRig(t *testing.T, start string) *rig {
 	t.Helper()
 	bus := event.New()
 	t.Cleanup(bus.Close)
-	return &rig{t: t, dir: filepath.Join(t.TempDir(), "desks", "main"), clock: clock.NewFake(utc(start)), bus: bus}
+	return &rig{t: t, dir: filepath.Join(t.TempDir(), "desks", "main"), clock: clock.NewFake(desktest.At(start)), bus: bus}
 }
 
 // open builds a folder and a router over the rig's directory, and restores
@@ -99,12 +100,8 @@ func (g *rig) open(route ...router.Model) (*router.Router, *memory.Folder, bool)
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	loc, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		g.t.Fatal(err)
-	}
 	r, err := router.New(router.Options{
-		Desk: "main", Folder: folder, Clock: g.clock, Day: memory.TradingDay{Location: loc, Start: 0}, Bus: g.bus,
+		Desk: "main", Folder: folder, Clock: g.clock, Day: desktest.Day(), Bus: g.bus,
 		Settings: router.Settings{Route: route, Instructions: "You are a test desk."},
 	})
 	if err != nil {
@@ -131,15 +128,6 @@ func send(t *testing.T, r *router.Router, id, text string) router.Reply {
 	return reply
 }
 
-// utc parses an RFC 3339 instant (IST midnight is 18:30Z the day before).
-func utc(s string) time.Time {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
-
 func records(t *testing.T, f *memory.Folder, id string) []memory.Record {
 	t.Helper()
 	recs, err := f.ReadSession(id)
@@ -156,44 +144,6 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// watch subscribes to events of type E for the rest of the test.
-func watch[E event.Event](t *testing.T, bus *event.Bus) <-chan E {
-	t.Helper()
-	c := make(chan E, 64)
-	t.Cleanup(event.Subscribe(bus, func(e E) { c <- e }))
-	return c
-}
-
-// next returns the next event from c, or fails the test after a deadline.
-func next[E any](t *testing.T, c <-chan E) E {
-	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	select {
-	case e := <-c:
-		return e
-	case <-deadline.C:
-		var zero E
-		t.Fatalf("no %T within 10s", zero)
-		return zero
-	}
-}
-
-// rest closes the bus, which delivers every event already published, and
-// returns the events left in c.
-func rest[E any](bus *event.Bus, c <-chan E) []E {
-	bus.Close()
-	var out []E
-	for {
-		select {
-		case e := <-c:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
 }
 
 func TestSendRecordsTheExchange(t *testing.T) {
@@ -247,7 +197,7 @@ func TestResetStartsAChildSession(t *testing.T) {
 	old := r.SessionID()
 	oldFile := readFile(t, folder.SessionPath(old))
 
-	g.clock.Set(utc("2026-03-01T18:30:00Z")) // 00:00 IST, 2 March
+	g.clock.Set(desktest.At("2026-03-01T18:30:00Z")) // 00:00 IST, 2 March
 	if err := r.Reset(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +423,7 @@ func TestRestoreReportsATornSessionFileOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newRig(t, "2026-03-01T04:30:00Z")
-			torn := watch[event.SessionTorn](t, g.bus)
+			torn := eventtest.Watch[event.SessionTorn](t, g.bus)
 			r, folder, _ := g.open(offline)
 			send(t, r, "t1", "hello")
 			id := r.SessionID()
@@ -490,7 +440,7 @@ func TestRestoreReportsATornSessionFileOnce(t *testing.T) {
 			if !resumed || r2.SessionID() != id {
 				t.Fatalf("restore of a torn session: %s (resumed %v), want %s resumed", r2.SessionID(), resumed, id)
 			}
-			ev := next(t, torn)
+			ev := eventtest.Next[event.SessionTorn](torn)
 			if ev.Desk != "main" || ev.Session != id || ev.Path != path || ev.Offset != int64(len(good)) || ev.Bytes != len(tt.tail) {
 				t.Errorf("session.torn = %+v, want session %s, path %s, offset %d, %d bytes", ev, id, path, len(good), len(tt.tail))
 			}
@@ -511,9 +461,9 @@ func TestRestoreReportsATornSessionFileOnce(t *testing.T) {
 			if reply := send(t, r3, "t2", "again"); reply.Turn != 2 {
 				t.Errorf("turn after the torn restore reported as %d, want 2", reply.Turn)
 			}
-			if more := rest(g.bus, torn); len(more) != 0 {
-				t.Errorf("a second restore published session.torn again: %+v", more)
-			}
+			// Closing the bus delivers every event published: a second restore publishes no session.torn.
+			g.bus.Close()
+			eventtest.ExpectNone[event.SessionTorn](torn)
 		})
 	}
 }

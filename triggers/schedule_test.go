@@ -162,12 +162,19 @@ func runScheduler(t *testing.T, start time.Time, entries []triggers.Entry, last 
 // advanceTo waits until the scheduler has armed its timer, then sets the clock.
 func (h *schedHarness) advanceTo(t *testing.T, at time.Time) {
 	t.Helper()
+	h.waitArmed(t)
+	h.clk.Set(at)
+}
+
+// waitArmed waits until the scheduler has armed its timer, which it does
+// after settling every schedule: what it sends before, it has sent.
+func (h *schedHarness) waitArmed(t *testing.T) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := h.clk.WaitPending(ctx, 1); err != nil {
 		t.Fatal("the scheduler armed no timer")
 	}
-	h.clk.Set(at)
 }
 
 func expect(t *testing.T, ch chan string, what string, want ...string) {
@@ -239,12 +246,7 @@ func TestSchedulerMissedPolicies(t *testing.T) {
 	expect(t, h.missed, "missed (within)", "within@08:55: deskd was not running at the slot; only the latest", "within@09:00")
 	expect(t, h.fired, "fired (within)", "within@09:05")
 	expect(t, h.missed, "missed (too old)", "tooold@08:30: deskd was not running at the slot, and it is 37m0s late, more than run_within (10m0s)")
-	// The scheduler arms its timer after settling every schedule.
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := h.clk.WaitPending(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	h.waitArmed(t)
 	expectNone(t, h.missed, "missed")
 	expectNone(t, h.fired, "fired")
 	expectNone(t, h.armed, "armed")
@@ -272,10 +274,6 @@ func TestSchedulerManyMissed(t *testing.T) {
 		expect(t, h.missed, "missed", "tick@")
 	}
 	expect(t, h.fired, "fired", "tick@12:00")
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := h.clk.WaitPending(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	h.waitArmed(t)
 	expectNone(t, h.missed, "missed")
 }

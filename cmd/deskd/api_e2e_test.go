@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,96 +21,29 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deskd/deskd/router/routertest"
 )
 
-// fakeLLM is a local Chat Completions server: it counts the requests that
-// carry each text in their last user message, and holds the requests
-// whose text contains a held marker until released or cut off.
-type fakeLLM struct {
-	srv *httptest.Server
-
-	mu       sync.Mutex
-	texts    []string // the last user message of each request, in order
-	hold     string
-	arrivals chan string
-	release  chan struct{}
+// newFakeLLM starts a local Chat Completions service that answers every
+// request "noted", holding those whose last user message contains hold (if
+// hold is set) until a value is sent on the returned channel or the client
+// goes.
+func newFakeLLM(tb testing.TB, hold string) (*routertest.Server, chan<- struct{}) {
+	release := make(chan struct{}, 100)
+	return routertest.New(tb, routertest.ChatCompletions, routertest.Options{Answer: func(r routertest.Request) routertest.Reply {
+		reply := routertest.Reply{Text: "noted", Usage: routertest.Usage{Input: 10, Output: 1}}
+		if hold != "" && strings.Contains(r.LastUser(), hold) {
+			reply.Hold = release
+		}
+		return reply
+	}}), release
 }
 
-func newFakeLLM(tb testing.TB, hold string) *fakeLLM {
-	f := &fakeLLM{hold: hold, arrivals: make(chan string, 10000), release: make(chan struct{}, 100)}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	tb.Cleanup(func() {
-		f.srv.CloseClientConnections()
-		f.srv.Close()
-	})
-	return f
-}
-
-func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || r.URL.Path != "/v1/chat/completions" {
-		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
-		return
-	}
-	last := ""
-	for _, m := range req.Messages {
-		if m.Role == "user" {
-			last = fmt.Sprint(m.Content)
-		}
-	}
-	f.mu.Lock()
-	f.texts = append(f.texts, last)
-	f.mu.Unlock()
-	f.arrivals <- last
-	if f.hold != "" && strings.Contains(last, f.hold) {
-		select {
-		case <-f.release:
-		case <-r.Context().Done():
-			return
-		}
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	chunk := func(choices, usage string) {
-		fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1767225600,\"model\":\"fake\",\"choices\":[%s],\"usage\":%s}\n\n", choices, usage)
-	}
-	chunk(`{"index":0,"delta":{"role":"assistant","content":"noted"},"finish_reason":null}`, "null")
-	chunk(`{"index":0,"delta":{},"finish_reason":"stop"}`, "null")
-	chunk(``, `{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}`)
-	fmt.Fprint(w, "data: [DONE]\n\n")
-}
-
-// count returns how many requests carried text.
-func (f *fakeLLM) count(text string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, t := range f.texts {
-		if strings.Contains(t, text) {
-			n++
-		}
-	}
-	return n
-}
-
-// waitArrival waits for a request carrying text.
-func (f *fakeLLM) waitArrival(tb testing.TB, text string) {
-	tb.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case got := <-f.arrivals:
-			if strings.Contains(got, text) {
-				return
-			}
-		case <-deadline:
-			tb.Fatalf("the model server got no request with %q within 30s", text)
-		}
-	}
+// userCount returns how many of llm's requests carried text in their last
+// user message.
+func userCount(llm *routertest.Server, text string) int {
+	return llm.CountWhere(routertest.UserContains(text))
 }
 
 // apiProc is a running deskd binary.
@@ -146,9 +78,9 @@ func apiConfig(tb testing.TB, dir, model, extra, desk string) string {
 	return filepath.Join(dir, "deskd.yaml")
 }
 
-// openAIModel is the models entry of a fake model server.
-func openAIModel(f *fakeLLM) string {
-	return fmt.Sprintf("{provider: openai, base_url: %q, model: fake, api_key_env: DESKD_E2E_KEY, timeout: 60s}", f.srv.URL+"/v1")
+// openAIModel is the models entry of a fake model service.
+func openAIModel(llm *routertest.Server) string {
+	return fmt.Sprintf("{provider: openai, base_url: %q, model: fake, api_key_env: DESKD_E2E_KEY, timeout: 60s}", llm.BaseURL())
 }
 
 // startAPIDeskd runs `deskd run --config cfg` and waits for "deskd ready".
@@ -289,14 +221,14 @@ func (p *apiProc) trigger(tb testing.TB, id string) map[string]any {
 // run again: it is interrupted, announced and shown in the status.
 func TestAPIE2EKillAfterAcceptAndModelCall(t *testing.T) {
 	bin := deskdBinary(t)
-	llm := newFakeLLM(t, "HOLD")
+	llm, _ := newFakeLLM(t, "HOLD")
 	cfg := apiConfig(t, t.TempDir(), openAIModel(llm), "", "")
 
 	d := startAPIDeskd(t, bin, cfg)
 	if s, a := d.post(t, `{"text": "HOLD order check", "id": "a", "kind": "manual"}`); s != 202 || a.ID != "a" {
 		t.Fatalf("POST a = %d %+v", s, a)
 	}
-	llm.waitArrival(t, "HOLD order check")
+	llm.Await(t, routertest.UserContains("HOLD order check"))
 	if s, _ := d.post(t, `{"text": "NIFTY crossed 22000", "id": "b"}`); s != 202 {
 		t.Fatalf("POST b = %d", s)
 	}
@@ -327,10 +259,10 @@ func TestAPIE2EKillAfterAcceptAndModelCall(t *testing.T) {
 		t.Errorf("POST a again = %d %+v", s, r)
 	}
 	d.stop(t)
-	if n := llm.count("HOLD order check"); n != 1 {
+	if n := userCount(llm, "HOLD order check"); n != 1 {
 		t.Errorf("a's text reached the model %d times, want 1", n)
 	}
-	if n := llm.count("NIFTY crossed 22000"); n != 1 {
+	if n := userCount(llm, "NIFTY crossed 22000"); n != 1 {
 		t.Errorf("b's text reached the model %d times, want 1", n)
 	}
 }
@@ -501,7 +433,7 @@ func BenchmarkEventToModel(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	llm := newFakeLLM(b, "")
+	llm, _ := newFakeLLM(b, "")
 	d := startAPIDeskd(b, bin, apiConfig(b, b.TempDir(), openAIModel(llm), "", "queue_limit: 100000\n"))
 	client := &http.Client{}
 	seq := 0 // unique over every round of the sub-benchmark
@@ -524,7 +456,7 @@ func BenchmarkEventToModel(b *testing.B) {
 				b.Fatalf("POST = %d", resp.StatusCode)
 			}
 			accepted := time.Now()
-			llm.waitArrival(b, text)
+			llm.Await(b, routertest.UserContains(text))
 			accept += accepted.Sub(start)
 			total += time.Since(start)
 		}

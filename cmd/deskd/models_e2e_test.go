@@ -4,99 +4,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/deskd/deskd/router/routertest"
 )
-
-// chatServer is a local server that speaks OpenAI's streamed Chat
-// Completions as the real service does. answer decides each reply from the
-// request's messages; it returns the assistant text, or a tool call, or an
-// HTTP status to fail with.
-type chatServer struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	calls  int
-	answer func(n int, msgs []chatMessage) (text string, tool *chatTool, status int)
-}
-
-type chatMessage struct {
-	Role       string `json:"role"`
-	Content    any    `json:"content"`
-	ToolCallID string `json:"tool_call_id"`
-}
-
-type chatTool struct{ name, args string }
-
-func newChatServer(t *testing.T, answer func(n int, msgs []chatMessage) (string, *chatTool, int)) *chatServer {
-	c := &chatServer{answer: answer}
-	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
-	t.Cleanup(func() { c.srv.CloseClientConnections(); c.srv.Close() })
-	return c
-}
-
-func (c *chatServer) model() string {
-	return fmt.Sprintf("{provider: openai, base_url: %q, model: fake, api_key_env: DESKD_E2E_KEY, timeout: 20s}", c.srv.URL+"/v1")
-}
-
-func (c *chatServer) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.calls
-}
-
-func (c *chatServer) serve(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Messages []chatMessage `json:"messages"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
-		return
-	}
-	c.mu.Lock()
-	c.calls++
-	n := c.calls
-	c.mu.Unlock()
-	text, tool, status := c.answer(n, req.Messages)
-	if status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"error":{"message":"injected failure %d","type":"server_error"}}`, n)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	chunk := func(choices, usage string) {
-		fmt.Fprintf(w, "data: {\"id\":\"c%d\",\"object\":\"chat.completion.chunk\",\"created\":1767225600,\"model\":\"fake\",\"choices\":[%s],\"usage\":%s}\n\n", n, choices, usage)
-	}
-	if tool != nil {
-		args, _ := json.Marshal(tool.args)
-		chunk(fmt.Sprintf(`{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":%q,"arguments":%s}}]},"finish_reason":null}`, n, tool.name, args), "null")
-		chunk(`{"index":0,"delta":{},"finish_reason":"tool_calls"}`, "null")
-	} else {
-		content, _ := json.Marshal(text)
-		chunk(fmt.Sprintf(`{"index":0,"delta":{"role":"assistant","content":%s},"finish_reason":null}`, content), "null")
-		chunk(`{"index":0,"delta":{},"finish_reason":"stop"}`, "null")
-	}
-	chunk(``, `{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25,"prompt_tokens_details":{"cached_tokens":4}}`)
-	fmt.Fprint(w, "data: [DONE]\n\n")
-}
 
 // TestModelsE2ENoteToolWritesTodaysNotes: an openai model that calls the
 // note tool leaves the line in today's notes file, and answers after the
 // tool's result comes back.
 func TestModelsE2ENoteToolWritesTodaysNotes(t *testing.T) {
 	bin := deskdBinary(t)
-	llm := newChatServer(t, func(n int, msgs []chatMessage) (string, *chatTool, int) {
-		if last := msgs[len(msgs)-1]; last.Role == "tool" {
-			return "Noted the gap.", nil, 0
+	llm := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: func(r routertest.Request) routertest.Reply {
+		usage := routertest.Usage{Input: 20, Output: 5, Cached: 4}
+		if r.Last().Role == "tool" {
+			return routertest.Reply{Text: "Noted the gap.", Usage: usage}
 		}
-		return "", &chatTool{"note", `{"text":"RELIANCE gapped up 2% at the open"}`}, 0
-	})
+		return routertest.Reply{ToolCalls: []routertest.ToolCall{{Name: "note", Args: `{"text":"RELIANCE gapped up 2% at the open"}`}}, Usage: usage}
+	}})
 	dir := t.TempDir()
-	d := startAPIDeskd(t, bin, apiConfig(t, dir, llm.model(), "", ""))
+	d := startAPIDeskd(t, bin, apiConfig(t, dir, openAIModel(llm), "", ""))
 	if s, _ := d.post(t, `{"text": "RELIANCE opens", "id": "n1", "kind": "manual"}`); s != 202 {
 		t.Fatalf("POST = %d", s)
 	}
@@ -135,10 +64,10 @@ func TestModelsE2ENoteToolWritesTodaysNotes(t *testing.T) {
 // session file.
 func TestModelsE2EFallbackAfterThreeFailures(t *testing.T) {
 	bin := deskdBinary(t)
-	primary := newChatServer(t, func(int, []chatMessage) (string, *chatTool, int) { return "", nil, http.StatusInternalServerError })
-	fallback := newChatServer(t, func(int, []chatMessage) (string, *chatTool, int) { return "from the fallback", nil, 0 })
+	primary := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: routertest.Always(routertest.Reply{Status: http.StatusInternalServerError})})
+	fallback := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: routertest.Always(routertest.Reply{Text: "from the fallback"})})
 	dir := t.TempDir()
-	cfg := apiConfig(t, dir, primary.model(), "  backup: "+fallback.model()+"\n", "fallbacks: [backup]\n")
+	cfg := apiConfig(t, dir, openAIModel(primary), "  backup: "+openAIModel(fallback)+"\n", "fallbacks: [backup]\n")
 	d := startAPIDeskd(t, bin, cfg)
 	if s, _ := d.post(t, `{"text": "Check the tape", "id": "f1", "kind": "manual"}`); s != 202 {
 		t.Fatalf("POST = %d", s)
@@ -147,7 +76,7 @@ func TestModelsE2EFallbackAfterThreeFailures(t *testing.T) {
 	if got["state"] != "answered" || got["reply"] != "from the fallback" {
 		t.Fatalf("trigger f1 = %v", got)
 	}
-	if n := primary.count(); n != 3 {
+	if n := primary.Count(); n != 3 {
 		t.Errorf("the primary was called %d times, want 3 (then the fallback)", n)
 	}
 	// The log is written in publication order: once turn.completed is

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/router/routertest"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -693,7 +694,7 @@ func TestE2ECheckConfigDiff(t *testing.T) {
 
 // openAIConfig writes a config of one desk "main" whose model is the fake
 // Chat Completions server llm, and returns the main file's path.
-func openAIConfig(t *testing.T, llm *fakeLLM, shutdownTimeout string) string {
+func openAIConfig(t *testing.T, llm *routertest.Server, shutdownTimeout string) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := writeTestFile(t, dir, "deskd.yaml", fmt.Sprintf(`state_dir: state
@@ -747,13 +748,13 @@ func TestE2ESIGTERMDuringTurn(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(90 * time.Second)
-	llm := newFakeLLM(t, "HOLD")
+	llm, release := newFakeLLM(t, "HOLD")
 	cfg := openAIConfig(t, llm, "30s")
 	d, addr := startOpenAIDeskd(t, cfg)
 	if code, body := httpDo(t, "POST", addr+"/v1/desks/main/triggers", `{"text": "HOLD the book", "id": "h1"}`); code != 202 {
 		t.Fatalf("POST = %d %s", code, body)
 	}
-	llm.waitArrival(t, "HOLD the book")
+	llm.Await(t, routertest.UserContains("HOLD the book"))
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -765,10 +766,10 @@ func TestE2ESIGTERMDuringTurn(t *testing.T) {
 		!strings.Contains(body, `"error": "deskd is shutting down"`) {
 		t.Errorf("POST a trigger while stopping = %d %s, want 503 deskd is shutting down", code, body)
 	}
-	llm.release <- struct{}{}
+	release <- struct{}{}
 	d.waitFor(t, deadline, "h1's turn", isEvent("turn.completed", "desk", "main", "trigger", "h1"))
 	d.stopCleanlyAfterSignal(t)
-	if n := llm.count("late"); n != 0 {
+	if n := userCount(llm, "late"); n != 0 {
 		t.Errorf("a trigger sent while stopping reached the model %d times", n)
 	}
 
@@ -788,12 +789,12 @@ func TestE2ESecondSIGTERM(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(90 * time.Second)
-	llm := newFakeLLM(t, "HOLD")
+	llm, _ := newFakeLLM(t, "HOLD")
 	d, addr := startOpenAIDeskd(t, openAIConfig(t, llm, "5m"))
 	if code, body := httpDo(t, "POST", addr+"/v1/desks/main/triggers", `{"text": "HOLD the book", "id": "h2"}`); code != 202 {
 		t.Fatalf("POST = %d %s", code, body)
 	}
-	llm.waitArrival(t, "HOLD the book")
+	llm.Await(t, routertest.UserContains("HOLD the book"))
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -816,12 +817,12 @@ func TestE2EShutdownTimeout(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(90 * time.Second)
-	llm := newFakeLLM(t, "HOLD")
+	llm, _ := newFakeLLM(t, "HOLD")
 	d, addr := startOpenAIDeskd(t, openAIConfig(t, llm, "1s"))
 	if code, body := httpDo(t, "POST", addr+"/v1/desks/main/triggers", `{"text": "HOLD the book", "id": "h3"}`); code != 202 {
 		t.Fatalf("POST = %d %s", code, body)
 	}
-	llm.waitArrival(t, "HOLD the book")
+	llm.Await(t, routertest.UserContains("HOLD the book"))
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
