@@ -39,6 +39,7 @@ type TriggerResponse struct {
 // SessionResponse is the body of a POST /v1/desks/{desk}/rollover or
 // .../fork answer.
 type SessionResponse struct {
+	// Desk is the desk's name.
 	Desk string `json:"desk"`
 	// Previous is the session that ended.
 	Previous string `json:"previous"`
@@ -52,6 +53,8 @@ const MaxPauseBody = 64 << 10
 // PauseRequest is the body of POST /v1/desks/{desk}/pause and .../resume;
 // it may be empty.
 type PauseRequest struct {
+	// Reason says why (a pause only): shown in the status and the
+	// desk.paused event.
 	Reason string `json:"reason,omitempty"`
 	// By names who pauses or resumes: the CLI sends the user's login name.
 	// Default: "api".
@@ -60,7 +63,9 @@ type PauseRequest struct {
 
 // PauseResponse is the answer of POST /v1/desks/{desk}/pause.
 type PauseResponse struct {
-	Desk   string     `json:"desk"`
+	// Desk is the desk's name.
+	Desk string `json:"desk"`
+	// Paused is the desk's pause: this one, or the one before it.
 	Paused desk.Pause `json:"paused"`
 	// Already is true when the desk was paused before: nothing changed.
 	Already bool `json:"already,omitempty"`
@@ -70,6 +75,7 @@ type PauseResponse struct {
 
 // ResumeResponse is the answer of POST /v1/desks/{desk}/resume.
 type ResumeResponse struct {
+	// Desk is the desk's name.
 	Desk string `json:"desk"`
 	// Resumed is false when the desk was not paused.
 	Resumed bool `json:"resumed"`

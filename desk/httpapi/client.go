@@ -34,7 +34,9 @@ type Client struct {
 // message of its {"error": "..."} body (the body itself when it is not
 // one).
 type Error struct {
-	Status  int
+	// Status is the HTTP status code.
+	Status int
+	// Message is what deskd said.
 	Message string
 }
 

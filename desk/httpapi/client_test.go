@@ -3,6 +3,7 @@ package httpapi_test
 // Tests of the client against the real server (httpapitest).
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -141,7 +142,9 @@ func TestClientWaitTriggerTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.Expect(t, "slow")
-	s, err := c.WaitTrigger(t.Context(), "main", "slow", time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a WaitTrigger that ignores its timeout fails here
+	defer cancel()
+	s, err := c.WaitTrigger(ctx, "main", "slow", time.Minute)
 	if err != nil || s.Final() || s.State != triggers.StateRunning {
 		t.Errorf("WaitTrigger past its timeout = %+v, %v; want it running, not final", s, err)
 	}

@@ -27,7 +27,9 @@ const (
 // Gauges is what the metrics read of one desk at each scrape: the values
 // that change without an event.
 type Gauges struct {
-	Desk       string
+	// Desk is the desk's name.
+	Desk string
+	// QueueDepth is how many triggers wait in its queue.
 	QueueDepth int
 	// NextSlot is the desk's next schedule slot; zero when it has none.
 	NextSlot time.Time
