@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/httpapi/httpapitest"
@@ -98,20 +97,10 @@ func TestClientFeedToken(t *testing.T) {
 // read auth_token_file gets in.
 func TestClientUnixSocketNeedsNoToken(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{Token: "op-token"})
-	dir, err := os.MkdirTemp("", "deskd-sock") // short: a socket path has a small limit
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "api.sock")
-	ls, err := httpapi.Listen([]string{"unix:" + sock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httpapi.Serve(t.Context(), h.API, ls)
-	t.Cleanup(func() { _ = srv.Shutdown(5 * time.Second) })
+	sock := h.ServeUnix().Addrs()[0]
+	dir := t.TempDir()
 	cfg := filepath.Join(dir, "deskd.yaml")
-	if err := os.WriteFile(cfg, []byte("listen: [\"127.0.0.1:7317\", \"unix:"+sock+"\"]\nauth_token_file: "+filepath.Join(dir, "unreadable")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("listen: [\"127.0.0.1:7317\", \""+sock+"\"]\nauth_token_file: "+filepath.Join(dir, "unreadable")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer

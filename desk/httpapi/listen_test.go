@@ -6,42 +6,26 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/httpapi/httpapitest"
 	"github.com/deskd/deskd/triggers"
 )
 
-// socketDir returns a fresh folder with a short path (a socket path has a
-// small limit), removed when the test ends.
-func socketDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "deskd-sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 // TestAPIUnixSocketIsOperator: over the unix socket (mode 0660: only
 // deskd's group opens it) a request carries the operator's trust without a
 // token; over TCP the same request needs the token.
 func TestAPIUnixSocketIsOperator(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{Token: "op-token", FeedToken: "feed-token"})
-	sock := filepath.Join(socketDir(t), "api.sock")
-	ls, err := httpapi.Listen([]string{"unix:" + sock})
-	if err != nil {
-		t.Fatal(err)
+	srv := h.ServeUnix()
+	got := srv.Addrs()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "unix:") || filepath.Base(got[0]) != "api.sock" {
+		t.Fatalf("Addrs = %v, want [unix:.../api.sock]: the socket's path, not its staging path", got)
 	}
-	srv := httpapi.Serve(t.Context(), h.API, ls)
-	t.Cleanup(func() { _ = srv.Shutdown(5 * time.Second) })
-	if got := srv.Addrs(); len(got) != 1 || got[0] != "unix:"+sock {
-		t.Errorf("Addrs = %v, want [unix:%s]", got, sock)
-	}
+	sock := strings.TrimPrefix(got[0], "unix:")
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o660 {
 		t.Errorf("the socket's mode = %v, %v; want 0660", fi.Mode(), err)
 	}
@@ -71,7 +55,7 @@ func TestAPIUnixSocketIsOperator(t *testing.T) {
 func TestListenUnixIsNeverOpen(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
-	dir := socketDir(t)
+	dir := httpapitest.SocketDir(t)
 	sock := filepath.Join(dir, "api.sock")
 	ls, err := httpapi.Listen([]string{"unix:" + sock})
 	if err != nil {
@@ -96,7 +80,7 @@ func TestListenUnixIsNeverOpen(t *testing.T) {
 // that is not a socket, is refused, and the addresses opened before it
 // are closed again; a stale socket left by a crash is replaced.
 func TestListenRefuses(t *testing.T) {
-	dir := socketDir(t)
+	dir := httpapitest.SocketDir(t)
 	live := filepath.Join(dir, "live.sock")
 	ls, err := httpapi.Listen([]string{"unix:" + live})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,6 +150,33 @@ func Start(tb testing.TB, o Options) *Harness {
 		}
 	})
 	return h
+}
+
+// SocketDir returns a fresh folder with a short path (a unix socket's path
+// has a small limit, which t.TempDir's may pass), removed when the test
+// ends.
+func SocketDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "deskd-sock")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// ServeUnix serves the API on a unix socket too, as deskd does for a
+// listen address unix:PATH, until the test ends, and returns its
+// Serving; its one address is unix:PATH.
+func (h *Harness) ServeUnix() *httpapi.Serving {
+	h.t.Helper()
+	ls, err := httpapi.Listen([]string{"unix:" + filepath.Join(SocketDir(h.t), "api.sock")})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	srv := httpapi.Serve(h.t.Context(), h.API, ls)
+	h.t.Cleanup(func() { _ = srv.Shutdown(5 * time.Second) })
+	return srv
 }
 
 // URL is the API's address, for a client or the CLI's --addr.
