@@ -12,19 +12,27 @@ import (
 	"github.com/deskd/deskd/triggers"
 )
 
+// cliWithToken returns a function that runs a deskd command against the
+// API at url with the token in a token file, and returns its exit code,
+// output and error output.
+func cliWithToken(t *testing.T, url, token string) func(args ...string) (int, string, string) {
+	t.Helper()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), append(args, "--addr", url, "--token-file", tokenFile), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+}
+
 // TestClientCommands: status, trigger --wait, rollover and events against
 // the API, as the CLI runs them.
 func TestClientCommands(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{Token: "tok"})
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("tok\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(t.Context(), append(args, "--addr", h.URL(), "--token-file", tokenFile), &out, &errb)
-		return code, out.String(), errb.String()
-	}
+	cli := cliWithToken(t, h.URL(), "tok")
 	code, out, errs := cli("trigger", "main", "What is the plan?", "--id", "q1", "--wait", "--timeout", "10s")
 	if code != 0 || !strings.Contains(out, "q1: answered, session ") || !strings.Contains(out, "[scripted]") {
 		t.Errorf("trigger --wait = %d\n%s%s", code, out, errs)
@@ -70,15 +78,7 @@ func TestClientCommands(t *testing.T) {
 // token sends market triggers; --kind manual is refused with the reason.
 func TestClientFeedToken(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{Token: "op-token", FeedToken: "feed-token"})
-	tokenFile := filepath.Join(t.TempDir(), "feed-token")
-	if err := os.WriteFile(tokenFile, []byte("feed-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(t.Context(), append(args, "--addr", h.URL(), "--token-file", tokenFile), &out, &errb)
-		return code, out.String(), errb.String()
-	}
+	cli := cliWithToken(t, h.URL(), "feed-token")
 	code, out, errs := cli("trigger", "main", "NIFTY 22000", "--id", "f1", "--wait", "--timeout", "10s")
 	if s, _ := h.Desk.Trigger("f1"); code != 0 || !strings.Contains(out, "f1: answered") || s.Kind != triggers.Market || s.Source != "feed:cli" {
 		t.Errorf("trigger with a feed's token = %d %s%s, %+v; want a market trigger from feed:cli", code, out, errs, s)

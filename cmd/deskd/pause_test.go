@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,15 +11,7 @@ import (
 // them; by is the user's login name; status shows the pause.
 func TestClientPauseResume(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{Token: "tok"})
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("tok\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(t.Context(), append(args, "--addr", h.URL(), "--token-file", tokenFile), &out, &errb)
-		return code, out.String(), errb.String()
-	}
+	cli := cliWithToken(t, h.URL(), "tok")
 	me := operator()
 	code, out, errs := cli("pause", "main", "--reason", "risk check")
 	if code != 0 || !strings.Contains(out, "desk main paused by "+me+" since ") || !strings.HasSuffix(out, ": risk check\n") {

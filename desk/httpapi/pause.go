@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -43,12 +44,19 @@ func readPauseRequest(w http.ResponseWriter, r *http.Request) (PauseRequest, boo
 	return req, true
 }
 
-func (s *Server) postPause(w http.ResponseWriter, r *http.Request) {
+// pauseRequest returns the desk of a pause or resume and its request, or
+// answers 404 or the body's refusal.
+func (s *Server) pauseRequest(w http.ResponseWriter, r *http.Request) (*desk.Desk, PauseRequest, bool) {
 	d, ok := s.desk(w, r)
 	if !ok {
-		return
+		return nil, PauseRequest{}, false
 	}
 	req, ok := readPauseRequest(w, r)
+	return d, req, ok
+}
+
+func (s *Server) postPause(w http.ResponseWriter, r *http.Request) {
+	d, req, ok := s.pauseRequest(w, r)
 	if !ok {
 		return
 	}
@@ -66,11 +74,7 @@ func (s *Server) postPause(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) postResume(w http.ResponseWriter, r *http.Request) {
-	d, ok := s.desk(w, r)
-	if !ok {
-		return
-	}
-	req, ok := readPauseRequest(w, r)
+	d, req, ok := s.pauseRequest(w, r)
 	if !ok {
 		return
 	}
