@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/router/routertest"
 )
 
@@ -187,14 +188,14 @@ func (p *apiProc) stop(tb testing.TB) {
 }
 
 // post sends a trigger and returns the status and the answer.
-func (p *apiProc) post(tb testing.TB, body string) (int, triggerResponse) {
+func (p *apiProc) post(tb testing.TB, body string) (int, httpapi.TriggerResponse) {
 	tb.Helper()
 	resp, err := http.Post(p.addr+"/v1/desks/main/triggers", "application/json", strings.NewReader(body))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out triggerResponse
+	var out httpapi.TriggerResponse
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	return resp.StatusCode, out
 }
@@ -248,7 +249,7 @@ func TestAPIE2EKillAfterAcceptAndModelCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st desksResponse
+	var st httpapi.DesksResponse
 	_ = json.NewDecoder(resp.Body).Decode(&st)
 	resp.Body.Close()
 	if len(st.Desks) != 1 || len(st.Desks[0].Interrupted) != 1 || st.Desks[0].Interrupted[0].ID != "a" {

@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/config"
-	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/termsafe"
 )
 
@@ -59,14 +58,14 @@ func checkDiff(cmd *cobra.Command, f *clientFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var out desk.ConfigCheck
-	if _, err := c.do(cmd.Context(), http.MethodGet, "/v1/config/diff", nil, &out); err != nil {
-		var ae *apiError
+	out, err := c.ConfigDiff(cmd.Context())
+	if err != nil {
+		var ae *httpapi.Error
 		if errors.As(err, &ae) {
 			return err
 		}
 		return fmt.Errorf("%w at %s, so there is nothing to compare with (check-config without --diff checks the files alone): %v",
-			errNoDaemon, c.base, err)
+			errNoDaemon, c.URL(), err)
 	}
 	if abs, err := filepath.Abs(f.config); err == nil && abs != out.Config && cmd.Flags().Changed("config") {
 		fmt.Fprintf(stdout, "note: the running deskd reads %s, not %s; this compares its files\n", termsafe.Line(out.Config), termsafe.Line(abs))

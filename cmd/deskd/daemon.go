@@ -24,6 +24,7 @@ import (
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/durable"
@@ -267,13 +268,13 @@ func runDesks(ctx context.Context, cfg *config.Config, clk clock.Clock, log zero
 	defer bus.Close()
 	stopLog := desk.LogEvents(bus, log)
 	defer stopLog()
-	met := newMetrics(bus)
+	met := metrics.New(bus)
 	defer met.Close()
 
 	dm := &supervisor{clk: clk, bus: bus, log: log, level: level, notify: newNotifier(clk), hb: newHeartbeat(clk)}
 	dm.cur.Store(cfg)
 	dm.fleet = newFleet(clk, bus, log)
-	met.SetStatus(func() []deskGauges { return gaugesOf(dm.fleet.set) })
+	met.SetGauges(metrics.DeskGauges(dm.fleet.set))
 
 	// The desks stop when runDaemon says, after the API refuses triggers,
 	// not when ctx ends.

@@ -4,27 +4,29 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/deskd/deskd/desk/httpapi/httpapitest"
 )
 
 // TestForkCarriesTheSession: deskd fork starts a new session through the
 // running daemon; the desk's next turn goes on with the old context and no
 // summary, and the new session names the old one as its parent.
 func TestForkCarriesTheSession(t *testing.T) {
-	h := newAPIHarness(t, apiHarnessOptions{})
+	h := httpapitest.Start(t, httpapitest.Options{})
 	cli := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		code := run(t.Context(), append(args, "--addr", h.srv.URL), &out, &errb)
+		code := run(t.Context(), append(args, "--addr", h.URL()), &out, &errb)
 		return code, out.String(), errb.String()
 	}
 	if code, out, errs := cli("trigger", "main", "Remember the gap at 22000", "--id", "f1", "--wait", "--timeout", "10s"); code != 0 {
 		t.Fatalf("trigger = %d %s%s", code, out, errs)
 	}
-	before := h.desk.Status()
+	before := h.Desk.Status()
 	code, out, errs := cli("fork", "main")
 	if code != 0 || !strings.Contains(out, "desk main: session "+before.Session+" -> ") {
 		t.Fatalf("fork = %d %q %q", code, out, errs)
 	}
-	after := h.desk.Status()
+	after := h.Desk.Status()
 	if after.Session == before.Session || after.Exchanges != before.Exchanges {
 		t.Fatalf("after the fork: session %s (was %s), exchanges %d (was %d)", after.Session, before.Session, after.Exchanges, before.Exchanges)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/deskd/deskd/curator"
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/httpapi/httpapitest"
 	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/memory"
 )
@@ -26,10 +28,10 @@ func hasRaw(s string) bool {
 // TestStatusEscapesPauseText: deskd status, pause and resume print a
 // pause's by and reason escaped, on one line; --json stays JSON.
 func TestStatusEscapesPauseText(t *testing.T) {
-	h := newAPIHarness(t, apiHarnessOptions{})
+	h := httpapitest.Start(t, httpapitest.Options{})
 	cli := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		code := run(t.Context(), append(args, "--addr", h.srv.URL), &out, &errb)
+		code := run(t.Context(), append(args, "--addr", h.URL()), &out, &errb)
 		return code, out.String(), errb.String()
 	}
 	code, out, errs := cli("pause", "main", "--by", "ops"+hostileText, "--reason", "risk\nFORGED LINE"+hostileText)
@@ -42,7 +44,7 @@ func TestStatusEscapesPauseText(t *testing.T) {
 		t.Errorf("status = %d, want the pause escaped on its line:\n%q\n%s", code, out, errs)
 	}
 	code, out, _ = cli("status", "--json")
-	var st desksResponse
+	var st httpapi.DesksResponse
 	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || hasRaw(out) ||
 		len(st.Desks) != 1 || st.Desks[0].Paused == nil || st.Desks[0].Paused.By != "ops"+hostileText {
 		t.Errorf("status --json = %d %v, want JSON with the text intact and escaped:\n%q", code, err, out)

@@ -29,6 +29,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/metrics/metricstest"
 	"github.com/deskd/deskd/router/routertest"
 	"github.com/deskd/deskd/triggers"
 )
@@ -591,7 +593,7 @@ func TestE2EPauseSurvivesRestart(t *testing.T) {
 	})
 	d2.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
 	code, out = cliRun(t, "status", "--json", "--config", s.Config)
-	var st desksResponse
+	var st httpapi.DesksResponse
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Desks) != 1 {
 		t.Fatalf("deskd status --json = %d\n%s", code, out)
 	}
@@ -652,7 +654,7 @@ func TestE2EMetrics(t *testing.T) {
 		}, "10:02 IST"},
 	}
 	for _, c := range checks {
-		v, ok := value(fams, c.name, c.labels...)
+		v, ok := metricstest.Value(fams, c.name, c.labels...)
 		if !ok || !c.ok(v) {
 			t.Errorf("%s%v = %v (present %v), want %s", c.name, c.labels, v, ok, c.want)
 		}

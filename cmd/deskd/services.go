@@ -20,6 +20,7 @@ import (
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
@@ -49,9 +50,9 @@ func newDesk(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger 
 
 // services are the spool and the API of a running daemon.
 type services struct {
-	api  *apiServer
-	a    *api
-	ring *eventRing
+	api  *httpapi.Serving
+	a    *httpapi.Server
+	ring *httpapi.EventRing
 	set  *desk.Set
 	clk  clock.Clock
 	bus  *event.Bus
@@ -71,10 +72,10 @@ type services struct {
 func startServices(ctx context.Context, cfg *config.Config, clk clock.Clock, bus *event.Bus, log zerolog.Logger,
 	set *desk.Set, check func() desk.ConfigCheck, extra map[string]http.Handler) (*services, error) {
 	s := &services{
-		ring: newEventRing(bus, clk.Now(), eventRingSize), set: set, clk: clk, bus: bus, log: log,
+		ring: httpapi.NewEventRing(bus, clk.Now(), httpapi.RingSize), set: set, clk: clk, bus: bus, log: log,
 		dir: filepath.Join(cfg.StateDir, "inbox"),
 	}
-	// The operator's, the feeds' and the scraper's tokens (api.go).
+	// The operator's, the feeds' and the scraper's tokens (desk/httpapi).
 	var token, feedToken, metricsToken string
 	for _, f := range []struct {
 		key, path string
@@ -93,17 +94,17 @@ func startServices(ctx context.Context, cfg *config.Config, clk clock.Clock, bus
 		s.ring.Close()
 		return nil, err
 	}
-	s.a = newAPI(apiOptions{Set: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: s.ring, Log: log, Check: check})
+	s.a = httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: s.ring, Log: log, Check: check})
 	for pattern, h := range extra {
 		s.a.Handle(pattern, h)
 	}
-	ls, err := listenAPI(cfg.Listens)
+	ls, err := httpapi.Listen(cfg.Listens)
 	if err != nil {
 		s.stopSpool()
 		s.ring.Close()
 		return nil, err
 	}
-	s.api = serveAPI(ctx, s.a, ls)
+	s.api = httpapi.Serve(ctx, s.a, ls)
 	log.Info().Strs("listen", s.api.Addrs()).Strs("desks", set.Names()).Bool("auth", token != "").Bool("feed_token", feedToken != "").
 		Bool("metrics_token", metricsToken != "").
 		Str("inbox", s.dir).Msg("deskd ready")

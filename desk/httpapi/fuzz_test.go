@@ -1,90 +1,37 @@
-package main
+package httpapi_test
 
 // Fuzz targets of the HTTP API's body decoders, through the handler (the
 // decoders are not exported): POST /v1/desks/{desk}/triggers and
 // POST /v1/desks/{desk}/pause (then .../resume) with fuzzed bodies, served
-// by the API over a real desk on a fake clock, answered into an
-// httptest.ResponseRecorder. The seed corpora are in
+// by the API over a real desk on a fake clock (httpapitest), answered into
+// an httptest.ResponseRecorder. The seed corpora are in
 // testdata/fuzz/<FuzzName>/; `go test` runs them.
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
-	"github.com/rs/zerolog"
-
 	"github.com/deskd/deskd/desk"
-	"github.com/deskd/deskd/desk/clock"
-	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/keeper"
-	"github.com/deskd/deskd/memory"
-	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/httpapi/httpapitest"
 	"github.com/deskd/deskd/triggers"
 )
 
 // fzAPI builds the API over one running desk "main" (the scripted model,
-// a fake clock) for a fuzz target, and stops it when the target ends.
-func fzAPI(f *testing.F, queueLimit int) (*api, *desk.Desk) {
+// a fake clock, its pause kept in its folder) for a fuzz target, and stops
+// it when the target ends.
+func fzAPI(f *testing.F, queueLimit int) (*httpapi.Server, *desk.Desk) {
 	f.Helper()
-	ist, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		f.Fatal(err)
-	}
-	day := memory.TradingDay{Location: ist}
-	clk := clock.NewFake(time.Date(2026, 3, 2, 10, 0, 0, 0, ist))
-	bus := event.New()
-	ring := newEventRing(bus, clk.Now(), eventRingSize)
-	folder, err := memory.OpenFolder(filepath.Join(f.TempDir(), "main"), "main", clk.Now)
-	if err != nil {
-		f.Fatal(err)
-	}
-	r, err := router.New(router.Options{Desk: "main", Folder: folder, Clock: clk, Day: day, Bus: bus,
-		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "test", Client: router.Scripted{}}}}})
-	if err != nil {
-		f.Fatal(err)
-	}
-	k := keeper.New(keeper.Options{Desk: "main", Router: r, Folder: folder, Bus: bus, Clock: clk, Day: day})
-	ledger, err := triggers.OpenLedger(folder.Path(triggers.LedgerFile))
-	if err != nil {
-		f.Fatal(err)
-	}
-	d, err := desk.New(desk.Options{Name: "main", Keeper: k, Router: r, Ledger: ledger, Clock: clk, Bus: bus,
-		QueueLimit: queueLimit, ShutdownTimeout: time.Minute, PauseFile: folder.Path("pause.json")})
-	if err != nil {
-		f.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = d.Run(ctx) }()
-	<-d.Started()
-	f.Cleanup(func() {
-		cancel()
-		for {
-			select {
-			case <-done:
-				ring.Close()
-				bus.Close()
-				_ = r.Close()
-				_ = ledger.Close()
-				return
-			case <-time.After(10 * time.Millisecond):
-				clk.Advance(time.Minute) // past the shutdown timeout of a turn
-			}
-		}
-	})
-	a := newAPI(apiOptions{Desks: []*desk.Desk{d}, Clock: clk, Events: ring, Log: zerolog.Nop()})
-	return a, d
+	h := httpapitest.Start(f, httpapitest.Options{QueueLimit: queueLimit, PauseFile: true})
+	return h.API, h.Desk
 }
 
 // fzServe serves one request and checks what every answer must be: not a
@@ -193,9 +140,9 @@ func FuzzAPIPause(f *testing.F) {
 }
 
 // fzRefusal is the status a refused pause or resume body gets: 413 past
-// maxPauseBody, else 400.
+// httpapi.MaxPauseBody, else 400.
 func fzRefusal(body []byte) int {
-	if len(body) > maxPauseBody {
+	if len(body) > httpapi.MaxPauseBody {
 		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusBadRequest
@@ -204,9 +151,9 @@ func fzRefusal(body []byte) int {
 // fzPauseBody is what a pause or resume body asks for, decoded as the API
 // documents it: empty, or one JSON object with only reason and by
 // (strings, valid UTF-8) and nothing after it, the by defaulting to "api".
-func fzPauseBody(body []byte) (pauseRequest, bool) {
-	var req pauseRequest
-	if len(body) > maxPauseBody {
+func fzPauseBody(body []byte) (httpapi.PauseRequest, bool) {
+	var req httpapi.PauseRequest
+	if len(body) > httpapi.MaxPauseBody {
 		return req, false
 	}
 	if len(bytes.TrimSpace(body)) > 0 {

@@ -1,4 +1,7 @@
-package main
+// Package metrics is deskd's Prometheus metrics, served at GET /metrics:
+// counters and histograms fed by the event bus, and each desk's queue depth
+// and next slot, read at scrape time.
+package metrics
 
 import (
 	"net/http"
@@ -21,34 +24,48 @@ const (
 	outcomeInterrupted = "interrupted"
 )
 
-// deskGauges is what the metrics read from one desk at each scrape: the
-// values that change without an event.
-// gaugesOf is what the metrics read of set at each scrape.
-func gaugesOf(set *desk.Set) []deskGauges {
-	var out []deskGauges
-	for _, d := range set.List() {
-		st := d.Status()
-		out = append(out, deskGauges{Desk: st.Name, QueueDepth: st.QueueDepth, NextSlot: st.NextSlot})
-	}
-	return out
-}
-
-type deskGauges struct {
-	Desk       string
+// Gauges is what the metrics read of one desk at each scrape: the values
+// that change without an event.
+type Gauges struct {
+	// Desk is the desk's name.
+	Desk string
+	// QueueDepth is how many triggers wait in its queue.
 	QueueDepth int
 	// NextSlot is the desk's next schedule slot; zero when it has none.
 	NextSlot time.Time
 }
 
-// metrics is deskd's Prometheus metrics, served at GET /metrics. They have
-// a registry of their own (never the global one) and are fed by the event
-// bus: one SubscribeAll subscriber, so events are counted in the order they
-// were published. Queue depths and next slots are read at each scrape from
-// the function given to SetStatus, so a desk that is removed disappears.
+// Desks is what DeskGauges needs of the running desks. *desk.Set is one.
+type Desks interface {
+	// List returns the desks, sorted by name.
+	List() []*desk.Desk
+}
+
+var _ Desks = (*desk.Set)(nil)
+
+// DeskGauges returns the function that reads the gauges of the desks ds
+// lists, for SetGauges.
+func DeskGauges(ds Desks) func() []Gauges {
+	return func() []Gauges {
+		var out []Gauges
+		for _, d := range ds.List() {
+			st := d.Status()
+			out = append(out, Gauges{Desk: st.Name, QueueDepth: st.QueueDepth, NextSlot: st.NextSlot})
+		}
+		return out
+	}
+}
+
+// Registry is deskd's Prometheus metrics, served by Handler. It has a
+// prometheus registry of its own (never the global one) and is fed by the
+// event bus: one SubscribeAll subscriber, so events are counted in the order
+// they were published. Queue depths and next slots are read at each scrape
+// from the function given to SetGauges, so a desk that is removed
+// disappears.
 //
 // Failed and interrupted turns carry no model in their events; they are
 // labelled with the desk's model from its last desk.started.
-type metrics struct {
+type Registry struct {
 	reg *prometheus.Registry
 
 	turns         *prometheus.CounterVec   // desk, model, outcome
@@ -66,19 +83,19 @@ type metrics struct {
 
 	mu     sync.Mutex
 	models map[string]string // desk -> its model, from desk.started
-	status func() []deskGauges
+	gauges func() []Gauges
 
 	cancel func()
 }
 
-// newMetrics registers deskd's metrics and starts counting the events of
-// bus. Close stops counting.
-func newMetrics(bus *event.Bus) *metrics { return buildMetrics(bus, nil) }
+// New registers deskd's metrics and starts counting the events of bus.
+// Close stops counting.
+func New(bus *event.Bus) *Registry { return newRegistry(bus, nil) }
 
-// buildMetrics is newMetrics; after, if not nil, is called after each
-// event has been counted (tests use it to wait for the subscriber).
-func buildMetrics(bus *event.Bus, after func(event.Event)) *metrics {
-	m := &metrics{
+// newRegistry is New; after, if not nil, is called after each event has
+// been counted (tests use it to wait for the subscriber).
+func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
+	m := &Registry{
 		reg: prometheus.NewRegistry(),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "deskd_turns_total",
@@ -153,35 +170,36 @@ func buildMetrics(bus *event.Bus, after func(event.Event)) *metrics {
 // Handler serves the metrics in the Prometheus exposition formats. A
 // collector that fails (the process collector under the unit's
 // ProcSubset=pid, say) costs its own metrics, never the whole answer.
-func (m *metrics) Handler() http.Handler {
+func (m *Registry) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, ErrorHandling: promhttp.ContinueOnError})
 }
 
-// SetStatus sets the function read at each scrape for queue depths and
-// next slots. Until it is set, those metrics are absent.
-func (m *metrics) SetStatus(status func() []deskGauges) {
+// SetGauges sets the function read at each scrape for queue depths and
+// next slots (DeskGauges of the running desks). Until it is set, those
+// metrics are absent.
+func (m *Registry) SetGauges(gauges func() []Gauges) {
 	m.mu.Lock()
-	m.status = status
+	m.gauges = gauges
 	m.mu.Unlock()
 }
 
-// ModelError counts one failed model call.
-func (m *metrics) ModelError(desk, model string, status int) {
+// modelError counts one failed model call.
+func (m *Registry) modelError(desk, model string, status int) {
 	m.modelErrors.WithLabelValues(desk, model, strconv.Itoa(status)).Inc()
 }
 
-// AddCost adds the cost of a model call to deskd_cost_total.
-func (m *metrics) AddCost(desk, model string, cost float64) {
+// addCost adds the cost of a model call to deskd_cost_total.
+func (m *Registry) addCost(desk, model string, cost float64) {
 	if cost > 0 {
 		m.cost.WithLabelValues(desk, model).Add(cost)
 	}
 }
 
 // Close stops counting events. The handler keeps serving what was counted.
-func (m *metrics) Close() { m.cancel() }
+func (m *Registry) Close() { m.cancel() }
 
 // observe counts one event.
-func (m *metrics) observe(e event.Event) {
+func (m *Registry) observe(e event.Event) {
 	switch e := e.(type) {
 	case event.DeskStarted:
 		m.mu.Lock()
@@ -195,10 +213,10 @@ func (m *metrics) observe(e event.Event) {
 		m.tokens.WithLabelValues(e.Desk, e.Model, "input").Add(float64(e.InputTokens))
 		m.tokens.WithLabelValues(e.Desk, e.Model, "output").Add(float64(e.OutputTokens))
 		m.tokens.WithLabelValues(e.Desk, e.Model, "cached").Add(float64(e.CachedTokens))
-		m.AddCost(e.Desk, e.Model, e.Cost)
+		m.addCost(e.Desk, e.Model, e.Cost)
 		m.turnEnded(e.Header)
 	case event.ModelFailed:
-		m.ModelError(e.Desk, e.Model, e.Status)
+		m.modelError(e.Desk, e.Model, e.Status)
 	case event.TurnFailed:
 		m.turns.WithLabelValues(e.Desk, m.modelOf(e.Desk), outcomeFailed).Inc()
 		m.turnEnded(e.Header)
@@ -220,11 +238,11 @@ func (m *metrics) observe(e event.Event) {
 	}
 }
 
-func (m *metrics) turnEnded(h event.Header) {
+func (m *Registry) turnEnded(h event.Header) {
 	m.lastTurn.WithLabelValues(h.Desk).Set(unixSeconds(h.At))
 }
 
-func (m *metrics) modelOf(desk string) string {
+func (m *Registry) modelOf(desk string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.models[desk]
@@ -233,7 +251,7 @@ func (m *metrics) modelOf(desk string) string {
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // statusCollector reads queue depths and next slots at scrape time.
-type statusCollector struct{ m *metrics }
+type statusCollector struct{ m *Registry }
 
 func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.m.queueDepthDsc
@@ -242,12 +260,12 @@ func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 	c.m.mu.Lock()
-	status := c.m.status
+	gauges := c.m.gauges
 	c.m.mu.Unlock()
-	if status == nil {
+	if gauges == nil {
 		return
 	}
-	for _, d := range status() {
+	for _, d := range gauges() {
 		ch <- prometheus.MustNewConstMetric(c.m.queueDepthDsc, prometheus.GaugeValue, float64(d.QueueDepth), d.Desk)
 		if !d.NextSlot.IsZero() {
 			ch <- prometheus.MustNewConstMetric(c.m.nextSlotDsc, prometheus.GaugeValue, unixSeconds(d.NextSlot), d.Desk)

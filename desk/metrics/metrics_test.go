@@ -1,72 +1,21 @@
-package main
+package metrics
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/metrics/metricstest"
 )
-
-// scrape GETs the handler and parses the answer with the Prometheus text
-// parser.
-func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("GET /metrics = %d: %s", rec.Code, rec.Body)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
-	return fams
-}
-
-// value finds the sample of family name whose labels are exactly labels
-// (name=value pairs); ok is false when there is none.
-func value(fams map[string]*dto.MetricFamily, name string, labels ...string) (v float64, ok bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.GetMetric() {
-		if len(m.GetLabel())*2 != len(labels) {
-			continue
-		}
-		for i, l := range m.GetLabel() {
-			if l.GetName() != labels[2*i] || l.GetValue() != labels[2*i+1] {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
-}
 
 // newTestMetrics returns metrics on a fresh bus and a function that
 // publishes events and waits until the metrics have counted them.
-func newTestMetrics(t *testing.T) (*metrics, func(...event.Event)) {
+func newTestMetrics(t *testing.T) (*Registry, func(...event.Event)) {
 	t.Helper()
 	bus := event.New()
 	counted := make(chan event.Event, 1024)
-	m := buildMetrics(bus, func(e event.Event) { counted <- e })
+	m := newRegistry(bus, func(e event.Event) { counted <- e })
 	t.Cleanup(func() { m.Close(); bus.Close() })
 	publish := func(evs ...event.Event) {
 		t.Helper()
@@ -137,16 +86,16 @@ func TestMetricsFromEvents(t *testing.T) {
 		event.ConfigReloaded{Header: event.Header{At: t0}, Changes: []string{"log level changed"}},
 		event.ConfigRejected{Header: event.Header{At: t0}, Path: "/etc/deskd/desks.d/fx.yaml", Field: "model", Reason: "unknown"},
 		event.ConfigRejected{Header: event.Header{At: t0}, Path: "/etc/deskd/desks.d/fx.yaml", Field: "schedules[0].cron", Reason: "bad"},
-		event.TriggerQueued{Header: fx(t0), Depth: 3}, // not counted: depth comes from SetStatus
+		event.TriggerQueued{Header: fx(t0), Depth: 3}, // not counted: depth comes from SetGauges
 	)
-	m.ModelError("fx", "fast", 429)
-	m.ModelError("fx", "fast", 429)
-	m.ModelError("fx", "fast", 0)
-	m.AddCost("fx", "fast", 0.25)
-	m.AddCost("fx", "fast", 0.5)
-	m.AddCost("fx", "slow", 0) // no price: no series
+	m.modelError("fx", "fast", 429)
+	m.modelError("fx", "fast", 429)
+	m.modelError("fx", "fast", 0)
+	m.addCost("fx", "fast", 0.25)
+	m.addCost("fx", "fast", 0.5)
+	m.addCost("fx", "slow", 0) // no price: no series
 
-	fams := scrape(t, m.Handler())
+	fams := metricstest.Scrape(t, m.Handler())
 	tests := []struct {
 		name   string
 		metric string
@@ -172,7 +121,7 @@ func TestMetricsFromEvents(t *testing.T) {
 		{"bus dropped", "deskd_bus_dropped_total", nil, 0},
 	}
 	for _, tt := range tests {
-		got, ok := value(fams, tt.metric, tt.labels...)
+		got, ok := metricstest.Value(fams, tt.metric, tt.labels...)
 		if !ok {
 			t.Errorf("%s: no %s%v", tt.name, tt.metric, tt.labels)
 			continue
@@ -190,7 +139,7 @@ func TestMetricsFromEvents(t *testing.T) {
 		{"deskd_cost_total", []string{"desk", "fx", "model", "slow"}},
 		{"deskd_queue_depth", []string{"desk", "fx"}},
 	} {
-		if v, ok := value(fams, absent.metric, absent.labels...); ok {
+		if v, ok := metricstest.Value(fams, absent.metric, absent.labels...); ok {
 			t.Errorf("%s%v = %v, want no such series", absent.metric, absent.labels, v)
 		}
 	}
@@ -214,7 +163,7 @@ func TestMetricsFromEvents(t *testing.T) {
 
 	// A stopped desk's last-turn gauge goes away.
 	publish(event.DeskStopped{Header: rates, Reason: "removed"})
-	if v, ok := value(scrape(t, m.Handler()), "deskd_last_turn_timestamp_seconds", "desk", "rates"); ok {
+	if v, ok := metricstest.Value(metricstest.Scrape(t, m.Handler()), "deskd_last_turn_timestamp_seconds", "desk", "rates"); ok {
 		t.Errorf("last turn of the stopped desk rates = %v, want no series", v)
 	}
 }
@@ -222,30 +171,30 @@ func TestMetricsFromEvents(t *testing.T) {
 func TestMetricsStatus(t *testing.T) {
 	m, _ := newTestMetrics(t)
 	slot := time.Date(2026, 3, 2, 9, 30, 0, 0, time.UTC)
-	desks := []deskGauges{{Desk: "fx", QueueDepth: 3, NextSlot: slot}, {Desk: "rates", QueueDepth: 0}}
-	m.SetStatus(func() []deskGauges { return desks })
+	desks := []Gauges{{Desk: "fx", QueueDepth: 3, NextSlot: slot}, {Desk: "rates", QueueDepth: 0}}
+	m.SetGauges(func() []Gauges { return desks })
 
-	fams := scrape(t, m.Handler())
-	if v, ok := value(fams, "deskd_queue_depth", "desk", "fx"); !ok || v != 3 {
+	fams := metricstest.Scrape(t, m.Handler())
+	if v, ok := metricstest.Value(fams, "deskd_queue_depth", "desk", "fx"); !ok || v != 3 {
 		t.Errorf("deskd_queue_depth{fx} = %v, %v; want 3", v, ok)
 	}
-	if v, ok := value(fams, "deskd_queue_depth", "desk", "rates"); !ok || v != 0 {
+	if v, ok := metricstest.Value(fams, "deskd_queue_depth", "desk", "rates"); !ok || v != 0 {
 		t.Errorf("deskd_queue_depth{rates} = %v, %v; want 0", v, ok)
 	}
-	if v, ok := value(fams, "deskd_next_slot_timestamp_seconds", "desk", "fx"); !ok || v != float64(slot.Unix()) {
+	if v, ok := metricstest.Value(fams, "deskd_next_slot_timestamp_seconds", "desk", "fx"); !ok || v != float64(slot.Unix()) {
 		t.Errorf("deskd_next_slot_timestamp_seconds{fx} = %v, %v; want %v", v, ok, slot.Unix())
 	}
-	if v, ok := value(fams, "deskd_next_slot_timestamp_seconds", "desk", "rates"); ok {
+	if v, ok := metricstest.Value(fams, "deskd_next_slot_timestamp_seconds", "desk", "rates"); ok {
 		t.Errorf("deskd_next_slot_timestamp_seconds{rates} = %v, want no series (no slot)", v)
 	}
 
 	// Read at each scrape: a removed desk is gone, a deeper queue shows.
-	desks = []deskGauges{{Desk: "fx", QueueDepth: 5}}
-	fams = scrape(t, m.Handler())
-	if v, ok := value(fams, "deskd_queue_depth", "desk", "fx"); !ok || v != 5 {
+	desks = []Gauges{{Desk: "fx", QueueDepth: 5}}
+	fams = metricstest.Scrape(t, m.Handler())
+	if v, ok := metricstest.Value(fams, "deskd_queue_depth", "desk", "fx"); !ok || v != 5 {
 		t.Errorf("after the change, deskd_queue_depth{fx} = %v, %v; want 5", v, ok)
 	}
-	if _, ok := value(fams, "deskd_queue_depth", "desk", "rates"); ok {
+	if _, ok := metricstest.Value(fams, "deskd_queue_depth", "desk", "rates"); ok {
 		t.Error("deskd_queue_depth{rates} still there after the desk went")
 	}
 }
@@ -254,13 +203,13 @@ func TestMetricsOwnRegistry(t *testing.T) {
 	m1, _ := newTestMetrics(t)
 	m2, publish2 := newTestMetrics(t) // a second set registers without a clash
 	publish2(event.ConfigReloaded{Header: event.Header{At: time.Now()}})
-	if v, _ := value(scrape(t, m1.Handler()), "deskd_config_reloads_total"); v != 0 {
+	if v, _ := metricstest.Value(metricstest.Scrape(t, m1.Handler()), "deskd_config_reloads_total"); v != 0 {
 		t.Errorf("the first metrics counted the second bus's reload: %v", v)
 	}
-	if v, _ := value(scrape(t, m2.Handler()), "deskd_config_reloads_total"); v != 1 {
+	if v, _ := metricstest.Value(metricstest.Scrape(t, m2.Handler()), "deskd_config_reloads_total"); v != 1 {
 		t.Errorf("deskd_config_reloads_total = %v, want 1", v)
 	}
-	fams := scrape(t, m1.Handler())
+	fams := metricstest.Scrape(t, m1.Handler())
 	for _, name := range []string{"go_goroutines", "process_start_time_seconds"} {
 		if fams[name] == nil {
 			t.Errorf("no %s: the Go and process collectors are missing", name)

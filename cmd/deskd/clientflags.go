@@ -1,0 +1,92 @@
+package main
+
+// The flags by which the client commands (status, trigger, rollover,
+// fork, events, pause, resume, check-config --diff) find the running
+// deskd and its token.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/httpapi"
+)
+
+// clientCommands returns the commands that talk to a running deskd.
+func clientCommands(stdout, stderr io.Writer) []*cobra.Command {
+	return []*cobra.Command{
+		newStatusCommand(stdout), newTriggerCommand(stdout, stderr), newRolloverCommand(stdout), newForkCommand(stdout),
+		newEventsCommand(stdout, stderr), newPauseCommand(stdout), newResumeCommand(stdout),
+	}
+}
+
+// clientFlags are how a command finds the daemon.
+type clientFlags struct {
+	config, addr, tokenFile string
+}
+
+func (f *clientFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.config, "config", defaultConfig, "the main config file, for listen and auth_token_file")
+	cmd.Flags().StringVar(&f.addr, "addr", "", "the daemon's address: host:port, unix:PATH or a URL (default: $DESKD_ADDR, else listen of the config)")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "the file of the token to send: the operator's (auth_token_file) or a feed's (feed_token_file) "+
+		"(default: $DESKD_TOKEN_FILE, else auth_token_file of the config, which is not read for a unix socket: the socket is the operator's credential)")
+}
+
+// newClient finds the daemon's address and token: the flags, then the
+// environment, then the config's main file. Over a unix socket the
+// config's auth_token_file is not read: the socket, which only deskd's
+// user and group can open, is the operator's credential by itself.
+func (f *clientFlags) newClient() (*httpapi.Client, error) {
+	addr, tokenFile := f.addr, f.tokenFile
+	configToken := false // tokenFile is the config's auth_token_file
+	if addr == "" {
+		addr = os.Getenv("DESKD_ADDR")
+	}
+	if tokenFile == "" {
+		tokenFile = os.Getenv("DESKD_TOKEN_FILE")
+	}
+	if addr == "" || tokenFile == "" {
+		cc, err := config.ReadClient(f.config)
+		switch {
+		case err != nil && addr == "":
+			return nil, &exitError{code: 2, err: fmt.Errorf("find the daemon (give --addr, or a readable --config): %w", err)}
+		case err == nil:
+			if addr == "" {
+				addr = pickAddr(cc.Listens)
+			}
+			if tokenFile == "" {
+				tokenFile, configToken = cc.AuthTokenFile, true
+			}
+		}
+	}
+	c, err := httpapi.Dial(addr)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	if configToken && strings.HasPrefix(addr, config.UnixPrefix) {
+		tokenFile = ""
+	}
+	if tokenFile != "" {
+		if c.Token, err = config.ReadAuthToken(tokenFile); err != nil {
+			return nil, &exitError{code: 2, err: err}
+		}
+	}
+	return c, nil
+}
+
+// pickAddr prefers a unix socket, then the first TCP address.
+func pickAddr(listens []string) string {
+	for _, a := range listens {
+		if strings.HasPrefix(a, config.UnixPrefix) {
+			return a
+		}
+	}
+	if len(listens) > 0 {
+		return listens[0]
+	}
+	return config.DefaultListen
+}

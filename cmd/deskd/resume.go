@@ -1,0 +1,46 @@
+package main
+
+// deskd resume DESK: end a desk's pause (pause.go); the triggers waiting
+// in its queue run.
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/termsafe"
+)
+
+func newResumeCommand(stdout io.Writer) *cobra.Command {
+	var f clientFlags
+	var by string
+	cmd := &cobra.Command{
+		Use:   "resume DESK",
+		Short: "Resume a paused desk: the triggers waiting in its queue run",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.newClient()
+			if err != nil {
+				return err
+			}
+			if by == "" {
+				by = operator()
+			}
+			out, err := c.Resume(cmd.Context(), args[0], httpapi.PauseRequest{By: by})
+			if err != nil {
+				return err
+			}
+			if !out.Resumed {
+				fmt.Fprintf(stdout, "desk %s was not paused\n", termsafe.Line(out.Desk))
+				return nil
+			}
+			fmt.Fprintf(stdout, "desk %s resumed (it was paused %s); %d triggers waiting\n", termsafe.Line(out.Desk), describePause(*out.Was), out.Queued)
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&by, "by", "", "who resumes (default: your login name)")
+	return cmd
+}

@@ -1,0 +1,122 @@
+package main
+
+// deskd trigger: send a desk a trigger, and with --wait, wait for its
+// answer.
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/termsafe"
+	"github.com/deskd/deskd/triggers"
+)
+
+// Exit codes of the client commands, beside 0 (done), 1 (an error, or a
+// turn that failed or was dropped) and 2 (usage or config).
+const (
+	// exitInterrupted: the trigger's turn was interrupted during its model
+	// call; an operator decides.
+	exitInterrupted = 3
+	// exitTimeout: --wait ended before the trigger was answered.
+	exitTimeout = 4
+)
+
+func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
+	var f clientFlags
+	var kind, id, key string
+	var wait, asJSON bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "trigger DESK TEXT",
+		Short: "Send a desk a trigger (TEXT - reads it from stdin); --wait waits for the answer",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			text := args[1]
+			if text == "-" {
+				b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), triggers.MaxBody+1))
+				if err != nil {
+					return err
+				}
+				text = string(b)
+			}
+			c, err := f.newClient()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			acc, err := c.PostTrigger(ctx, args[0], triggers.Request{Text: text, Kind: triggers.Kind(kind), ID: id, Key: key, Source: "cli"})
+			if err != nil {
+				return err
+			}
+			if !wait {
+				if asJSON {
+					return printJSON(stdout, acc)
+				}
+				if acc.Duplicate {
+					fmt.Fprintf(stdout, "%s: already known, %s\n", acc.ID, acc.State)
+				} else {
+					fmt.Fprintf(stdout, "%s: queued\n", acc.ID)
+				}
+				return nil
+			}
+			s, err := c.WaitTrigger(ctx, args[0], acc.ID, timeout)
+			if err != nil {
+				return err
+			}
+			if !s.Final() {
+				return &exitError{code: exitTimeout, err: fmt.Errorf("trigger %s is still %s after %s", acc.ID, s.State, timeout)}
+			}
+			if asJSON {
+				if err := printJSON(stdout, s); err != nil {
+					return err
+				}
+			} else {
+				printOutcome(stdout, s)
+			}
+			return outcomeError(s)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&kind, "kind", string(triggers.Market), "market or manual: market text reaches the model as untrusted data; manual, as the operator's own words, needs the operator's credential (the token of auth_token_file, or the unix socket)")
+	cmd.Flags().StringVar(&id, "id", "", "idempotency key: the same id twice queues once")
+	cmd.Flags().StringVar(&key, "key", "", "coalescing key of a market trigger (a symbol, say)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the answer and print the reply")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "with --wait: give up after this long (exit 4)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
+	return cmd
+}
+
+// printOutcome prints a final trigger: its state and session, the reason
+// it did not answer, its reply.
+func printOutcome(w io.Writer, s desk.TriggerStatus) {
+	head := s.ID + ": " + string(s.State)
+	if s.MergedInto != "" {
+		head += " (merged into " + s.MergedInto + ")"
+	}
+	if s.Session != "" {
+		head += fmt.Sprintf(", session %s turn %d", s.Session, s.Turn)
+	}
+	fmt.Fprintln(w, termsafe.Line(head))
+	if s.Reason != "" {
+		fmt.Fprintln(w, "reason: "+termsafe.Line(s.Reason))
+	}
+	if s.Reply != "" {
+		fmt.Fprintln(w, termsafe.Text(s.Reply))
+	}
+}
+
+// outcomeError turns a final state into the command's exit.
+func outcomeError(s desk.TriggerStatus) error {
+	switch s.State {
+	case triggers.StateAnswered:
+		return nil
+	case triggers.StateInterrupted:
+		return &exitError{code: exitInterrupted, err: fmt.Errorf("trigger %s was interrupted during its model call; it is not run again", s.ID)}
+	default:
+		return fmt.Errorf("trigger %s %s: %s", s.ID, s.State, s.Reason)
+	}
+}

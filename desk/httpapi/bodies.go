@@ -1,0 +1,86 @@
+package httpapi
+
+// The JSON bodies of the API, which the server writes and the client
+// reads.
+
+import (
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/triggers"
+)
+
+// HealthResponse is the body of GET /healthz.
+type HealthResponse struct {
+	// Status is "ok", or "degraded" while a desk cannot write to its disk.
+	Status string `json:"status"`
+	// Storage lists the desks whose writes fail, with the failure.
+	Storage map[string]*desk.StorageStatus `json:"storage,omitempty"`
+}
+
+// DesksResponse is the body of GET /v1/desks.
+type DesksResponse struct {
+	// Desks are the status of every desk, sorted by name.
+	Desks []desk.Status `json:"desks"`
+}
+
+// TriggerResponse is the body of a POST /v1/desks/{desk}/triggers answer.
+type TriggerResponse struct {
+	// ID is the trigger's id: the one posted, or the one deskd gave it.
+	ID string `json:"id"`
+	// State is the trigger's state once queued, or, for a duplicate, now.
+	State triggers.State `json:"state,omitempty"`
+	// Duplicate is true when the id was known: nothing new was queued.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Replaced is the queued trigger of the same key this one replaced.
+	Replaced string `json:"replaced,omitempty"`
+	// Error says why the trigger was not queued (429, 423, 503).
+	Error string `json:"error,omitempty"`
+}
+
+// SessionResponse is the body of a POST /v1/desks/{desk}/rollover or
+// .../fork answer.
+type SessionResponse struct {
+	// Desk is the desk's name.
+	Desk string `json:"desk"`
+	// Previous is the session that ended.
+	Previous string `json:"previous"`
+	// Session is the new one.
+	Session string `json:"session"`
+}
+
+// MaxPauseBody bounds the body of a pause or resume request.
+const MaxPauseBody = 64 << 10
+
+// PauseRequest is the body of POST /v1/desks/{desk}/pause and .../resume;
+// it may be empty.
+type PauseRequest struct {
+	// Reason says why (a pause only): shown in the status and the
+	// desk.paused event.
+	Reason string `json:"reason,omitempty"`
+	// By names who pauses or resumes: the CLI sends the user's login name.
+	// Default: "api".
+	By string `json:"by,omitempty"`
+}
+
+// PauseResponse is the answer of POST /v1/desks/{desk}/pause.
+type PauseResponse struct {
+	// Desk is the desk's name.
+	Desk string `json:"desk"`
+	// Paused is the desk's pause: this one, or the one before it.
+	Paused desk.Pause `json:"paused"`
+	// Already is true when the desk was paused before: nothing changed.
+	Already bool `json:"already,omitempty"`
+	// Running is the trigger of the turn that was running: it finishes.
+	Running string `json:"running,omitempty"`
+}
+
+// ResumeResponse is the answer of POST /v1/desks/{desk}/resume.
+type ResumeResponse struct {
+	// Desk is the desk's name.
+	Desk string `json:"desk"`
+	// Resumed is false when the desk was not paused.
+	Resumed bool `json:"resumed"`
+	// Was is the pause that ended.
+	Was *desk.Pause `json:"was,omitempty"`
+	// Queued is how many triggers were waiting.
+	Queued int `json:"queued"`
+}

@@ -1,0 +1,187 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deskd/deskd/desk/event"
+)
+
+// RingSize is how many events the ring of a running deskd holds, so that
+// GET /v1/events can replay them.
+const RingSize = 4096
+
+// events streams the event ring as Server-Sent Events: "id: <epoch>-<n>",
+// "event: <topic>", "data: <json>". A client that reconnects with
+// Last-Event-ID gets what it missed, as far as the ring reaches back;
+// ?backlog=1 starts with everything the ring holds; ?follow=0 ends after
+// the backlog; ?desk=NAME keeps one desk's events.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	ring := s.o.Events
+	if ring == nil {
+		writeError(w, http.StatusNotImplemented, "this deskd keeps no event ring")
+		return
+	}
+	q := r.URL.Query()
+	only := q.Get("desk")
+	if only != "" {
+		if _, ok := s.desks.Get(only); !ok {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("unknown desk %q", only))
+			return
+		}
+	}
+	follow := q.Get("follow") != "0" && q.Get("follow") != "false"
+	cursor, restarted := ring.cursor(r.Header.Get("Last-Event-ID"), q.Get("backlog") == "1" || !follow)
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if restarted {
+		fmt.Fprintf(w, ": deskd restarted since event %s; replaying what this deskd holds\n\n", r.Header.Get("Last-Event-ID"))
+	}
+	for {
+		evs, missed, changed := ring.since(cursor)
+		if missed > 0 {
+			fmt.Fprintf(w, ": %d events were missed: the ring holds the last %d\n\n", missed, ring.size())
+		}
+		for _, e := range evs {
+			cursor = e.seq
+			if only != "" && e.desk != only {
+				continue
+			}
+			fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", ring.id(e.seq), e.topic, e.data)
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		if !follow {
+			return
+		}
+		ping := s.o.Clock.NewTimer(sseKeepalive)
+		select {
+		case <-changed:
+			ping.Stop()
+		case <-ping.C():
+			if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
+				return
+			}
+		case <-r.Context().Done():
+			ping.Stop()
+			return
+		}
+	}
+}
+
+// EventRing keeps the last events of the bus, numbered, for the event
+// stream to replay to a client that reconnects.
+type EventRing struct {
+	epoch  string
+	cancel func()
+
+	mu      sync.Mutex
+	buf     []ringEvent
+	next    uint64 // the number the next event gets (from 1)
+	changed chan struct{}
+}
+
+type ringEvent struct {
+	seq         uint64
+	topic, desk string
+	data        []byte
+}
+
+// NewEventRing keeps the last size events of bus; now, the time the
+// process started, makes its ids differ from another process's. Close
+// unsubscribes.
+func NewEventRing(bus *event.Bus, now time.Time, size int) *EventRing {
+	r := &EventRing{
+		epoch: strconv.FormatInt(now.UnixNano(), 36), buf: make([]ringEvent, 0, size), next: 1,
+		changed: make(chan struct{}),
+	}
+	r.cancel = event.SubscribeAll(bus, r.add)
+	return r
+}
+
+func (r *EventRing) add(e event.Event) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		data = []byte(`{}`)
+	}
+	topic := e.Topic()
+	head := `{"topic":` + strconv.Quote(topic)
+	if len(data) > 2 {
+		data = append([]byte(head+","), data[1:]...)
+	} else {
+		data = []byte(head + "}")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev := ringEvent{seq: r.next, topic: topic, desk: e.Head().Desk, data: data}
+	r.next++
+	if len(r.buf) < cap(r.buf) {
+		r.buf = append(r.buf, ev)
+	} else {
+		copy(r.buf, r.buf[1:])
+		r.buf[len(r.buf)-1] = ev
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// Close stops taking events.
+func (r *EventRing) Close() { r.cancel() }
+
+// size is how many events the ring holds at most.
+func (r *EventRing) size() int { return cap(r.buf) }
+
+// id formats an event number as an SSE id.
+func (r *EventRing) id(seq uint64) string { return r.epoch + "-" + strconv.FormatUint(seq, 10) }
+
+// cursor returns the number after which a client's stream starts: the
+// event of lastID, or the oldest held (backlog) or the newest (live only)
+// when there is none. restarted is true when lastID came from another
+// deskd process.
+func (r *EventRing) cursor(lastID string, backlog bool) (seq uint64, restarted bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	oldest := r.next - 1
+	if len(r.buf) > 0 {
+		oldest = r.buf[0].seq - 1
+	}
+	if lastID != "" {
+		epoch, n, ok := strings.Cut(lastID, "-")
+		if v, err := strconv.ParseUint(n, 10, 64); ok && err == nil && epoch == r.epoch && v < r.next {
+			return v, false
+		}
+		return oldest, true
+	}
+	if backlog {
+		return oldest, false
+	}
+	return r.next - 1, false
+}
+
+// since returns the held events after seq, how many after seq are no
+// longer held, and a channel closed at the next event.
+func (r *EventRing) since(seq uint64) (evs []ringEvent, missed uint64, changed <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) > 0 && r.buf[0].seq > seq+1 {
+		missed = r.buf[0].seq - seq - 1
+	}
+	for _, e := range r.buf {
+		if e.seq > seq {
+			evs = append(evs, e)
+		}
+	}
+	return evs, missed, r.changed
+}

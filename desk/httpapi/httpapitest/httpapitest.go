@@ -1,0 +1,261 @@
+// Package httpapitest runs the HTTP API of package httpapi for tests: one
+// desk "main", wired whole (folder, ledger, router, keeper, loop) on a fake
+// clock, behind the real httpapi.Server (and its GET /metrics) on an
+// httptest server; and Gate, a model whose turns wait for the test.
+package httpapitest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/metrics"
+	"github.com/deskd/deskd/keeper"
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
+	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/triggers"
+)
+
+// DeskName is the name of the harness's desk.
+const DeskName = "main"
+
+// Options configures a Harness. The zero value is a desk on the scripted
+// model with an open API.
+type Options struct {
+	// Model is the desk's model; nil: router.Scripted.
+	Model router.Provider
+	// QueueLimit, Coalesce, RefusePaused and Schedules are the desk's
+	// (desk.Options).
+	QueueLimit   int
+	Coalesce     bool
+	RefusePaused bool
+	Schedules    []triggers.Entry
+	// PauseFile keeps the desk's pause in its folder, as deskd does.
+	PauseFile bool
+	// FS, if set, is the file layer of the desk's folder and ledger.
+	FS durable.FS
+	// Token, FeedToken and MetricsToken are the API's (httpapi.Options).
+	Token, FeedToken, MetricsToken string
+}
+
+// Harness is one running desk behind the API.
+type Harness struct {
+	t testing.TB
+	// Clock is the desk's and the API's clock; it starts at 2026-03-02
+	// 10:00 in Asia/Kolkata.
+	Clock *clock.Fake
+	// Bus is the desk's bus.
+	Bus *event.Bus
+	// Desk is the running desk.
+	Desk *desk.Desk
+	// Dir is the desk's folder.
+	Dir string
+	// Events receives every event of the bus (1000 are buffered).
+	Events <-chan event.Event
+	// API is the server; Server serves it.
+	API    *httpapi.Server
+	Server *httptest.Server
+}
+
+// Start runs the desk and serves the API until the test ends; the cleanup
+// stops the server and the desk (moving the clock past the shutdown
+// timeout of a turn that is still running) and closes what was opened.
+func Start(tb testing.TB, o Options) *Harness {
+	tb.Helper()
+	if o.Model == nil {
+		o.Model = router.Scripted{}
+	}
+	ist, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	day := memory.TradingDay{Location: ist}
+	events := make(chan event.Event, 1000)
+	h := &Harness{t: tb, Clock: clock.NewFake(time.Date(2026, 3, 2, 10, 0, 0, 0, ist)), Bus: event.New(), Events: events}
+	unsub := event.SubscribeAll(h.Bus, func(e event.Event) {
+		select {
+		case events <- e:
+		default: // a test that does not read them loses the newest
+		}
+	})
+	ring := httpapi.NewEventRing(h.Bus, h.Clock.Now(), httpapi.RingSize)
+	h.Dir = filepath.Join(tb.TempDir(), DeskName)
+	folder, err := memory.OpenFolder(h.Dir, DeskName, h.Clock.Now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	folder.FS = o.FS
+	r, err := router.New(router.Options{Desk: DeskName, Folder: folder, Clock: h.Clock, Day: day, Bus: h.Bus,
+		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "test", Client: o.Model}}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	k := keeper.New(keeper.Options{Desk: DeskName, Router: r, Folder: folder, Bus: h.Bus, Clock: h.Clock, Day: day})
+	ledger, err := triggers.OpenLedgerOn(o.FS, folder.Path(triggers.LedgerFile))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pauseFile := ""
+	if o.PauseFile {
+		pauseFile = folder.Path(desk.PauseFile)
+	}
+	h.Desk, err = desk.New(desk.Options{Name: DeskName, Keeper: k, Router: r, Ledger: ledger, Clock: h.Clock, Bus: h.Bus,
+		QueueLimit: o.QueueLimit, Coalesce: o.Coalesce, ShutdownTimeout: time.Minute, RefusePaused: o.RefusePaused,
+		Schedules: o.Schedules, PauseFile: pauseFile})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(tb.Context()))
+	done := make(chan struct{})
+	go func() { defer close(done); _ = h.Desk.Run(ctx) }()
+	<-h.Desk.Started()
+	set := desk.NewSet(h.Desk)
+	met := metrics.New(h.Bus)
+	met.SetGauges(metrics.DeskGauges(set))
+	h.API = httpapi.New(httpapi.Options{Desks: set, Token: o.Token, FeedToken: o.FeedToken, MetricsToken: o.MetricsToken,
+		Clock: h.Clock, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(tb))})
+	h.API.Handle("GET /metrics", met.Handler())
+	h.Server = httptest.NewServer(h.API)
+	tb.Cleanup(func() {
+		h.Server.CloseClientConnections()
+		h.Server.Close()
+		cancel()
+		for {
+			select {
+			case <-done:
+				ring.Close()
+				met.Close()
+				unsub()
+				h.Bus.Close()
+				_ = r.Close()
+				_ = ledger.Close()
+				return
+			case <-time.After(10 * time.Millisecond):
+				h.Clock.Advance(time.Minute) // past the shutdown timeout of a gated turn
+			}
+		}
+	})
+	return h
+}
+
+// SocketDir returns a fresh folder with a short path (a unix socket's path
+// has a small limit, which t.TempDir's may pass), removed when the test
+// ends.
+func SocketDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "deskd-sock")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// ServeUnix serves the API on a unix socket too, as deskd does for a
+// listen address unix:PATH, until the test ends, and returns its
+// Serving; its one address is unix:PATH.
+func (h *Harness) ServeUnix() *httpapi.Serving {
+	h.t.Helper()
+	ls, err := httpapi.Listen([]string{"unix:" + filepath.Join(SocketDir(h.t), "api.sock")})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	srv := httpapi.Serve(h.t.Context(), h.API, ls)
+	h.t.Cleanup(func() { _ = srv.Shutdown(5 * time.Second) })
+	return srv
+}
+
+// URL is the API's address, for a client or the CLI's --addr.
+func (h *Harness) URL() string { return h.Server.URL }
+
+// Call sends a request with the header's name, value pairs and returns
+// the status, the headers and the body.
+func (h *Harness) Call(method, path, body string, header ...string) (int, http.Header, string) {
+	h.t.Helper()
+	req, err := http.NewRequestWithContext(h.t.Context(), method, h.Server.URL+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("%s %s: read the answer: %v", method, path, err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// Decode decodes a JSON body, failing the test when it is not a T.
+func Decode[T any](tb testing.TB, body string) T {
+	tb.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		tb.Fatalf("decode %s: %v", body, err)
+	}
+	return v
+}
+
+// Gate is a model whose turns wait for the test: the text of each turn's
+// last message is sent on Calls, and the turn is answered "answered" when
+// the test sends on Release. Other tasks (summaries) get the scripted
+// model's answers at once.
+type Gate struct {
+	// Calls receives the last message of each turn, as it reaches the
+	// model (100 are buffered).
+	Calls chan string
+	// Release lets one waiting turn answer.
+	Release chan struct{}
+}
+
+// NewGate returns a closed gate.
+func NewGate() *Gate {
+	return &Gate{Calls: make(chan string, 100), Release: make(chan struct{}, 100)}
+}
+
+// Complete is the model's call.
+func (g *Gate) Complete(ctx context.Context, req router.Request) (router.Response, error) {
+	if req.Task != router.TaskTurn {
+		return router.Scripted{}.Complete(ctx, req)
+	}
+	g.Calls <- req.Messages[len(req.Messages)-1].Text
+	select {
+	case <-g.Release:
+		return router.Response{Text: "answered"}, nil
+	case <-ctx.Done():
+		return router.Response{}, ctx.Err()
+	}
+}
+
+// Expect waits (up to 10 s) for the next turn to reach the model and
+// fails the test unless its last message contains want.
+func (g *Gate) Expect(tb testing.TB, want string) {
+	tb.Helper()
+	select {
+	case got := <-g.Calls:
+		if !strings.Contains(got, want) {
+			tb.Errorf("the model got %q, want it to contain %q", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		tb.Fatalf("no model call within 10s, want %q", want)
+	}
+}

@@ -1,0 +1,242 @@
+// Package httpapi is deskd's HTTP API (DESIGN.md): the desks, their
+// triggers, rollovers, forks, pauses, the config diff and the event stream,
+// served over the running set of desks on every listen address (host:port
+// or unix:PATH), with the operator's, the feeds' and the scraper's
+// credentials; and Client, its client, which the CLI commands use.
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/clock"
+)
+
+// Limits of the API.
+const (
+	// retryAfterFull is the Retry-After of a 429 or a retryable 503, in
+	// seconds.
+	retryAfterFull = 5
+	// maxWait bounds ?wait= on GET /v1/desks/{desk}/triggers/{id}.
+	maxWait = 5 * time.Minute
+	// sseKeepalive is how often an idle event stream gets a comment line.
+	sseKeepalive = 15 * time.Second
+)
+
+// Desks is what the server needs of the running desks, which may change
+// while it serves. *desk.Set is one.
+type Desks interface {
+	// Get returns the desk called name.
+	Get(name string) (*desk.Desk, bool)
+	// List returns every desk, sorted by name.
+	List() []*desk.Desk
+}
+
+var _ Desks = (*desk.Set)(nil)
+
+// Options configures a Server.
+type Options struct {
+	// Desks are the desks served; nil: none.
+	Desks Desks
+	// Token is the operator's bearer token (auth_token_file): everything.
+	// With no token of any kind, the API is open (it listens on loopback
+	// only) and every request has the operator's trust.
+	Token string
+	// FeedToken is the feeds' bearer token (feed_token_file): market
+	// triggers, and the state of the triggers posted with it; empty: none.
+	FeedToken string
+	// MetricsToken is the scraper's bearer token (metrics_token_file):
+	// GET /metrics alone; empty: none (the operator's token reads it).
+	MetricsToken string
+	// Clock is deskd's clock (the event stream's keepalives); nil: the
+	// real clock.
+	Clock clock.Clock
+	// Events is the ring GET /v1/events replays and follows; nil: that
+	// endpoint answers 501.
+	Events *EventRing
+	// Log receives request failures.
+	Log zerolog.Logger
+	// Check, if set, answers GET /v1/config/diff; nil: 501.
+	Check func() desk.ConfigCheck
+}
+
+// Server serves the HTTP API. Extra handlers (GET /metrics) may be added
+// with Handle before it serves.
+type Server struct {
+	o     Options
+	desks Desks
+	mux   *http.ServeMux
+	// tokens are the SHA-256 digests of the bearer tokens, by the
+	// credential each gives; a credential without a token has none.
+	tokens map[credential][sha256.Size]byte
+	// stopping is set when deskd begins to shut down: mutations and
+	// GET /healthz are answered 503.
+	stopping atomic.Bool
+}
+
+// New returns the API over o.Desks.
+func New(o Options) *Server {
+	s := &Server{o: o, desks: o.Desks, mux: http.NewServeMux()}
+	if s.desks == nil {
+		s.desks = desk.NewSet()
+	}
+	if s.o.Clock == nil {
+		s.o.Clock = clock.Real()
+	}
+	s.tokens = map[credential][sha256.Size]byte{}
+	for c, tok := range map[credential]string{credOperator: o.Token, credFeed: o.FeedToken, credMetrics: o.MetricsToken} {
+		if tok != "" {
+			s.tokens[c] = sha256.Sum256([]byte(tok))
+		}
+	}
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /v1/desks", s.listDesks)
+	s.mux.HandleFunc("GET /v1/desks/{desk}", s.getDesk)
+	s.mux.HandleFunc(patternPostTrigger, s.postTrigger) // trigger.go
+	s.mux.HandleFunc(patternGetTrigger, s.getTrigger)   // trigger.go
+	s.mux.HandleFunc("POST /v1/desks/{desk}/rollover", s.postRollover)
+	s.mux.HandleFunc("POST /v1/desks/{desk}/fork", s.postFork)
+	s.mux.HandleFunc("POST /v1/desks/{desk}/pause", s.postPause)   // pause.go
+	s.mux.HandleFunc("POST /v1/desks/{desk}/resume", s.postResume) // pause.go
+	s.mux.HandleFunc("GET /v1/config/diff", s.configDiff)
+	s.mux.HandleFunc("GET /v1/events", s.events) // events.go
+	s.mux.HandleFunc("/", s.notFound)
+	return s
+}
+
+// Handle adds a handler, such as "GET /metrics". It needs the
+// operator's credential, like every endpoint but /healthz; GET /metrics
+// also takes the scrape token.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Refuse makes the API answer 503 to mutations and to GET /healthz: deskd
+// is shutting down.
+func (s *Server) Refuse() { s.stopping.Store(true) }
+
+// ServeHTTP answers 503 to mutations once deskd is shutting down; then,
+// for every endpoint but /healthz, finds the request's credential,
+// answers 401 without one and 403 when it does not reach the endpoint;
+// then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	mutation := r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
+	if s.stopping.Load() && (mutation || r.URL.Path == "/healthz") {
+		writeError(w, http.StatusServiceUnavailable, "deskd is shutting down")
+		return
+	}
+	if r.URL.Path == "/healthz" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	c := s.credential(r)
+	if c == credNone {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="deskd"`)
+		writeError(w, http.StatusUnauthorized, "this request needs a credential: Authorization: Bearer <token> (the operator's token of auth_token_file, "+
+			"or a feed's of feed_token_file), or the unix socket of listen")
+		return
+	}
+	_, pattern := s.mux.Handler(r)
+	if !c.reaches(pattern) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("%s %s needs the operator's credential (the token of auth_token_file, or the unix socket): %s",
+			r.Method, r.URL.Path, c.scope()))
+		return
+	}
+	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credentialKey{}, c)))
+}
+
+// healthz answers 200 while deskd serves and every desk can write to its
+// disk; 503 with the failing desks while one cannot (a disk check: the
+// desk's last write failed and its probe has not succeeded since).
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	out := HealthResponse{Status: "ok"}
+	for _, d := range s.desks.List() {
+		if st := d.Storage(); st != nil {
+			if out.Storage == nil {
+				out.Storage = map[string]*desk.StorageStatus{}
+			}
+			out.Storage[d.Name()] = st
+		}
+	}
+	if out.Storage != nil {
+		out.Status = "degraded"
+		writeJSON(w, http.StatusServiceUnavailable, out)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// notFound answers 405 with Allow when another method has the path, and
+// 404 otherwise.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path))
+}
+
+// desk returns the desk the path names, or answers 404.
+func (s *Server) desk(w http.ResponseWriter, r *http.Request) (*desk.Desk, bool) {
+	name := r.PathValue("desk")
+	d, ok := s.desks.Get(name)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown desk %q", name))
+	}
+	return d, ok
+}
+
+func (s *Server) listDesks(w http.ResponseWriter, _ *http.Request) {
+	out := DesksResponse{Desks: []desk.Status{}}
+	for _, d := range s.desks.List() {
+		out.Desks = append(out.Desks, d.Status())
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getDesk(w http.ResponseWriter, r *http.Request) {
+	if d, ok := s.desk(w, r); ok {
+		writeJSON(w, http.StatusOK, d.Status())
+	}
+}
+
+// configDiff answers what a reload would change, or why it would be
+// refused: the files as they are now against the config in force.
+func (s *Server) configDiff(w http.ResponseWriter, _ *http.Request) {
+	if s.o.Check == nil {
+		writeError(w, http.StatusNotImplemented, "this deskd cannot check its config")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.o.Check())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
