@@ -670,39 +670,39 @@ func triggerOfDay(line []byte, day memory.TradingDay, date memory.Date, sessions
 }
 
 // addConfig adds the config in force on the trading date: every snapshot
-// deskd kept of its effective config (see writeConfigSnapshot) that was in
+// deskd kept of its effective config (see config.WriteSnapshot) that was in
 // force during the day, the one in force when it began first. With none
 // (a deskd that kept no snapshots then), it adds the config files as they
 // are now, and says so.
 func addConfig(b *auditBundle, cfg *config.Config, desk string, date memory.Date, dayStart, dayEnd time.Time, loc *time.Location) error {
-	snaps, err := configSnapshots(filepath.Join(cfg.StateDir, configHistoryDir))
+	snaps, err := config.Snapshots(filepath.Join(cfg.StateDir, config.HistoryDir))
 	if err != nil {
 		return err
 	}
-	var inForce []snapshotFile
+	var inForce []config.SnapshotFile
 	for _, s := range snaps {
 		switch {
-		case s.taken.Before(dayStart):
+		case s.Taken.Before(dayStart):
 			inForce = append(inForce[:0], s) // the one in force when the day began
-		case s.taken.Before(dayEnd):
+		case s.Taken.Before(dayEnd):
 			inForce = append(inForce, s)
 		}
 	}
 	if len(inForce) > 0 {
 		for i, s := range inForce {
-			data, err := os.ReadFile(s.path)
+			data, err := os.ReadFile(s.Path)
 			if err != nil {
-				return fmt.Errorf("read config snapshot %s: %w", s.path, err)
+				return fmt.Errorf("read config snapshot %s: %w", s.Path, err)
 			}
 			until := "the end of the day or later"
 			if i+1 < len(inForce) {
-				until = inForce[i+1].taken.In(loc).Format(time.RFC3339Nano)
+				until = inForce[i+1].Taken.In(loc).Format(time.RFC3339Nano)
 			}
-			b.add("config/in-force/"+s.name, data, fmt.Sprintf("the effective config deskd ran on from %s to %s (kept in %s/%s when it came into force; no secrets)",
-				s.taken.In(loc).Format(time.RFC3339Nano), until, configHistoryDir, s.name))
+			b.add("config/in-force/"+s.Name, data, fmt.Sprintf("the effective config deskd ran on from %s to %s (kept in %s/%s when it came into force; no secrets)",
+				s.Taken.In(loc).Format(time.RFC3339Nano), until, config.HistoryDir, s.Name))
 		}
 		b.note("config: the config in force on %s: %d %s of deskd's effective config, from %s/ (taken at each start and reload that changed it)",
-			date, len(inForce), auditPlural(len(inForce), "snapshot", "snapshots"), configHistoryDir)
+			date, len(inForce), auditPlural(len(inForce), "snapshot", "snapshots"), config.HistoryDir)
 		if _, ok := cfg.Desks[desk]; !ok {
 			b.note("config: the desk is not in the config at export time")
 		}
@@ -732,7 +732,7 @@ func addCurrentConfig(b *auditBundle, cfg *config.Config, desk string, date memo
 		b.add(f.name, data, f.what+" ("+f.src+")")
 		fmt.Fprintf(&sums, "%s  %s\n", sha256Hex(data), f.name)
 	}
-	b.note("config: the files as they are at export time, not a snapshot of the config in force on %s: deskd kept no snapshot of its config in force that day (%s/ has none of it); compare the hashes below with your config history", date, configHistoryDir)
+	b.note("config: the files as they are at export time, not a snapshot of the config in force on %s: deskd kept no snapshot of its config in force that day (%s/ has none of it); compare the hashes below with your config history", date, config.HistoryDir)
 	b.note("config sha256: %s (the sha256 of the lines \"<sha256>  <name>\" of the config files, in this order:)", sha256Hex([]byte(sums.String())))
 	for _, line := range strings.Split(strings.TrimRight(sums.String(), "\n"), "\n") {
 		b.note("  %s", line)

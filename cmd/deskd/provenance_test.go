@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/keeper"
@@ -278,7 +279,7 @@ func TestAuditSaysWhichRepliesWereScripted(t *testing.T) {
 // export time.
 func TestAuditHoldsTheConfigInForce(t *testing.T) {
 	s := newOpsDesk(t)
-	dir := filepath.Join(filepath.Dir(filepath.Dir(s.DeskDir)), configHistoryDir)
+	dir := filepath.Join(filepath.Dir(filepath.Dir(s.DeskDir)), config.HistoryDir)
 	snap := func(name, instructions string) {
 		opsWrite(t, dir, name, `{"taken":"x","reason":"start","config":{"desks":{"main":{"instructions":"`+instructions+`"}}}}`+"\n")
 	}
