@@ -67,7 +67,7 @@ type DaemonOptions struct {
 	// closes it, once the front end has stopped, so that every event is
 	// delivered (and logged) before the daemon's last line.
 	Bus *event.Bus
-	// Log is the daemon's log.
+	// Log is the daemon's log (the zero value logs nothing).
 	Log zerolog.Logger
 	// Level, if set, is told the new level when a reload changes
 	// log.level.
