@@ -39,12 +39,35 @@ func (c Change) String() string {
 // restartNote ends the What of a change that needs a restart.
 const restartNote = " (takes effect after a restart)"
 
-// restartFields are the daemon-wide fields a running deskd does not
-// re-apply: the state folder and its lock, the API's listeners and token,
-// the trading day every desk was built on, the logger's format, the
-// shutdown deadline.
-var restartFields = []string{
-	"auth_token_file", "feed_token_file", "listen", "log.format", "metrics_token_file", "rollover_at", "shutdown_timeout", "state_dir", "timezone",
+// pinned are the daemon-wide settings a running deskd does not re-apply:
+// the state folder and its lock, the API's listeners and tokens, the
+// trading day every desk was built on, the logger's format, the shutdown
+// deadline. This list is the one place that says so: Diff marks their
+// changes Restart, and Plan keeps their running values (keep copies them
+// from the running config into the one that will run).
+var pinned = []struct {
+	field string // the Change.Field of the setting
+	keep  func(next, cur *Config)
+}{
+	{"auth_token_file", func(n, c *Config) { n.AuthTokenFile = c.AuthTokenFile }},
+	{"feed_token_file", func(n, c *Config) { n.FeedTokenFile = c.FeedTokenFile }},
+	{"listen", func(n, c *Config) { n.Listen, n.Listens = c.Listen, c.Listens }},
+	{"log.format", func(n, c *Config) { n.Log.Format = c.Log.Format }},
+	{"metrics_token_file", func(n, c *Config) { n.MetricsTokenFile = c.MetricsTokenFile }},
+	{"rollover_at", func(n, c *Config) { n.RolloverAt, n.Day = c.RolloverAt, c.Day }},
+	{"shutdown_timeout", func(n, c *Config) { n.ShutdownTimeout = c.ShutdownTimeout }},
+	{"state_dir", func(n, c *Config) { n.StateDir = c.StateDir }},
+	{"timezone", func(n, c *Config) { n.Timezone, n.Location, n.Day = c.Timezone, c.Location, c.Day }},
+}
+
+// isPinned reports whether the daemon-wide field is one of pinned.
+func isPinned(field string) bool {
+	for _, p := range pinned {
+		if p.field == field {
+			return true
+		}
+	}
+	return false
 }
 
 // Diff returns what changed from old to new: daemon-wide changes first,
@@ -128,7 +151,7 @@ func diffDaemon(o, n *Config) []Change {
 	cs := make([]Change, 0, len(fds))
 	for _, fd := range fds {
 		c := Change{Field: fd.field, What: fd.what}
-		if slices.Contains(restartFields, fd.field) {
+		if isPinned(fd.field) {
 			c.Restart = true
 			c.What += restartNote
 		}

@@ -65,15 +65,15 @@ func newAuditCommand(stdout io.Writer) *cobra.Command {
 }
 
 // auditConfig says where the audit of desk finds the config in force: the
-// snapshots deskd kept in configHistoryDir, and the config files now.
+// snapshots deskd kept in config.HistoryDir, and the config files now.
 func auditConfig(cfg *config.Config, desk string) (audit.Config, error) {
-	snaps, err := configSnapshots(filepath.Join(cfg.StateDir, configHistoryDir))
+	snaps, err := config.Snapshots(filepath.Join(cfg.StateDir, config.HistoryDir))
 	if err != nil {
 		return audit.Config{}, err
 	}
-	ac := audit.Config{SnapshotDir: configHistoryDir, Main: cfg.Path}
+	ac := audit.Config{SnapshotDir: config.HistoryDir, Main: cfg.Path}
 	for _, s := range snaps {
-		ac.Snapshots = append(ac.Snapshots, audit.Snapshot{Name: s.name, Path: s.path, Taken: s.taken})
+		ac.Snapshots = append(ac.Snapshots, audit.Snapshot{Name: s.Name, Path: s.Path, Taken: s.Taken})
 	}
 	if dc, ok := cfg.Desks[desk]; ok {
 		ac.Desk, ac.Instructions = dc.Path, dc.InstructionsFile

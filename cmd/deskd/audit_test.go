@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/audit"
 )
 
@@ -77,7 +78,7 @@ func TestAuditCommand(t *testing.T) {
 // during it), not the files as they are at export time.
 func TestAuditHoldsTheConfigInForce(t *testing.T) {
 	s := newOpsDesk(t)
-	dir := filepath.Join(filepath.Dir(filepath.Dir(s.DeskDir)), configHistoryDir)
+	dir := filepath.Join(filepath.Dir(filepath.Dir(s.DeskDir)), config.HistoryDir)
 	snap := func(name, instructions string) {
 		opsWrite(t, dir, name, `{"taken":"x","reason":"start","config":{"desks":{"main":{"instructions":"`+instructions+`"}}}}`+"\n")
 	}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deskd/deskd/config"
 )
 
 // TestE2EConfigInForceIsKept: deskd keeps a snapshot of its effective
@@ -34,7 +36,7 @@ models:
 `, pickFreePort(t), password))
 	writeTestFile(t, dir, "key.txt", secret+"\n")
 	mainFile := writeTestFile(t, dir, filepath.Join("desks.d", "main.yaml"), "model: offline\nfallbacks: [real]\ninstructions: Version one of the instructions.\n")
-	history := filepath.Join(dir, "state", configHistoryDir)
+	history := filepath.Join(dir, "state", config.HistoryDir)
 	snapshots := func() []string {
 		t.Helper()
 		entries, err := os.ReadDir(history)

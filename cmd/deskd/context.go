@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/termsafe"
@@ -36,7 +37,7 @@ func newContextCommand(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			settings, err := routerSettings(cfg, dc, folder, clk)
+			settings, err := desk.RouterSettings(cfg, dc, folder, clk)
 			if err != nil {
 				return err
 			}

@@ -1,16 +1,19 @@
 // Command deskd runs LLM trading desks as a long-running daemon.
 //
-// main only delegates: the commands live in run, so that tests can call
-// them in process with their own arguments, output and context.
+// main only delegates, and owns the signals: the commands live in run, so
+// that tests can call them in process with their own arguments, output
+// and context.
 package main
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"syscall"
 
 	"github.com/deskd/deskd/desk/termsafe"
@@ -21,19 +24,30 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// After the first signal, this context lets go of SIGINT and
-		// SIGTERM. deskd run counts them itself: a second one cuts running
-		// turns short (recorded interrupted) and a third ends deskd at once;
-		// without any, the shutdown's hard deadline (runDaemon) makes run
-		// return, and the os.Exit below ends whatever is still running.
+		// SIGTERM. deskd run also gets them, with SIGHUP, as a channel
+		// (daemonSignals), and counts them: a second one cuts running turns
+		// short (recorded interrupted) and a third ends deskd at once;
+		// without any, the shutdown's hard deadline (desk.Daemon.Run) makes
+		// run return, and the os.Exit below ends whatever is still running.
 		// Other commands end at the second. Every file deskd writes is crash
 		// safe, so that loses no data; a turn cut off is marked interrupted
 		// at the next start.
 		<-ctx.Done()
 		stop()
 	}()
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := runWith(ctx, os.Args[1:], os.Stdout, os.Stderr, daemonSignals)
 	stop()
 	os.Exit(code)
+}
+
+// daemonSignals relays SIGHUP, SIGTERM and SIGINT to a channel for deskd
+// run, whatever main's context does with its own, until stop: the daemon
+// reloads on SIGHUP and counts the others. After stop (the daemon calls it
+// at the second SIGTERM or SIGINT) they take their default action again.
+func daemonSignals() (<-chan os.Signal, func()) {
+	c := make(chan os.Signal, 8)
+	signal.Notify(c, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	return c, func() { signal.Stop(c) }
 }
 
 // exitError carries an exit code through cobra.
@@ -45,9 +59,16 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// run runs one deskd command and returns the process's exit code.
+// run runs one deskd command in process and returns its exit code. It
+// takes no signals: a daemon it runs stops when ctx is done.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCommand(stdout, stderr)
+	return runWith(ctx, args, stdout, stderr, nil)
+}
+
+// runWith is run, with the signals deskd run handles coming from signals
+// (nil: none).
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, signals signalSource) int {
+	root := newRootCommand(stdout, stderr, signals)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -60,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+func newRootCommand(stdout, stderr io.Writer, signals signalSource) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "deskd",
 		Short:         "deskd runs LLM trading desks: sessions, schedules, memory and rollovers",
@@ -69,7 +90,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(stderr), newCheckConfigCommand(stdout), newVersionCommand(stdout))
+	root.AddCommand(newRunCommand(stderr, signals), newCheckConfigCommand(stdout), newVersionCommand(stdout))
 	root.AddCommand(clientCommands(stdout, stderr)...) // client.go: status, trigger, rollover, events
 	root.AddCommand(newContextCommand(stdout), newMemoryCommand(stdout), newSkillsCommand(stdout))
 	root.AddCommand(newSessionsCommand(stdout), newRenameCommand(stdout), newShowCommand(stdout), newExportCommand(stdout), newAuditCommand(stdout))
@@ -105,4 +126,9 @@ func version() string {
 		}
 	}
 	return v + " " + info.GoVersion
+}
+
+// sortedNames returns the keys of m, sorted.
+func sortedNames[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

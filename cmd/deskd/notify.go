@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -135,28 +134,4 @@ func (n *notifier) Watchdog(ctx context.Context, healthy func() bool) error {
 			_ = notify("STATUS=" + oneLine(fmt.Sprintf("main loop not responding; watchdog pings stopped (WatchdogSec=%v)", iv)))
 		}
 	}
-}
-
-// heartbeat is the main loop's proof of life for Watchdog: the loop calls
-// Beat each time round, and the pinger asks Fresh.
-type heartbeat struct {
-	clk  clock.Clock
-	last atomic.Pointer[time.Time] // the last Beat, on clk (with its monotonic reading, when the clock has one)
-}
-
-func newHeartbeat(clk clock.Clock) *heartbeat {
-	h := &heartbeat{clk: clk}
-	h.Beat()
-	return h
-}
-
-// Beat records that the main loop is alive now.
-func (h *heartbeat) Beat() {
-	now := h.clk.Now()
-	h.last.Store(&now)
-}
-
-// Fresh reports whether the last Beat was less than maxAge ago.
-func (h *heartbeat) Fresh(maxAge time.Duration) bool {
-	return h.clk.Now().Sub(*h.last.Load()) < maxAge
 }

@@ -186,22 +186,6 @@ func TestWatchdogOtherPID(t *testing.T) {
 	}
 }
 
-func TestNotifyHeartbeat(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	h := newHeartbeat(clk)
-	if !h.Fresh(10 * time.Second) {
-		t.Error("a new heartbeat is not fresh")
-	}
-	clk.Advance(10 * time.Second)
-	if h.Fresh(10 * time.Second) {
-		t.Error("fresh 10s after the last beat, with maxAge 10s")
-	}
-	h.Beat()
-	if !h.Fresh(10 * time.Second) {
-		t.Error("not fresh right after Beat")
-	}
-}
-
 func TestNotifyOneLine(t *testing.T) {
 	long := strings.Repeat("x", 300)
 	tests := []struct{ in, want string }{

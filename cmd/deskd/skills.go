@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/curator"
+	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/termsafe"
 )
 
@@ -26,7 +26,7 @@ func newSkillsCommand(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if undo != "" {
-				r := &curator.Reviewer{Folder: folder, Now: folder.Now, ScheduleTexts: scheduleTexts(cfg.Desks[args[0]])}
+				r := &curator.Reviewer{Folder: folder, Now: folder.Now, ScheduleTexts: desk.ScheduleTexts(cfg.Desks[args[0]])}
 				e, err := r.Undo(undo)
 				if err != nil {
 					return err
@@ -61,17 +61,4 @@ func newSkillsCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
 	cmd.Flags().StringVar(&undo, "undo", "", "undo the curator's change ID")
 	return cmd
-}
-
-// scheduleTexts returns the texts of a desk's schedules, which protect the
-// skills they name from the curator.
-func scheduleTexts(dc *config.Desk) []string {
-	if dc == nil {
-		return nil
-	}
-	var out []string
-	for _, s := range dc.Schedules {
-		out = append(out, s.Text)
-	}
-	return out
 }

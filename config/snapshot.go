@@ -1,4 +1,7 @@
-package main
+package config
+
+// The config in force, kept for audits: each time it changes, the daemon
+// writes its effective config under the state folder.
 
 import (
 	"bytes"
@@ -6,55 +9,25 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/deskd/deskd/config"
-	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/memory"
-	"github.com/deskd/deskd/router"
 )
 
-// routerSettings turns a desk's config into its router's settings: the
-// model route with each model's client, the built-in and command tools,
-// the budgets and the compaction share.
-func routerSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock) (router.Settings, error) {
-	s := router.Settings{
-		Instructions:  dc.Instructions,
-		MaxToolRounds: dc.MaxToolRounds,
-		CompactShare:  dc.CompactShare,
-		Retry:         router.RetryPolicy{},
-		Budgets: router.Budgets{
-			TurnTokens: dc.Budgets.TurnTokens, SessionTokens: dc.Budgets.SessionTokens, DayTokens: dc.Budgets.DayTokens,
-			DayCost: dc.Budgets.DayCost, ReserveTokens: dc.Budgets.ReserveTokens,
-		},
-		Tools: router.BuiltinTools(folder, func() memory.Date { return cfg.Day.DateOf(clk.Now()) }),
-	}
-	for _, name := range append([]string{dc.Model}, dc.Fallbacks...) {
-		m, err := router.NewModel(cfg.Models[name].Spec()) // reads the key, builds the client
-		if err != nil {
-			return router.Settings{}, err
-		}
-		s.Route = append(s.Route, m)
-	}
-	for _, t := range dc.Tools {
-		s.Tools = append(s.Tools, router.CommandTool{
-			Name: t.Name, Description: t.Description, Schema: t.Schema, Argv: t.Command, Timeout: t.Timeout, MaxOutput: t.MaxOutput,
-		}.Tool(dc.Name))
-	}
-	return s, nil
-}
+// HistoryDir is the folder of the state folder where deskd keeps the
+// effective config each time it changes, <state_dir>/config-history/<UTC
+// instant>.json, so that an audit can show the config in force on a past
+// trading date. WriteSnapshot writes its files and Snapshots lists them.
+const HistoryDir = "config-history"
 
-// configHistoryDir is where deskd keeps the effective config each time it
-// changes, <state_dir>/config-history/<UTC instant>.json, so that an audit
-// can show the config in force on a past trading date.
-const configHistoryDir = "config-history"
-
-// configSnapshot is one file of configHistoryDir.
+// configSnapshot is the content of one file of HistoryDir.
 type configSnapshot struct {
 	// Taken is when the config came into force, on deskd's clock.
 	Taken time.Time `json:"taken"`
@@ -89,15 +62,15 @@ type effectiveConfig struct {
 
 // effectiveModel is one model of the effective config.
 type effectiveModel struct {
-	Provider        string         `json:"provider"`
-	BaseURL         string         `json:"base_url,omitempty"`
-	Model           string         `json:"model,omitempty"`
-	APIKeyEnv       string         `json:"api_key_env,omitempty"`
-	APIKeyFile      string         `json:"api_key_file,omitempty"`
-	ContextWindow   int            `json:"context_window"`
-	MaxOutputTokens int            `json:"max_output_tokens"`
-	Timeout         string         `json:"timeout"`
-	Prices          *config.Prices `json:"prices,omitempty"`
+	Provider        string  `json:"provider"`
+	BaseURL         string  `json:"base_url,omitempty"`
+	Model           string  `json:"model,omitempty"`
+	APIKeyEnv       string  `json:"api_key_env,omitempty"`
+	APIKeyFile      string  `json:"api_key_file,omitempty"`
+	ContextWindow   int     `json:"context_window"`
+	MaxOutputTokens int     `json:"max_output_tokens"`
+	Timeout         string  `json:"timeout"`
+	Prices          *Prices `json:"prices,omitempty"`
 }
 
 // effectiveDesk is one desk of the effective config.
@@ -108,16 +81,16 @@ type effectiveDesk struct {
 	Instructions     string              `json:"instructions"`
 	InstructionsFile string              `json:"instructions_file,omitempty"`
 	Schedules        []effectiveSchedule `json:"schedules,omitempty"`
-	Curator          config.Curator      `json:"curator"`
+	Curator          Curator             `json:"curator"`
 	Rollover         string              `json:"rollover"`
 	QueueLimit       int                 `json:"queue_limit"`
 	Coalesce         string              `json:"coalesce"`
 	Calendar         string              `json:"calendar,omitempty"`
-	Budgets          config.Budgets      `json:"budgets"`
+	Budgets          Budgets             `json:"budgets"`
 	MaxToolRounds    int                 `json:"max_tool_rounds"`
 	CompactShare     float64             `json:"compact_share"`
 	Tools            []effectiveTool     `json:"tools,omitempty"`
-	Memory           config.MemoryGuard  `json:"memory"`
+	Memory           MemoryGuard         `json:"memory"`
 	PausedTriggers   string              `json:"paused_triggers"`
 }
 
@@ -142,12 +115,12 @@ type effectiveTool struct {
 }
 
 // effective returns the effective config of cfg.
-func effective(cfg *config.Config) effectiveConfig {
+func effective(cfg *Config) effectiveConfig {
 	e := effectiveConfig{
 		Path: cfg.Path, StateDir: cfg.StateDir, Timezone: cfg.Timezone, RolloverAt: cfg.RolloverAt,
 		Listen: cfg.Listens, AuthTokenFile: cfg.AuthTokenFile, FeedTokenFile: cfg.FeedTokenFile, MetricsTokenFile: cfg.MetricsTokenFile,
 		DesksDir: cfg.DesksDir, CalendarsDir: cfg.CalendarsDir,
-		Calendars: sortedNames(cfg.Calendars), LogLevel: cfg.Log.Level, LogFormat: cfg.Log.Format,
+		Calendars: append([]string{}, slices.Sorted(maps.Keys(cfg.Calendars))...), LogLevel: cfg.Log.Level, LogFormat: cfg.Log.Format,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(),
 		Models:          map[string]effectiveModel{}, Desks: map[string]effectiveDesk{},
 	}
@@ -193,20 +166,22 @@ func withoutUserinfo(raw string) string {
 	return u.String()
 }
 
-// writeConfigSnapshot writes the effective config of cfg to
-// <state_dir>/config-history/<UTC now>.json, atomically, unless the newest
-// snapshot there already holds the same config: a snapshot is written
-// only when the config in force changes (the first start, an edit, a
-// restart on edited files). It returns the file written ("" when none was).
-func writeConfigSnapshot(cfg *config.Config, now time.Time, reason string) (string, error) {
-	dir := filepath.Join(cfg.StateDir, configHistoryDir)
+// WriteSnapshot writes the effective config of cfg (field by field, with
+// no secret: key variables and files are named, base URLs lose their user
+// and password) to <state_dir>/config-history/<UTC now>.json, atomically,
+// unless the newest snapshot there already holds the same config: a
+// snapshot is written only when the config in force changes (the first
+// start, an edit, a restart on edited files). reason is "start" or
+// "reload". It returns the file written ("" when none was).
+func WriteSnapshot(cfg *Config, now time.Time, reason string) (string, error) {
+	dir := filepath.Join(cfg.StateDir, HistoryDir)
 	snap := configSnapshot{Taken: now, Reason: reason, Config: effective(cfg)}
-	latest, err := configSnapshots(dir)
+	latest, err := Snapshots(dir)
 	if err != nil {
 		return "", err
 	}
 	if n := len(latest); n > 0 {
-		same, err := sameConfig(latest[n-1].path, snap.Config)
+		same, err := sameConfig(latest[n-1].Path, snap.Config)
 		if err != nil {
 			return "", err
 		}
@@ -252,16 +227,20 @@ func sameConfig(path string, c effectiveConfig) (bool, error) {
 	return bytes.Equal(a.Bytes(), bb.Bytes()), nil
 }
 
-// snapshotFile is one file of configHistoryDir.
-type snapshotFile struct {
-	path  string
-	name  string
-	taken time.Time // from its name
+// SnapshotFile is one file of HistoryDir.
+type SnapshotFile struct {
+	// Path is the file's path.
+	Path string
+	// Name is its name in HistoryDir.
+	Name string
+	// Taken is when its config came into force, from its name.
+	Taken time.Time
 }
 
-// configSnapshots lists the snapshots in dir, oldest first; a missing dir
-// has none, and files not named as snapshots are left out.
-func configSnapshots(dir string) ([]snapshotFile, error) {
+// Snapshots lists the snapshots in dir (<state_dir>/config-history),
+// oldest first; a missing dir has none, and files not named as snapshots
+// are left out.
+func Snapshots(dir string) ([]SnapshotFile, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -269,7 +248,7 @@ func configSnapshots(dir string) ([]snapshotFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list config snapshots %s: %w", dir, err)
 	}
-	var out []snapshotFile
+	var out []SnapshotFile
 	for _, e := range entries {
 		stem, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || !e.Type().IsRegular() {
@@ -279,8 +258,8 @@ func configSnapshots(dir string) ([]snapshotFile, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, snapshotFile{path: filepath.Join(dir, e.Name()), name: e.Name(), taken: at})
+		out = append(out, SnapshotFile{Path: filepath.Join(dir, e.Name()), Name: e.Name(), Taken: at})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].taken.Before(out[j].taken) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Taken.Before(out[j].Taken) })
 	return out, nil
 }

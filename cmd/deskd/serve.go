@@ -1,0 +1,82 @@
+package main
+
+// The front end of deskd run: the HTTP API (desk/httpapi) over the daemon's
+// running desks, as a desk.Frontend.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/httpapi"
+)
+
+// apiFrontend is the HTTP API of a running daemon.
+type apiFrontend struct {
+	api  *httpapi.Server
+	srv  *httpapi.Serving
+	ring *httpapi.EventRing
+}
+
+var _ desk.Frontend = (*apiFrontend)(nil)
+
+// startAPI serves the API of the desks of set on cfg's listeners, and logs
+// "deskd ready" with the addresses served. check answers
+// GET /v1/config/diff; extra handlers (such as GET /metrics) join the API.
+func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, bus *event.Bus, log zerolog.Logger,
+	set *desk.Set, check func() desk.ConfigCheck, extra map[string]http.Handler) (*apiFrontend, error) {
+	// The operator's, the feeds' and the scraper's tokens (desk/httpapi).
+	var token, feedToken, metricsToken string
+	for _, f := range []struct {
+		key, path string
+		dst       *string
+	}{{"auth_token_file", cfg.AuthTokenFile, &token}, {"feed_token_file", cfg.FeedTokenFile, &feedToken}, {"metrics_token_file", cfg.MetricsTokenFile, &metricsToken}} {
+		if f.path == "" {
+			continue
+		}
+		var err error
+		if *f.dst, err = config.ReadAuthToken(f.path); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+	}
+	ring := httpapi.NewEventRing(bus, clk.Now(), httpapi.RingSize)
+	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check})
+	for pattern, h := range extra {
+		a.Handle(pattern, h)
+	}
+	ls, err := httpapi.Listen(cfg.Listens)
+	if err != nil {
+		ring.Close()
+		return nil, err
+	}
+	srv := httpapi.Serve(ctx, a, ls)
+	log.Info().Strs("listen", srv.Addrs()).Strs("desks", set.Names()).Bool("auth", token != "").Bool("feed_token", feedToken != "").
+		Bool("metrics_token", metricsToken != "").
+		Str("inbox", desk.InboxDir(cfg.StateDir)).Msg("deskd ready")
+	return &apiFrontend{api: a, srv: srv, ring: ring}, nil
+}
+
+// Refuse begins the shutdown: the API answers 503 to mutations and to
+// GET /healthz.
+func (f *apiFrontend) Refuse() { f.api.Refuse() }
+
+// Errs delivers an error if the API stops serving on its own.
+func (f *apiFrontend) Errs() <-chan error { return f.srv.Errs() }
+
+// Stop closes the API: in-flight requests get timeout; event streams end.
+func (f *apiFrontend) Stop(timeout time.Duration) error {
+	err := f.srv.Shutdown(timeout)
+	f.ring.Close()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil // the streams were cut: nothing was lost
+	}
+	return err
+}

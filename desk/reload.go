@@ -1,0 +1,204 @@
+package desk
+
+// Live reload of the running daemon's config.
+//
+// A reload loads and validates the whole config (config.Load, and every
+// desk's model route built) before anything changes. Any problem refuses
+// the whole reload: each problem is announced (config.rejected) and logged
+// at error level, and the last good config keeps running. A config that
+// validates is applied as config.Plan says, desk by desk: a removed desk
+// stops after its running turn (its files stay); a new desk starts; a
+// changed desk takes its new settings between turns (schedules, queue,
+// model route, instructions, tools, budgets); a change a running desk
+// cannot take (rollover, curator on or off, the memory guard, the calendar
+// of a trading_day rollover) restarts that desk alone, after its running
+// turn. The log level changes at once. Daemon-wide settings that need a
+// restart (state_dir, listen, timezone, ...) are reported and keep their
+// running values. config.reloaded lists the changes.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/event"
+)
+
+// load loads the config at cur's path for a reload or a check: validated
+// whole, every desk's model route built, and planned against cur. It
+// returns the plan, or the problems.
+func (d *Daemon) load(cur *config.Config) (config.Reload, config.Problems) {
+	c, err := config.Load(cur.Path)
+	if err != nil {
+		var problems config.Problems
+		if !errors.As(err, &problems) {
+			problems = config.Problems{{File: cur.Path, Reason: err.Error()}}
+		}
+		return config.Reload{}, problems
+	}
+	if problems := checkRoutes(c); len(problems) > 0 {
+		return config.Reload{}, problems
+	}
+	return config.Plan(cur, c), nil
+}
+
+// reload loads the config again and applies it, or refuses it whole. It
+// runs in the main loop, so reloads never overlap; it never waits for a
+// turn.
+func (d *Daemon) reload(ctx, deskCtx context.Context, why string) {
+	_ = d.o.Notify.Reloading("reloading the config: " + why)
+	cur := d.cur.Load()
+	plan, problems := d.load(cur)
+	if len(problems) > 0 {
+		now := d.o.Clock.Now()
+		for _, p := range problems {
+			event.Publish(d.o.Bus, event.ConfigRejected{Header: event.Header{At: now}, Path: p.File, Field: p.Field, Reason: p.Reason})
+		}
+		d.o.Log.Error().Str("config", cur.Path).Str("why", why).Int("problems", len(problems)).Str("first", problems[0].String()).
+			Msg("config rejected: the last good config keeps running")
+		_ = d.o.Notify.Ready(fmt.Sprintf("config rejected (%s); %s on the last good config", problems[0], d.statusLine("running")))
+		return
+	}
+	d.apply(ctx, deskCtx, plan)
+	d.snapshotConfig(d.cur.Load(), "reload")
+	whats := make([]string, 0, len(plan.Changes))
+	for _, c := range plan.Changes {
+		whats = append(whats, c.String())
+	}
+	event.Publish(d.o.Bus, event.ConfigReloaded{Header: event.Header{At: d.o.Clock.Now()}, Changes: whats})
+	_ = d.o.Notify.Ready(d.statusLine("running"))
+}
+
+// snapshotConfig keeps the effective config cfg, which has just come into
+// force, under the state folder (config.WriteSnapshot), for the audit of
+// the days it is in force. A failure is logged: it never stops the daemon
+// or refuses a reload.
+func (d *Daemon) snapshotConfig(cfg *config.Config, reason string) {
+	path, err := config.WriteSnapshot(cfg, d.o.Clock.Now(), reason)
+	if err != nil {
+		d.o.Log.Error().Err(err).Str("config", cfg.Path).Str("reason", reason).
+			Msg("the config in force could not be kept for audits; the audit of today will not hold it")
+		return
+	}
+	if path != "" {
+		d.o.Log.Info().Str("snapshot", path).Str("reason", reason).Msg("config in force kept for audits")
+	}
+}
+
+// deskAction is what a plan does to one running desk.
+type deskAction int
+
+const (
+	keepDesk deskAction = iota
+	stopDesk
+	restartDesk
+	reconfigureDesk
+)
+
+// apply puts plan.Next in force, desk by desk.
+func (d *Daemon) apply(ctx, deskCtx context.Context, plan config.Reload) {
+	f, next := d.fleet, plan.Next
+	if plan.LogLevel != "" && d.o.Level != nil {
+		if l, err := zerolog.ParseLevel(plan.LogLevel); err == nil {
+			d.o.Level.Set(l)
+		}
+	}
+	actions := map[string]deskAction{}
+	for _, list := range []struct {
+		names []string
+		do    deskAction
+	}{{plan.Stop, stopDesk}, {plan.Restart, restartDesk}, {plan.Reconfigure, reconfigureDesk}} {
+		for _, name := range list.names {
+			actions[name] = list.do
+		}
+	}
+	// The new config is in force from here: a desk that stops below starts
+	// again on it (exited).
+	d.cur.Store(next)
+
+	for _, name := range sortedNames(f.runs) {
+		run := f.runs[name]
+		if run.stopping {
+			continue // it starts again on next when it has stopped, if next has it
+		}
+		switch actions[name] {
+		case stopDesk:
+			f.set.Remove(name)
+			f.stop(run, errors.New("its desk file was removed (its files stay)"))
+			d.o.Log.Info().Str("desk", name).Msg("desk file removed: the desk stops after its running turn")
+		case restartDesk:
+			f.stop(run, errors.New("restarting to apply a config change"))
+			d.o.Log.Info().Str("desk", name).Msg("config change needs a restart of the desk: it restarts after its running turn")
+		case reconfigureDesk:
+			if err := d.configure(next, run, next.Desks[name]); err != nil {
+				d.o.Log.Error().Err(err).Str("desk", name).Msg("desk keeps its old settings")
+			}
+		}
+	}
+	var added []*deskRun
+	for _, name := range plan.Start {
+		if _, running := f.runs[name]; running {
+			continue // stopping: its exit starts it again on next
+		}
+		run, err := f.start(deskCtx, next, next.Desks[name], nil)
+		if err != nil {
+			d.o.Log.Error().Err(err).Str("desk", name).Msg("desk failed to start; the next reload tries again")
+			d.dropDesk(name)
+			continue
+		}
+		added = append(added, run)
+	}
+	for _, run := range added {
+		if err := f.awaitStarted(ctx, run); err != nil {
+			f.stop(run, errors.New("it failed to start"))
+			d.dropDesk(run.name) // its exit closes its files
+		}
+	}
+	if plan.Rewatch || d.watch.w == nil {
+		d.stopWatch()
+		d.startWatch(ctx, next)
+	}
+	if d.spool.running() {
+		if err := d.spool.start(ctx); err != nil {
+			d.o.Log.Error().Err(err).Msg("inbox folders of the new desks")
+		}
+	}
+}
+
+// configure hands a running desk its new settings; the desk applies them
+// between turns.
+func (d *Daemon) configure(cfg *config.Config, run *deskRun, dc *config.Desk) error {
+	s, err := settingsOf(cfg, dc, run.folder, d.o.Clock)
+	if err != nil {
+		return err
+	}
+	if err := run.desk.Configure(s); err != nil {
+		return err
+	}
+	if run.cur != nil {
+		run.cur.set(dc)
+	}
+	return nil
+}
+
+// Check loads the config files as a reload would, and compares them with
+// the config in force (GET /v1/config/diff). It changes nothing, and may
+// be called from any goroutine.
+func (d *Daemon) Check() ConfigCheck {
+	cur := d.cur.Load()
+	out := ConfigCheck{Config: cur.Path, Changes: []ConfigChange{}, Problems: []string{}}
+	plan, problems := d.load(cur)
+	for _, p := range problems {
+		out.Problems = append(out.Problems, p.String())
+	}
+	if len(problems) > 0 {
+		return out
+	}
+	for _, c := range plan.Changes {
+		out.Changes = append(out.Changes, ConfigChange{Desk: c.Desk, Field: c.Field, What: c.String(), Restart: c.Restart})
+	}
+	return out
+}
