@@ -2,9 +2,15 @@ package desk
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 )
 
@@ -39,4 +45,57 @@ func levelOf(e event.Event) zerolog.Level {
 		}
 	}
 	return zerolog.InfoLevel
+}
+
+// NewLogger returns the daemon's logger, writing to w in the configured
+// format, and the filter that holds its level: a reload changes the level
+// through it (zerolog's own level is fixed per logger value, and its
+// global level is a package global).
+func NewLogger(cfg config.Log, w io.Writer, clk clock.Clock) (zerolog.Logger, *LevelFilter, error) {
+	level, err := zerolog.ParseLevel(cfg.Level)
+	if err != nil {
+		return zerolog.Logger{}, nil, fmt.Errorf("log level %q: %w", cfg.Level, err)
+	}
+	if cfg.Format == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+	}
+	f := &LevelFilter{w: w}
+	f.Set(level)
+	return zerolog.New(f).Level(zerolog.TraceLevel).With().Timestamp().Logger().Hook(clockHook{clk}), f, nil
+}
+
+// LevelFilter passes on the log lines at or above its level, which may be
+// changed at any time. zerolog hands it each line with its level
+// (zerolog.LevelWriter); a line without a level always passes.
+type LevelFilter struct {
+	w     io.Writer
+	level atomic.Int32
+}
+
+var _ LevelSetter = (*LevelFilter)(nil)
+
+// Set changes the level.
+func (f *LevelFilter) Set(l zerolog.Level) { f.level.Store(int32(l)) }
+
+// Level returns the level.
+func (f *LevelFilter) Level() zerolog.Level { return zerolog.Level(f.level.Load()) }
+
+// Write passes on a line without a level.
+func (f *LevelFilter) Write(p []byte) (int, error) { return f.w.Write(p) }
+
+// WriteLevel passes on a line at or above the level.
+func (f *LevelFilter) WriteLevel(l zerolog.Level, p []byte) (int, error) {
+	if l != zerolog.NoLevel && l < f.Level() {
+		return len(p), nil
+	}
+	return f.w.Write(p)
+}
+
+// clockHook stamps each line with deskd's clock, which --clock-start may
+// have moved, beside zerolog's wall-clock "time".
+type clockHook struct{ clk clock.Clock }
+
+// Run adds the clock field.
+func (h clockHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Time("clock", h.clk.Now())
 }

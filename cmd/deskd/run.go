@@ -5,14 +5,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"sync/atomic"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/config"
@@ -37,7 +34,7 @@ func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			clk := clock.Real()
 			if clockStart != "" {
-				start, err := parseClockStart(clockStart, time.Now())
+				start, err := clock.ParseStart(clockStart, time.Now())
 				if err != nil {
 					return &exitError{code: 2, err: err}
 				}
@@ -55,38 +52,11 @@ func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
 	return cmd
 }
 
-// The years of --clock-start (UTC), first and last: an instant outside
-// them is a typing mistake, and one too far from now cannot be reached as
-// an offset of the wall clock (a time.Duration spans about 292 years, and
-// time.Until saturates rather than failing: year 1 would start the clock
-// in 1734).
-const (
-	minClockYear = 1970
-	maxClockYear = 2199
-)
-
-// parseClockStart reads --clock-start: an RFC3339 instant from 1970 to
-// 2199 whose offset from now fits a time.Duration.
-func parseClockStart(s string, now time.Time) (time.Time, error) {
-	start, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("--clock-start %q: want RFC3339, such as 2026-03-01T23:59:00+05:30", s)
-	}
-	if y := start.UTC().Year(); y < minClockYear || y > maxClockYear {
-		return time.Time{}, fmt.Errorf("--clock-start %s: out of range: want an instant in the years %d to %d",
-			s, minClockYear, maxClockYear)
-	}
-	if d := start.Sub(now); !now.Add(d).Equal(start) {
-		return time.Time{}, fmt.Errorf("--clock-start %s: too far from now (%s) for deskd's clock to reach", s, now.UTC().Format(time.RFC3339))
-	}
-	return start, nil
-}
-
 // runDaemon wires the daemon of cfg and runs it (desk.Daemon.Run) until
 // ctx is done or the signals stop it: the logger, the bus and its log,
 // the metrics, systemd's notifier, and the HTTP API as the front end.
 func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr io.Writer, signals signalSource) error {
-	log, level, err := newLogger(cfg.Log, stderr, clk)
+	log, level, err := desk.NewLogger(cfg.Log, stderr, clk)
 	if err != nil {
 		return err
 	}
@@ -121,54 +91,4 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 	}
 	met.SetGauges(metrics.DeskGauges(d.Set()))
 	return d.Run(ctx, sigs)
-}
-
-// newLogger returns the daemon's logger, writing to w in the configured
-// format, and the filter that holds its level: a reload changes the level
-// through it (zerolog's own level is fixed per logger value, and its
-// global level is a package global).
-func newLogger(cfg config.Log, w io.Writer, clk clock.Clock) (zerolog.Logger, *levelFilter, error) {
-	level, err := zerolog.ParseLevel(cfg.Level)
-	if err != nil {
-		return zerolog.Logger{}, nil, fmt.Errorf("log level %q: %w", cfg.Level, err)
-	}
-	if cfg.Format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
-	}
-	f := &levelFilter{w: w}
-	f.Set(level)
-	return zerolog.New(f).Level(zerolog.TraceLevel).With().Timestamp().Logger().Hook(clockHook{clk}), f, nil
-}
-
-// levelFilter passes on the log lines at or above its level, which may be
-// changed at any time. zerolog hands it each line with its level
-// (zerolog.LevelWriter); a line without a level always passes.
-type levelFilter struct {
-	w     io.Writer
-	level atomic.Int32
-}
-
-var _ desk.LevelSetter = (*levelFilter)(nil)
-
-// Set changes the level.
-func (f *levelFilter) Set(l zerolog.Level) { f.level.Store(int32(l)) }
-
-// Level returns the level.
-func (f *levelFilter) Level() zerolog.Level { return zerolog.Level(f.level.Load()) }
-
-func (f *levelFilter) Write(p []byte) (int, error) { return f.w.Write(p) }
-
-func (f *levelFilter) WriteLevel(l zerolog.Level, p []byte) (int, error) {
-	if l != zerolog.NoLevel && l < f.Level() {
-		return len(p), nil
-	}
-	return f.w.Write(p)
-}
-
-// clockHook stamps each line with deskd's clock, which --clock-start may
-// have moved, beside zerolog's wall-clock "time".
-type clockHook struct{ clk clock.Clock }
-
-func (h clockHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
-	e.Time("clock", h.clk.Now())
 }

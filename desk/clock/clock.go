@@ -184,3 +184,30 @@ func (t *fakeTimer) Stop() bool {
 	delete(t.clock.timers, t)
 	return ok
 }
+
+// The years of --clock-start (UTC), first and last: an instant outside
+// them is a typing mistake, and one too far from now cannot be reached as
+// an offset of the wall clock (a time.Duration spans about 292 years, and
+// time.Until saturates rather than failing: year 1 would start the clock
+// in 1734).
+const (
+	minClockYear = 1970
+	maxClockYear = 2199
+)
+
+// ParseStart reads --clock-start (deskd run): an RFC3339 instant from 1970 to
+// 2199 whose offset from now fits a time.Duration.
+func ParseStart(s string, now time.Time) (time.Time, error) {
+	start, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--clock-start %q: want RFC3339, such as 2026-03-01T23:59:00+05:30", s)
+	}
+	if y := start.UTC().Year(); y < minClockYear || y > maxClockYear {
+		return time.Time{}, fmt.Errorf("--clock-start %s: out of range: want an instant in the years %d to %d",
+			s, minClockYear, maxClockYear)
+	}
+	if d := start.Sub(now); !now.Add(d).Equal(start) {
+		return time.Time{}, fmt.Errorf("--clock-start %s: too far from now (%s) for deskd's clock to reach", s, now.UTC().Format(time.RFC3339))
+	}
+	return start, nil
+}

@@ -2,6 +2,7 @@ package clock_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +106,18 @@ func TestFakeWaitTimerAt(t *testing.T) {
 	cancel()
 	if err := f.WaitTimerAt(ctx, start.Add(time.Hour)); err == nil {
 		t.Error("WaitTimerAt of a deadline no timer has returned nil on a done context")
+	}
+}
+
+func TestParseStart(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	got, err := clock.ParseStart("2026-03-01T23:59:00+05:30", now)
+	if err != nil || !got.Equal(time.Date(2026, 3, 1, 18, 29, 0, 0, time.UTC)) {
+		t.Errorf("ParseStart = %v, %v; want 2026-03-01 18:29 UTC", got, err)
+	}
+	for _, bad := range []string{"yesterday", "0001-01-01T00:00:00Z", "2300-01-01T00:00:00Z"} {
+		if _, err := clock.ParseStart(bad, now); err == nil || !strings.Contains(err.Error(), "--clock-start") {
+			t.Errorf("ParseStart(%q) = %v, want an error naming --clock-start", bad, err)
+		}
 	}
 }
