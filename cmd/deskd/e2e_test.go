@@ -31,11 +31,10 @@ var istZone = func() *time.Location {
 // boundary (summary written, new session announced), and the 00:00 turn in
 // the new session, whose first message carries the summary.
 func TestE2EMidnightRollover(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
-	deadline := time.Now().Add(150 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	s := newE2ESetup(t, everyMinuteSchedule)
-	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-01T23:58:57+05:30")
+	d := startInProcess(t, "deskd", s.Config, istTime(t, "2026-03-01T23:58:57+05:30"))
 
 	first := d.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first"))
 	s1 := first.Str("session")
@@ -45,6 +44,7 @@ func TestE2EMidnightRollover(t *testing.T) {
 	d.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
 
 	// The 23:59 slot: a turn in the first session, of trading date 2026-03-01.
+	d.at(t, "2026-03-01T23:59:00+05:30")
 	turn1 := d.waitFor(t, deadline, "turn.completed in "+s1, isEvent("turn.completed", "session", s1))
 	if at := parseTimeField(t, turn1, "at").In(istZone); at.Format("2006-01-02 15:04") != "2026-03-01 23:59" {
 		t.Errorf("first turn at %v on deskd's clock, want during 2026-03-01 23:59 IST", at)
@@ -53,7 +53,8 @@ func TestE2EMidnightRollover(t *testing.T) {
 		t.Errorf("turn.completed of the scripted model does not say so: %s", turn1.Raw)
 	}
 
-	// The boundary: summary, then the new session.
+	// The boundary: summary, then the new session, and the 00:00 slot.
+	d.at(t, "2026-03-02T00:00:00+05:30")
 	summarized := d.waitFor(t, deadline, "session.summarized of "+s1, isEvent("session.summarized", "session", s1))
 	if got := summarized.Str("trading_date"); got != "2026-03-01" {
 		t.Errorf("session.summarized trading_date = %q, want 2026-03-01", got)
@@ -118,6 +119,16 @@ func TestE2EMidnightRollover(t *testing.T) {
 	}
 }
 
+// istTime parses an RFC3339 instant of a test.
+func istTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
 // checkFirstMessage checks, byte for byte, that the first user message of
 // a new session is the previous session's summary followed by the trigger.
 func checkFirstMessage(t *testing.T, id string, recs []map[string]any, date, summary, text string) {
@@ -161,18 +172,17 @@ func firstUserText(t *testing.T, id string, recs []map[string]any) string {
 // TestE2ERestartResumesSession stops deskd and starts it again on the same
 // state: the desk resumes its session.
 func TestE2ERestartResumesSession(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(60 * time.Second)
 	s := newE2ESetup(t, "")
 
-	d1 := startDeskd(t, "first deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T09:00:00+05:30")
+	d1 := startInProcess(t, "first deskd", s.Config, istTime(t, "2026-03-02T09:00:00+05:30"))
 	started := d1.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first"))
 	id := started.Str("session")
 	d1.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
 	d1.stopCleanly(t, syscall.SIGTERM)
 
-	d2 := startDeskd(t, "second deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T09:10:00+05:30")
+	d2 := startInProcess(t, "second deskd", s.Config, istTime(t, "2026-03-02T09:10:00+05:30"))
 	resumed := d2.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
 	if resumed.Str("reason") != "resumed" || resumed.Str("session") != id || resumed.Str("previous") != "" {
 		t.Errorf("after a restart: %s\nwant session.started reason resumed, session %s, no previous", resumed.Raw, id)

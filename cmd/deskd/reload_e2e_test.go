@@ -72,7 +72,7 @@ func (d *deskdProc) waitEach(t *testing.T, deadline time.Time, tolerate func(std
 			if lines, _ := d.stderr.snapshot(); len(lines) > start {
 				continue
 			}
-			d.fail(t, "waiting for %v: the process exited (%v)", keys(matchers, found), d.cmd.ProcessState)
+			d.fail(t, "waiting for %v: deskd exited (%s)", keys(matchers, found), d.state())
 		case <-timer.C:
 			d.fail(t, "waiting for %v: not all seen by the deadline", keys(matchers, found))
 		}
@@ -358,7 +358,7 @@ func TestE2EReloadSIGHUPAndLogLevel(t *testing.T) {
 	addr := apiAddr(t, d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready")))
 
 	writeTestFile(t, desksDir, "main.md", "You run the main desk. Be brief.\n")
-	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := d.signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	d.waitFor(t, deadline, "config.reloaded after SIGHUP", reloaded("desk main: instructions changed"))
@@ -528,7 +528,7 @@ func TestE2ESystemdNotify(t *testing.T) {
 	for range 3 {
 		n.next(t, &log, "WATCHDOG=1")
 	}
-	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := d.signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	reloading := n.next(t, &log, "RELOADING=1", "READY=1", "STOPPING=1")
@@ -540,7 +540,7 @@ func TestE2ESystemdNotify(t *testing.T) {
 		t.Errorf("after RELOADING=1: %q, want READY=1", again)
 	}
 	d.waitFor(t, deadline, "config.reloaded", isEvent("config.reloaded"))
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	stopping := n.next(t, &log, "RELOADING=1", "READY=1", "STOPPING=1")
@@ -626,7 +626,7 @@ func TestE2EMetrics(t *testing.T) {
 	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:55+05:30")
 	addr := apiAddr(t, d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready")))
 	d.waitFor(t, deadline, "a turn", isEvent("turn.completed", "desk", "main"))
-	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := d.signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	d.waitFor(t, deadline, "config.reloaded", isEvent("config.reloaded"))
@@ -731,7 +731,7 @@ func startOpenAIDeskd(t *testing.T, cfg string) (*deskdProc, string) {
 			if s := d.stderr.String(); strings.Contains(s, "not available in this build") {
 				t.Skipf("the openai provider is not wired into deskd yet:\n%s", s)
 			}
-			d.fail(t, "exited before deskd ready (%v)", d.cmd.ProcessState)
+			d.fail(t, "exited before deskd ready (%s)", d.state())
 		case <-timeout.C:
 			d.fail(t, "no deskd ready within 60s")
 		}
@@ -757,7 +757,7 @@ func TestE2ESIGTERMDuringTurn(t *testing.T) {
 		t.Fatalf("POST = %d %s", code, body)
 	}
 	llm.Await(t, routertest.UserContains("HOLD the book"))
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	d.waitFor(t, deadline, "deskd stopping", func(l stderrLine) bool { return strings.HasPrefix(l.Str("message"), "deskd stopping") })
@@ -797,11 +797,11 @@ func TestE2ESecondSIGTERM(t *testing.T) {
 		t.Fatalf("POST = %d %s", code, body)
 	}
 	llm.Await(t, routertest.UserContains("HOLD the book"))
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	d.waitFor(t, deadline, "deskd stopping", func(l stderrLine) bool { return strings.HasPrefix(l.Str("message"), "deskd stopping") })
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	got := d.waitEach(t, deadline, isInterruption, map[string]func(stderrLine) bool{
@@ -825,7 +825,7 @@ func TestE2EShutdownTimeout(t *testing.T) {
 		t.Fatalf("POST = %d %s", code, body)
 	}
 	llm.Await(t, routertest.UserContains("HOLD the book"))
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	got := d.waitEach(t, deadline, isInterruption, map[string]func(stderrLine) bool{

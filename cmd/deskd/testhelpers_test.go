@@ -260,6 +260,44 @@ type deskdProc struct {
 	exited chan struct{} // closed once the process has ended and its output is read
 	next   int           // waitFor's cursor into stderr's lines
 	dumped bool          // the log was already printed in a failure
+	in     *inProcess    // set when the daemon runs in this process (inprocess_test.go), cmd nil
+}
+
+// signal sends sig to deskd: to the process, or on the channel of an
+// in-process daemon.
+func (d *deskdProc) signal(sig os.Signal) error {
+	if d.in != nil {
+		d.in.sigs <- sig
+		return nil
+	}
+	return d.cmd.Process.Signal(sig)
+}
+
+// exitCode is deskd's exit code once it has exited (-1 if a signal ended
+// the process).
+func (d *deskdProc) exitCode() int {
+	if d.in != nil {
+		return d.in.code
+	}
+	return d.cmd.ProcessState.ExitCode()
+}
+
+// state describes how deskd ended, for failure messages.
+func (d *deskdProc) state() string {
+	if d.in != nil {
+		return fmt.Sprintf("exit %d: %v", d.in.code, d.in.err)
+	}
+	return fmt.Sprint(d.cmd.ProcessState)
+}
+
+// kill ends deskd at once: the process with SIGKILL; an in-process daemon
+// through its context.
+func (d *deskdProc) kill() {
+	if d.in != nil {
+		d.in.cancel()
+		return
+	}
+	_ = d.cmd.Process.Kill()
 }
 
 // startDeskd starts the binary with args. The process is tied to the
@@ -359,7 +397,7 @@ func (d *deskdProc) waitFor(t *testing.T, deadline time.Time, what string, match
 			if lines, _ := d.stderr.snapshot(); len(lines) > d.next {
 				continue // read what came with the exit
 			}
-			d.fail(t, "waiting for %s: the process exited (%v)", what, d.cmd.ProcessState)
+			d.fail(t, "waiting for %s: deskd exited (%s)", what, d.state())
 		case <-timer.C:
 			d.fail(t, "waiting for %s: no such line by the deadline, %s", what, deadline.Format(time.RFC3339))
 		}
@@ -388,17 +426,17 @@ func (d *deskdProc) wait(t *testing.T, timeout time.Duration) int {
 	select {
 	case <-d.exited:
 	case <-timer.C:
-		_ = d.cmd.Process.Kill()
+		d.kill()
 		<-d.exited
 		d.fail(t, "did not exit within %v; killed", timeout)
 	}
-	return d.cmd.ProcessState.ExitCode()
+	return d.exitCode()
 }
 
 // stop sends sig and returns the exit code (see wait).
 func (d *deskdProc) stop(t *testing.T, sig os.Signal, timeout time.Duration) int {
 	t.Helper()
-	if err := d.cmd.Process.Signal(sig); err != nil {
+	if err := d.signal(sig); err != nil {
 		d.fail(t, "send %v: %v", sig, err)
 	}
 	return d.wait(t, timeout)
