@@ -19,9 +19,8 @@ import (
 // same files adds none, and `deskd audit` of the day holds the snapshots
 // in force that day, each with the instructions it ran on.
 func TestE2EConfigInForceIsKept(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
-	deadline := time.Now().Add(120 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	dir := t.TempDir()
 	const secret, password = "sk-live-do-not-keep-me", "hunter2-do-not-keep-me"
 	cfg := writeTestFile(t, dir, "deskd.yaml", fmt.Sprintf(`state_dir: state
@@ -50,12 +49,13 @@ models:
 		return names
 	}
 
-	d := startDeskd(t, "deskd", "run", "--config", cfg, "--clock-start", "2026-03-02T10:00:00+05:30")
+	d := startInProcess(t, "deskd", cfg, istTime(t, "2026-03-02T10:00:00+05:30"))
 	d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
 	if got := snapshots(); len(got) != 1 {
 		t.Fatalf("after the start, the config history holds %v, want one snapshot", got)
 	}
 	saveByRename(t, mainFile, "model: offline\nfallbacks: [real]\ninstructions: Version two of the instructions.\n")
+	d.settle(t) // the watcher's debounce
 	d.waitEach(t, deadline, nil, map[string]func(stderrLine) bool{
 		"config.reloaded":   reloaded(),
 		"the snapshot kept": logMessage("config in force kept for audits"),
@@ -66,7 +66,7 @@ models:
 	}
 
 	// A restart on the same files keeps no new snapshot.
-	d2 := startDeskd(t, "second deskd", "run", "--config", cfg, "--clock-start", "2026-03-02T11:00:00+05:30")
+	d2 := startInProcess(t, "second deskd", cfg, istTime(t, "2026-03-02T11:00:00+05:30"))
 	d2.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
 	d2.stopCleanly(t, syscall.SIGTERM)
 	names := snapshots()

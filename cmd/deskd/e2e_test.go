@@ -1,12 +1,14 @@
 package main
 
-// End-to-end tests: each builds the real deskd binary (once per test
-// binary), runs it on a config in t.TempDir(), and follows its JSON log
-// lines. They are skipped under -short. TestE2EMidnightRollover is the slow
-// one: it runs a little over a minute of deskd's clock across IST midnight.
+// End-to-end tests: each runs deskd on a config in t.TempDir() and
+// follows its JSON log lines. Most run the daemon in process on a fake
+// clock (inprocess_test.go), moved to each instant the test waits for;
+// those that need a real process (a second one on the lock, the real
+// SIGINT, the version) build and run the binary, and are skipped under
+// -short.
 
 import (
-	"errors"
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,21 +270,12 @@ func TestE2EVersion(t *testing.T) {
 // TestE2ECheckConfig: check-config accepts a good config, and reports every
 // problem of a bad one, across files, as "file: field: reason".
 func TestE2ECheckConfig(t *testing.T) {
-	bin := deskdBinary(t)
 	t.Parallel()
 	checkConfig := func(path string) (string, int) {
 		t.Helper()
-		out, err := exec.CommandContext(t.Context(), bin, "check-config", "--config", path).CombinedOutput()
-		var exit *exec.ExitError
-		switch {
-		case err == nil:
-			return string(out), 0
-		case errors.As(err, &exit):
-			return string(out), exit.ExitCode()
-		default:
-			t.Fatalf("deskd check-config: %v\n%s", err, out)
-			return "", 0
-		}
+		var out bytes.Buffer // stdout and stderr, as the binary's combined output
+		code := run(t.Context(), []string{"check-config", "--config", path}, &out, &out)
+		return out.String(), code
 	}
 
 	good := newE2ESetup(t, everyMinuteSchedule)
@@ -316,18 +309,18 @@ func TestE2ECheckConfig(t *testing.T) {
 // is repaired at start: the fragment is set aside once, announced once, and
 // the desk resumes the same session.
 func TestE2ETornSessionLine(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	// One slot a day, at 10:01 IST: the first deskd answers it, and the
 	// later starts (10:30, 10:40) find no slot since, so no turn can race
 	// their SIGTERM. (An every-minute schedule would fire the slot missed
 	// at each start, since it is within run_within.)
 	s := newE2ESetup(t, "  - name: at-ten-one\n    cron: \"1 10 * * *\"\n    text: \"Check the tape.\"\n")
 
-	// A session with one exchange.
-	d1 := startDeskd(t, "first deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:57+05:30")
+	// A session with one exchange, at the 10:01 slot.
+	d1 := startInProcess(t, "first deskd", s.Config, istTime(t, "2026-03-02T10:00:57+05:30"))
 	id := d1.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first")).Str("session")
+	d1.at(t, "2026-03-02T10:01:00+05:30")
 	d1.waitFor(t, deadline, "turn.completed in "+id, isEvent("turn.completed", "session", id))
 	d1.stopCleanly(t, syscall.SIGTERM)
 
@@ -347,7 +340,7 @@ func TestE2ETornSessionLine(t *testing.T) {
 	}
 
 	// The next start repairs it (no slot came due since 10:01: no turn comes).
-	d2 := startDeskd(t, "second deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:30:05+05:30")
+	d2 := startInProcess(t, "second deskd", s.Config, istTime(t, "2026-03-02T10:30:05+05:30"))
 	torn := d2.waitFor(t, deadline, "session.torn", isEvent("session.torn", "desk", "main", "session", id, "path", path))
 	if got := torn.Num("offset"); got != float64(len(good)) {
 		t.Errorf("session.torn offset = %v, want %d (the end of the last good line)", got, len(good))
@@ -383,7 +376,7 @@ func TestE2ETornSessionLine(t *testing.T) {
 	}
 
 	// The file is clean now: the next start finds nothing to repair.
-	d3 := startDeskd(t, "third deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:40:05+05:30")
+	d3 := startInProcess(t, "third deskd", s.Config, istTime(t, "2026-03-02T10:40:05+05:30"))
 	again := d3.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
 	if again.Str("reason") != "resumed" || again.Str("session") != id {
 		t.Errorf("third run: %s\nwant session.started reason resumed, session %s", again.Raw, id)
@@ -402,17 +395,18 @@ func TestE2ETornSessionLine(t *testing.T) {
 // it resumes yesterday's session, rolls it over at once (summary, new
 // session), and the first turn of the new session carries the summary.
 func TestE2ERestartAfterBoundary(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	s := newE2ESetup(t, everyMinuteSchedule)
 
-	d1 := startDeskd(t, "first deskd", "run", "--config", s.Config, "--clock-start", "2026-03-01T23:58:57+05:30")
+	// A turn at the 23:59 slot, then deskd is down over midnight.
+	d1 := startInProcess(t, "first deskd", s.Config, istTime(t, "2026-03-01T23:58:57+05:30"))
 	s1 := d1.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first")).Str("session")
+	d1.at(t, "2026-03-01T23:59:00+05:30")
 	d1.waitFor(t, deadline, "turn.completed in "+s1, isEvent("turn.completed", "session", s1))
 	d1.stopCleanly(t, syscall.SIGTERM)
 
-	d2 := startDeskd(t, "second deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T09:00:57+05:30")
+	d2 := startInProcess(t, "second deskd", s.Config, istTime(t, "2026-03-02T09:00:57+05:30"))
 	resumed := d2.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
 	if resumed.Str("reason") != "resumed" || resumed.Str("session") != s1 {
 		t.Errorf("after a restart: %s\nwant session.started reason resumed, session %s", resumed.Raw, s1)
@@ -424,10 +418,24 @@ func TestE2ERestartAfterBoundary(t *testing.T) {
 	if got := rolled.Str("summary_path"); got != summaryFile {
 		t.Errorf("daily_rollover summary_path = %q, want %s", got, summaryFile)
 	}
-	// The rollover comes at start, before any turn.
-	if n := d2.count(isEvent("turn.started")); n != 0 {
-		t.Errorf("%d turns started before the rollover, want 0", n)
+	// The rollover comes at start, before any turn. (The turn of the
+	// missed slot follows at once: count only the lines before the
+	// rollover's.)
+	lines, _ := d2.stderr.snapshot()
+	before := 0
+	for _, l := range lines {
+		if l.Raw == rolled.Raw {
+			break
+		}
+		if l.Event() == "turn.started" {
+			before++
+		}
 	}
+	if before != 0 {
+		t.Errorf("%d turns started before the rollover, want 0", before)
+	}
+	// The first turn of the new session: the 09:00 slot, missed 57s before
+	// the start, is within run_within and fires at once (no clock to move).
 	d2.waitFor(t, deadline, "turn.completed in "+s2, isEvent("turn.completed", "session", s2))
 	d2.stopCleanly(t, syscall.SIGTERM)
 
@@ -445,14 +453,13 @@ func TestE2ERestartAfterBoundary(t *testing.T) {
 // stops on its own with a non-zero status (so that systemd's Restart=
 // tries again), without announcing itself ready.
 func TestE2EDeskStartFailureIsReported(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(30 * time.Second)
 	s := newE2ESetup(t, "")
 	stateFile := filepath.Join(s.DeskDir(), "state.json")
 	writeTestFile(t, s.DeskDir(), "state.json", "{not json\n")
 
-	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T09:00:00+05:30")
+	d := startInProcess(t, "deskd", s.Config, istTime(t, "2026-03-02T09:00:00+05:30"))
 	failed := d.waitFor(t, deadline, "an error naming "+stateFile, func(l stderrLine) bool {
 		return strings.Contains(l.Raw, stateFile) && (l.Str("level") == "error" || l.Fields == nil)
 	})
@@ -469,13 +476,16 @@ func TestE2EDeskStartFailureIsReported(t *testing.T) {
 
 // TestE2EStoppedIsLastLine: "deskd stopped" is the daemon's last word:
 // every event of the shutdown (desk.stopped) is logged before it.
+//
+// It runs in process: what it checks is the order of the daemon's own
+// lines, which runDaemon writes; the binary writes nothing after them
+// (main only exits).
 func TestE2EStoppedIsLastLine(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
 	s := newE2ESetup(t, "")
 	// The order is a race in the daemon: try a few times.
 	for i := range 5 {
-		d := startDeskd(t, "deskd run "+strconv.Itoa(i+1), "run", "--config", s.Config, "--clock-start", "2026-03-02T09:00:00+05:30")
+		d := startInProcess(t, "deskd run "+strconv.Itoa(i+1), s.Config, istTime(t, "2026-03-02T09:00:00+05:30"))
 		d.waitFor(t, time.Now().Add(30*time.Second), "desk.started", isEvent("desk.started", "desk", "main"))
 		d.stopCleanly(t, syscall.SIGTERM)
 		lines, _ := d.stderr.snapshot()

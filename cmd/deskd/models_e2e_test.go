@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/router/routertest"
 )
 
@@ -16,7 +20,6 @@ import (
 // note tool leaves the line in today's notes file, and answers after the
 // tool's result comes back.
 func TestModelsE2ENoteToolWritesTodaysNotes(t *testing.T) {
-	bin := deskdBinary(t)
 	llm := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: func(r routertest.Request) routertest.Reply {
 		usage := routertest.Usage{Input: 20, Output: 5, Cached: 4}
 		if r.Last().Role == "tool" {
@@ -25,11 +28,11 @@ func TestModelsE2ENoteToolWritesTodaysNotes(t *testing.T) {
 		return routertest.Reply{ToolCalls: []routertest.ToolCall{{Name: "note", Args: `{"text":"RELIANCE gapped up 2% at the open"}`}}, Usage: usage}
 	}})
 	dir := t.TempDir()
-	d := startAPIDeskd(t, bin, apiConfig(t, dir, openAIModel(llm), "", ""))
-	if s, _ := d.post(t, `{"text": "RELIANCE opens", "id": "n1", "kind": "manual"}`); s != 202 {
+	d, addr := startModelsDeskd(t, apiConfig(t, dir, openAIModel(llm), "", ""))
+	if s, _ := postTrigger(t, addr, `{"text": "RELIANCE opens", "id": "n1", "kind": "manual"}`); s != 202 {
 		t.Fatalf("POST = %d", s)
 	}
-	got := d.trigger(t, "n1")
+	got := waitTrigger(t, addr, "n1")
 	if got["state"] != "answered" || got["reply"] != "Noted the gap." {
 		t.Fatalf("trigger n1 = %v", got)
 	}
@@ -41,7 +44,7 @@ func TestModelsE2ENoteToolWritesTodaysNotes(t *testing.T) {
 	if err != nil || string(b) != "RELIANCE gapped up 2% at the open\n" {
 		t.Fatalf("%s = %q, %v", notes[0], b, err)
 	}
-	d.stop(t)
+	d.stopCleanly(t, syscall.SIGTERM)
 	records := sessionRecords(t, dir)
 	var tool, answered bool
 	for _, r := range records {
@@ -63,16 +66,26 @@ func TestModelsE2ENoteToolWritesTodaysNotes(t *testing.T) {
 // names the fallback, and the API key never shows in a log line or a
 // session file.
 func TestModelsE2EFallbackAfterThreeFailures(t *testing.T) {
-	bin := deskdBinary(t)
-	primary := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: routertest.Always(routertest.Reply{Status: http.StatusInternalServerError})})
+	// The router waits between attempts, on deskd's clock, the longer of
+	// a random backoff (up to 1s, then 2s) and the service's Retry-After:
+	// the primary asks for 2s, so that each wait ends at an instant the
+	// test knows and moves the clock to.
+	const retryAfter = 2 * time.Second
+	primary := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: routertest.Always(routertest.Reply{
+		Status: http.StatusInternalServerError, Header: map[string]string{"Retry-After": "2"},
+	})})
 	fallback := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: routertest.Always(routertest.Reply{Text: "from the fallback"})})
 	dir := t.TempDir()
 	cfg := apiConfig(t, dir, openAIModel(primary), "  backup: "+openAIModel(fallback)+"\n", "fallbacks: [backup]\n")
-	d := startAPIDeskd(t, bin, cfg)
-	if s, _ := d.post(t, `{"text": "Check the tape", "id": "f1", "kind": "manual"}`); s != 202 {
+	d, addr := startModelsDeskd(t, cfg)
+	if s, _ := postTrigger(t, addr, `{"text": "Check the tape", "id": "f1", "kind": "manual"}`); s != 202 {
 		t.Fatalf("POST = %d", s)
 	}
-	got := d.trigger(t, "f1")
+	// The two waits after the primary's first and second failures.
+	start := d.Clock().Now()
+	d.advanceTo(t, start.Add(retryAfter))
+	d.advanceTo(t, start.Add(2*retryAfter))
+	got := waitTrigger(t, addr, "f1")
 	if got["state"] != "answered" || got["reply"] != "from the fallback" {
 		t.Fatalf("trigger f1 = %v", got)
 	}
@@ -81,20 +94,21 @@ func TestModelsE2EFallbackAfterThreeFailures(t *testing.T) {
 	}
 	// The log is written in publication order: once turn.completed is
 	// there, every model.failed before it is too.
-	d.waitLine(t, func(m map[string]any) bool { return m["event"] == "turn.completed" }, "turn.completed")
+	d.waitFor(t, time.Now().Add(60*time.Second), "turn.completed", isEvent("turn.completed"))
 	failures := 0
-	for _, l := range d.snapshot() {
-		if strings.Contains(l, `"event":"model.failed"`) && strings.Contains(l, `"status":500`) {
+	lines, _ := d.stderr.snapshot()
+	for _, l := range lines {
+		if l.Event() == "model.failed" && strings.Contains(l.Raw, `"status":500`) {
 			failures++
 		}
-		if strings.Contains(l, "test-key") {
-			t.Errorf("a log line holds the API key: %s", l)
+		if strings.Contains(l.Raw, "test-key") {
+			t.Errorf("a log line holds the API key: %s", l.Raw)
 		}
 	}
 	if failures != 3 {
 		t.Errorf("%d model.failed events with status 500, want 3", failures)
 	}
-	d.stop(t)
+	d.stopCleanly(t, syscall.SIGTERM)
 	var answeredBy string
 	for _, r := range sessionRecords(t, dir) {
 		if r["role"] == "assistant" {
@@ -110,6 +124,64 @@ func TestModelsE2EFallbackAfterThreeFailures(t *testing.T) {
 			t.Errorf("%s holds the API key", s)
 		}
 	}
+}
+
+// startModelsDeskd runs the daemon of cfg (apiConfig) in process, on a
+// fake clock reading 2026-03-02 10:00 IST, and returns it and its API's
+// address once it is ready. The key of openAIModel's entries comes from
+// the environment (DESKD_E2E_KEY), which the binary was given: it is set
+// for the test, which cannot then be parallel.
+func startModelsDeskd(t *testing.T, cfg string) (*deskdProc, string) {
+	t.Helper()
+	t.Setenv("DESKD_E2E_KEY", "test-key")
+	d := startInProcess(t, "deskd", cfg, istTime(t, "2026-03-02T10:00:00+05:30"))
+	ready := d.waitFor(t, time.Now().Add(60*time.Second), "deskd ready", logMessage("deskd ready"))
+	return d, apiAddr(t, ready)
+}
+
+// postTrigger sends a trigger to desk main and returns the status and the
+// answer.
+func postTrigger(t *testing.T, addr, body string) (int, httpapi.TriggerResponse) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, addr+"/v1/desks/main/triggers", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out httpapi.TriggerResponse
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// waitTrigger waits for a trigger of desk main to be final and returns it.
+// The API's wait= runs on deskd's clock, which stays put: the request
+// returns when the trigger is final, or fails at a real 60s.
+func waitTrigger(t *testing.T, addr, id string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+"/v1/desks/main/triggers/"+id+"?wait=30s", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET trigger %s: %v", id, err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET trigger %s = %d %v", id, resp.StatusCode, out)
+	}
+	return out
 }
 
 // sessionRecords returns every record of every session file of desk main.
@@ -130,11 +202,4 @@ func sessionRecords(t *testing.T, dir string) []map[string]any {
 		}
 	}
 	return out
-}
-
-// snapshot returns the log lines deskd has written so far.
-func (p *apiProc) snapshot() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.lines...)
 }
