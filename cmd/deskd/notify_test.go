@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,33 +13,17 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 )
 
-// notifySocket listens on a unixgram socket set as NOTIFY_SOCKET, as
-// systemd does, and returns a function that reads the next datagram.
-func notifySocket(t *testing.T) (next func() string) {
+// notifySocket is a NOTIFY_SOCKET (listenSdNotify) set in this process's
+// environment, as systemd sets it, for the notifiers the tests make.
+func notifySocket(t *testing.T) *sdNotifyListener {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	t.Setenv("NOTIFY_SOCKET", path)
-	return func() string {
-		t.Helper()
-		buf := make([]byte, 4096)
-		if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		n, err := conn.Read(buf)
-		if err != nil {
-			t.Fatalf("no sd_notify datagram within 10s: %v", err)
-		}
-		return string(buf[:n])
-	}
+	n := listenSdNotify(t)
+	t.Setenv("NOTIFY_SOCKET", n.path)
+	return n
 }
 
 func TestNotifyOrder(t *testing.T) {
-	next := notifySocket(t)
+	sd := notifySocket(t)
 	n := newNotifier(clock.NewFake(time.Unix(0, 0)))
 
 	steps := []struct {
@@ -63,7 +46,7 @@ func TestNotifyOrder(t *testing.T) {
 		if err := s.call(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		got := strings.Split(next(), "\n")
+		got := strings.Split(sd.next(t), "\n")
 		if len(got) != len(s.want) {
 			t.Fatalf("%s: datagram %q, want lines %q", s.name, got, s.want)
 		}
@@ -107,7 +90,7 @@ func TestNotifyBrokenSocket(t *testing.T) {
 }
 
 func TestNotifyWatchdog(t *testing.T) {
-	next := notifySocket(t)
+	sd := notifySocket(t)
 	t.Setenv("WATCHDOG_USEC", "20000000") // WatchdogSec=20s: ping every 10s
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
 	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
@@ -115,7 +98,7 @@ func TestNotifyWatchdog(t *testing.T) {
 	if err := n.Ready("running 1 desk"); err != nil {
 		t.Fatal(err)
 	}
-	if got := next(); got != "READY=1\nSTATUS=running 1 desk" {
+	if got := sd.next(t); got != "READY=1\nSTATUS=running 1 desk" {
 		t.Fatalf("first datagram %q", got)
 	}
 
@@ -144,11 +127,11 @@ func TestNotifyWatchdog(t *testing.T) {
 
 	tick(9 * time.Second) // not yet half the interval
 	tick(time.Second)
-	if got := next(); got != "WATCHDOG=1" {
+	if got := sd.next(t); got != "WATCHDOG=1" {
 		t.Fatalf("after 10s: %q, want WATCHDOG=1", got)
 	}
 	tick(10 * time.Second)
-	if got := next(); got != "WATCHDOG=1" {
+	if got := sd.next(t); got != "WATCHDOG=1" {
 		t.Fatalf("after 20s: %q, want WATCHDOG=1", got)
 	}
 
@@ -166,7 +149,7 @@ func TestNotifyWatchdog(t *testing.T) {
 		"WATCHDOG=1",
 	}
 	for i, w := range want {
-		if got := next(); got != w {
+		if got := sd.next(t); got != w {
 			t.Fatalf("datagram %d after the stall: %q, want %q", i, got, w)
 		}
 	}

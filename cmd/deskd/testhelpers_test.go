@@ -1,23 +1,33 @@
 package main
 
-// Helpers for the end-to-end tests in e2e_test.go: build the deskd binary
-// once, run it as a child process with a config in t.TempDir(), follow its
-// JSON log lines on stderr, and make sure it has ended before the test does.
+// Helpers for the end-to-end tests: build the deskd binary once, run it as
+// a child process with a config in t.TempDir() (or in process:
+// inprocess_test.go), follow its JSON log lines on stderr, and make sure it
+// has ended before the test does; call its API (deskdProc.call, post,
+// trigger), run the CLI in process (deskdCLI), follow its event stream
+// (followSSE) and be its NOTIFY_SOCKET (listenSdNotify).
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deskd/deskd/desk/httpapi"
 )
 
 // The binary is built at most once per test binary, the first time an
@@ -55,7 +65,7 @@ func builtWithRace() bool {
 
 // deskdBinary skips the test under -short, and otherwise returns the path
 // of the deskd binary built from this package.
-func deskdBinary(t *testing.T) string {
+func deskdBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test of the built deskd binary: skipped under -short")
@@ -261,6 +271,7 @@ type deskdProc struct {
 	next   int           // waitFor's cursor into stderr's lines
 	dumped bool          // the log was already printed in a failure
 	in     *inProcess    // set when the daemon runs in this process (inprocess_test.go), cmd nil
+	addr   string        // http://host:port of the first TCP listener, once waitReady has seen "deskd ready"
 }
 
 // signal sends sig to deskd: to the process, or on the channel of an
@@ -303,14 +314,14 @@ func (d *deskdProc) kill() {
 // startDeskd starts the binary with args. The process is tied to the
 // test: when the test ends it is sent SIGTERM, killed if it has not
 // exited 15s later, and waited for, before the test returns.
-func startDeskd(t *testing.T, name string, args ...string) *deskdProc {
+func startDeskd(t testing.TB, name string, args ...string) *deskdProc {
 	t.Helper()
 	return startDeskdEnv(t, name, nil, args...)
 }
 
 // startDeskdEnv is startDeskd with more environment variables for the
 // process (NAME=value).
-func startDeskdEnv(t *testing.T, name string, env []string, args ...string) *deskdProc {
+func startDeskdEnv(t testing.TB, name string, env []string, args ...string) *deskdProc {
 	t.Helper()
 	bin := deskdBinary(t)
 	d := &deskdProc{name: name, stderr: newLineRecorder(), stdout: newLineRecorder(), exited: make(chan struct{})}
@@ -346,7 +357,7 @@ func startDeskdEnv(t *testing.T, name string, env []string, args ...string) *des
 func (d *deskdProc) Pid() int { return d.cmd.Process.Pid }
 
 // checkRaces fails the test if the race detector reported in the daemon.
-func (d *deskdProc) checkRaces(t *testing.T) {
+func (d *deskdProc) checkRaces(t testing.TB) {
 	t.Helper()
 	if s := d.stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
 		t.Errorf("%s: the race detector reported a data race:\n%s", d.name, s)
@@ -366,7 +377,7 @@ func unexpectedLine(l stderrLine) bool {
 }
 
 // fail ends the test with why, and the lines the daemon wrote so far.
-func (d *deskdProc) fail(t *testing.T, format string, args ...any) {
+func (d *deskdProc) fail(t testing.TB, format string, args ...any) {
 	t.Helper()
 	d.dumped = true
 	t.Fatalf("%s: %s\nstderr so far:\n%sstdout so far:\n%s", d.name, fmt.Sprintf(format, args...), d.stderr, d.stdout)
@@ -375,7 +386,7 @@ func (d *deskdProc) fail(t *testing.T, format string, args ...any) {
 // waitFor returns the first line after the previous match that satisfies
 // match. It fails the test at deadline, when the process exits first, or
 // when an unexpectedLine comes first.
-func (d *deskdProc) waitFor(t *testing.T, deadline time.Time, what string, match func(stderrLine) bool) stderrLine {
+func (d *deskdProc) waitFor(t testing.TB, deadline time.Time, what string, match func(stderrLine) bool) stderrLine {
 	t.Helper()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -419,7 +430,7 @@ func (d *deskdProc) count(match func(stderrLine) bool) int {
 // wait waits for the process to exit and returns its exit code (-1 if a
 // signal ended it). If it has not exited by timeout, it is killed and the
 // test fails.
-func (d *deskdProc) wait(t *testing.T, timeout time.Duration) int {
+func (d *deskdProc) wait(t testing.TB, timeout time.Duration) int {
 	t.Helper()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -434,7 +445,7 @@ func (d *deskdProc) wait(t *testing.T, timeout time.Duration) int {
 }
 
 // stop sends sig and returns the exit code (see wait).
-func (d *deskdProc) stop(t *testing.T, sig os.Signal, timeout time.Duration) int {
+func (d *deskdProc) stop(t testing.TB, sig os.Signal, timeout time.Duration) int {
 	t.Helper()
 	if err := d.signal(sig); err != nil {
 		d.fail(t, "send %v: %v", sig, err)
@@ -444,7 +455,7 @@ func (d *deskdProc) stop(t *testing.T, sig os.Signal, timeout time.Duration) int
 
 // stopCleanly sends sig and fails the test unless deskd exits 0 and logs
 // "deskd stopped".
-func (d *deskdProc) stopCleanly(t *testing.T, sig os.Signal) {
+func (d *deskdProc) stopCleanly(t testing.TB, sig os.Signal) {
 	t.Helper()
 	if code := d.stop(t, sig, 30*time.Second); code != 0 {
 		d.fail(t, "exit status %d after %v, want 0", code, sig)
@@ -509,3 +520,299 @@ func parseTimeField(t *testing.T, l stderrLine, key string) time.Time {
 	}
 	return at
 }
+
+// waitReady waits (60s) for the "deskd ready" line, wherever it is in the
+// log (the cursor of waitFor does not move), and returns the
+// http://host:port of deskd's first TCP listener, which call, post and
+// trigger use. It fails the test if deskd exits first.
+func (d *deskdProc) waitReady(t testing.TB) string {
+	t.Helper()
+	timeout := time.NewTimer(60 * time.Second)
+	defer timeout.Stop()
+	for {
+		lines, changed := d.stderr.snapshot()
+		for _, l := range lines {
+			if l.Str("message") != "deskd ready" {
+				continue
+			}
+			addrs, _ := l.Fields["listen"].([]any)
+			for _, a := range addrs {
+				if s, _ := a.(string); s != "" && !strings.HasPrefix(s, "unix:") {
+					d.addr = "http://" + s
+					return d.addr
+				}
+			}
+			d.fail(t, "no TCP address in %s", l.Raw)
+		}
+		select {
+		case <-changed:
+		case <-d.exited:
+			if more, _ := d.stderr.snapshot(); len(more) > len(lines) {
+				continue // read what came with the exit
+			}
+			d.fail(t, "exited before deskd ready (%s)", d.state())
+		case <-timeout.C:
+			d.fail(t, "no deskd ready within 60s")
+		}
+	}
+}
+
+// URL returns the http://host:port of deskd's API (waitReady's).
+func (d *deskdProc) URL(t testing.TB) string {
+	t.Helper()
+	if d.addr == "" {
+		return d.waitReady(t)
+	}
+	return d.addr
+}
+
+// call sends a request to deskd's API, with the bearer token if one is
+// given, and returns the status and the body. It fails the test if there
+// is no answer within 60s (a long poll on a fake clock only ends when what
+// it waits for happens).
+func (d *deskdProc) call(t testing.TB, method, path, token, body string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, d.URL(t)+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.fail(t, "%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		d.fail(t, "%s %s: read the answer: %v", method, path, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// post sends a trigger to desk main without a token and returns the status
+// and the answer.
+func (d *deskdProc) post(t testing.TB, body string) (int, httpapi.TriggerResponse) {
+	t.Helper()
+	status, text := d.call(t, http.MethodPost, "/v1/desks/main/triggers", "", body)
+	var out httpapi.TriggerResponse
+	_ = json.Unmarshal([]byte(text), &out)
+	return status, out
+}
+
+// trigger long-polls a trigger of desk main (?wait=30s: on deskd's clock,
+// so in process until it is final) and returns it; it fails the test
+// unless the answer is 200.
+func (d *deskdProc) trigger(t testing.TB, id string) map[string]any {
+	t.Helper()
+	status, text := d.call(t, http.MethodGet, "/v1/desks/main/triggers/"+id+"?wait=30s", "", "")
+	var out map[string]any
+	_ = json.Unmarshal([]byte(text), &out)
+	if status != http.StatusOK {
+		d.fail(t, "GET trigger %s = %d %s", id, status, text)
+	}
+	return out
+}
+
+// deskdCLI runs a deskd command in process (run, as main does, without
+// signals) and returns its exit code and what it wrote, stdout and stderr
+// in the order written. The command ends if it runs past 60s.
+func deskdCLI(t testing.TB, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	var out syncBuffer
+	code := run(ctx, args, &out, &out)
+	return code, out.String()
+}
+
+// syncBuffer is a strings.Builder that may be written from several
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// sseEvent is one event of deskd's event stream.
+type sseEvent struct {
+	ID, Topic, Data string
+}
+
+// sseFollower follows deskd's event stream (GET /v1/events), from the
+// moment followSSE returns.
+type sseFollower struct {
+	events chan sseEvent // closed when the stream ends
+	seen   []sseEvent    // what next has read, for failure messages
+}
+
+// followSSE opens GET /v1/events (with query, e.g. "?desk=main", and the
+// bearer token if one is given) on deskd's API at base (http://host:port),
+// fails the test unless deskd answers 200 with an event stream, and
+// follows it until the test ends. Events published after followSSE
+// returns are on the stream (the stream's cursor is taken before deskd
+// answers).
+func followSSE(t testing.TB, base, query, token string) *sseFollower {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/v1/events"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /v1/events%s: %v", query, err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		t.Fatalf("GET /v1/events%s = %d %s %s, want 200 text/event-stream", query, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	f := &sseFollower{events: make(chan sseEvent, 10000)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(f.events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		var e sseEvent
+		var data []string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if len(data) > 0 {
+					e.Data = strings.Join(data, "\n")
+					select {
+					case f.events <- e:
+					default: // nobody reads any more: drop
+					}
+				}
+				e, data = sseEvent{}, nil
+			case strings.HasPrefix(line, ":"): // a comment: a ping, events missed
+			case strings.HasPrefix(line, "id:"):
+				e.ID = strings.TrimSpace(line[3:])
+			case strings.HasPrefix(line, "event:"):
+				e.Topic = strings.TrimSpace(line[6:])
+			case strings.HasPrefix(line, "data:"):
+				data = append(data, strings.TrimPrefix(line[5:], " "))
+			}
+		}
+	}()
+	t.Cleanup(func() { resp.Body.Close(); <-done })
+	return f
+}
+
+// next returns the next event of topic whose data contains text, failing
+// the test if the stream ends first or none comes within 30s.
+func (f *sseFollower) next(t testing.TB, topic, text string) sseEvent {
+	t.Helper()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case e, ok := <-f.events:
+			if !ok {
+				t.Fatalf("the event stream ended before a %s event with %q; it carried %v", topic, text, f.seen)
+			}
+			f.seen = append(f.seen, e)
+			if e.Topic == topic && strings.Contains(e.Data, text) {
+				return e
+			}
+		case <-timeout.C:
+			t.Fatalf("no %s event with %q within 30s; the stream carried %v", topic, text, f.seen)
+		}
+	}
+}
+
+// sdNotifyListener is a NOTIFY_SOCKET, as systemd makes one: a unixgram
+// socket at path whose datagrams the test reads in order.
+type sdNotifyListener struct {
+	path string
+	msgs chan string
+	read []string // every datagram next or nextWith returned or passed over
+}
+
+// listenSdNotify listens on a new NOTIFY_SOCKET until the test ends. Give
+// its path to deskd: NOTIFY_SOCKET=path in a binary's environment
+// (startDeskdEnv), or t.Setenv for a notifier in this process.
+func listenSdNotify(t testing.TB) *sdNotifyListener {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &sdNotifyListener{path: path, msgs: make(chan string, 10000)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			k, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			select {
+			case n.msgs <- string(buf[:k]):
+			default: // nobody reads any more: drop
+			}
+		}
+	}()
+	t.Cleanup(func() { conn.Close(); <-done })
+	return n
+}
+
+// next returns the next datagram, failing the test if none comes within 30s.
+func (n *sdNotifyListener) next(t testing.TB) string {
+	t.Helper()
+	return n.nextWith(t)
+}
+
+// nextWith returns the next datagram that has a line starting with one of
+// wanted (any datagram if none is given), passing over the others;
+// it fails the test if none comes within 30s.
+func (n *sdNotifyListener) nextWith(t testing.TB, wanted ...string) string {
+	t.Helper()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case m := <-n.msgs:
+			n.read = append(n.read, m)
+			if len(wanted) == 0 {
+				return m
+			}
+			for _, line := range strings.Split(m, "\n") {
+				for _, w := range wanted {
+					if strings.HasPrefix(line, w) {
+						return m
+					}
+				}
+			}
+		case <-timeout.C:
+			t.Fatalf("no sd_notify datagram with %q within 30s; got:\n%s", wanted, strings.Join(n.read, "\n---\n"))
+			return ""
+		}
+	}
+}
+
+// received returns every datagram read so far, in order.
+func (n *sdNotifyListener) received() []string { return slices.Clone(n.read) }
