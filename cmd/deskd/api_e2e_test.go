@@ -7,7 +7,6 @@ package main
 // benchmark (the binary).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -349,144 +347,4 @@ func BenchmarkEventToModel(b *testing.B) {
 		b.ReportMetric(float64((total-accept).Microseconds())/float64(i), "µs-202-to-model/op")
 	})
 	d.stopCleanly(b, syscall.SIGTERM)
-}
-
-// The old binary harness, apiProc, kept only while models_e2e_test.go
-// (r-conv1) still calls startAPIDeskd, post, trigger, stop and waitLine
-// and defines (*apiProc).snapshot: no test of this file uses it. Delete
-// this block once that file runs on deskdProc (startInProcess or
-// startDeskdEnv, and waitReady, post, trigger, waitFor, count).
-
-// apiProc is a running deskd binary.
-type apiProc struct {
-	cmd  *exec.Cmd
-	addr string // http://host:port of the first TCP listener
-
-	mu    sync.Mutex
-	lines []string
-	more  chan struct{}
-	done  chan struct{}
-}
-
-// startAPIDeskd runs `deskd run --config cfg` and waits for "deskd ready".
-// A daemon that exits first fails the test, unless the log says the
-// provider is not in this build: then the test is skipped.
-func startAPIDeskd(tb testing.TB, bin, cfg string) *apiProc {
-	tb.Helper()
-	p := &apiProc{cmd: exec.Command(bin, "run", "--config", cfg), more: make(chan struct{}, 1), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), "DESKD_E2E_KEY=test-key")
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			p.mu.Unlock()
-			select {
-			case p.more <- struct{}{}:
-			default:
-			}
-		}
-		_ = p.cmd.Wait()
-	}()
-	tb.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-		}
-		<-p.done
-	})
-	ready := p.waitLine(tb, func(m map[string]any) bool { return m["message"] == "deskd ready" }, "deskd ready")
-	addrs, _ := ready["listen"].([]any)
-	for _, a := range addrs {
-		if s, _ := a.(string); s != "" && !strings.HasPrefix(s, "unix:") {
-			p.addr = "http://" + s
-			break
-		}
-	}
-	return p
-}
-
-// waitLine waits for a JSON log line that match accepts.
-func (p *apiProc) waitLine(tb testing.TB, match func(map[string]any) bool, what string) map[string]any {
-	tb.Helper()
-	deadline := time.After(60 * time.Second)
-	seen := 0
-	for {
-		p.mu.Lock()
-		lines := p.lines[seen:]
-		seen = len(p.lines)
-		p.mu.Unlock()
-		for _, l := range lines {
-			var m map[string]any
-			if json.Unmarshal([]byte(l), &m) == nil && match(m) {
-				return m
-			}
-		}
-		select {
-		case <-p.more:
-		case <-p.done:
-			p.mu.Lock()
-			all := strings.Join(p.lines, "\n")
-			p.mu.Unlock()
-			if strings.Contains(all, "not available in this build") {
-				tb.Skipf("the openai provider is not wired into deskd yet:\n%s", all)
-			}
-			tb.Fatalf("deskd exited before %s:\n%s", what, all)
-		case <-deadline:
-			tb.Fatalf("no %s within 60s", what)
-		}
-	}
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (p *apiProc) stop(tb testing.TB) {
-	tb.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		tb.Fatal(err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(60 * time.Second):
-		tb.Fatal("deskd did not stop within 60s of SIGTERM")
-	}
-	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-		tb.Errorf("deskd exited %d after SIGTERM", code)
-	}
-}
-
-// post sends a trigger and returns the status and the answer.
-func (p *apiProc) post(tb testing.TB, body string) (int, httpapi.TriggerResponse) {
-	tb.Helper()
-	resp, err := http.Post(p.addr+"/v1/desks/main/triggers", "application/json", strings.NewReader(body))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out httpapi.TriggerResponse
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
-}
-
-// trigger waits (up to 30s) for a trigger to be final and returns it.
-func (p *apiProc) trigger(tb testing.TB, id string) map[string]any {
-	tb.Helper()
-	resp, err := http.Get(p.addr + "/v1/desks/main/triggers/" + id + "?wait=30s")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	if resp.StatusCode != 200 {
-		tb.Fatalf("GET trigger %s = %d %v", id, resp.StatusCode, out)
-	}
-	return out
 }

@@ -40,6 +40,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The host's zone must not leak into trading dates: the daemons run in
+	// this process see a zone far from Asia/Kolkata, as the binaries do
+	// (startDeskdEnv sets TZ for them).
+	far, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load America/New_York:", err)
+		os.Exit(2)
+	}
+	time.Local = far
 	code := m.Run()
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)
