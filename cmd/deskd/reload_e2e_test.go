@@ -1,15 +1,22 @@
 package main
 
 // End-to-end tests of live reload, systemd notification, shutdown, pause
-// and metrics, on the built binary: edits applied without a restart (a new
-// schedule fires, a new desk starts, a removed desk stops), an invalid edit
-// refused while the old config runs on, an atomic rename save, a symlink
-// swap of the config folder, SIGHUP, the sd_notify messages on a
-// NOTIFY_SOCKET, SIGTERM during a turn, a pause across a restart, and
-// GET /metrics read by the Prometheus text parser.
+// and metrics. Edits applied without a restart (a new schedule fires, a new
+// desk starts, a removed desk stops), an invalid edit refused while the old
+// config runs on, an atomic rename save, a symlink swap of the config
+// folder, SIGHUP, a pause across a restart, and GET /metrics read by the
+// Prometheus text parser run the daemon in process on a fake clock
+// (inprocess_test.go): after each edit, debounced moves the clock past the
+// watcher's debounce while the test waits for the reload, and at moves it
+// to each slot. What needs the real process runs the built binary: the
+// sd_notify messages on a NOTIFY_SOCKET (the process's environment), and
+// SIGTERM during a turn, a second SIGTERM and the shutdown timeout (real
+// signals, and the process's exit).
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +35,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/metrics/metricstest"
@@ -174,6 +182,42 @@ func cliRun(t *testing.T, args ...string) (int, string) {
 	}
 }
 
+// cliHere runs a deskd client command (check-config, pause, status,
+// resume) in this process, through run as main does, and returns its exit
+// code and its output (stdout, then stderr), as cliRun does for the
+// binary.
+func cliHere(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	code := run(t.Context(), args, &out, &out)
+	return code, out.String()
+}
+
+// debounced runs wait (which waits for the lines of a reload) after a
+// config edit, moving an in-process daemon's clock past each debounce
+// timer the config watcher arms meanwhile. settle moves it past one, but
+// one edit may arm several: os.WriteFile's truncation and its write are
+// two fsnotify events, and one that comes after the clock has moved
+// restarts the debounce (the watcher drops the expiry it has not read
+// yet) on a clock that stands still, so that the reload would never come.
+func (d *deskdProc) debounced(t *testing.T, wait func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			at := d.in.clk.Now().Add(config.DefaultDebounce)
+			if d.in.clk.WaitTimerAt(ctx, at) != nil {
+				return
+			}
+			d.in.clk.Set(at)
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	wait()
+}
+
 // slotID is the trigger id of a schedule's slot, at hh:mm on 2026-03-02 IST.
 func slotID(schedule string, hh, mm int) string {
 	return triggers.SlotID(schedule, time.Date(2026, 3, 2, hh, mm, 0, 0, istZone))
@@ -186,13 +230,12 @@ const fxDesk = "model: offline\ninstructions: You run the FX desk.\n"
 // save adds a schedule, which fires; a new desk file starts a desk; a
 // removed desk file stops that desk (its files stay) while the other runs on.
 func TestE2EReloadLive(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(120 * time.Second)
 	s := newE2ESetup(t, "")
 	desksDir := filepath.Join(filepath.Dir(s.Config), "desks.d")
 	mainFile := filepath.Join(desksDir, "main.yaml")
-	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:40+05:30")
+	d := startInProcess(t, "deskd", s.Config, istTime(t, "2026-03-02T10:00:40+05:30"))
 	addr := apiAddr(t, d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready")))
 
 	// A new schedule, saved by rename, fires at its first slot.
@@ -201,7 +244,10 @@ func TestE2EReloadLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	saveByRename(t, mainFile, string(old)+"schedules:\n"+everyMinuteSchedule)
-	d.waitFor(t, deadline, "config.reloaded: schedule added", reloaded(`desk main: schedule every-minute added ("* * * * *")`))
+	d.debounced(t, func() {
+		d.waitFor(t, deadline, "config.reloaded: schedule added", reloaded(`desk main: schedule every-minute added ("* * * * *")`))
+	})
+	d.at(t, "2026-03-02T10:01:00+05:30")
 	done := d.waitFor(t, deadline, "the new schedule's turn", isEvent("turn.completed", "desk", "main", "trigger", slotID("every-minute", 10, 1)))
 	if at := parseTimeField(t, done, "at").In(istZone); at.Format("15:04") != "10:01" {
 		t.Errorf("the new schedule's turn ran at %v, want 10:01 IST", at)
@@ -209,9 +255,11 @@ func TestE2EReloadLive(t *testing.T) {
 
 	// A new desk file starts a desk, which takes triggers.
 	writeTestFile(t, desksDir, "fx.yaml", fxDesk)
-	d.waitEach(t, deadline, nil, map[string]func(stderrLine) bool{
-		"config.reloaded: fx added": reloaded("desk fx: desk added"),
-		"desk.started fx":           isEvent("desk.started", "desk", "fx"),
+	d.debounced(t, func() {
+		d.waitEach(t, deadline, nil, map[string]func(stderrLine) bool{
+			"config.reloaded: fx added": reloaded("desk fx: desk added"),
+			"desk.started fx":           isEvent("desk.started", "desk", "fx"),
+		})
 	})
 	if code, body := httpDo(t, "POST", addr+"/v1/desks/fx/triggers", `{"text": "EURINR?", "id": "fx1"}`); code != 202 {
 		t.Fatalf("POST a trigger to the new desk = %d %s", code, body)
@@ -222,10 +270,13 @@ func TestE2EReloadLive(t *testing.T) {
 	if err := os.Remove(filepath.Join(desksDir, "fx.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	got := d.waitEach(t, deadline, nil, map[string]func(stderrLine) bool{
-		"config.reloaded: fx removed": reloaded("desk fx: desk removed"),
-		"desk.stopped fx":             isEvent("desk.stopped", "desk", "fx"),
-		"files stay":                  logMessage("desk stopped; its files stay"),
+	var got map[string]stderrLine
+	d.debounced(t, func() {
+		got = d.waitEach(t, deadline, nil, map[string]func(stderrLine) bool{
+			"config.reloaded: fx removed": reloaded("desk fx: desk removed"),
+			"desk.stopped fx":             isEvent("desk.stopped", "desk", "fx"),
+			"files stay":                  logMessage("desk stopped; its files stay"),
+		})
 	})
 	if r := got["desk.stopped fx"].Str("reason"); !strings.Contains(r, "removed") {
 		t.Errorf("desk.stopped reason = %q, want it to say the file was removed", r)
@@ -251,7 +302,6 @@ func TestE2EReloadLive(t *testing.T) {
 // (its schedule still fires); check-config reports the same problem; the
 // corrected file is then taken.
 func TestE2EReloadRejected(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(120 * time.Second)
 	s := newE2ESetup(t, everyMinuteSchedule)
@@ -260,14 +310,17 @@ func TestE2EReloadRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:45+05:30")
+	d := startInProcess(t, "deskd", s.Config, istTime(t, "2026-03-02T10:00:45+05:30"))
 	d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
 
 	bad := strings.Replace(string(good), `cron: "* * * * *"`, `cron: "61 * * * *"`, 1)
 	writeTestFile(t, filepath.Dir(mainFile), "main.yaml", bad)
-	got := d.waitEach(t, deadline, isRejection, map[string]func(stderrLine) bool{
-		"config.rejected": isEvent("config.rejected", "path", mainFile, "field", "schedules[0].cron"),
-		"the error line":  logMessage("config rejected: the last good config keeps running"),
+	var got map[string]stderrLine
+	d.debounced(t, func() {
+		got = d.waitEach(t, deadline, isRejection, map[string]func(stderrLine) bool{
+			"config.rejected": isEvent("config.rejected", "path", mainFile, "field", "schedules[0].cron"),
+			"the error line":  logMessage("config rejected: the last good config keeps running"),
+		})
 	})
 	if rej := got["config.rejected"]; rej.Str("reason") == "" || rej.Str("level") != "error" {
 		t.Errorf("config.rejected = %s, want a reason, at error level", rej.Raw)
@@ -276,6 +329,7 @@ func TestE2EReloadRejected(t *testing.T) {
 		t.Errorf("the rejection line is not at error level: %s", got["the error line"].Raw)
 	}
 	// The old schedule fires on.
+	d.at(t, "2026-03-02T10:01:00+05:30")
 	d.waitEach(t, deadline, isRejection, map[string]func(stderrLine) bool{
 		"the old schedule's turn": isEvent("turn.completed", "desk", "main", "trigger", slotID("every-minute", 10, 1)),
 	})
@@ -284,11 +338,11 @@ func TestE2EReloadRejected(t *testing.T) {
 	}
 
 	// check-config says the same, and so does --diff against the daemon.
-	code, out := cliRun(t, "check-config", "--config", s.Config)
+	code, out := cliHere(t, "check-config", "--config", s.Config)
 	if code != 2 || !strings.Contains(out, mainFile+": schedules[0].cron: ") {
 		t.Errorf("check-config = %d\n%s", code, out)
 	}
-	code, out = cliRun(t, "check-config", "--diff", "--config", s.Config)
+	code, out = cliHere(t, "check-config", "--diff", "--config", s.Config)
 	if code != 2 || !strings.Contains(out, mainFile+": schedules[0].cron: ") || !strings.Contains(out, "would be refused") {
 		t.Errorf("check-config --diff = %d\n%s", code, out)
 	}
@@ -296,8 +350,10 @@ func TestE2EReloadRejected(t *testing.T) {
 	// The corrected file is taken.
 	fixed := strings.Replace(string(good), `text: "Check the tape."`, `text: "Check the tape and the book."`, 1)
 	writeTestFile(t, filepath.Dir(mainFile), "main.yaml", fixed)
-	d.waitEach(t, deadline, isRejection, map[string]func(stderrLine) bool{
-		"config.reloaded": reloaded("desk main: schedule every-minute text changed"),
+	d.debounced(t, func() {
+		d.waitEach(t, deadline, isRejection, map[string]func(stderrLine) bool{
+			"config.reloaded": reloaded("desk main: schedule every-minute text changed"),
+		})
 	})
 	d.stopCleanly(t, syscall.SIGTERM)
 }
@@ -305,7 +361,6 @@ func TestE2EReloadRejected(t *testing.T) {
 // TestE2EReloadSymlinkSwap: the config folder is swapped by re-pointing a
 // symlink, as Kubernetes does (..data): the new folder's files are taken.
 func TestE2EReloadSymlinkSwap(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(60 * time.Second)
 	dir := t.TempDir()
@@ -325,7 +380,7 @@ func TestE2EReloadSymlinkSwap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := startDeskd(t, "deskd", "run", "--config", filepath.Join(dir, "deskd.yaml"), "--clock-start", "2026-03-02T10:00:05+05:30")
+	d := startInProcess(t, "deskd", filepath.Join(dir, "deskd.yaml"), istTime(t, "2026-03-02T10:00:05+05:30"))
 	d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
 
 	// Swap ..data to ..v2 atomically: a new link renamed over the old.
@@ -336,9 +391,11 @@ func TestE2EReloadSymlinkSwap(t *testing.T) {
 	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
 		t.Fatal(err)
 	}
-	d.waitEach(t, deadline, nil, map[string]func(stderrLine) bool{
-		"config.reloaded: fx added": reloaded("desk fx: desk added"),
-		"desk.started fx":           isEvent("desk.started", "desk", "fx"),
+	d.debounced(t, func() {
+		d.waitEach(t, deadline, nil, map[string]func(stderrLine) bool{
+			"config.reloaded: fx added": reloaded("desk fx: desk added"),
+			"desk.started fx":           isEvent("desk.started", "desk", "fx"),
+		})
 	})
 	d.stopCleanly(t, syscall.SIGTERM)
 }
@@ -347,14 +404,13 @@ func TestE2EReloadSymlinkSwap(t *testing.T) {
 // instructions_file), and a reload changes the log level at once: at warn,
 // a turn's info lines are not written; back at info, they are.
 func TestE2EReloadSIGHUPAndLogLevel(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(60 * time.Second)
 	s := newE2ESetup(t, "")
 	desksDir := filepath.Join(filepath.Dir(s.Config), "desks.d")
 	writeTestFile(t, desksDir, "main.md", "You run the main desk.\n")
 	writeTestFile(t, desksDir, "main.yaml", "model: offline\ninstructions_file: main.md\n")
-	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:05+05:30")
+	d := startInProcess(t, "deskd", s.Config, istTime(t, "2026-03-02T10:00:05+05:30"))
 	addr := apiAddr(t, d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready")))
 
 	writeTestFile(t, desksDir, "main.md", "You run the main desk. Be brief.\n")
@@ -371,7 +427,7 @@ func TestE2EReloadSIGHUPAndLogLevel(t *testing.T) {
 	}
 	warn := strings.Replace(string(mainYAML), "level: info", "level: warn", 1)
 	writeTestFile(t, filepath.Dir(s.Config), "deskd.yaml", warn)
-	events.waitFor(t, "config.reloaded", "log level changed from info to warn")
+	d.debounced(t, func() { events.waitFor(t, "config.reloaded", "log level changed from info to warn") })
 	if code, body := httpDo(t, "POST", addr+"/v1/desks/main/triggers", `{"text": "quiet", "id": "quiet"}`); code != 202 {
 		t.Fatalf("POST = %d %s", code, body)
 	}
@@ -379,7 +435,9 @@ func TestE2EReloadSIGHUPAndLogLevel(t *testing.T) {
 		t.Fatalf("GET quiet = %d %s", code, body)
 	}
 	writeTestFile(t, filepath.Dir(s.Config), "deskd.yaml", string(mainYAML))
-	d.waitFor(t, deadline, "config.reloaded back at info", reloaded("log level changed from warn to info"))
+	d.debounced(t, func() {
+		d.waitFor(t, deadline, "config.reloaded back at info", reloaded("log level changed from warn to info"))
+	})
 	for what, m := range map[string]func(stderrLine) bool{
 		"the warn reload":    reloaded("log level changed from info to warn"),
 		"quiet's turn":       isEvent("turn.completed", "trigger", "quiet"),
@@ -568,31 +626,31 @@ func TestE2ESystemdNotify(t *testing.T) {
 // restart and status shows who paused it, when and why; deskd resume runs
 // what waited.
 func TestE2EPauseSurvivesRestart(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(120 * time.Second)
 	s := newE2ESetup(t, everyMinuteSchedule)
-	d1 := startDeskd(t, "first deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:45+05:30")
+	d1 := startInProcess(t, "first deskd", s.Config, istTime(t, "2026-03-02T10:00:45+05:30"))
 	d1.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
 	me := operator()
-	code, out := cliRun(t, "pause", "main", "--reason", "risk check", "--config", s.Config)
+	code, out := cliHere(t, "pause", "main", "--reason", "risk check", "--config", s.Config)
 	if code != 0 || !strings.Contains(out, "desk main paused by "+me) {
 		t.Fatalf("deskd pause = %d\n%s", code, out)
 	}
 	d1.waitFor(t, deadline, "desk.paused", isEvent("desk.paused", "desk", "main", "by", me, "reason", "risk check"))
 	slot := slotID("every-minute", 10, 1)
+	d1.at(t, "2026-03-02T10:01:00+05:30")
 	d1.waitFor(t, deadline, "the 10:01 slot queued", isEvent("trigger.queued", "desk", "main", "trigger", slot))
 	d1.stopCleanly(t, syscall.SIGTERM)
 	if n := d1.count(isEvent("turn.started")); n != 0 {
 		t.Errorf("%d turns started while the desk was paused", n)
 	}
 
-	d2 := startDeskd(t, "second deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:01:30+05:30")
+	d2 := startInProcess(t, "second deskd", s.Config, istTime(t, "2026-03-02T10:01:30+05:30"))
 	d2.waitFor(t, deadline, "the paused warning", func(l stderrLine) bool {
 		return l.Str("message") == "desk is paused: it runs no turn until deskd resume" && l.Str("by") == me && l.Str("reason") == "risk check"
 	})
 	d2.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
-	code, out = cliRun(t, "status", "--json", "--config", s.Config)
+	code, out = cliHere(t, "status", "--json", "--config", s.Config)
 	var st httpapi.DesksResponse
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Desks) != 1 {
 		t.Fatalf("deskd status --json = %d\n%s", code, out)
@@ -601,14 +659,21 @@ func TestE2EPauseSurvivesRestart(t *testing.T) {
 		p.At.In(istZone).Format("15:04") != "10:00" || st.Desks[0].QueueDepth < 1 {
 		t.Errorf("status after a restart = %+v (paused %+v)", st.Desks[0], p)
 	}
-	code, out = cliRun(t, "resume", "main", "--config", s.Config)
+	code, out = cliHere(t, "resume", "main", "--config", s.Config)
 	if code != 0 || !strings.Contains(out, "desk main resumed (it was paused by "+me) {
 		t.Fatalf("deskd resume = %d\n%s", code, out)
 	}
 	resumed := d2.waitFor(t, deadline, "desk.resumed", isEvent("desk.resumed", "desk", "main", "by", me))
+	// The fake clock stands still, so the turn and the resume may share an
+	// instant: the turn is after the resume in the log, and not before it
+	// on deskd's clock.
+	started := d2.waitFor(t, deadline, "the slot's turn started", isEvent("turn.started", "desk", "main", "trigger", slot))
 	done := d2.waitFor(t, deadline, "the slot's turn", isEvent("turn.completed", "desk", "main", "trigger", slot))
-	if !parseTimeField(t, done, "at").After(parseTimeField(t, resumed, "at")) {
+	if parseTimeField(t, started, "at").Before(parseTimeField(t, resumed, "at")) || parseTimeField(t, done, "at").Before(parseTimeField(t, resumed, "at")) {
 		t.Errorf("the waiting turn ran before the desk was resumed")
+	}
+	if n := d2.count(isEvent("turn.started")); n != 1 {
+		t.Errorf("%d turns started in the second run, want 1 (the slot's, after the resume)", n)
 	}
 	d2.stopCleanly(t, syscall.SIGTERM)
 	if _, err := os.Stat(filepath.Join(s.DeskDir(), desk.PauseFile)); err != nil {
@@ -619,12 +684,12 @@ func TestE2EPauseSurvivesRestart(t *testing.T) {
 // TestE2EMetrics: GET /metrics is read by the Prometheus text parser and
 // counts turns and reloads; queue depth and next slot are there.
 func TestE2EMetrics(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(60 * time.Second)
 	s := newE2ESetup(t, everyMinuteSchedule)
-	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:55+05:30")
+	d := startInProcess(t, "deskd", s.Config, istTime(t, "2026-03-02T10:00:55+05:30"))
 	addr := apiAddr(t, d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready")))
+	d.at(t, "2026-03-02T10:01:00+05:30")
 	d.waitFor(t, deadline, "a turn", isEvent("turn.completed", "desk", "main"))
 	if err := d.signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -666,13 +731,12 @@ func TestE2EMetrics(t *testing.T) {
 // reload would change: a setting that needs a restart stays listed after
 // the reload; with no daemon it says so.
 func TestE2ECheckConfigDiff(t *testing.T) {
-	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(60 * time.Second)
 	s := newE2ESetup(t, "")
-	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:05+05:30")
+	d := startInProcess(t, "deskd", s.Config, istTime(t, "2026-03-02T10:00:05+05:30"))
 	d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
-	code, out := cliRun(t, "check-config", "--diff", "--config", s.Config)
+	code, out := cliHere(t, "check-config", "--diff", "--config", s.Config)
 	if code != 0 || !strings.Contains(out, "no changes against the running deskd") {
 		t.Errorf("check-config --diff, nothing changed = %d\n%s", code, out)
 	}
@@ -682,13 +746,13 @@ func TestE2ECheckConfigDiff(t *testing.T) {
 	}
 	writeTestFile(t, filepath.Dir(s.Config), "deskd.yaml", strings.Replace(string(mainYAML), "shutdown_timeout: 20s", "shutdown_timeout: 25s", 1))
 	const change = "shutdown_timeout changed from 20s to 25s (takes effect after a restart)"
-	d.waitFor(t, deadline, "config.reloaded", reloaded(change))
-	code, out = cliRun(t, "check-config", "--diff", "--config", s.Config)
+	d.debounced(t, func() { d.waitFor(t, deadline, "config.reloaded", reloaded(change)) })
+	code, out = cliHere(t, "check-config", "--diff", "--config", s.Config)
 	if code != 0 || strings.TrimSpace(out) != change {
 		t.Errorf("check-config --diff = %d\n%s\nwant exit 0 and %q", code, out, change)
 	}
 	d.stopCleanly(t, syscall.SIGTERM)
-	code, out = cliRun(t, "check-config", "--diff", "--config", s.Config)
+	code, out = cliHere(t, "check-config", "--diff", "--config", s.Config)
 	if code != 1 || !strings.Contains(out, "no running deskd answered") {
 		t.Errorf("check-config --diff with deskd stopped = %d\n%s", code, out)
 	}
