@@ -55,10 +55,11 @@ models:
 		t.Fatalf("after the start, the config history holds %v, want one snapshot", got)
 	}
 	saveByRename(t, mainFile, "model: offline\nfallbacks: [real]\ninstructions: Version two of the instructions.\n")
-	d.settle(t) // the watcher's debounce
-	d.waitEach(t, deadline, nil, map[string]func(stderrLine) bool{
-		"config.reloaded":   reloaded(),
-		"the snapshot kept": logMessage("config in force kept for audits"),
+	d.debounced(t, func() {
+		d.waitEach(t, deadline, nil, map[string]func(stderrLine) bool{
+			"config.reloaded":   reloaded(),
+			"the snapshot kept": logMessage("config in force kept for audits"),
+		})
 	})
 	d.stopCleanly(t, syscall.SIGTERM)
 	if got := snapshots(); len(got) != 2 {

@@ -108,10 +108,26 @@ func (d *deskdProc) advanceTo(t *testing.T, at time.Time) {
 	d.in.clk.Set(at)
 }
 
-// settle lets the config watcher's debounce pass after an edit: it waits
-// for the watcher to arm its timer (it does so when fsnotify reports the
-// edit), then moves the clock past it.
-func (d *deskdProc) settle(t *testing.T) {
+// debounced runs wait (which waits for the lines of a reload) after a
+// config edit, moving an in-process daemon's clock past each debounce
+// timer the config watcher arms meanwhile. One edit may arm several: os.WriteFile's truncation and its write are
+// two fsnotify events, and one that comes after the clock has moved
+// restarts the debounce (the watcher drops the expiry it has not read
+// yet) on a clock that stands still, so that the reload would never come.
+func (d *deskdProc) debounced(t *testing.T, wait func()) {
 	t.Helper()
-	d.advanceTo(t, d.in.clk.Now().Add(config.DefaultDebounce))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			at := d.in.clk.Now().Add(config.DefaultDebounce)
+			if d.in.clk.WaitTimerAt(ctx, at) != nil {
+				return
+			}
+			d.in.clk.Set(at)
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	wait()
 }

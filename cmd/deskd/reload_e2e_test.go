@@ -15,16 +15,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,7 +31,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/metrics/metricstest"
@@ -162,62 +157,6 @@ func saveByRename(t *testing.T, path, text string) {
 	}
 }
 
-// cliRun runs the deskd binary with args and returns its exit code and
-// its output (stdout, then stderr).
-func cliRun(t *testing.T, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), deskdBinary(t), args...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String()
-	case errors.As(err, &exit):
-		return exit.ExitCode(), out.String()
-	default:
-		t.Fatalf("deskd %v: %v\n%s", args, err, out.String())
-		return 0, ""
-	}
-}
-
-// cliHere runs a deskd client command (check-config, pause, status,
-// resume) in this process, through run as main does, and returns its exit
-// code and its output (stdout, then stderr), as cliRun does for the
-// binary.
-func cliHere(t *testing.T, args ...string) (int, string) {
-	t.Helper()
-	var out bytes.Buffer
-	code := run(t.Context(), args, &out, &out)
-	return code, out.String()
-}
-
-// debounced runs wait (which waits for the lines of a reload) after a
-// config edit, moving an in-process daemon's clock past each debounce
-// timer the config watcher arms meanwhile. settle moves it past one, but
-// one edit may arm several: os.WriteFile's truncation and its write are
-// two fsnotify events, and one that comes after the clock has moved
-// restarts the debounce (the watcher drops the expiry it has not read
-// yet) on a clock that stands still, so that the reload would never come.
-func (d *deskdProc) debounced(t *testing.T, wait func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			at := d.in.clk.Now().Add(config.DefaultDebounce)
-			if d.in.clk.WaitTimerAt(ctx, at) != nil {
-				return
-			}
-			d.in.clk.Set(at)
-		}
-	}()
-	defer func() { cancel(); <-done }()
-	wait()
-}
-
 // slotID is the trigger id of a schedule's slot, at hh:mm on 2026-03-02 IST.
 func slotID(schedule string, hh, mm int) string {
 	return triggers.SlotID(schedule, time.Date(2026, 3, 2, hh, mm, 0, 0, istZone))
@@ -338,11 +277,11 @@ func TestE2EReloadRejected(t *testing.T) {
 	}
 
 	// check-config says the same, and so does --diff against the daemon.
-	code, out := cliHere(t, "check-config", "--config", s.Config)
+	code, out := deskdCLI(t, "check-config", "--config", s.Config)
 	if code != 2 || !strings.Contains(out, mainFile+": schedules[0].cron: ") {
 		t.Errorf("check-config = %d\n%s", code, out)
 	}
-	code, out = cliHere(t, "check-config", "--diff", "--config", s.Config)
+	code, out = deskdCLI(t, "check-config", "--diff", "--config", s.Config)
 	if code != 2 || !strings.Contains(out, mainFile+": schedules[0].cron: ") || !strings.Contains(out, "would be refused") {
 		t.Errorf("check-config --diff = %d\n%s", code, out)
 	}
@@ -632,7 +571,7 @@ func TestE2EPauseSurvivesRestart(t *testing.T) {
 	d1 := startInProcess(t, "first deskd", s.Config, istTime(t, "2026-03-02T10:00:45+05:30"))
 	d1.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
 	me := operator()
-	code, out := cliHere(t, "pause", "main", "--reason", "risk check", "--config", s.Config)
+	code, out := deskdCLI(t, "pause", "main", "--reason", "risk check", "--config", s.Config)
 	if code != 0 || !strings.Contains(out, "desk main paused by "+me) {
 		t.Fatalf("deskd pause = %d\n%s", code, out)
 	}
@@ -650,7 +589,7 @@ func TestE2EPauseSurvivesRestart(t *testing.T) {
 		return l.Str("message") == "desk is paused: it runs no turn until deskd resume" && l.Str("by") == me && l.Str("reason") == "risk check"
 	})
 	d2.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
-	code, out = cliHere(t, "status", "--json", "--config", s.Config)
+	code, out = deskdCLI(t, "status", "--json", "--config", s.Config)
 	var st httpapi.DesksResponse
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Desks) != 1 {
 		t.Fatalf("deskd status --json = %d\n%s", code, out)
@@ -659,7 +598,7 @@ func TestE2EPauseSurvivesRestart(t *testing.T) {
 		p.At.In(istZone).Format("15:04") != "10:00" || st.Desks[0].QueueDepth < 1 {
 		t.Errorf("status after a restart = %+v (paused %+v)", st.Desks[0], p)
 	}
-	code, out = cliHere(t, "resume", "main", "--config", s.Config)
+	code, out = deskdCLI(t, "resume", "main", "--config", s.Config)
 	if code != 0 || !strings.Contains(out, "desk main resumed (it was paused by "+me) {
 		t.Fatalf("deskd resume = %d\n%s", code, out)
 	}
@@ -736,7 +675,7 @@ func TestE2ECheckConfigDiff(t *testing.T) {
 	s := newE2ESetup(t, "")
 	d := startInProcess(t, "deskd", s.Config, istTime(t, "2026-03-02T10:00:05+05:30"))
 	d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
-	code, out := cliHere(t, "check-config", "--diff", "--config", s.Config)
+	code, out := deskdCLI(t, "check-config", "--diff", "--config", s.Config)
 	if code != 0 || !strings.Contains(out, "no changes against the running deskd") {
 		t.Errorf("check-config --diff, nothing changed = %d\n%s", code, out)
 	}
@@ -747,12 +686,12 @@ func TestE2ECheckConfigDiff(t *testing.T) {
 	writeTestFile(t, filepath.Dir(s.Config), "deskd.yaml", strings.Replace(string(mainYAML), "shutdown_timeout: 20s", "shutdown_timeout: 25s", 1))
 	const change = "shutdown_timeout changed from 20s to 25s (takes effect after a restart)"
 	d.debounced(t, func() { d.waitFor(t, deadline, "config.reloaded", reloaded(change)) })
-	code, out = cliHere(t, "check-config", "--diff", "--config", s.Config)
+	code, out = deskdCLI(t, "check-config", "--diff", "--config", s.Config)
 	if code != 0 || strings.TrimSpace(out) != change {
 		t.Errorf("check-config --diff = %d\n%s\nwant exit 0 and %q", code, out, change)
 	}
 	d.stopCleanly(t, syscall.SIGTERM)
-	code, out = cliHere(t, "check-config", "--diff", "--config", s.Config)
+	code, out = deskdCLI(t, "check-config", "--diff", "--config", s.Config)
 	if code != 1 || !strings.Contains(out, "no running deskd answered") {
 		t.Errorf("check-config --diff with deskd stopped = %d\n%s", code, out)
 	}
