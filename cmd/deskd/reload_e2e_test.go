@@ -14,11 +14,9 @@ package main
 // signals, and the process's exit).
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -359,14 +357,14 @@ func TestE2EReloadSIGHUPAndLogLevel(t *testing.T) {
 	d.waitFor(t, deadline, "config.reloaded after SIGHUP", reloaded("desk main: instructions changed"))
 
 	// Follow the event stream: at warn, config.reloaded is not logged.
-	events := followEvents(t, addr)
+	events := followSSE(t, addr, "", "")
 	mainYAML, err := os.ReadFile(s.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	warn := strings.Replace(string(mainYAML), "level: info", "level: warn", 1)
 	writeTestFile(t, filepath.Dir(s.Config), "deskd.yaml", warn)
-	d.debounced(t, func() { events.waitFor(t, "config.reloaded", "log level changed from info to warn") })
+	d.debounced(t, func() { events.next(t, "config.reloaded", "log level changed from info to warn") })
 	if code, body := httpDo(t, "POST", addr+"/v1/desks/main/triggers", `{"text": "quiet", "id": "quiet"}`); code != 202 {
 		t.Fatalf("POST = %d %s", code, body)
 	}
@@ -393,117 +391,6 @@ func TestE2EReloadSIGHUPAndLogLevel(t *testing.T) {
 	d.stopCleanly(t, syscall.SIGTERM)
 }
 
-// eventStream follows GET /v1/events.
-type eventStream struct {
-	lines chan string
-}
-
-func followEvents(t *testing.T, addr string) *eventStream {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), "GET", addr+"/v1/events", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	es := &eventStream{lines: make(chan string, 1000)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(es.lines)
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			select {
-			case es.lines <- sc.Text():
-			default: // nobody reads any more: drop
-			}
-		}
-	}()
-	t.Cleanup(func() { resp.Body.Close(); <-done })
-	return es
-}
-
-// waitFor waits for an event of topic whose data line contains text.
-func (es *eventStream) waitFor(t *testing.T, topic, text string) {
-	t.Helper()
-	timeout := time.NewTimer(30 * time.Second)
-	defer timeout.Stop()
-	inTopic := false
-	for {
-		select {
-		case l, ok := <-es.lines:
-			if !ok {
-				t.Fatalf("the event stream ended before %s %q", topic, text)
-			}
-			switch {
-			case strings.HasPrefix(l, "event: "):
-				inTopic = l == "event: "+topic
-			case strings.HasPrefix(l, "data: ") && inTopic && strings.Contains(l, text):
-				return
-			}
-		case <-timeout.C:
-			t.Fatalf("no %s event with %q within 30s", topic, text)
-		}
-	}
-}
-
-// notifyListener is a NOTIFY_SOCKET, as systemd makes one: each datagram
-// arrives on msgs.
-type notifyListener struct {
-	path string
-	msgs chan string
-}
-
-func listenNotify(t *testing.T) *notifyListener {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify.sock")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &notifyListener{path: path, msgs: make(chan string, 10000)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			k, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			n.msgs <- string(buf[:k])
-		}
-	}()
-	t.Cleanup(func() { conn.Close(); <-done })
-	return n
-}
-
-// next returns the next datagram that has one of the lines wanted (by
-// prefix), failing the test after 30s. Every datagram read is kept in log.
-func (n *notifyListener) next(t *testing.T, log *[]string, wanted ...string) string {
-	t.Helper()
-	timeout := time.NewTimer(30 * time.Second)
-	defer timeout.Stop()
-	for {
-		select {
-		case m := <-n.msgs:
-			*log = append(*log, m)
-			for _, line := range strings.Split(m, "\n") {
-				for _, w := range wanted {
-					if strings.HasPrefix(line, w) {
-						return m
-					}
-				}
-			}
-		case <-timeout.C:
-			t.Fatalf("no sd_notify datagram with %q within 30s; got:\n%s", wanted, strings.Join(*log, "\n---\n"))
-			return ""
-		}
-	}
-}
-
 // TestE2ESystemdNotify: deskd under a NOTIFY_SOCKET and a watchdog tells
 // systemd READY=1 once its desk has started, pings the watchdog, sends
 // RELOADING=1 (with MONOTONIC_USEC) and READY=1 around a reload, and
@@ -513,26 +400,25 @@ func TestE2ESystemdNotify(t *testing.T) {
 	t.Parallel()
 	deadline := time.Now().Add(60 * time.Second)
 	s := newE2ESetup(t, "")
-	n := listenNotify(t)
+	n := listenSdNotify(t)
 	d := startDeskdEnv(t, "deskd", []string{"NOTIFY_SOCKET=" + n.path, "WATCHDOG_USEC=400000"},
 		"run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:05+05:30")
-	var log []string
-	ready := n.next(t, &log, "READY=1")
+	ready := n.nextWith(t, "READY=1")
 	if !strings.Contains(ready, "STATUS=running 1 desk: main") {
 		t.Errorf("READY datagram = %q, want a STATUS= naming the desk", ready)
 	}
 	d.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
 	for range 3 {
-		n.next(t, &log, "WATCHDOG=1")
+		n.nextWith(t, "WATCHDOG=1")
 	}
 	if err := d.signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	reloading := n.next(t, &log, "RELOADING=1", "READY=1", "STOPPING=1")
+	reloading := n.nextWith(t, "RELOADING=1", "READY=1", "STOPPING=1")
 	if !strings.HasPrefix(reloading, "RELOADING=1\nMONOTONIC_USEC=") || !strings.Contains(reloading, "STATUS=reloading the config: SIGHUP") {
 		t.Errorf("after SIGHUP: %q, want RELOADING=1, MONOTONIC_USEC and a STATUS=", reloading)
 	}
-	again := n.next(t, &log, "RELOADING=1", "READY=1", "STOPPING=1")
+	again := n.nextWith(t, "RELOADING=1", "READY=1", "STOPPING=1")
 	if !strings.HasPrefix(again, "READY=1") {
 		t.Errorf("after RELOADING=1: %q, want READY=1", again)
 	}
@@ -540,7 +426,7 @@ func TestE2ESystemdNotify(t *testing.T) {
 	if err := d.signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	stopping := n.next(t, &log, "RELOADING=1", "READY=1", "STOPPING=1")
+	stopping := n.nextWith(t, "RELOADING=1", "READY=1", "STOPPING=1")
 	if !strings.HasPrefix(stopping, "STOPPING=1") || !strings.Contains(stopping, "STATUS=stopping") {
 		t.Errorf("after SIGTERM: %q, want STOPPING=1 with a STATUS=", stopping)
 	}
@@ -548,7 +434,7 @@ func TestE2ESystemdNotify(t *testing.T) {
 		d.fail(t, "exit status %d, want 0", code)
 	}
 	var states []string
-	for _, m := range log {
+	for _, m := range n.received() {
 		for _, line := range strings.Split(m, "\n") {
 			if line == "READY=1" || line == "RELOADING=1" || line == "STOPPING=1" {
 				states = append(states, line)
