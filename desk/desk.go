@@ -278,7 +278,7 @@ func New(o Options) (*Desk, error) {
 
 func (d *Desk) scheduler(entries []triggers.Entry) *triggers.Scheduler {
 	return &triggers.Scheduler{
-		Desk: d.o.Name, Clock: d.o.Clock, Entries: entries,
+		Desk: d.o.Name, Clock: d.o.Clock, Entries: entries, From: d.o.Clock.Now(),
 		Last:   d.ledger.LastSlot,
 		Arm:    d.arm,
 		Fire:   d.claim,

@@ -104,6 +104,11 @@ type Scheduler struct {
 	Desk string
 	// Clock is deskd's clock.
 	Clock clock.Clock
+	// From, if set, is the instant the schedules took effect (the desk's
+	// start, a reload): a schedule Last knows nothing of counts its slots
+	// from there, not from when Run begins, so that a slot that comes
+	// between the two still fires.
+	From time.Time
 	// Entries are the schedules.
 	Entries []Entry
 	// Last returns the latest slot of a schedule that was claimed or
@@ -146,16 +151,20 @@ func (s *Scheduler) Run(ctx context.Context) {
 		grace = DefaultGrace
 	}
 	now := s.Clock.Now()
+	from := now
+	if !s.From.IsZero() && s.From.Before(now) {
+		from = s.From
+	}
 	cursor := make([]time.Time, len(s.Entries))
 	for i, e := range s.Entries {
-		cursor[i] = now
+		cursor[i] = from
 		if s.Last == nil {
 			continue
 		}
 		if last, ok := s.Last(e.Name); ok {
 			cursor[i] = s.settle(e, last, now, e.RunWithin, true)
 		} else if s.Arm != nil {
-			s.Arm(e, now)
+			s.Arm(e, from)
 		}
 	}
 	for {

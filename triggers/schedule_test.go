@@ -277,3 +277,29 @@ func TestSchedulerManyMissed(t *testing.T) {
 	h.waitArmed(t)
 	expectNone(t, h.missed, "missed")
 }
+
+// TestSchedulerCountsFromWhenItsSchedulesTookEffect: a scheduler whose Run
+// begins late (its goroutine ran after the desk had started) still fires
+// the slot that came in between: it counts from From, not from Run's start.
+func TestSchedulerCountsFromWhenItsSchedulesTookEffect(t *testing.T) {
+	clk := clock.NewFake(istAt(2026, 3, 2, 9, 0).Add(500 * time.Millisecond))
+	fired, armed := make(chan string, 10), make(chan string, 10)
+	s := &triggers.Scheduler{
+		Desk: "main", Clock: clk, From: istAt(2026, 3, 2, 9, 0).Add(-time.Second),
+		Entries: []triggers.Entry{{Name: "tape", Spec: spec(t, "* * * * *"), Text: "check"}},
+		Last:    func(string) (time.Time, bool) { return time.Time{}, false },
+		Arm:     func(e triggers.Entry, from time.Time) { armed <- e.Name + "@" + from.In(ist).Format("15:04:05") },
+		Fire: func(e triggers.Entry, slot time.Time, _ triggers.Trigger) {
+			fired <- e.Name + "@" + slot.In(ist).Format("15:04")
+		},
+		Missed: func(e triggers.Entry, slot time.Time, reason string) {
+			t.Errorf("%s@%v missed: %s", e.Name, slot, reason)
+		},
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	expect(t, armed, "armed", "tape@08:59:59")
+	expect(t, fired, "fired", "tape@09:00")
+}

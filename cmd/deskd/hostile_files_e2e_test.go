@@ -109,6 +109,7 @@ func TestHostileFilesE2ECheckConfigFIFO(t *testing.T) {
 // Memory.md ever stops waiting on a FIFO, this test sees a clean stop and
 // fails: give it another stuck turn.)
 func TestHostileFilesE2EShutdownDeadline(t *testing.T) {
+	t.Parallel()
 	s := newE2ESetup(t, "")
 	text, err := os.ReadFile(s.Config)
 	if err != nil {
@@ -117,8 +118,17 @@ func TestHostileFilesE2EShutdownDeadline(t *testing.T) {
 	if err := os.WriteFile(s.Config, []byte(strings.Replace(string(text), "shutdown_timeout: 20s", "shutdown_timeout: 1s", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	faultfs.Mkfifo(t, filepath.Join(s.DeskDir(), "Memory.md"))
-	d := startDeskd(t, "deskd", "run", "--config", s.Config)
+	fifo := filepath.Join(s.DeskDir(), "Memory.md")
+	faultfs.Mkfifo(t, fifo)
+	start := istTime(t, "2026-03-02T10:00:00+05:30")
+	d := startInProcess(t, "deskd", s.Config, start)
+	t.Cleanup(func() {
+		// The stuck read of the turn outlives the daemon in this process: a
+		// writer that opens and closes the FIFO ends it.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			_ = f.Close()
+		}
+	})
 	deadline := time.Now().Add(60 * time.Second)
 	d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
 	inbox := filepath.Join(s.StateDir, "inbox", s.Desk)
@@ -130,11 +140,22 @@ func TestHostileFilesE2EShutdownDeadline(t *testing.T) {
 	}
 	d.waitFor(t, deadline, "turn.started of stuck-1", isEvent("turn.started", "trigger", "stuck-1"))
 
-	sent := time.Now()
-	code := d.stop(t, syscall.SIGTERM, 30*time.Second) // the deadline is 11s away
-	took := time.Since(sent)
+	if err := d.signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor(t, deadline, "deskd stopping", func(l stderrLine) bool { return strings.HasPrefix(l.Str("message"), "deskd stopping") })
+	// The turn gets shutdown_timeout (1s), then is cancelled, which a read
+	// of a FIFO does not hear; the whole shutdown has 1s + 10s.
+	select {
+	case <-d.exited:
+		d.fail(t, "deskd ended before its shutdown deadline (%s)", d.state())
+	default:
+	}
+	d.advanceTo(t, start.Add(time.Second))    // the turn's shutdown_timeout, armed when the desks are told to stop
+	d.advanceTo(t, start.Add(11*time.Second)) // the deadline
+	code := d.wait(t, 30*time.Second)
 	if code == 0 {
-		d.fail(t, "exit status 0 after %v: the turn was not stuck (see the test's comment)", took)
+		d.fail(t, "exit status 0: the turn was not stuck (see the test's comment)")
 	}
 	var last stderrLine
 	if d.count(func(l stderrLine) bool {
@@ -153,7 +174,7 @@ func TestHostileFilesE2EShutdownDeadline(t *testing.T) {
 	if d.count(logMessage("deskd stopped")) != 0 {
 		t.Error(`"deskd stopped" was logged, but the shutdown did not finish`)
 	}
-	if took < 11*time.Second {
-		t.Errorf("deskd exited %v after SIGTERM, before the deadline (shutdown_timeout 1s + 10s)", took)
+	if at := parseTimeField(t, last, "clock"); at.Before(start.Add(11 * time.Second)) {
+		t.Errorf("the deadline passed at %v on deskd's clock, before shutdown_timeout 1s + 10s after SIGTERM", at)
 	}
 }

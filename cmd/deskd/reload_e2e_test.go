@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -521,14 +522,23 @@ func TestE2EMetrics(t *testing.T) {
 	}
 	d.waitFor(t, deadline, "config.reloaded", isEvent("config.reloaded"))
 
-	code, body := httpDo(t, "GET", addr+"/metrics", "")
-	if code != 200 {
-		t.Fatalf("GET /metrics = %d", code)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parse /metrics: %v\n%s", err, body)
+	// The metrics count the events on a subscriber of their own, which may
+	// come to config.reloaded a moment after the log: scrape until the
+	// reload is counted (or the deadline).
+	var fams map[string]*dto.MetricFamily
+	for {
+		code, body := httpDo(t, "GET", addr+"/metrics", "")
+		if code != 200 {
+			t.Fatalf("GET /metrics = %d", code)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		var err error
+		if fams, err = parser.TextToMetricFamilies(strings.NewReader(body)); err != nil {
+			t.Fatalf("parse /metrics: %v\n%s", err, body)
+		}
+		if v, _ := metricstest.Value(fams, "deskd_config_reloads_total"); v >= 1 || time.Now().After(deadline) {
+			break
+		}
 	}
 	checks := []struct {
 		name   string
