@@ -454,13 +454,7 @@ func (c *Reviewer) usedOn(date memory.Date) (map[string]bool, error) {
 			continue
 		}
 		for _, rec := range records {
-			var calls []struct {
-				Name      string          `json:"name"`
-				Arguments json.RawMessage `json:"arguments"`
-			}
-			if len(rec.ToolCalls) == 0 || json.Unmarshal(rec.ToolCalls, &calls) != nil {
-				continue
-			}
+			calls, _ := rec.Calls()
 			for _, call := range calls {
 				if call.Name != "skill_read" && call.Name != "skill_write" {
 					continue

@@ -52,13 +52,35 @@ type Record struct {
 	Scripted   bool            `json:"scripted,omitempty"`     // assistant: true when the offline scripted model wrote it
 	Usage      *Usage          `json:"usage,omitempty"`        // token usage of the call
 	DurationMS int64           `json:"duration_ms,omitempty"`  // how long it took
-	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`   // assistant: the tools it asked to run
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`   // assistant: the tools it asked to run, []ToolCall (see Calls)
 	ToolCallID string          `json:"tool_call_id,omitempty"` // tool: the call it answers
 	ToolName   string          `json:"tool_name,omitempty"`    // tool: the tool that ran
 	IsError    bool            `json:"is_error,omitempty"`     // tool: the result is an error
 	Silent     bool            `json:"silent,omitempty"`       // message: part of a silent turn (the flush before a compaction)
 	Truncated  bool            `json:"truncated,omitempty"`    // assistant message or event: the model's reply was cut at deskd's cap, the rest not read
 	Data       json.RawMessage `json:"data,omitempty"`         // anything else a later feature needs
+}
+
+// ToolCall is one tool call of an assistant record, as it is stored: the
+// router writes the model's calls in this shape, and everyone who reads a
+// session (the router on resume, the curator, transcripts) reads them
+// back with Calls.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Calls decodes the record's tool calls; ok is false when they do not
+// parse. A record without tool calls has none, ok.
+func (r Record) Calls() (calls []ToolCall, ok bool) {
+	if len(r.ToolCalls) == 0 {
+		return nil, true
+	}
+	if json.Unmarshal(r.ToolCalls, &calls) != nil {
+		return nil, false
+	}
+	return calls, true
 }
 
 // TornTail describes a damaged last line found, and removed, when a session

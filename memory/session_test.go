@@ -459,3 +459,20 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "records/s")
 }
+
+// TestRecordCalls: a record's tool calls decode into memory.ToolCall, the
+// one shape of them; a record without any has none, and undecodable ones
+// are said so.
+func TestRecordCalls(t *testing.T) {
+	r := memory.Record{ToolCalls: []byte(`[{"id":"c1","name":"skill_read","arguments":{"name":"tape"}}]`)}
+	calls, ok := r.Calls()
+	if !ok || len(calls) != 1 || calls[0].ID != "c1" || calls[0].Name != "skill_read" || string(calls[0].Arguments) != `{"name":"tape"}` {
+		t.Errorf("Calls() = %+v, %v", calls, ok)
+	}
+	if calls, ok := (memory.Record{}).Calls(); !ok || calls != nil {
+		t.Errorf("no tool calls: Calls() = %+v, %v; want none, ok", calls, ok)
+	}
+	if _, ok := (memory.Record{ToolCalls: []byte(`{"not": "a list"}`)}).Calls(); ok {
+		t.Error("undecodable tool calls: Calls() says ok")
+	}
+}

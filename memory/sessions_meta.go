@@ -45,9 +45,11 @@ const (
 const (
 	// titleExt names an operator's title of a session: sessions/<id>.title.
 	titleExt = ".title"
-	// summaryEvent is the Kind of the event record holding a model's summary.
-	summaryEvent = "summary"
 )
+
+// SummaryKind is the Kind of the event record that holds a model's summary
+// of its session (the router writes it; ListSessions reads it back).
+const SummaryKind = "summary"
 
 // MaxTitleLen is the longest session title, in characters, SetSessionTitle
 // accepts.
@@ -355,7 +357,7 @@ func hasSummaryEvent(recs []Record) bool {
 func summaryEventOf(recs []Record) (string, bool) {
 	for i := len(recs) - 1; i >= 0; i-- {
 		r := recs[i]
-		if r.Type == RecordEvent && r.Kind == summaryEvent && r.ForkedFrom == "" && strings.TrimSpace(r.Text) != "" {
+		if r.Type == RecordEvent && r.Kind == SummaryKind && r.ForkedFrom == "" && strings.TrimSpace(r.Text) != "" {
 			return r.Text, true
 		}
 	}

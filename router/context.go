@@ -2,6 +2,7 @@ package router
 
 import (
 	"encoding/json"
+	"github.com/deskd/deskd/memory"
 	"strings"
 )
 
@@ -81,13 +82,7 @@ func encodeCalls(calls []ToolCall) json.RawMessage {
 }
 
 func decodeCalls(raw json.RawMessage) []ToolCall {
-	if len(raw) == 0 {
-		return nil
-	}
-	var calls []ToolCall
-	if json.Unmarshal(raw, &calls) != nil {
-		return nil
-	}
+	calls, _ := memory.Record{ToolCalls: raw}.Calls()
 	return calls
 }
 

@@ -18,7 +18,7 @@ type Task string
 // The tasks a router asks of a model.
 const (
 	TaskTurn    Task = "turn"
-	TaskSummary Task = "summary"
+	TaskSummary Task = memory.SummaryKind // its event record is memory's
 	TaskFold    Task = "fold"
 	// TaskCompact asks for a checkpoint summary of older exchanges.
 	TaskCompact Task = "compact"
@@ -61,12 +61,9 @@ type ToolSpec struct {
 	Schema json.RawMessage
 }
 
-// ToolCall is the model's request to run a tool.
-type ToolCall struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
+// ToolCall is the model's request to run a tool; it is stored in the
+// session as it is (memory owns the record's shape).
+type ToolCall = memory.ToolCall
 
 // ToolChoice says whether the model may call the tools a request defines.
 type ToolChoice string

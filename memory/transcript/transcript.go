@@ -292,8 +292,8 @@ func decodeToolCalls(raw json.RawMessage) []Call {
 	if s == "" || s == "null" || s == "[]" {
 		return nil
 	}
-	var calls []router.ToolCall
-	if err := json.Unmarshal(raw, &calls); err != nil {
+	calls, ok := memory.Record{ToolCalls: raw}.Calls()
+	if !ok {
 		return []Call{{Name: "(undecodable tool calls)", Args: s}}
 	}
 	out := make([]Call, 0, len(calls))
