@@ -716,8 +716,13 @@ func (d *Desk) Run(ctx context.Context) error {
 	}
 
 	for {
+		// The boundary timer is armed before the check: a boundary the
+		// clock passes from here on fires it, and one it passed before,
+		// eager sees.
+		boundary := d.o.Clock.NewTimer(d.o.Keeper.NextBoundary().Sub(d.o.Clock.Now()))
 		eager()
 		if ctx.Err() != nil {
+			boundary.Stop()
 			return nil
 		}
 		var ready <-chan struct{}
@@ -731,7 +736,6 @@ func (d *Desk) Run(ctx context.Context) error {
 			retryTimer = d.o.Clock.NewTimer(d.nextRetry())
 			retry = retryTimer.C()
 		}
-		boundary := d.o.Clock.NewTimer(d.o.Keeper.NextBoundary().Sub(d.o.Clock.Now()))
 		stopRetry := func() {
 			if retryTimer != nil {
 				retryTimer.Stop()
@@ -745,6 +749,7 @@ func (d *Desk) Run(ctx context.Context) error {
 		case <-retry:
 			boundary.Stop()
 			if d.retryStorage() {
+				eager()
 				d.next(work)
 			}
 		case <-boundary.C():
@@ -754,6 +759,7 @@ func (d *Desk) Run(ctx context.Context) error {
 			boundary.Stop()
 			applyPending()
 			if d.Storage() == nil || d.retryStorage() {
+				eager()
 				d.next(work) // a resumed desk takes up its queue
 			}
 		case req := <-d.rollovers:
@@ -774,6 +780,7 @@ func (d *Desk) Run(ctx context.Context) error {
 		case <-ready:
 			boundary.Stop()
 			applyPending()
+			eager() // the boundary may have passed since the check above: roll over before the turn
 			d.next(work)
 		}
 		stopRetry()
