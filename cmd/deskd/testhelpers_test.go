@@ -8,7 +8,6 @@ package main
 // (followSSE) and be its NOTIFY_SOCKET (listenSdNotify).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -657,16 +656,11 @@ func (w *syncBuffer) String() string {
 	return w.b.String()
 }
 
-// sseEvent is one event of deskd's event stream.
-type sseEvent struct {
-	ID, Topic, Data string
-}
-
 // sseFollower follows deskd's event stream (GET /v1/events), from the
 // moment followSSE returns.
 type sseFollower struct {
-	events chan sseEvent // closed when the stream ends
-	seen   []sseEvent    // what next has read, for failure messages
+	events chan httpapi.Event // closed when the stream ends
+	seen   []httpapi.Event    // what next has read, for failure messages
 }
 
 // followSSE opens GET /v1/events (with query, e.g. "?desk=main", and the
@@ -694,36 +688,17 @@ func followSSE(t testing.TB, base, query, token string) *sseFollower {
 		resp.Body.Close()
 		t.Fatalf("GET /v1/events%s = %d %s %s, want 200 text/event-stream", query, resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
-	f := &sseFollower{events: make(chan sseEvent, 10000)}
+	f := &sseFollower{events: make(chan httpapi.Event, 10000)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer close(f.events)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		var e sseEvent
-		var data []string
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if len(data) > 0 {
-					e.Data = strings.Join(data, "\n")
-					select {
-					case f.events <- e:
-					default: // nobody reads any more: drop
-					}
-				}
-				e, data = sseEvent{}, nil
-			case strings.HasPrefix(line, ":"): // a comment: a ping, events missed
-			case strings.HasPrefix(line, "id:"):
-				e.ID = strings.TrimSpace(line[3:])
-			case strings.HasPrefix(line, "event:"):
-				e.Topic = strings.TrimSpace(line[6:])
-			case strings.HasPrefix(line, "data:"):
-				data = append(data, strings.TrimPrefix(line[5:], " "))
+		_ = httpapi.ReadEvents(resp.Body, func(e httpapi.Event) {
+			select {
+			case f.events <- e:
+			default: // nobody reads any more: drop
 			}
-		}
+		}, func(string) {}) // comments: a ping, events missed
 	}()
 	t.Cleanup(func() { resp.Body.Close(); <-done })
 	return f
@@ -731,7 +706,7 @@ func followSSE(t testing.TB, base, query, token string) *sseFollower {
 
 // next returns the next event of topic whose data contains text, failing
 // the test if the stream ends first or none comes within 30s.
-func (f *sseFollower) next(t testing.TB, topic, text string) sseEvent {
+func (f *sseFollower) next(t testing.TB, topic, text string) httpapi.Event {
 	t.Helper()
 	timeout := time.NewTimer(30 * time.Second)
 	defer timeout.Stop()

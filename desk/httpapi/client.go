@@ -274,7 +274,15 @@ func (c *Client) Events(ctx context.Context, q EventQuery, onEvent func(Event), 
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(b))}
 	}
-	sc := bufio.NewScanner(resp.Body)
+	return ReadEvents(resp.Body, onEvent, onComment)
+}
+
+// ReadEvents reads a Server-Sent Events stream of deskd's (the body of
+// GET /v1/events), calling onEvent for each event and onComment for each
+// comment line. It returns io.EOF at the stream's end, or the reader's
+// error.
+func ReadEvents(r io.Reader, onEvent func(Event), onComment func(string)) error {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	var e Event
 	var data []string
