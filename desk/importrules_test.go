@@ -65,7 +65,7 @@ var allowedImports = map[string][]string{
 	// Test helpers: only tests and other test helpers import them.
 	"desk/event/eventtest":   {"desk/clock", "desk/event"},
 	"memory/durable/faultfs": {"memory/durable"},
-	"desk/httpapi/httpapitest": {"desk", "desk/clock", "desk/event", "desk/httpapi", "desk/metrics", "keeper", "memory",
+	"desk/httpapi/httpapitest": {"desk", "desk/clock", "desk/desktest", "desk/event", "desk/httpapi", "desk/metrics",
 		"memory/durable", "router", "triggers"},
 	"desk/metrics/metricstest": {},
 	"memory/memorytest":        {"config", "desk/clock", "desk/event", "keeper", "memory", "memory/durable", "router", "triggers"},
@@ -82,7 +82,7 @@ var onlyImportedBy = map[string][]string{
 	"desk/audit":               {"cmd"},
 	"desk/event/eventtest":     {"desk/desktest"},
 	"router/routertest":        {"desk/desktest"},
-	"desk/desktest":            {},
+	"desk/desktest":            {"desk/httpapi/httpapitest"},
 	"memory/durable/faultfs":   {},
 	"memory/memorytest":        {},
 	"desk/httpapi/httpapitest": {},

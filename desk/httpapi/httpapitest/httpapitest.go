@@ -20,11 +20,10 @@ import (
 
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/metrics"
-	"github.com/deskd/deskd/keeper"
-	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -76,16 +75,10 @@ type Harness struct {
 // timeout of a turn that is still running) and closes what was opened.
 func Start(tb testing.TB, o Options) *Harness {
 	tb.Helper()
-	if o.Model == nil {
-		o.Model = router.Scripted{}
-	}
-	ist, err := time.LoadLocation("Asia/Kolkata")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	day := memory.TradingDay{Location: ist}
+	d := desktest.New(tb, desktest.Options{Model: o.Model, FS: o.FS, QueueLimit: o.QueueLimit, Coalesce: o.Coalesce,
+		RefusePaused: o.RefusePaused, Schedules: o.Schedules, PauseFile: o.PauseFile})
 	events := make(chan event.Event, 1000)
-	h := &Harness{t: tb, Clock: clock.NewFake(time.Date(2026, 3, 2, 10, 0, 0, 0, ist)), Bus: event.New(), Events: events}
+	h := &Harness{t: tb, Clock: d.Clock, Bus: d.Bus, Desk: d.Desk, Dir: d.Folder.Dir(), Events: events}
 	unsub := event.SubscribeAll(h.Bus, func(e event.Event) {
 		select {
 		case events <- e:
@@ -93,36 +86,6 @@ func Start(tb testing.TB, o Options) *Harness {
 		}
 	})
 	ring := httpapi.NewEventRing(h.Bus, h.Clock.Now(), httpapi.RingSize)
-	h.Dir = filepath.Join(tb.TempDir(), DeskName)
-	folder, err := memory.OpenFolder(h.Dir, DeskName, h.Clock.Now)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	folder.FS = o.FS
-	r, err := router.New(router.Options{Desk: DeskName, Folder: folder, Clock: h.Clock, Day: day, Bus: h.Bus,
-		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "test", Client: o.Model}}}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	k := keeper.New(keeper.Options{Desk: DeskName, Router: r, Folder: folder, Bus: h.Bus, Clock: h.Clock, Day: day})
-	ledger, err := triggers.OpenLedgerOn(o.FS, folder.Path(triggers.LedgerFile))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pauseFile := ""
-	if o.PauseFile {
-		pauseFile = folder.Path(desk.PauseFile)
-	}
-	h.Desk, err = desk.New(desk.Options{Name: DeskName, Keeper: k, Router: r, Ledger: ledger, Clock: h.Clock, Bus: h.Bus,
-		QueueLimit: o.QueueLimit, Coalesce: o.Coalesce, ShutdownTimeout: time.Minute, RefusePaused: o.RefusePaused,
-		Schedules: o.Schedules, PauseFile: pauseFile})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(tb.Context()))
-	done := make(chan struct{})
-	go func() { defer close(done); _ = h.Desk.Run(ctx) }()
-	<-h.Desk.Started()
 	set := desk.NewSet(h.Desk)
 	met := metrics.New(h.Bus)
 	met.SetGauges(metrics.DeskGauges(set))
@@ -130,24 +93,12 @@ func Start(tb testing.TB, o Options) *Harness {
 		Clock: h.Clock, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(tb))})
 	h.API.Handle("GET /metrics", met.Handler())
 	h.Server = httptest.NewServer(h.API)
-	tb.Cleanup(func() {
+	tb.Cleanup(func() { // before desktest's, which stops the desk and closes the bus
 		h.Server.CloseClientConnections()
 		h.Server.Close()
-		cancel()
-		for {
-			select {
-			case <-done:
-				ring.Close()
-				met.Close()
-				unsub()
-				h.Bus.Close()
-				_ = r.Close()
-				_ = ledger.Close()
-				return
-			case <-time.After(10 * time.Millisecond):
-				h.Clock.Advance(time.Minute) // past the shutdown timeout of a gated turn
-			}
-		}
+		ring.Close()
+		met.Close()
+		unsub()
 	})
 	return h
 }
