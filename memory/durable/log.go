@@ -179,7 +179,10 @@ func ScanRecords(data []byte, valid Valid) (sc Scan, end int64, terminated bool)
 		switch {
 		case len(bytes.TrimSpace(line)) == 0:
 			if len(pendingBad) == 0 {
-				end = int64(next)
+				// A blank last line without its '\n' (spaces, a '\v')
+				// is kept, and the '\n' added: the next record must
+				// not be glued onto it.
+				end, terminated = int64(next), stop < len(data)
 			}
 		case valid(line):
 			sc.Skipped = append(sc.Skipped, pendingBad...)

@@ -149,6 +149,32 @@ func TestOpenLogTornTail(t *testing.T) {
 	}
 }
 
+// A blank last line without its newline (any whitespace, a vertical tab
+// too) gets one, so the next record starts a line of its own and a reopen
+// finds no damage.
+func TestOpenLogUnterminatedBlankLine(t *testing.T) {
+	for _, tail := range []string{"\v", " \t", "\r", "{\"n\":1}\n\v"} {
+		path := filepath.Join(t.TempDir(), "log.jsonl")
+		if err := os.WriteFile(path, []byte(tail), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		l, sc := openLog(t, nil, path)
+		if sc.Torn != nil || len(sc.Skipped) != 0 {
+			t.Fatalf("%q: first open found damage: torn %+v, skipped %+v", tail, sc.Torn, sc.Skipped)
+		}
+		want := len(sc.Records) + 1
+		if err := l.Append([]byte(`{"n":2}`), true); err != nil {
+			t.Fatal(err)
+		}
+		_ = l.Close()
+		_, sc = openLog(t, nil, path)
+		if sc.Torn != nil || len(sc.Skipped) != 0 || len(sc.Records) != want {
+			got, _ := os.ReadFile(path)
+			t.Errorf("%q: reopen found torn %+v, skipped %+v, %d records (want %d); file %q", tail, sc.Torn, sc.Skipped, len(sc.Records), want, got)
+		}
+	}
+}
+
 // A file damaged by a writer that did not cut its failures back (half a
 // record with the next one glued on) gives the whole record back, and
 // reports the damage.
