@@ -89,8 +89,9 @@ type Router interface {
 	Fork(ctx context.Context) (string, error)
 	// Configure replaces the router's settings for the next call.
 	Configure(s router.Settings) error
-	// Outcome tells what session's file holds of trigger's turn.
-	Outcome(session, trigger string) (router.Outcome, error)
+	// Outcomes tells what session's file holds of each trigger's turn;
+	// session "" is the one the desk's state file names.
+	Outcomes(session string, triggers []string) (map[string]router.Outcome, error)
 	// Unreadable lists the files the last prompt could not read.
 	Unreadable() []router.Unreadable
 }
@@ -328,68 +329,91 @@ func (d *Desk) Configure(s Settings) error {
 // called before or after the desk's context ends, and more than once.
 func (d *Desk) CutShort() { d.hurryOnce.Do(func() { close(d.hurry) }) }
 
-// recover queues again what the ledger says was waiting or had not reached
-// the model, and marks interrupted what had.
+// recover settles every trigger the ledger leaves unfinished, from what
+// the session file holds of it: a trigger the model never saw is queued
+// again, one whose reply was written is answered, and one the model may
+// have acted on is interrupted. Only the 202's record (queued) is fsynced
+// before a turn's message (the session's user record, fsynced before the
+// model call): a crash of the host may lose the ledger's running and sent
+// records, so the session file, not the ledger's state, tells whether the
+// model saw a trigger.
 func (d *Desk) recover() error {
 	now := d.o.Clock.Now()
-	for _, it := range d.ledger.Unfinished() {
-		switch it.State {
-		case triggers.StateQueued:
-			d.queue.Restore(it.Trigger)
-		case triggers.StateRunning:
+	items := d.ledger.Unfinished()
+	seen, err := d.outcomes(items)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		o := seen[it.Trigger.ID]
+		session := it.Session
+		if session == "" {
+			session = o.Session
+		}
+		switch {
+		case o.Answered:
+			// The reply was written, the ledger's record of it was not.
 			if err := d.ledger.Append(triggers.Record{
-				At: now, ID: it.Trigger.ID, State: triggers.StateQueued,
-				Reason: "queued again after a restart: its turn had begun but had not reached the model",
+				At: now, ID: it.Trigger.ID, State: triggers.StateAnswered, Session: session, Turn: o.Turn, Reply: o.Reply,
+				Reason: "answered before deskd stopped; the answer was taken from the session file",
 			}); err != nil {
 				return err
 			}
-			d.queue.Restore(it.Trigger)
-		case triggers.StateSent:
-			// The session file tells what the ledger did not get to
-			// record. Without one, nothing can be told: interrupted.
-			o, err := d.o.Router.Outcome(it.Session, it.Trigger.ID)
-			if errors.Is(err, fs.ErrNotExist) {
-				o, err = router.Outcome{Seen: true}, nil
+			if got, ok := d.ledger.Get(it.Trigger.ID); ok {
+				d.reconciled = append(d.reconciled, got)
 			}
-			if err != nil {
-				return err
-			}
-			switch {
-			case o.Answered:
-				// The reply was written, the ledger's record of it was not.
-				if err := d.ledger.Append(triggers.Record{
-					At: now, ID: it.Trigger.ID, State: triggers.StateAnswered, Session: it.Session, Turn: o.Turn, Reply: o.Reply,
-					Reason: "answered before deskd stopped; the answer was taken from the session file",
-				}); err != nil {
-					return err
-				}
-				if got, ok := d.ledger.Get(it.Trigger.ID); ok {
-					d.reconciled = append(d.reconciled, got)
-				}
-				continue
-			case !o.Seen:
-				// Its message never reached the session: the model never saw it.
-				if err := d.ledger.Append(triggers.Record{
-					At: now, ID: it.Trigger.ID, State: triggers.StateQueued,
-					Reason: "queued again after a restart: its message had not reached the model",
-				}); err != nil {
-					return err
-				}
-				d.queue.Restore(it.Trigger)
-				continue
-			}
+		case o.Seen:
 			rec := triggers.Record{
-				At: now, ID: it.Trigger.ID, State: triggers.StateInterrupted, Session: it.Session, Turn: it.Turn,
+				At: now, ID: it.Trigger.ID, State: triggers.StateInterrupted, Session: session, Turn: it.Turn,
 				Reason: "deskd stopped while the turn was with the model, which may have acted; it is not run again automatically",
 			}
 			if err := d.ledger.Append(rec); err != nil {
 				return err
 			}
-			it.State, it.Reason = triggers.StateInterrupted, rec.Reason
+			it.State, it.Session, it.Reason = triggers.StateInterrupted, session, rec.Reason
 			d.interrupted = append(d.interrupted, it)
+		case it.State == triggers.StateQueued:
+			d.queue.Restore(it.Trigger)
+		default:
+			reason := "queued again after a restart: its turn had begun but had not reached the model"
+			if it.State == triggers.StateSent {
+				reason = "queued again after a restart: its message had not reached the model"
+			}
+			if err := d.ledger.Append(triggers.Record{At: now, ID: it.Trigger.ID, State: triggers.StateQueued, Reason: reason}); err != nil {
+				return err
+			}
+			d.queue.Restore(it.Trigger)
 		}
 	}
 	return nil
+}
+
+// outcomes reads what the session files hold of items: a sent trigger's
+// own session (the ledger names it), and for the others the desk's
+// current session, each file once. A sent trigger whose session file is
+// gone counts as seen: nothing can tell otherwise.
+func (d *Desk) outcomes(items []triggers.Item) (map[string]router.Outcome, error) {
+	bySession := map[string][]string{}
+	for _, it := range items {
+		bySession[it.Session] = append(bySession[it.Session], it.Trigger.ID)
+	}
+	out := map[string]router.Outcome{}
+	for session, ids := range bySession {
+		found, err := d.o.Router.Outcomes(session, ids)
+		if errors.Is(err, fs.ErrNotExist) && session != "" {
+			found, err = map[string]router.Outcome{}, nil
+			for _, id := range ids {
+				found[id] = router.Outcome{Seen: true, Session: session}
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		for id, o := range found {
+			out[id] = o
+		}
+	}
+	return out, nil
 }
 
 // Name returns the desk's name.
@@ -884,7 +908,9 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()})
 		return
 	}
-	if err := d.ledger.Append(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateSent, Session: session, Turn: turn}); err != nil {
+	// Not fsynced: the session's record of the message, fsynced before the
+	// model call, is what a restart goes by (see recover).
+	if err := d.ledger.Note(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateSent, Session: session, Turn: turn}); err != nil {
 		// The ledger says running and the model has not seen it: it runs
 		// once writes succeed again.
 		d.storageFailed(err)

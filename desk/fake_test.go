@@ -90,8 +90,8 @@ func (r *fakeRouter) Fork(ctx context.Context) (string, error) {
 
 func (r *fakeRouter) Configure(s router.Settings) error { return nil }
 
-func (r *fakeRouter) Outcome(session, trigger string) (router.Outcome, error) {
-	return router.Outcome{}, nil
+func (r *fakeRouter) Outcomes(session string, triggers []string) (map[string]router.Outcome, error) {
+	return map[string]router.Outcome{}, nil
 }
 
 func (r *fakeRouter) Unreadable() []router.Unreadable { return nil }

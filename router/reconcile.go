@@ -22,36 +22,58 @@ type Outcome struct {
 	Answered bool
 	Reply    string
 	Turn     int
+	// Session is the session whose file told it.
+	Session string
 }
 
-// Outcome reads session's file for what became of trigger's turn, so that
-// a restart after a crash between the reply and the ledger's record of it
-// can tell an answered turn from an interrupted one. It reads the file
-// without changing it and does not need the router's session to be open.
-func (r *Router) Outcome(session, trigger string) (Outcome, error) {
+// Outcomes reads session's file once for what became of each trigger's
+// turn, so that a restart after a crash can tell a trigger the model never
+// saw (run it) from one it may have acted on (interrupted) and from one
+// whose reply was written but not recorded in the ledger (answered). The
+// session "" is the one the desk's state file names (none yet: no
+// trigger was seen). It reads the file without changing it and does not
+// need the router's session to be open. A trigger the file does not
+// mention has the zero Outcome.
+func (r *Router) Outcomes(session string, triggers []string) (map[string]Outcome, error) {
+	if session == "" {
+		st, ok, err := r.folder.ReadState()
+		if err != nil {
+			return nil, fmt.Errorf("outcome of %d triggers of %s: %w", len(triggers), r.desk, err)
+		}
+		if !ok || st.Session == "" {
+			return map[string]Outcome{}, nil
+		}
+		session = st.Session
+	}
 	records, err := r.folder.ReadSession(session)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("outcome of %s in session %s: %w", trigger, session, err)
+		return nil, fmt.Errorf("outcome of %d triggers in session %s: %w", len(triggers), session, err)
 	}
-	return outcome(records, trigger), nil
+	return outcomes(records, session, triggers), nil
 }
 
-// outcome finds trigger's turn in records: the last message of the user
-// for it, and the final answer (an assistant message asking for no tool)
-// after it.
-func outcome(records []memory.Record, trigger string) Outcome {
-	var o Outcome
+// outcomes finds each trigger's turn in records: the last message of the
+// user for it, and the final answer (an assistant message asking for no
+// tool) after it.
+func outcomes(records []memory.Record, session string, triggers []string) map[string]Outcome {
+	out := make(map[string]Outcome, len(triggers))
+	want := make(map[string]bool, len(triggers))
+	for _, id := range triggers {
+		want[id] = true
+	}
 	for i, rec := range records {
-		if rec.Type != memory.RecordMessage || rec.Silent || rec.Trigger != trigger || rec.ForkedFrom != "" {
+		if rec.Type != memory.RecordMessage || rec.Silent || !want[rec.Trigger] || rec.ForkedFrom != "" {
 			continue // a fork's copies belong to the turns of the session they came from
 		}
+		o := out[rec.Trigger]
 		switch {
 		case rec.Role == RoleUser:
-			o = Outcome{Seen: true}
+			o = Outcome{Seen: true, Session: session}
 		case rec.Role == RoleAssistant && o.Seen && len(decodeCalls(rec.ToolCalls)) == 0:
 			o.Answered, o.Reply = true, rec.Text
 			o.Turn = Rebuild(records[:i+1]).Exchanges
 		}
+		out[rec.Trigger] = o
 	}
-	return o
+	return out
 }
