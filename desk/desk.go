@@ -940,7 +940,9 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		return
 	}
 	d.ended()
-	d.write(triggers.Record{
+	// Not fsynced: the reply is, in the session file, and a restart takes
+	// the answer from there (recover).
+	d.note(triggers.Record{
 		At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateAnswered, Session: reply.Session, Turn: reply.Turn, Reply: reply.Text,
 	})
 	event.Publish(d.o.Bus, event.TurnCompleted{

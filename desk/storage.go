@@ -53,6 +53,16 @@ func (d *Desk) write(r triggers.Record) {
 	}
 }
 
+// note is write without the fsync, for a record a restart can rebuild from
+// the session file (an answer the session holds: see recover). The next
+// write makes it durable with itself, in order.
+func (d *Desk) note(r triggers.Record) {
+	if err := d.ledger.Note(r); err != nil {
+		d.storageFailed(err)
+		d.owe(r)
+	}
+}
+
 // owe keeps r for retryStorage to write.
 func (d *Desk) owe(r triggers.Record) {
 	d.storeMu.Lock()
