@@ -236,7 +236,7 @@ func TestScheduleClaims(t *testing.T) {
 	h := desktest.New(t, desktest.Options{Schedules: entries, Dir: dir, Clock: clk})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if err := clk.WaitPending(ctx, 2); err != nil { // the day boundary and the schedule
+	if err := clk.WaitTimerAt(ctx, start.Add(5*time.Minute)); err != nil { // the schedule's first slot
 		t.Fatal(err)
 	}
 	if _, ok := h.Ledger.Get(triggers.ArmID("tape")); !ok {
@@ -268,7 +268,7 @@ func TestScheduleClaims(t *testing.T) {
 			t.Errorf("the missed slot %v is %+v in the ledger", slot, s)
 		}
 	}
-	if err := clk.WaitPending(ctx, 2); err != nil {
+	if err := clk.WaitTimerAt(ctx, start.Add(20*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	clk.Set(start.Add(20 * time.Minute))
@@ -397,7 +397,7 @@ func TestConfigure(t *testing.T) {
 	if st := h.Desk.Status(); st.NextSchedule != "seven" || st.QueueLimit != 1 {
 		t.Errorf("Status after Configure = next %s, limit %d", st.NextSchedule, st.QueueLimit)
 	}
-	if err := clk.WaitPending(ctx, 2); err != nil {
+	if err := clk.WaitTimerAt(ctx, start.Add(7*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	clk.Set(start.Add(7 * time.Minute)) // 10:07: seven's slot; five's 10:05 is gone
