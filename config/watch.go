@@ -18,8 +18,14 @@ import (
 )
 
 // DefaultDebounce is how long a Watcher waits after the last change of a
-// burst before it reports the burst.
-const DefaultDebounce = 300 * time.Millisecond
+// burst before it reports the burst. An editor's save (a temporary file
+// renamed into place, or a truncation and a write in chunks) is a burst of
+// events microseconds apart, so 50 ms still makes it one reload of the
+// whole file while an edit shows in the status well within 100 ms. A
+// writer that pauses longer mid-file may get a reload of half a file:
+// Load refuses it if it does not parse (the last good config keeps
+// running), and the next write's event reloads the whole file.
+const DefaultDebounce = 50 * time.Millisecond
 
 // Watcher reports changes to the config files: the main file, the desk
 // files in the desks folder, and the files of any other folder of YAML

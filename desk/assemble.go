@@ -94,10 +94,11 @@ func settingsOf(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk 
 // desk's next request.
 func RouterSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock) (router.Settings, error) {
 	s := router.Settings{
-		Instructions:  dc.Instructions,
-		MaxToolRounds: dc.MaxToolRounds,
-		CompactShare:  dc.CompactShare,
-		Retry:         router.RetryPolicy{},
+		Instructions:    dc.Instructions,
+		MaxToolRounds:   dc.MaxToolRounds,
+		CompactShare:    dc.CompactShare,
+		CompactAtTokens: dc.CompactAtTokens,
+		Retry:           router.RetryPolicy{},
 		Budgets: router.Budgets{
 			TurnTokens: dc.Budgets.TurnTokens, SessionTokens: dc.Budgets.SessionTokens, DayTokens: dc.Budgets.DayTokens,
 			DayCost: dc.Budgets.DayCost, ReserveTokens: dc.Budgets.ReserveTokens,
