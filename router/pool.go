@@ -16,9 +16,12 @@ const (
 	PoolIdleTimeout = 90 * time.Second
 
 	// drainMax and drainWait bound what closing an HTTP/1.1 answer reads
-	// of what is left of it (see drainBody).
+	// of what is left of it (see drainBody). The end of a finished stream
+	// is a few bytes that come within a round trip; a second is generous
+	// on a loaded machine, and holds up only a call that failed mid-stream
+	// (a cut reply cancels its call first, which ends the drain at once).
 	drainMax  = 4 << 10
-	drainWait = 100 * time.Millisecond
+	drainWait = time.Second
 )
 
 // Pool is the connections to the model services that every model client
@@ -135,9 +138,8 @@ func (t poolTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // close it; the chunked body's last chunk often comes in a packet of its
 // own, and an HTTP/1.1 connection whose body was not read to its end is
 // closed, not reused: without the drain most calls opened a connection of
-// their own. A body still streaming (a reply cut at deskd's cap) is not
-// read for longer than drainWait: then the connection is closed, as
-// before.
+// their own. A body still streaming is not read for longer than
+// drainWait: then the connection is closed, as before.
 type drainBody struct {
 	io.ReadCloser
 	once sync.Once
