@@ -544,3 +544,62 @@ func TestWatchHalfWrittenFileThenTheRest(t *testing.T) {
 		t.Errorf("schedules = %+v, want the one the whole file has", s)
 	}
 }
+
+// TestWatchWaitsForATruncatedFile: a save that truncates a desk file and
+// writes it more than a debounce later is still one reload of the whole
+// file: while the file the burst touched is empty, the watcher waits
+// another debounce; once it is written, the notification comes one
+// debounce after the write.
+func TestWatchWaitsForATruncatedFile(t *testing.T) {
+	dir, mainPath, desksDir := plainConfig(t)
+	h := startWatcherDebounce(t, 0, DefaultDebounce, mainPath, desksDir, dir)
+	desk := filepath.Join(desksDir, "main.yaml")
+
+	f, err := os.OpenFile(desk, os.O_WRONLY|os.O_TRUNC, 0)
+	noErr(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	h.sync()
+	for i := range 3 { // the writer stalls for three debounces
+		if err := h.clk.WaitPending(h.deadline(), 1); err != nil {
+			t.Fatalf("debounce %d: no timer armed", i)
+		}
+		h.clk.Advance(DefaultDebounce)
+		h.sync()
+		select {
+		case <-h.w.Changes():
+			t.Fatalf("notified after %d debounces while the file was empty", i+1)
+		default:
+		}
+	}
+	_, err = f.WriteString("model: other\n")
+	noErr(t, err)
+	noErr(t, f.Close())
+	h.expectOne("the write after the truncation")
+}
+
+// TestWatchReportsAFileLeftEmpty: a file emptied on purpose is still
+// reported, after maxEmptyWaits more debounces (Load then refuses it).
+func TestWatchReportsAFileLeftEmpty(t *testing.T) {
+	dir, mainPath, desksDir := plainConfig(t)
+	h := startWatcherDebounce(t, 0, DefaultDebounce, mainPath, desksDir, dir)
+	watchWrite(t, filepath.Join(desksDir, "main.yaml"), "")
+	h.sync()
+	for i := range maxEmptyWaits + 1 {
+		if err := h.clk.WaitPending(h.deadline(), 1); err != nil {
+			t.Fatalf("debounce %d: no timer armed", i)
+		}
+		select {
+		case <-h.w.Changes():
+			t.Fatalf("notified after %d debounces, want %d", i, maxEmptyWaits+1)
+		default:
+		}
+		h.clk.Advance(DefaultDebounce)
+		h.sync()
+	}
+	select {
+	case <-h.w.Changes():
+	case <-h.deadline().Done():
+		t.Fatalf("no notification after %d debounces of an empty file", maxEmptyWaits+1)
+	}
+	h.expectNone("after the notification of the empty file")
+}
