@@ -30,7 +30,7 @@ type countingFront struct {
 	protos map[int]int // requests by ProtoMajor
 }
 
-func newCountingFront(t *testing.T, tlsH2 bool) *countingFront {
+func newCountingFront(t testing.TB, tlsH2 bool) *countingFront {
 	t.Helper()
 	f := &countingFront{api: routertest.New(t, routertest.ChatCompletions, routertest.Options{}), protos: map[int]int{}}
 	back, err := url.Parse(f.api.URL())
@@ -72,7 +72,7 @@ func (f *countingFront) base() *http.Transport {
 
 // desks builds the model client of n desks, as deskd does (router.NewModel
 // of each desk's spec), all on the HTTP client hc.
-func (f *countingFront) desks(t *testing.T, n int, hc *http.Client) []router.Model {
+func (f *countingFront) desks(t testing.TB, n int, hc *http.Client) []router.Model {
 	t.Helper()
 	var ms []router.Model
 	for i := range n {
@@ -86,7 +86,7 @@ func (f *countingFront) desks(t *testing.T, n int, hc *http.Client) []router.Mod
 	return ms
 }
 
-func turn(t *testing.T, m router.Model) {
+func turn(t testing.TB, m router.Model) {
 	t.Helper()
 	_, err := m.Client.Complete(context.Background(), router.Request{Task: router.TaskTurn, System: "You run a desk.",
 		Messages: []router.Message{{Role: router.RoleUser, Text: "Check the tape."}}})
@@ -261,5 +261,39 @@ func TestPoolCloseOfAStreamStillGoing(t *testing.T) {
 	case <-gone:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server never saw the connection closed")
+	}
+}
+
+// BenchmarkModelCalls: calls of 16 desks' clients at once to an HTTP/1.1
+// model service, on a Pool and each on a client of its own
+// (http.DefaultTransport, as before the pool); conns/op is the
+// connections opened per call.
+func BenchmarkModelCalls(b *testing.B) {
+	for _, tt := range []struct {
+		name string
+		pool bool
+	}{{"pool", true}, {"own-clients", false}} {
+		b.Run(tt.name, func(b *testing.B) {
+			f := newCountingFront(b, false)
+			var hc *http.Client
+			if tt.pool {
+				p := router.NewPool(16, nil)
+				b.Cleanup(p.CloseIdleConnections)
+				hc = p.Client()
+			} else {
+				b.Cleanup(http.DefaultClient.CloseIdleConnections)
+			}
+			ms := f.desks(b, 16, hc)
+			var next atomic.Int64
+			b.SetParallelism(8) // 16 goroutines on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				m := ms[int(next.Add(1))%len(ms)]
+				for pb.Next() {
+					turn(b, m)
+				}
+			})
+			b.ReportMetric(float64(f.conns.Load())/float64(b.N), "conns/op")
+		})
 	}
 }
