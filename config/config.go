@@ -101,6 +101,12 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful shutdown (shutdown_timeout,
 	// default 30s, at most 10m).
 	ShutdownTimeout time.Duration
+	// DebugListen is the address of the debug listener, which serves
+	// net/http/pprof's profiles under /debug/pprof/ (debug_listen, such as
+	// 127.0.0.1:6060). It must be loopback: 127.0.0.0/8, ::1 or localhost.
+	// Empty: no debug listener. It is opened at start only: a change
+	// takes effect after a restart.
+	DebugListen string
 	// Models is the model providers (models), by model name.
 	Models map[string]Model
 	// Desks is every desk in DesksDir, by desk name.
@@ -187,6 +193,12 @@ type Desk struct {
 	// may fill before the session is compacted (compact_share, default
 	// router.DefaultCompactShare).
 	CompactShare float64
+	// CompactAtTokens is the estimated size, in tokens, of the next
+	// request at which the session is compacted, whatever the model's
+	// context window (compact_at_tokens, default
+	// router.DefaultCompactAtTokens, 0: compact_share alone decides); the
+	// smaller of the two bounds wins.
+	CompactAtTokens int
 	// Tools are the desk's command tools (tools), beside the built-in ones.
 	Tools []Tool
 	// Memory guards the folds into Memory.md (memory).

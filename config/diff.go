@@ -41,7 +41,7 @@ const restartNote = " (takes effect after a restart)"
 
 // pinned are the daemon-wide settings a running deskd does not re-apply:
 // the state folder and its lock, the API's listeners and tokens, the
-// trading day every desk was built on, the logger's format, the shutdown
+// debug listener (opened at start only), the trading day every desk was built on, the logger's format, the shutdown
 // deadline. This list is the one place that says so: Diff marks their
 // changes Restart, and Plan keeps their running values (keep copies them
 // from the running config into the one that will run).
@@ -50,6 +50,7 @@ var pinned = []struct {
 	keep  func(next, cur *Config)
 }{
 	{"auth_token_file", func(n, c *Config) { n.AuthTokenFile = c.AuthTokenFile }},
+	{"debug_listen", func(n, c *Config) { n.DebugListen = c.DebugListen }},
 	{"feed_token_file", func(n, c *Config) { n.FeedTokenFile = c.FeedTokenFile }},
 	{"listen", func(n, c *Config) { n.Listen, n.Listens = c.Listen, c.Listens }},
 	{"log.format", func(n, c *Config) { n.Log.Format = c.Log.Format }},

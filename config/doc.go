@@ -4,8 +4,8 @@
 //
 //   - the main file (by default /etc/deskd/deskd.yaml, see DefaultPath),
 //     which holds the daemon settings (state_dir, timezone, rollover_at,
-//     listen, log, shutdown_timeout), the model providers under models,
-//     and desks_dir;
+//     listen, log, shutdown_timeout, debug_listen), the model providers
+//     under models, and desks_dir;
 //   - the desks folder (desks_dir, by default desks.d beside the main
 //     file), which holds one file per desk named <desk>.yaml.
 //

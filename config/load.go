@@ -63,7 +63,7 @@ func loadMain(s *sink, file string) *Config {
 	if !ok {
 		return nil
 	}
-	root.only("auth_token_file", "calendars_dir", "desks_dir", "feed_token_file", "listen", "log", "metrics_token_file", "models", "rollover_at",
+	root.only("auth_token_file", "calendars_dir", "debug_listen", "desks_dir", "feed_token_file", "listen", "log", "metrics_token_file", "models", "rollover_at",
 		"shutdown_timeout", "state_dir", "timezone")
 	dir := filepath.Dir(file)
 	c := &Config{Path: file, Models: map[string]Model{}, Desks: map[string]*Desk{}}
@@ -148,6 +148,13 @@ func loadMain(s *sink, file string) *Config {
 		}
 	}
 
+	if a, st := root.str("debug_listen"); st == set && a != "" {
+		c.DebugListen = a
+		if err := checkDebugListen(a); err != nil {
+			root.problem("debug_listen", "%v", err)
+		}
+	}
+
 	if ms, st := root.mapping("models"); st == set {
 		names := make([]string, 0, len(ms.m))
 		for name := range ms.m {
@@ -170,6 +177,37 @@ func parseClock(s string) (time.Duration, bool) {
 	h, _ := strconv.Atoi(m[1])
 	mm, _ := strconv.Atoi(m[2])
 	return time.Duration(h)*time.Hour + time.Duration(mm)*time.Minute, true
+}
+
+// checkDebugListen checks debug_listen: host:port (port 0 to 65535) on a
+// loopback host. The profiles it serves show the daemon's memory, and so
+// may show prompts, replies and keys: they must not reach the network,
+// and the listener has no token.
+func checkDebugListen(addr string) error {
+	if strings.HasPrefix(addr, UnixPrefix) {
+		return fmt.Errorf("%q: want a loopback host:port such as 127.0.0.1:6060, not a unix socket", addr)
+	}
+	if err := checkListen(addr); err != nil {
+		return err
+	}
+	host, _, _ := net.SplitHostPort(addr) // checkListen parsed it
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	const why = "the debug listener serves the daemon's memory profiles without a token, so it must be loopback " +
+		"(127.0.0.1, ::1 or localhost; reach it from elsewhere through ssh -L)"
+	ip := net.ParseIP(host)
+	switch {
+	case host == "":
+		return fmt.Errorf("%q listens on every interface: %s", addr, why)
+	case ip == nil:
+		return fmt.Errorf("%q: host name %q may resolve to a non-loopback address: %s", addr, host, why)
+	case ip.IsUnspecified():
+		return fmt.Errorf("%q listens on every interface: %s", addr, why)
+	case !ip.IsLoopback():
+		return fmt.Errorf("%q is not a loopback address: %s", addr, why)
+	}
+	return nil
 }
 
 func unwrapAddrErr(err error) string {
@@ -379,7 +417,7 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 	if !ok {
 		return nil
 	}
-	root.only("budgets", "calendar", "coalesce", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "memory", "model", "paused_triggers", "queue_limit", "rollover", "schedules", "tools")
+	root.only("budgets", "calendar", "coalesce", "compact_at_tokens", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "memory", "model", "paused_triggers", "queue_limit", "rollover", "schedules", "tools")
 	d := &Desk{Name: name, Path: file, Curator: Curator{Enabled: true}, Rollover: keeper.RolloverDaily}
 
 	if m, ok := root.requiredStr("model"); ok {

@@ -117,7 +117,7 @@ func loadPrices(n node) *Prices {
 }
 
 // loadDeskModelKeys reads the desk keys of the model layer: budgets,
-// max_tool_rounds, compact_share and tools.
+// max_tool_rounds, compact_share, compact_at_tokens and tools.
 func loadDeskModelKeys(root node, d *Desk) {
 	if bn, st := root.mapping("budgets"); st == set {
 		bn.only("day_cost", "day_tokens", "reserve_tokens", "session_tokens", "turn_tokens")
@@ -168,6 +168,15 @@ func loadDeskModelKeys(root node, d *Desk) {
 		d.CompactShare = f
 		if f <= 0.1 || f > 1 {
 			root.problem("compact_share", "%g: want a share of the context window above 0.1 and at most 1", f)
+		}
+	}
+	d.CompactAtTokens = router.DefaultCompactAtTokens
+	if v, st := root.integer("compact_at_tokens"); st == set {
+		d.CompactAtTokens = v
+		if v != 0 && (v < router.MinCompactAtTokens || v > router.MaxCompactAtTokens) {
+			root.problem("compact_at_tokens", "%d: want 0 (compact_share alone decides) or %d to %d tokens "+
+				"(below %d the instructions and tools alone would compact the session every turn)",
+				v, router.MinCompactAtTokens, router.MaxCompactAtTokens, router.MinCompactAtTokens)
 		}
 	}
 	tools, st := root.list("tools")

@@ -25,6 +25,7 @@ fallbacks: [offline]
 instructions: hi
 max_tool_rounds: 4
 compact_share: 0.7
+compact_at_tokens: 20000
 budgets: {turn_tokens: 1000, session_tokens: 5000, day_tokens: 9000, day_cost: 2.5}
 tools:
   - name: quote
@@ -51,8 +52,8 @@ tools:
 		t.Errorf("APIKey() = %q, %v", key, err)
 	}
 	d := c.Desks["main"]
-	if d.MaxToolRounds != 4 || d.CompactShare != 0.7 {
-		t.Errorf("max_tool_rounds %d, compact_share %g", d.MaxToolRounds, d.CompactShare)
+	if d.MaxToolRounds != 4 || d.CompactShare != 0.7 || d.CompactAtTokens != 20000 {
+		t.Errorf("max_tool_rounds %d, compact_share %g, compact_at_tokens %d", d.MaxToolRounds, d.CompactShare, d.CompactAtTokens)
 	}
 	if want := (config.Budgets{TurnTokens: 1000, SessionTokens: 5000, DayTokens: 9000, DayCost: 2.5}); d.Budgets != want {
 		t.Errorf("budgets = %+v, want %+v", d.Budgets, want)
@@ -79,8 +80,9 @@ tools:
 func TestModelLayerDefaults(t *testing.T) {
 	c := mustLoad(t, setup(t, baseMain, map[string]string{"desks.d/main.yaml": baseDesk}))
 	d := c.Desks["main"]
-	if d.MaxToolRounds != 8 || d.CompactShare != 0.8 || len(d.Tools) != 0 || d.Budgets != (config.Budgets{}) {
-		t.Errorf("defaults: rounds %d share %g tools %d budgets %+v", d.MaxToolRounds, d.CompactShare, len(d.Tools), d.Budgets)
+	if d.MaxToolRounds != 8 || d.CompactShare != 0.8 || d.CompactAtTokens != 0 || len(d.Tools) != 0 || d.Budgets != (config.Budgets{}) {
+		t.Errorf("defaults: rounds %d share %g at_tokens %d tools %d budgets %+v", d.MaxToolRounds, d.CompactShare, d.CompactAtTokens,
+			len(d.Tools), d.Budgets)
 	}
 	if c.Models["offline"].Prices != nil {
 		t.Error("a model without prices has Prices")
@@ -95,6 +97,11 @@ func TestModelLayerProblems(t *testing.T) {
 		{"unknown budget", "budgets: {week_tokens: 1}", "budgets.week_tokens", "unknown key"},
 		{"rounds", "max_tool_rounds: 0", "max_tool_rounds", "want 1 to 64"},
 		{"share", "compact_share: 2", "compact_share", "at most 1"},
+		{"compact_at_tokens negative", "compact_at_tokens: -1", "compact_at_tokens", "-1: want 0 (compact_share alone decides) or 1000 to 10000000 tokens"},
+		{"compact_at_tokens too small", "compact_at_tokens: 999", "compact_at_tokens", "below 1000 the instructions and tools alone"},
+		{"compact_at_tokens too large", "compact_at_tokens: 10000001", "compact_at_tokens", "1000 to 10000000 tokens"},
+		{"compact_at_tokens a string", "compact_at_tokens: 20k", "compact_at_tokens", "want an integer, got"},
+		{"compact_at_tokens a fraction", "compact_at_tokens: 0.5", "compact_at_tokens", "want an integer, got"},
 		{"builtin name", "tools: [{name: note, description: d, command: [cat]}]", "tools[0].name", "built-in"},
 		{"no command", "tools: [{name: q, description: d}]", "tools[0].command", "required"},
 		{"missing program", "tools: [{name: q, description: d, command: [/nonexistent/quote]}]", "tools[0].command", "cannot run"},

@@ -13,7 +13,8 @@ import (
 type Reload struct {
 	// Next is the config as it will run: the one loaded, with the settings
 	// a running deskd does not re-apply (state_dir, listen, the tokens,
-	// timezone, rollover_at, log.format, shutdown_timeout) kept at their
+	// debug_listen, timezone, rollover_at, log.format, shutdown_timeout)
+	// kept at their
 	// running values.
 	Next *Config
 	// Changes is every difference from the running config to the one

@@ -84,6 +84,8 @@ var planTests = []planTest{
 		planWant{restart: []string{"fx"}}},
 	{"curator disabled", func(c *Config) { c.Desks["rates"].Curator.Enabled = false },
 		planWant{restart: []string{"rates"}}},
+	{"compact_at_tokens set", func(c *Config) { c.Desks["fx"].CompactAtTokens = 20000 },
+		planWant{reconfigure: []string{"fx"}}},
 	{"curator's max changes only", func(c *Config) { c.Desks["rates"].Curator.MaxChanges = 2 },
 		planWant{reconfigure: []string{"rates"}}},
 	{"memory guard changed", func(c *Config) { c.Desks["fx"].Memory.MaxBytes = 1024 },
@@ -118,6 +120,8 @@ var planTests = []planTest{
 	{"log level", func(c *Config) { c.Log.Level = "debug" }, planWant{logLevel: "debug"}},
 	{"desks folder moved", func(c *Config) { c.DesksDir = "/srv/deskd/desks.d" }, planWant{rewatch: true}},
 	{"calendars folder moved", func(c *Config) { c.CalendarsDir = "/srv/deskd/calendars.d" }, planWant{rewatch: true}},
+	{"pinned: debug_listen", func(c *Config) { c.DebugListen = "127.0.0.1:6060" },
+		planWant{pinned: []string{"debug_listen"}}},
 	{"pinned: state_dir", func(c *Config) { c.StateDir = "/srv/deskd" }, planWant{pinned: []string{"state_dir"}}},
 	{"pinned: listen", func(c *Config) {
 		c.Listen, c.Listens = "127.0.0.1:9000", []string{"127.0.0.1:9000", "unix:/run/deskd/api.sock"}

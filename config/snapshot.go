@@ -56,6 +56,7 @@ type effectiveConfig struct {
 	LogLevel         string                    `json:"log_level"`
 	LogFormat        string                    `json:"log_format"`
 	ShutdownTimeout  string                    `json:"shutdown_timeout"`
+	DebugListen      string                    `json:"debug_listen,omitempty"`
 	Models           map[string]effectiveModel `json:"models"`
 	Desks            map[string]effectiveDesk  `json:"desks"`
 }
@@ -89,6 +90,7 @@ type effectiveDesk struct {
 	Budgets          Budgets             `json:"budgets"`
 	MaxToolRounds    int                 `json:"max_tool_rounds"`
 	CompactShare     float64             `json:"compact_share"`
+	CompactAtTokens  int                 `json:"compact_at_tokens,omitempty"`
 	Tools            []effectiveTool     `json:"tools,omitempty"`
 	Memory           MemoryGuard         `json:"memory"`
 	PausedTriggers   string              `json:"paused_triggers"`
@@ -121,8 +123,8 @@ func effective(cfg *Config) effectiveConfig {
 		Listen: cfg.Listens, AuthTokenFile: cfg.AuthTokenFile, FeedTokenFile: cfg.FeedTokenFile, MetricsTokenFile: cfg.MetricsTokenFile,
 		DesksDir: cfg.DesksDir, CalendarsDir: cfg.CalendarsDir,
 		Calendars: append([]string{}, slices.Sorted(maps.Keys(cfg.Calendars))...), LogLevel: cfg.Log.Level, LogFormat: cfg.Log.Format,
-		ShutdownTimeout: cfg.ShutdownTimeout.String(),
-		Models:          map[string]effectiveModel{}, Desks: map[string]effectiveDesk{},
+		ShutdownTimeout: cfg.ShutdownTimeout.String(), DebugListen: cfg.DebugListen,
+		Models: map[string]effectiveModel{}, Desks: map[string]effectiveDesk{},
 	}
 	for name, m := range cfg.Models {
 		e.Models[name] = effectiveModel{
@@ -134,7 +136,7 @@ func effective(cfg *Config) effectiveConfig {
 		d := effectiveDesk{
 			Path: dc.Path, Model: dc.Model, Fallbacks: dc.Fallbacks, Instructions: dc.Instructions, InstructionsFile: dc.InstructionsFile,
 			Curator: dc.Curator, Rollover: string(dc.Rollover), QueueLimit: dc.QueueLimit, Coalesce: string(dc.Coalesce), Calendar: dc.Calendar,
-			Budgets: dc.Budgets, MaxToolRounds: dc.MaxToolRounds, CompactShare: dc.CompactShare, Memory: dc.Memory,
+			Budgets: dc.Budgets, MaxToolRounds: dc.MaxToolRounds, CompactShare: dc.CompactShare, CompactAtTokens: dc.CompactAtTokens, Memory: dc.Memory,
 			PausedTriggers: string(dc.PausedTriggers),
 		}
 		for _, sc := range dc.Schedules {

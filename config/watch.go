@@ -18,8 +18,22 @@ import (
 )
 
 // DefaultDebounce is how long a Watcher waits after the last change of a
-// burst before it reports the burst.
-const DefaultDebounce = 300 * time.Millisecond
+// burst before it reports the burst. An editor's save (a temporary file
+// renamed into place, or a truncation and a write in chunks) is a burst of
+// events microseconds apart, so 50 ms still makes it one reload of the
+// whole file while an edit shows in the status well within 100 ms. A
+// writer that pauses longer mid-file may get a reload of half a file:
+// Load refuses it if it does not parse (the last good config keeps
+// running), and the next write's event reloads the whole file.
+const DefaultDebounce = 50 * time.Millisecond
+
+// maxEmptyWaits bounds how many more debounces a Watcher waits, at the
+// end of a burst, while a config file the burst touched is empty: a save
+// that truncated the file and has not written it yet. Past them (6 x 50
+// ms: the 300 ms deskd used to wait for every burst) the burst is reported
+// anyway, so that a file emptied on purpose is still reloaded (and
+// refused).
+const maxEmptyWaits = 6
 
 // Watcher reports changes to the config files: the main file, the desk
 // files in the desks folder, and the files of any other folder of YAML
@@ -45,7 +59,10 @@ const DefaultDebounce = 300 * time.Millisecond
 //
 // Each relevant event (re)starts the debounce timer on the injected clock;
 // when it fires, one notification is delivered on Changes. Notifications
-// coalesce: the channel holds at most one.
+// coalesce: the channel holds at most one. When the timer fires while a
+// config file of the burst is empty (truncated by a save that has not
+// written it yet), the Watcher waits one more debounce, up to
+// maxEmptyWaits times, so that the reload reads the whole file.
 //
 // A desk's instructions_file is not watched: an edit of it alone is picked
 // up by the next reload (SIGHUP, or any change to the desk file).
@@ -65,6 +82,11 @@ type Watcher struct {
 	state  resolution
 	timer  clock.Timer
 	expiry <-chan time.Time
+	// touched are the config files the events of the burst under way
+	// named; emptyWaits counts the debounces it waited for one of them to
+	// be written.
+	touched    map[string]bool
+	emptyWaits int
 
 	// seen, if set, is called after each fsnotify event has been handled,
 	// with whether it counted as a change. Tests use it to know that the
@@ -167,6 +189,12 @@ func (w *Watcher) Run(ctx context.Context) error {
 			w.arm()
 		case <-w.expiry:
 			w.timer, w.expiry = nil, nil
+			if w.emptyWaits < maxEmptyWaits && w.touchedEmpty() {
+				w.emptyWaits++
+				w.arm()
+				continue
+			}
+			w.touched, w.emptyWaits = nil, 0
 			select {
 			case w.changes <- struct{}{}:
 			default: // one is pending already
@@ -193,9 +221,26 @@ func (w *Watcher) handle(ev fsnotify.Event) bool {
 	name := filepath.Clean(ev.Name)
 	relevant := !w.state.equal(old) || old.concerns(name) || w.state.concerns(name)
 	if relevant {
+		if w.touched == nil {
+			w.touched = map[string]bool{}
+		}
+		w.touched[name] = true
 		w.arm()
 	}
 	return relevant
+}
+
+// touchedEmpty reports whether a config file the burst touched is now an
+// empty regular file (symlinks followed). A file that is gone is not: its
+// removal is the change.
+func (w *Watcher) touchedEmpty() bool {
+	for p := range w.touched {
+		fi, err := os.Stat(p) // a folder is not a regular file
+		if err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // arm (re)starts the debounce timer.

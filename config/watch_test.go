@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,24 +22,32 @@ const testDebounce = 300 * time.Millisecond
 // a sentinel file the harness creates (inotify reports the events of one
 // watcher in order), so tests never sleep.
 type watchHarness struct {
-	t       *testing.T
-	w       *Watcher
-	clk     *clock.Fake
-	handled chan fsnotify.Event
-	syncDir string
-	n       int
+	t        *testing.T
+	w        *Watcher
+	clk      *clock.Fake
+	debounce time.Duration // the watcher's
+	handled  chan fsnotify.Event
+	syncDir  string
+	n        int
 }
 
 // startWatcher watches mainPath, desksDir and moreDirs; syncDir is a
 // watched directory where the harness creates its sentinel files.
 func startWatcher(t *testing.T, mainPath, desksDir, syncDir string, moreDirs ...string) *watchHarness {
 	t.Helper()
+	return startWatcherDebounce(t, testDebounce, testDebounce, mainPath, desksDir, syncDir, moreDirs...)
+}
+
+// startWatcherDebounce is startWatcher with NewWatcher's debounce
+// argument, and the debounce the test expects it to give.
+func startWatcherDebounce(t *testing.T, arg, want time.Duration, mainPath, desksDir, syncDir string, moreDirs ...string) *watchHarness {
+	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	w, err := NewWatcher(mainPath, desksDir, clk, testDebounce, moreDirs...)
+	w, err := NewWatcher(mainPath, desksDir, clk, arg, moreDirs...)
 	if err != nil {
 		t.Fatalf("NewWatcher: %v", err)
 	}
-	h := &watchHarness{t: t, w: w, clk: clk, handled: make(chan fsnotify.Event, 4096), syncDir: syncDir}
+	h := &watchHarness{t: t, w: w, clk: clk, debounce: want, handled: make(chan fsnotify.Event, 4096), syncDir: syncDir}
 	w.seen = func(ev fsnotify.Event, _ bool) { h.handled <- ev }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -91,7 +100,7 @@ func (h *watchHarness) expectOne(what string) {
 	if n := h.clk.Pending(); n != 1 {
 		h.t.Fatalf("%s: %d timers armed, want 1", what, n)
 	}
-	h.clk.Advance(testDebounce - time.Millisecond)
+	h.clk.Advance(h.debounce - time.Millisecond)
 	h.sync()
 	if n := h.clk.Pending(); n != 1 {
 		h.t.Fatalf("%s: %d timers armed %v before the debounce ends, want 1", what, n, time.Millisecond)
@@ -468,4 +477,129 @@ func TestWatchResolveLinks(t *testing.T) {
 			t.Errorf("resolveLinks(loop) followed %d links, want %d", len(links), maxLinks)
 		}
 	})
+}
+
+// TestWatchDefaultDebounce: a watcher made with no debounce of its own
+// reports a burst 50 ms (deskd's clock) after its last event, and one
+// editor's save, however it writes, is one burst: a truncation and a
+// write in chunks, or a temporary file renamed into place.
+func TestWatchDefaultDebounce(t *testing.T) {
+	const want = 50 * time.Millisecond
+	dir, mainPath, desksDir := plainConfig(t)
+	h := startWatcherDebounce(t, 0, want, mainPath, desksDir, dir)
+	desk := filepath.Join(desksDir, "main.yaml")
+
+	f, err := os.OpenFile(desk, os.O_WRONLY|os.O_TRUNC, 0)
+	noErr(t, err)
+	for _, chunk := range []string{"model: ", "other\n", "instructions: Trade.\n"} {
+		_, err = f.WriteString(chunk)
+		noErr(t, err)
+	}
+	noErr(t, f.Close())
+	h.expectOne("a truncation and three chunks")
+
+	tmp := filepath.Join(desksDir, ".main.yaml.tmp")
+	watchWrite(t, tmp, "model: offline\n")
+	noErr(t, os.Rename(tmp, desk))
+	h.expectOne("a temporary file renamed into place")
+}
+
+// TestWatchHalfWrittenFileThenTheRest: a writer that stops mid-file for
+// longer than the debounce gets a notification for half a file. Load
+// refuses that half (the daemon keeps the last good config), and the rest
+// of the write is one more burst, after which Load reads the whole file.
+func TestWatchHalfWrittenFileThenTheRest(t *testing.T) {
+	dir := t.TempDir()
+	mainPath := filepath.Join(dir, "deskd.yaml")
+	desksDir := filepath.Join(dir, "desks.d")
+	desk := filepath.Join(desksDir, "main.yaml")
+	watchWrite(t, mainPath, "state_dir: ./state\nmodels:\n  offline: {provider: scripted}\n")
+	watchWrite(t, desk, "model: offline\n")
+	if _, err := Load(mainPath); err != nil {
+		t.Fatalf("Load before the edit: %v", err)
+	}
+	h := startWatcherDebounce(t, 0, DefaultDebounce, mainPath, desksDir, dir)
+
+	f, err := os.OpenFile(desk, os.O_WRONLY|os.O_TRUNC, 0)
+	noErr(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	_, err = f.WriteString("model: offline\nschedules:\n  - name: open\n    cron: \"15 9")
+	noErr(t, err)
+	h.expectOne("the first half")
+	_, err = Load(mainPath)
+	var ps Problems
+	if !errors.As(err, &ps) || len(ps) == 0 || ps[0].File != desk {
+		t.Fatalf("Load of half a desk file = %v, want a problem with %s", err, desk)
+	}
+
+	_, err = f.WriteString(" * * 1-5\"\n    text: Open.\n")
+	noErr(t, err)
+	noErr(t, f.Close())
+	h.expectOne("the rest")
+	c, err := Load(mainPath)
+	if err != nil {
+		t.Fatalf("Load of the whole file: %v", err)
+	}
+	if s := c.Desks["main"].Schedules; len(s) != 1 || s[0].Cron != "15 9 * * 1-5" {
+		t.Errorf("schedules = %+v, want the one the whole file has", s)
+	}
+}
+
+// TestWatchWaitsForATruncatedFile: a save that truncates a desk file and
+// writes it more than a debounce later is still one reload of the whole
+// file: while the file the burst touched is empty, the watcher waits
+// another debounce; once it is written, the notification comes one
+// debounce after the write.
+func TestWatchWaitsForATruncatedFile(t *testing.T) {
+	dir, mainPath, desksDir := plainConfig(t)
+	h := startWatcherDebounce(t, 0, DefaultDebounce, mainPath, desksDir, dir)
+	desk := filepath.Join(desksDir, "main.yaml")
+
+	f, err := os.OpenFile(desk, os.O_WRONLY|os.O_TRUNC, 0)
+	noErr(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	h.sync()
+	for i := range 3 { // the writer stalls for three debounces
+		if err := h.clk.WaitPending(h.deadline(), 1); err != nil {
+			t.Fatalf("debounce %d: no timer armed", i)
+		}
+		h.clk.Advance(DefaultDebounce)
+		h.sync()
+		select {
+		case <-h.w.Changes():
+			t.Fatalf("notified after %d debounces while the file was empty", i+1)
+		default:
+		}
+	}
+	_, err = f.WriteString("model: other\n")
+	noErr(t, err)
+	noErr(t, f.Close())
+	h.expectOne("the write after the truncation")
+}
+
+// TestWatchReportsAFileLeftEmpty: a file emptied on purpose is still
+// reported, after maxEmptyWaits more debounces (Load then refuses it).
+func TestWatchReportsAFileLeftEmpty(t *testing.T) {
+	dir, mainPath, desksDir := plainConfig(t)
+	h := startWatcherDebounce(t, 0, DefaultDebounce, mainPath, desksDir, dir)
+	watchWrite(t, filepath.Join(desksDir, "main.yaml"), "")
+	h.sync()
+	for i := range maxEmptyWaits + 1 {
+		if err := h.clk.WaitPending(h.deadline(), 1); err != nil {
+			t.Fatalf("debounce %d: no timer armed", i)
+		}
+		select {
+		case <-h.w.Changes():
+			t.Fatalf("notified after %d debounces, want %d", i, maxEmptyWaits+1)
+		default:
+		}
+		h.clk.Advance(DefaultDebounce)
+		h.sync()
+	}
+	select {
+	case <-h.w.Changes():
+	case <-h.deadline().Done():
+		t.Fatalf("no notification after %d debounces of an empty file", maxEmptyWaits+1)
+	}
+	h.expectNone("after the notification of the empty file")
 }

@@ -8,6 +8,7 @@ package desk
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/deskd/deskd/config"
@@ -30,10 +31,11 @@ type assembled struct {
 }
 
 // assemble builds desk dc of cfg on its (open) folder and ledger: its
-// model route, router, curator, keeper and loop.
+// model route, router, curator, keeper and loop. Its model clients make
+// their calls through pool (nil: each a client of its own).
 func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger *triggers.Ledger, clk clock.Clock,
-	bus *event.Bus) (assembled, error) {
-	settings, err := RouterSettings(cfg, dc, folder, clk)
+	bus *event.Bus, pool *router.Pool) (assembled, error) {
+	settings, err := routerSettings(cfg, dc, folder, clk, pool)
 	if err != nil {
 		return assembled{}, fmt.Errorf("desk %s: %w", dc.Name, err)
 	}
@@ -76,9 +78,9 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 }
 
 // settingsOf is what a reload hands a running desk built from dc: the
-// settings of its loop and router (Configure).
-func settingsOf(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock) (Settings, error) {
-	rs, err := RouterSettings(cfg, dc, folder, clk)
+// settings of its loop and router (Configure), its model clients on pool.
+func settingsOf(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock, pool *router.Pool) (Settings, error) {
+	rs, err := routerSettings(cfg, dc, folder, clk, pool)
 	if err != nil {
 		return Settings{}, err
 	}
@@ -90,14 +92,26 @@ func settingsOf(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk 
 
 // RouterSettings turns a desk's config into its router's settings: the
 // model route with each model's client, the built-in and command tools,
-// the budgets and the compaction share. deskd context uses it to show a
-// desk's next request.
+// the budgets and the compaction bounds. deskd context uses it to show a
+// desk's next request; each model client has an HTTP client of its own.
 func RouterSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock) (router.Settings, error) {
+	return routerSettings(cfg, dc, folder, clk, nil)
+}
+
+// routerSettings is RouterSettings with the model clients on pool, sized
+// first for the desks of cfg; nil gives each client one of its own.
+func routerSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock, pool *router.Pool) (router.Settings, error) {
+	var hc *http.Client
+	if pool != nil {
+		pool.Fit(len(cfg.Desks))
+		hc = pool.Client()
+	}
 	s := router.Settings{
-		Instructions:  dc.Instructions,
-		MaxToolRounds: dc.MaxToolRounds,
-		CompactShare:  dc.CompactShare,
-		Retry:         router.RetryPolicy{},
+		Instructions:    dc.Instructions,
+		MaxToolRounds:   dc.MaxToolRounds,
+		CompactShare:    dc.CompactShare,
+		CompactAtTokens: dc.CompactAtTokens,
+		Retry:           router.RetryPolicy{},
 		Budgets: router.Budgets{
 			TurnTokens: dc.Budgets.TurnTokens, SessionTokens: dc.Budgets.SessionTokens, DayTokens: dc.Budgets.DayTokens,
 			DayCost: dc.Budgets.DayCost, ReserveTokens: dc.Budgets.ReserveTokens,
@@ -105,7 +119,9 @@ func RouterSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, 
 		Tools: router.BuiltinTools(folder, func() memory.Date { return cfg.Day.DateOf(clk.Now()) }),
 	}
 	for _, name := range append([]string{dc.Model}, dc.Fallbacks...) {
-		m, err := router.NewModel(cfg.Models[name].Spec()) // reads the key, builds the client
+		spec := cfg.Models[name].Spec()
+		spec.HTTPClient = hc
+		m, err := router.NewModel(spec) // reads the key, builds the client
 		if err != nil {
 			return router.Settings{}, err
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/router"
 )
 
 // Notifier tells the service manager (systemd's sd_notify) what the
@@ -92,7 +93,8 @@ type DaemonOptions struct {
 
 // Daemon is the running daemon: every desk of the config, started,
 // stopped and restarted as the config changes, the config watch, the
-// spool folders and the front end. Run runs it once.
+// spool folders and the front end. Run runs it once. Every desk's model
+// clients share one router.Pool of kept-alive connections.
 type Daemon struct {
 	o DaemonOptions
 
@@ -133,6 +135,9 @@ func NewDaemon(o DaemonOptions) (*Daemon, error) {
 	d := &Daemon{o: o, stop: newStopState(), hb: newHeartbeat(o.Clock), ready: make(chan struct{})}
 	d.cur.Store(o.Config)
 	d.fleet = newFleet(o.Clock, o.Bus, o.Log)
+	// One pool of model connections for every desk, sized for them (and
+	// grown when a reload adds desks).
+	d.fleet.pool = router.NewPool(len(o.Config.Desks), nil)
 	d.spool = &spool{dir: InboxDir(o.Config.StateDir), set: d.fleet.set, clk: o.Clock, bus: o.Bus, log: o.Log}
 	return d, nil
 }
@@ -244,6 +249,7 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	d.stop.Set("waiting for the desks to stop (running turns, then their session files and ledgers)")
 	d.fleet.stopAll(errors.New("deskd is shutting down"))
 	d.drain(sigs)
+	d.fleet.pool.CloseIdleConnections()
 	d.stop.Set("stopping the API")
 	if d.front != nil {
 		if serr := d.front.Stop(frontendStop); serr != nil {

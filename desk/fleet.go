@@ -13,6 +13,7 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -38,6 +39,9 @@ type fleet struct {
 	clk clock.Clock
 	bus *event.Bus
 	log zerolog.Logger
+	// pool is the connections every desk's model clients share (nil:
+	// each a client of its own).
+	pool *router.Pool
 
 	set   *Set
 	runs  map[string]*deskRun
@@ -74,7 +78,7 @@ func (f *fleet) start(ctx context.Context, cfg *config.Config, dc *config.Desk, 
 		}
 		run = &deskRun{name: dc.Name, folder: folder, ledger: ledger}
 	}
-	a, err := assemble(cfg, dc, run.folder, run.ledger, f.clk, f.bus)
+	a, err := assemble(cfg, dc, run.folder, run.ledger, f.clk, f.bus, f.pool)
 	if err != nil {
 		if reuse == nil {
 			_ = run.ledger.Close()

@@ -171,7 +171,7 @@ func (d *Daemon) apply(ctx, deskCtx context.Context, plan config.Reload) {
 // configure hands a running desk its new settings; the desk applies them
 // between turns.
 func (d *Daemon) configure(cfg *config.Config, run *deskRun, dc *config.Desk) error {
-	s, err := settingsOf(cfg, dc, run.folder, d.o.Clock)
+	s, err := settingsOf(cfg, dc, run.folder, d.o.Clock, d.fleet.pool)
 	if err != nil {
 		return err
 	}

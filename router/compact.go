@@ -10,6 +10,21 @@ import (
 	"github.com/deskd/deskd/memory"
 )
 
+// Bounds of a desk's compact_at_tokens.
+const (
+	// DefaultCompactAtTokens is compact_at_tokens when a desk does not set
+	// it: 0, no bound of its own, so that compact_share of the model's
+	// context window alone decides (as deskd did before the setting).
+	DefaultCompactAtTokens = 0
+	// MinCompactAtTokens is the smallest bound a desk may set: below it,
+	// the instructions, tools and Memory.md alone would compact the
+	// session on every turn.
+	MinCompactAtTokens = 1000
+	// MaxCompactAtTokens is the largest bound a desk may set, past the
+	// context window of any model.
+	MaxCompactAtTokens = 10_000_000
+)
+
 // flushPrompt opens the silent turn before a compaction.
 const flushPrompt = "[deskd: the earlier part of this session is about to be summarised to make room. " +
 	"Before that, write with the note tool anything you must not forget. Answer NO_REPLY when done.]"
@@ -70,22 +85,39 @@ func Rebuild(records []memory.Record) Conversation {
 	return c
 }
 
+// compactBound is the estimated request size, in tokens, past which the
+// session is compacted: the smaller of the compaction share of the desk
+// model's context window (when the window is known) and the desk's
+// CompactAtTokens (when set); 0 when neither applies.
+func (s Settings) compactBound() int64 {
+	var bound int64
+	if window := s.Route[0].ContextWindow; window > 0 {
+		bound = int64(s.CompactShare * float64(window))
+	}
+	if at := int64(s.CompactAtTokens); at > 0 && (bound == 0 || at < bound) {
+		bound = at
+	}
+	return bound
+}
+
 // compactIfFullLocked compacts the session when the next request, with the
-// current turn's message, would carry more than the compaction share of
-// the desk model's context window. First the desk gets one silent turn to
+// current turn's message, would carry more than the compaction bound
+// (compactBound): the compaction share of the desk model's context
+// window, or the desk's CompactAtTokens if smaller. First the desk gets one silent turn to
 // write notes; then the exchanges so far are summarised into a checkpoint
 // record appended to the session file (nothing is deleted), and later
 // requests carry the checkpoint and what came after it. The current turn
 // is never compacted away.
 func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, current Message) error {
-	window := r.set.Route[0].ContextWindow
-	if window <= 0 || len(r.history) == 0 {
+	bound := r.set.compactBound()
+	if bound <= 0 || len(r.history) == 0 {
 		return nil
 	}
 	est := requestTokens(r.requestLocked(TaskTurn, []Message{current}, true))
-	if float64(est) <= r.set.CompactShare*float64(window) {
+	if est <= bound {
 		return nil
 	}
+	window := r.set.Route[0].ContextWindow
 	var noteTool []Tool
 	for _, t := range r.set.Tools {
 		if t.Spec.Name == "note" {
@@ -104,7 +136,8 @@ func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, curren
 	if err != nil {
 		return fmt.Errorf("compact session %s of %s: %w", r.cur.Session, r.desk, err)
 	}
-	data, _ := json.Marshal(map[string]any{"estimated_tokens": est, "context_window": window, "messages": len(r.history)})
+	data, _ := json.Marshal(map[string]any{"estimated_tokens": est, "context_window": window, "compact_at_tokens": r.set.CompactAtTokens,
+		"bound": bound, "messages": len(r.history)})
 	if err := r.log.Append(memory.Record{Type: memory.RecordCheckpoint, At: r.clock.Now(), Text: text, Trigger: trigger, Data: data}); err != nil {
 		return fmt.Errorf("record checkpoint of %s: %w", r.desk, err)
 	}

@@ -64,6 +64,10 @@ type Settings struct {
 	// CompactShare is the share of the context window that triggers a
 	// compaction (default DefaultCompactShare).
 	CompactShare float64
+	// CompactAtTokens is the estimated size, in tokens, of a request at
+	// which the session is compacted, whatever the context window (0:
+	// CompactShare alone decides); the smaller bound wins.
+	CompactAtTokens int
 	// Retry retries each model of the route before the next is tried; nil
 	// makes one attempt per model.
 	Retry Retrier

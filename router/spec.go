@@ -73,9 +73,12 @@ type ClientOptions struct {
 	// DefaultMaxOutputTokens).
 	MaxOutputTokens int
 	// Timeout bounds one call, the whole stream included; 0 means
-	// DefaultTimeout.
+	// DefaultTimeout. It bounds each call's context, never the
+	// HTTPClient, which clients share.
 	Timeout time.Duration
-	// HTTPClient makes the requests; nil means a client of its own.
+	// HTTPClient makes the requests: a daemon gives every model client
+	// its Pool's (kept-alive connections, HTTP/2). nil means a client of
+	// its own on http.DefaultTransport (two idle connections per service).
 	HTTPClient *http.Client
 }
 
@@ -211,7 +214,8 @@ type Spec struct {
 	// Key reads the API key of a remote provider. Only NewModel calls it,
 	// once, when it builds the client; nil sends no key.
 	Key func() (string, error)
-	// HTTPClient makes the requests; nil means a client of its own.
+	// HTTPClient makes the requests (ClientOptions.HTTPClient): a
+	// daemon's Pool's client; nil means a client of its own.
 	HTTPClient *http.Client
 }
 

@@ -54,7 +54,8 @@ func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
 
 // runDaemon wires the daemon of cfg and runs it (desk.Daemon.Run) until
 // ctx is done or the signals stop it: the logger, the bus and its log,
-// the metrics, systemd's notifier, and the HTTP API as the front end.
+// the metrics, systemd's notifier, the debug listener (debug_listen), and
+// the HTTP API as the front end.
 func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr io.Writer, signals signalSource) error {
 	log, level, err := desk.NewLogger(cfg.Log, stderr, clk)
 	if err != nil {
@@ -66,6 +67,19 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 	defer stopLog()
 	met := metrics.New(bus)
 	defer met.Close()
+
+	if cfg.DebugListen != "" {
+		// Opened before the desks start, so that a slow start can be
+		// profiled. A debug listener that cannot open does not keep the
+		// desks from running.
+		if dbg, err := startDebug(cfg.DebugListen); err != nil {
+			log.Error().Err(err).Msg("debug listener: not serving the profiles")
+		} else {
+			defer dbg.Stop()
+			log.Info().Str("debug_listen", dbg.addr).Str("pprof", "http://"+dbg.addr+"/debug/pprof/").
+				Msg("debug listener: serving the profiles, on loopback only")
+		}
+	}
 
 	watchdog, err := watchdogInterval()
 	if err != nil {
