@@ -51,6 +51,10 @@ type Message struct {
 	ToolName string
 	// IsError marks a tool result that is an error (RoleTool only).
 	IsError bool
+
+	// wire keeps the message's encodings for the providers (see
+	// wireCache); nil encodes it anew on every call.
+	wire *wireCache
 }
 
 // ToolSpec describes a tool the model may call.
@@ -96,6 +100,16 @@ type Request struct {
 	MaxOutputTokens int
 	// Fold carries the parts of a fold request (Task == TaskFold).
 	Fold *FoldInput
+	// Prefix is how many of Messages are the session's history before
+	// this call's own messages: the stable prefix that the next calls
+	// repeat. The Messages API client marks its last message for the
+	// service's prompt cache (as it marks the tools, the system prompt and
+	// the last message).
+	Prefix int
+	// CacheKey names the desk's requests for the service's prompt cache
+	// (OpenAI's prompt_cache_key), so that they are routed to the cache
+	// that holds their prefix; "" sends none. It holds no secret.
+	CacheKey string
 }
 
 // stubDescription describes a tool that a conversation called and that the
