@@ -101,7 +101,9 @@ func (p *Anthropic) paramsRef(req Request) (anthropic.MessageNewParams, error) {
 	}
 	// marked is the request's messages to mark: the history's last and
 	// the last.
-	marked := func(i int) bool { return i == len(req.Messages)-1 || (i == req.Prefix-1 && req.Prefix < len(req.Messages)) }
+	marked := func(i int) bool {
+		return i == len(req.Messages)-1 || (i == req.Prefix-1 && req.Prefix < len(req.Messages))
+	}
 	for i, m := range req.Messages {
 		switch m.Role {
 		case RoleUser:
@@ -181,4 +183,3 @@ func (p *Anthropic) paramsRef(req Request) (anthropic.MessageNewParams, error) {
 	}
 	return params, nil
 }
-

@@ -165,4 +165,3 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 	}
 	return reflect.DeepEqual(va, vb)
 }
-
