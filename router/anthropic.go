@@ -267,9 +267,6 @@ func (p *Anthropic) body(req Request) ([]byte, error) {
 	b.int("max_tokens", p.maxTokens(req))
 	b.raw("stream", []byte("true"))
 	tools, callable := definedTools(req)
-	if len(tools) > 0 && !callable {
-		b.raw("tool_choice", []byte(`{"type":"none"}`))
-	}
 	if req.System != "" {
 		enc, err := p.memo.get(req.System, func() ([]byte, error) {
 			return json.Marshal([]anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}})
@@ -348,6 +345,11 @@ func (p *Anthropic) body(req Request) ([]byte, error) {
 	}
 	flush()
 	b.WriteByte(']')
+	// The tool choice goes last, so that a call in which the model may
+	// call no tool begins with the same bytes as the turn before it.
+	if len(tools) > 0 && !callable {
+		b.raw("tool_choice", []byte(`{"type":"none"}`))
+	}
 	return b.done(), nil
 }
 

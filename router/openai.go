@@ -227,9 +227,6 @@ func (p *OpenAI) body(req Request) ([]byte, error) {
 		b.str("prompt_cache_key", req.CacheKey)
 	}
 	tools, callable := definedTools(req)
-	if len(tools) > 0 && !callable {
-		b.raw("tool_choice", []byte(`"none"`))
-	}
 	if len(tools) > 0 {
 		b.key("tools")
 		b.WriteByte('[')
@@ -272,6 +269,11 @@ func (p *OpenAI) body(req Request) ([]byte, error) {
 		b.Write(enc)
 	}
 	b.WriteByte(']')
+	// The tool choice goes last, so that a call in which the model may
+	// call no tool begins with the same bytes as the turn before it.
+	if len(tools) > 0 && !callable {
+		b.raw("tool_choice", []byte(`"none"`))
+	}
 	return b.done(), nil
 }
 
