@@ -148,7 +148,8 @@ func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error)
 	resp.Usage = memory.Usage{
 		InputTokens:  int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
 		OutputTokens: int(u.OutputTokens),
-		CachedTokens: int(u.CacheReadInputTokens),
+		CachedTokens:     int(u.CacheReadInputTokens),
+		CacheWriteTokens: int(u.CacheCreationInputTokens),
 	}
 	return resp, nil
 }
@@ -176,7 +177,8 @@ func (p *Anthropic) truncated(msg anthropic.Message, req Request, limit, maxToke
 	usage := memory.Usage{
 		InputTokens:  int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
 		OutputTokens: int(u.OutputTokens),
-		CachedTokens: int(u.CacheReadInputTokens),
+		CachedTokens:     int(u.CacheReadInputTokens),
+		CacheWriteTokens: int(u.CacheCreationInputTokens),
 	}
 	return Response{Text: text.String(), ModelID: msg.Model, StopReason: "truncated", Truncated: true,
 		Usage: truncatedUsage(usage, req, maxTokens)}

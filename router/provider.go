@@ -286,7 +286,52 @@ type Model struct {
 
 // Prices of a model, per million tokens.
 type Prices struct {
-	Input, Output, CachedInput float64
+	// Input prices the prompt's tokens that were neither read from nor
+	// written to the prompt cache, and Output the answer's.
+	Input, Output float64
+	// CachedInput prices the prompt's tokens read from the prompt cache
+	// (default: CachedInputShare of Input).
+	CachedInput float64
+	// CacheWrite prices the prompt's tokens written to the prompt cache
+	// (default: CacheWriteShare of Input).
+	CacheWrite float64
+}
+
+// The shares of the input price that a model's cached tokens cost when
+// its prices do not say (the services' list prices): OpenAI bills tokens
+// read from its prompt cache at half the input price and does not bill
+// writes apart; Anthropic bills reads at a tenth of the input price and
+// writes (to its five-minute cache) at 1.25 times. Other services bill
+// cached tokens as input.
+const (
+	// OpenAICachedInputShare is the share of Input an OpenAI model's
+	// cached token costs.
+	OpenAICachedInputShare = 0.5
+	// AnthropicCachedInputShare is the share of Input an Anthropic
+	// model's cached token costs.
+	AnthropicCachedInputShare = 0.1
+	// AnthropicCacheWriteShare is the share of Input a token an Anthropic
+	// model writes to its cache costs.
+	AnthropicCacheWriteShare = 1.25
+)
+
+// WithDefaults returns the prices with the cache's prices that are not set
+// (zero) computed from Input by the shares of provider's service.
+func (p Prices) WithDefaults(provider ProviderName) Prices {
+	read, write := 1.0, 1.0
+	switch provider {
+	case OpenAIProvider:
+		read = OpenAICachedInputShare
+	case AnthropicProvider:
+		read, write = AnthropicCachedInputShare, AnthropicCacheWriteShare
+	}
+	if p.CachedInput == 0 {
+		p.CachedInput = read * p.Input
+	}
+	if p.CacheWrite == 0 {
+		p.CacheWrite = write * p.Input
+	}
+	return p
 }
 
 // Scripted reports whether the model is the offline scripted one.

@@ -162,6 +162,11 @@ func (r *Router) Configure(s Settings) error {
 	if s.CompactShare <= 0 || s.CompactShare > 1 {
 		s.CompactShare = DefaultCompactShare
 	}
+	// The cache's prices default to the provider's shares of Input.
+	s.Route = append([]Model(nil), s.Route...)
+	for i := range s.Route {
+		s.Route[i].Prices = s.Route[i].Prices.WithDefaults(s.Route[i].Provider)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.set = s
@@ -714,6 +719,7 @@ func (r *Router) chargeLocked(m Model, u memory.Usage) float64 {
 	n := int64(u.InputTokens + u.OutputTokens)
 	cost := m.Prices.cost(u)
 	s.DayTokens += n
+	s.DayCachedTokens += int64(u.CachedTokens)
 	s.SessionTokens += n
 	s.DayCost += cost
 	r.cur.Spend = s
@@ -895,7 +901,8 @@ func specs(tools []Tool) []ToolSpec {
 }
 
 func addUsage(a, b memory.Usage) memory.Usage {
-	return memory.Usage{InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens, CachedTokens: a.CachedTokens + b.CachedTokens}
+	return memory.Usage{InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens, CachedTokens: a.CachedTokens + b.CachedTokens,
+		CacheWriteTokens: a.CacheWriteTokens + b.CacheWriteTokens}
 }
 
 // newSessionID returns a sortable, unique session id: the UTC start time
