@@ -146,8 +146,8 @@ func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error)
 	// the cache.
 	u := msg.Usage
 	resp.Usage = memory.Usage{
-		InputTokens:  int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
-		OutputTokens: int(u.OutputTokens),
+		InputTokens:      int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
+		OutputTokens:     int(u.OutputTokens),
 		CachedTokens:     int(u.CacheReadInputTokens),
 		CacheWriteTokens: int(u.CacheCreationInputTokens),
 	}
@@ -175,8 +175,8 @@ func (p *Anthropic) truncated(msg anthropic.Message, req Request, limit, maxToke
 	}
 	u := msg.Usage
 	usage := memory.Usage{
-		InputTokens:  int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
-		OutputTokens: int(u.OutputTokens),
+		InputTokens:      int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
+		OutputTokens:     int(u.OutputTokens),
 		CachedTokens:     int(u.CacheReadInputTokens),
 		CacheWriteTokens: int(u.CacheCreationInputTokens),
 	}
