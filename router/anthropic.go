@@ -387,7 +387,7 @@ func anthropicBlocks(m Message) ([][]byte, error) {
 	}
 	out := make([][]byte, len(blocks))
 	for i, blk := range blocks {
-		enc, err := json.Marshal(blk)
+		enc, err := blk.MarshalJSON()
 		if err != nil {
 			return nil, err
 		}

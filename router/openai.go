@@ -302,7 +302,7 @@ func openAIMessage(m Message) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown role %q", m.Role)
 	}
-	return json.Marshal(u)
+	return u.MarshalJSON()
 }
 
 // toolResultText is a tool result's text as a Chat Completions tool
