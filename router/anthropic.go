@@ -20,8 +20,9 @@ import (
 type Anthropic struct {
 	client
 	svc anthropic.MessageService
-	// memo keeps the encodings of tools and system prompts.
-	memo *memo
+	// tools and system keep the encodings of tool definitions and of
+	// system prompts, by content.
+	tools, system *memo
 }
 
 var _ Provider = (*Anthropic)(nil)
@@ -45,7 +46,7 @@ func NewAnthropic(o ClientOptions) (*Anthropic, error) {
 		opts = append(opts, option.WithAPIKey(o.APIKey))
 	}
 	sdk := anthropic.NewClient(opts...)
-	return &Anthropic{client: newClient(o), svc: sdk.Messages, memo: new(memo)}, nil
+	return &Anthropic{client: newClient(o), svc: sdk.Messages, tools: new(memo), system: new(memo)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -270,7 +271,7 @@ func (p *Anthropic) body(req Request) ([]byte, error) {
 	b.raw("stream", []byte("true"))
 	tools, callable := definedTools(req)
 	if req.System != "" {
-		enc, err := p.memo.get(req.System, func() ([]byte, error) {
+		enc, err := p.system.get(req.System, func() ([]byte, error) {
 			return json.Marshal([]anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}})
 		})
 		if err != nil {
@@ -282,7 +283,7 @@ func (p *Anthropic) body(req Request) ([]byte, error) {
 		b.key("tools")
 		b.WriteByte('[')
 		for i, t := range tools {
-			enc, err := p.memo.get(toolKey(t), func() ([]byte, error) { return anthropicTool(t) })
+			enc, err := p.tools.get(toolKey(t), func() ([]byte, error) { return anthropicTool(t) })
 			if err != nil {
 				return nil, err
 			}

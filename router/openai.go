@@ -22,8 +22,9 @@ import (
 type OpenAI struct {
 	client
 	svc openai.ChatCompletionService
-	// memo keeps the encodings of tools and system prompts.
-	memo *memo
+	// tools and system keep the encodings of tool definitions and of
+	// system prompts, by content.
+	tools, system *memo
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -43,7 +44,7 @@ func NewOpenAI(o ClientOptions) (*OpenAI, error) {
 		option.WithHTTPClient(o.HTTPClient),
 		option.WithMaxRetries(0),
 	)
-	return &OpenAI{client: newClient(o), svc: svc, memo: new(memo)}, nil
+	return &OpenAI{client: newClient(o), svc: svc, tools: new(memo), system: new(memo)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -231,7 +232,7 @@ func (p *OpenAI) body(req Request) ([]byte, error) {
 		b.key("tools")
 		b.WriteByte('[')
 		for i, t := range tools {
-			enc, err := p.memo.get(toolKey(t), func() ([]byte, error) { return openAITool(t) })
+			enc, err := p.tools.get(toolKey(t), func() ([]byte, error) { return openAITool(t) })
 			if err != nil {
 				return nil, err
 			}
@@ -246,7 +247,7 @@ func (p *OpenAI) body(req Request) ([]byte, error) {
 	b.WriteByte('[')
 	first := true
 	if req.System != "" {
-		enc, err := p.memo.get(req.System, func() ([]byte, error) { return json.Marshal(openai.SystemMessage(req.System)) })
+		enc, err := p.system.get(req.System, func() ([]byte, error) { return json.Marshal(openai.SystemMessage(req.System)) })
 		if err != nil {
 			return nil, fmt.Errorf("encode the system prompt: %w", err)
 		}
