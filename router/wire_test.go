@@ -165,3 +165,45 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 	}
 	return reflect.DeepEqual(va, vb)
 }
+
+// TestToolsAndSystemAreEncodedOncePerContent: a provider keeps the
+// encodings of a tool and of a system prompt by their text: a forged
+// encoding in its memo is what the next body carries, and a changed text
+// is encoded anew.
+func TestToolsAndSystemAreEncodedOncePerContent(t *testing.T) {
+	for _, api := range []routertest.API{routertest.ChatCompletions, routertest.Messages} {
+		t.Run(api.String(), func(t *testing.T) {
+			p, srv := newTestProvider(t, api, time.Minute, routertest.Always(routertest.Reply{Text: "ok"}))
+			var tools, system *memo
+			switch p := p.(type) {
+			case *OpenAI:
+				tools, system = p.tools, p.system
+			case *Anthropic:
+				tools, system = p.tools, p.system
+			}
+			req := Request{Task: TaskTurn, System: "Rules.", Tools: []ToolSpec{getQuote}, Messages: []Message{{Role: RoleUser, Text: "hi"}}}
+			if _, err := p.Complete(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			tool, _ := tools.get(toolKey(getQuote), func() ([]byte, error) { t.Fatal("the tool was not kept"); return nil, nil })
+			sys, _ := system.get("Rules.", func() ([]byte, error) { t.Fatal("the system prompt was not kept"); return nil, nil })
+			forge := func(b []byte, from, to string) []byte { return bytes.Replace(b, []byte(from), []byte(to), 1) }
+			tools.m[toolKey(getQuote)] = forge(tool, "Last price of a symbol.", "forged tool")
+			system.m["Rules."] = forge(sys, "Rules.", "forged system")
+			if _, err := p.Complete(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			raw := srv.Requests()[1].Raw
+			if !bytes.Contains(raw, []byte("forged tool")) || !bytes.Contains(raw, []byte("forged system")) {
+				t.Errorf("the second body did not use the kept encodings:\n%s", raw)
+			}
+			req.System = "New rules."
+			if _, err := p.Complete(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			if raw := srv.Requests()[2].Raw; !bytes.Contains(raw, []byte("New rules.")) || bytes.Contains(raw, []byte("forged system")) {
+				t.Errorf("a changed system prompt was not encoded anew:\n%s", raw)
+			}
+		})
+	}
+}
