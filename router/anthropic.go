@@ -23,6 +23,8 @@ type Anthropic struct {
 	// tools and system keep the encodings of tool definitions and of
 	// system prompts, by content.
 	tools, system *memo
+	// bodies recycles the buffers of request bodies.
+	bodies *bodies
 }
 
 var _ Provider = (*Anthropic)(nil)
@@ -46,7 +48,7 @@ func NewAnthropic(o ClientOptions) (*Anthropic, error) {
 		opts = append(opts, option.WithAPIKey(o.APIKey))
 	}
 	sdk := anthropic.NewClient(opts...)
-	return &Anthropic{client: newClient(o), svc: sdk.Messages, tools: new(memo), system: new(memo)}, nil
+	return &Anthropic{client: newClient(o), svc: sdk.Messages, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -62,7 +64,9 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 }
 
 func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error) {
-	body, err := p.body(req)
+	buf := p.bodies.get()
+	defer p.bodies.put(buf) // after the call: the transport is done with it
+	body, err := p.body(buf, req)
 	if err != nil {
 		return Response{}, p.failed(err)
 	}
@@ -256,16 +260,15 @@ func (p *Anthropic) maxTokens(req Request) int {
 // pieces kept encoded (see wireCache): the system prompt and each tool by
 // content, each message's blocks in its cache. Tool results go back in a
 // user message: the results of one assistant message's calls, and any
-// user text after them, make one user turn.
+// user text after them, make one user turn. It writes into b, an empty
+// buffer, and returns b's bytes.
 //
 // It marks the stable prefix for the prompt cache (cache_control
 // ephemeral), at most four marks as the API allows: the last tool, the
 // system prompt, the last message of the session's history before this
 // call's own messages (req.Prefix), and the last message, so that the
 // call's next rounds and the session's next turn find their prefix cached.
-func (p *Anthropic) body(req Request) ([]byte, error) {
-	var b wireBody
-	b.Grow(256 + requestSize(req))
+func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 	b.str("model", p.model)
 	b.int("max_tokens", p.maxTokens(req))
 	b.raw("stream", []byte("true"))
@@ -317,12 +320,13 @@ func (p *Anthropic) body(req Request) ([]byte, error) {
 		b.WriteString(`]}`)
 		user, marks = user[:0], marks[:0]
 	}
-	for i, m := range req.Messages {
+	for i := range req.Messages {
+		m := &req.Messages[i]
 		var slot *atomic.Pointer[[][]byte]
 		if m.wire != nil {
 			slot = &m.wire.anthropic
 		}
-		blocks, err := cached(slot, func() ([][]byte, error) { return anthropicBlocks(m) })
+		blocks, err := cached(slot, func() ([][]byte, error) { return anthropicBlocks(*m) })
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}

@@ -25,6 +25,8 @@ type OpenAI struct {
 	// tools and system keep the encodings of tool definitions and of
 	// system prompts, by content.
 	tools, system *memo
+	// bodies recycles the buffers of request bodies.
+	bodies *bodies
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -44,7 +46,7 @@ func NewOpenAI(o ClientOptions) (*OpenAI, error) {
 		option.WithHTTPClient(o.HTTPClient),
 		option.WithMaxRetries(0),
 	)
-	return &OpenAI{client: newClient(o), svc: svc, tools: new(memo), system: new(memo)}, nil
+	return &OpenAI{client: newClient(o), svc: svc, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -61,7 +63,9 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 }
 
 func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
-	body, err := p.body(req)
+	buf := p.bodies.get()
+	defer p.bodies.put(buf) // after the call: the transport is done with it
+	body, err := p.body(buf, req)
 	if err != nil {
 		return Response{}, p.failed(err)
 	}
@@ -214,10 +218,9 @@ func (p *OpenAI) streamError(err error) *APIError {
 // body encodes req as a Chat Completions request: what the SDK would
 // send for the same request (its parameters' encoding, field by field),
 // from the pieces kept encoded (see wireCache): the system prompt and
-// each tool by content, each message in its cache.
-func (p *OpenAI) body(req Request) ([]byte, error) {
-	var b wireBody
-	b.Grow(256 + requestSize(req))
+// each tool by content, each message in its cache. It writes into b, an
+// empty buffer, and returns b's bytes.
+func (p *OpenAI) body(b *wireBody, req Request) ([]byte, error) {
 	b.str("model", p.model)
 	b.raw("stream", []byte("true"))
 	b.raw("stream_options", []byte(`{"include_usage":true}`))
@@ -254,12 +257,13 @@ func (p *OpenAI) body(req Request) ([]byte, error) {
 		b.Write(enc)
 		first = false
 	}
-	for i, m := range req.Messages {
+	for i := range req.Messages {
+		m := &req.Messages[i]
 		var slot *atomic.Pointer[[]byte]
 		if m.wire != nil {
 			slot = &m.wire.openai
 		}
-		enc, err := cached(slot, func() ([]byte, error) { return openAIMessage(m) })
+		enc, err := cached(slot, func() ([]byte, error) { return openAIMessage(*m) })
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
@@ -330,21 +334,6 @@ func openAITool(t ToolSpec) ([]byte, error) {
 		return nil, fmt.Errorf("tool %s: %w", t.Name, err)
 	}
 	return b, nil
-}
-
-// requestSize guesses the bytes of req's body, to size its buffer once.
-func requestSize(req Request) int {
-	n := len(req.System)
-	for _, m := range req.Messages {
-		n += 64 + len(m.Text)
-		for _, c := range m.ToolCalls {
-			n += 64 + len(c.Arguments)
-		}
-	}
-	for _, t := range req.Tools {
-		n += 64 + len(t.Description) + len(t.Schema)
-	}
-	return n + n/8
 }
 
 // sentArguments is a tool call's arguments as the model sent them: empty

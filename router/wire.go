@@ -95,6 +95,32 @@ func toolKey(t ToolSpec) string {
 	return strconv.Itoa(len(t.Name)) + ":" + t.Name + strconv.Itoa(len(t.Description)) + ":" + t.Description + string(t.Schema)
 }
 
+// maxPooledBody is the largest body buffer kept for the next call.
+const maxPooledBody = 16 << 20
+
+// bodies recycles the buffers request bodies are written in, so that a
+// call does not allocate (and clear) a buffer the size of its
+// conversation. It is safe for concurrent use.
+type bodies struct{ pool sync.Pool }
+
+// get returns an empty buffer.
+func (p *bodies) get() *wireBody {
+	if b, ok := p.pool.Get().(*wireBody); ok {
+		return b
+	}
+	return new(wireBody)
+}
+
+// put keeps b for a later call; nothing may use its bytes after.
+func (p *bodies) put(b *wireBody) {
+	if b.Cap() > maxPooledBody {
+		return
+	}
+	b.Reset()
+	b.fields = 0
+	p.pool.Put(b)
+}
+
 // wireBody builds a request body.
 type wireBody struct {
 	bytes.Buffer

@@ -48,11 +48,12 @@ func BenchmarkWireRequest(b *testing.B) {
 	type provider struct {
 		name   string
 		params func(Request) (any, error)
-		body   func(Request) ([]byte, error)
+		body   func(*wireBody, Request) ([]byte, error)
+		bodies *bodies
 	}
 	for _, p := range []provider{
-		{"openai", func(r Request) (any, error) { return oai.paramsRef(r) }, oai.body},
-		{"anthropic", func(r Request) (any, error) { return ant.paramsRef(r) }, ant.body},
+		{"openai", func(r Request) (any, error) { return oai.paramsRef(r) }, oai.body, oai.bodies},
+		{"anthropic", func(r Request) (any, error) { return ant.paramsRef(r) }, ant.body, ant.bodies},
 	} {
 		b.Run(p.name+"/params", func(b *testing.B) {
 			req := benchRequest()
@@ -73,28 +74,34 @@ func BenchmarkWireRequest(b *testing.B) {
 			req := benchRequest()
 			history := req.Messages[:len(req.Messages)-1]
 			withWireCaches(history)
-			if _, err := p.body(req); err != nil { // the earlier calls
+			buf := p.bodies.get()
+			if _, err := p.body(buf, req); err != nil { // the earlier calls
 				b.Fatal(err)
 			}
+			p.bodies.put(buf)
 			b.ReportAllocs()
 			for b.Loop() {
 				req.Messages[len(req.Messages)-1] = Message{Role: RoleUser, Text: "the new turn", wire: newWireCache()}
-				body, err := p.body(req)
+				buf := p.bodies.get()
+				body, err := p.body(buf, req)
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.SetBytes(int64(len(body)))
+				p.bodies.put(buf)
 			}
 		})
 		b.Run(p.name+"/cold", func(b *testing.B) {
 			req := benchRequest()
 			b.ReportAllocs()
 			for b.Loop() {
-				body, err := p.body(req)
+				buf := p.bodies.get()
+				body, err := p.body(buf, req)
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.SetBytes(int64(len(body)))
+				p.bodies.put(buf)
 			}
 		})
 	}
