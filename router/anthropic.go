@@ -65,7 +65,9 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 
 func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error) {
 	buf := p.bodies.get()
-	defer p.bodies.put(buf) // after the call: the transport is done with it
+	// The SDK sends a copy (setting "stream" copies the body); buf goes
+	// back only after the call, when nothing can read it either way.
+	defer p.bodies.put(buf)
 	body, err := p.body(buf, req)
 	if err != nil {
 		return Response{}, p.failed(err)
