@@ -290,10 +290,11 @@ type Prices struct {
 	// written to the prompt cache, and Output the answer's.
 	Input, Output float64
 	// CachedInput prices the prompt's tokens read from the prompt cache
-	// (default: CachedInputShare of Input).
+	// (a router defaults it to the provider's share of Input: see
+	// WithDefaults).
 	CachedInput float64
 	// CacheWrite prices the prompt's tokens written to the prompt cache
-	// (default: CacheWriteShare of Input).
+	// (defaulted as CachedInput is).
 	CacheWrite float64
 }
 
