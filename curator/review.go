@@ -24,7 +24,9 @@ import (
 const DefaultMaxChanges = 5
 
 // Model is what the curator needs of the desk's model: an answer to one
-// prompt, outside the desk's conversation.
+// prompt, asked as the last user message after the desk's conversation
+// (which the answer does not join), so that the call shares the turns'
+// prefix in the service's prompt cache.
 type Model interface {
 	Ask(ctx context.Context, prompt string) (string, error)
 }

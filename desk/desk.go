@@ -83,6 +83,9 @@ type Router interface {
 	Exchanges() int
 	// Primary returns the desk's own model, the first of its route.
 	Primary() router.Model
+	// Spend returns what the desk has spent in its session and trading
+	// date.
+	Spend() router.Spend
 	// Send runs one turn of t in the current session.
 	Send(ctx context.Context, t triggers.Trigger) (router.Reply, error)
 	// Fork starts a new session carrying the current one's context.
@@ -216,6 +219,7 @@ type sessionView struct {
 	date      string
 	exchanges int
 	model     router.Model
+	spend     router.Spend
 }
 
 // Running is the turn a desk is running.
@@ -443,6 +447,10 @@ type Status struct {
 	Model      string              `json:"model"`
 	Provider   router.ProviderName `json:"provider"`
 	Scripted   bool                `json:"scripted,omitempty"`
+	// Spend is what the desk has spent in its trading date (tokens, of
+	// them the tokens read from the services' prompt caches, and cost where
+	// its models have prices) and session, as of its last turn.
+	Spend router.Spend `json:"spend"`
 	// NextSchedule and NextSlot are the next scheduled slot.
 	NextSchedule string    `json:"next_schedule,omitempty"`
 	NextSlot     time.Time `json:"next_slot,omitzero"`
@@ -489,6 +497,7 @@ func (d *Desk) Status() Status {
 		Name: d.o.Name, Session: seen.session, TradingDate: seen.date, Exchanges: seen.exchanges,
 		State: state, QueueDepth: d.queue.Len(), QueueLimit: d.queue.Limit(), Running: running,
 		Model: seen.model.Name, Provider: seen.model.Provider, Scripted: seen.model.Scripted(), Interrupted: []TriggerStatus{},
+		Spend: seen.spend,
 	}
 	d.mu.Lock()
 	sched, cal := d.sched, d.calendar
@@ -948,7 +957,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	event.Publish(d.o.Bus, event.TurnCompleted{
 		Header: d.header(), Session: reply.Session, Turn: reply.Turn, Trigger: t.ID, Model: reply.Model,
 		Provider: string(reply.Provider), Scripted: reply.Scripted, InputTokens: reply.Usage.InputTokens,
-		OutputTokens: reply.Usage.OutputTokens, CachedTokens: reply.Usage.CachedTokens, Cost: reply.Cost,
+		OutputTokens: reply.Usage.OutputTokens, CachedTokens: reply.Usage.CachedTokens, CacheWriteTokens: reply.Usage.CacheWriteTokens, Cost: reply.Cost,
 		ToolCalls: reply.ToolCalls, DurationMS: reply.Duration.Milliseconds(),
 	})
 }
@@ -976,6 +985,7 @@ func (d *Desk) look() {
 	date, _ := d.o.Router.TradingDate()
 	v := sessionView{
 		session: d.o.Router.SessionID(), date: date.String(), exchanges: d.o.Router.Exchanges(), model: d.o.Router.Primary(),
+		spend: d.o.Router.Spend(),
 	}
 	d.mu.Lock()
 	d.seen = v

@@ -56,6 +56,7 @@ type fakeRouter struct {
 
 	mu        sync.Mutex
 	exchanges int
+	spend     router.Spend
 }
 
 func (r *fakeRouter) SessionID() string { return "s1" }
@@ -71,6 +72,12 @@ func (r *fakeRouter) Exchanges() int {
 }
 
 func (r *fakeRouter) Primary() router.Model { return router.Model{Name: "fake", Provider: "test"} }
+
+func (r *fakeRouter) Spend() router.Spend {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.spend
+}
 
 func (r *fakeRouter) Send(ctx context.Context, t triggers.Trigger) (router.Reply, error) {
 	r.sent <- t

@@ -29,9 +29,17 @@ const (
 
 // Usage is the token usage of one model call.
 type Usage struct {
+	// InputTokens counts the whole prompt, what was read from or written
+	// to the service's prompt cache included.
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CachedTokens are the prompt's tokens read from the service's prompt
+	// cache.
 	CachedTokens int `json:"cached_tokens,omitempty"`
+	// CacheWriteTokens are the prompt's tokens written to the service's
+	// prompt cache (Anthropic's cache_creation_input_tokens; a session file
+	// written before deskd counted them has none).
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
 // Record is one line of a session file.

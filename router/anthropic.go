@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -19,6 +20,11 @@ import (
 type Anthropic struct {
 	client
 	svc anthropic.MessageService
+	// tools and system keep the encodings of tool definitions and of
+	// system prompts, by content.
+	tools, system *memo
+	// bodies recycles the buffers of request bodies.
+	bodies *bodies
 }
 
 var _ Provider = (*Anthropic)(nil)
@@ -42,7 +48,7 @@ func NewAnthropic(o ClientOptions) (*Anthropic, error) {
 		opts = append(opts, option.WithAPIKey(o.APIKey))
 	}
 	sdk := anthropic.NewClient(opts...)
-	return &Anthropic{client: newClient(o), svc: sdk.Messages}, nil
+	return &Anthropic{client: newClient(o), svc: sdk.Messages, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -58,15 +64,23 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 }
 
 func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error) {
-	params, err := p.params(req)
+	buf := p.bodies.get()
+	// The SDK sends a copy (setting "stream" copies the body); buf goes
+	// back only after the call, when nothing can read it either way.
+	defer p.bodies.put(buf)
+	body, err := p.body(buf, req)
 	if err != nil {
 		return Response{}, p.failed(err)
 	}
-	a := p.begin(ctx, int(params.MaxTokens))
+	maxTokens := p.maxTokens(req)
+	a := p.begin(ctx, maxTokens)
 	defer a.cancel()
 	meter, rec, c, cancel := &a.meter, a.rec, a.call, a.cancel
 
-	stream := p.svc.NewStreaming(a.ctx, params, option.WithMiddleware(rec.middleware))
+	// The body replaces the empty parameters' encoding; the SDK adds
+	// "stream" (already true) and carries it.
+	stream := p.svc.NewStreaming(a.ctx, anthropic.MessageNewParams{},
+		option.WithRequestBody("application/json", body), option.WithMiddleware(rec.middleware))
 	defer stream.Close()
 	var (
 		msg     anthropic.Message
@@ -106,7 +120,7 @@ func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error)
 	}
 	if cut || rec.cut.Load() {
 		cancel() // hang up: the rest is not read
-		return p.truncated(msg, req, meter.limit, int(params.MaxTokens)), nil
+		return p.truncated(msg, req, meter.limit, maxTokens), nil
 	}
 	if err := stream.Err(); err != nil {
 		return Response{}, c.failure(err, p.streamError)
@@ -139,9 +153,10 @@ func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error)
 	// the cache.
 	u := msg.Usage
 	resp.Usage = memory.Usage{
-		InputTokens:  int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
-		OutputTokens: int(u.OutputTokens),
-		CachedTokens: int(u.CacheReadInputTokens),
+		InputTokens:      int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
+		OutputTokens:     int(u.OutputTokens),
+		CachedTokens:     int(u.CacheReadInputTokens),
+		CacheWriteTokens: int(u.CacheCreationInputTokens),
 	}
 	return resp, nil
 }
@@ -167,9 +182,10 @@ func (p *Anthropic) truncated(msg anthropic.Message, req Request, limit, maxToke
 	}
 	u := msg.Usage
 	usage := memory.Usage{
-		InputTokens:  int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
-		OutputTokens: int(u.OutputTokens),
-		CachedTokens: int(u.CacheReadInputTokens),
+		InputTokens:      int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
+		OutputTokens:     int(u.OutputTokens),
+		CachedTokens:     int(u.CacheReadInputTokens),
+		CacheWriteTokens: int(u.CacheCreationInputTokens),
 	}
 	return Response{Text: text.String(), ModelID: msg.Model, StopReason: "truncated", Truncated: true,
 		Usage: truncatedUsage(usage, req, maxTokens)}
@@ -232,85 +248,190 @@ func (p *Anthropic) streamError(err error) *APIError {
 	return out
 }
 
-// params turns req into a Messages API request.
-func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
+// maxTokens is the max_tokens of req: the Messages API requires one.
+func (p *Anthropic) maxTokens(req Request) int {
 	n := outputCap(p.maxOut, req.MaxOutputTokens)
 	if n <= 0 {
 		n = DefaultMaxOutputTokens
 	}
-	params := anthropic.MessageNewParams{Model: p.model, MaxTokens: int64(n)}
+	return n
+}
+
+// body encodes req as a Messages API request: what the SDK would send for
+// the same request (its parameters' encoding, field by field), from the
+// pieces kept encoded (see wireCache): the system prompt and each tool by
+// content, each message's blocks in its cache. Tool results go back in a
+// user message: the results of one assistant message's calls, and any
+// user text after them, make one user turn. It writes into b, an empty
+// buffer, and returns b's bytes.
+//
+// It marks the stable prefix for the prompt cache (cache_control
+// ephemeral), at most four marks as the API allows: the last tool, the
+// system prompt, the last message of the session's history before this
+// call's own messages (req.Prefix), and the last message, so that the
+// call's next rounds and the session's next turn find their prefix cached.
+func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
+	b.str("model", p.model)
+	b.int("max_tokens", p.maxTokens(req))
+	b.raw("stream", []byte("true"))
+	tools, callable := definedTools(req)
 	if req.System != "" {
-		params.System = []anthropic.TextBlockParam{{Text: req.System}}
+		enc, err := p.system.get(req.System, func() ([]byte, error) {
+			return json.Marshal([]anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("encode the system prompt: %w", err)
+		}
+		b.raw("system", enc)
 	}
-	// Tool results go back in a user message; the results of one assistant
-	// message's calls, and any user text after them, make one user turn.
-	var user []anthropic.ContentBlockParamUnion
+	if len(tools) > 0 {
+		b.key("tools")
+		b.WriteByte('[')
+		for i, t := range tools {
+			enc, err := p.tools.get(toolKey(t), func() ([]byte, error) { return anthropicTool(t) })
+			if err != nil {
+				return nil, err
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeMarked(&b.Buffer, enc, i == len(tools)-1)
+		}
+		b.WriteByte(']')
+	}
+	b.key("messages")
+	b.WriteByte('[')
+	n, turns := len(req.Messages), 0
+	var user [][]byte // the blocks of the user turn being gathered
+	var marks []bool  // which of them end a prefix to cache
 	flush := func() {
-		if len(user) > 0 {
-			params.Messages = append(params.Messages, anthropic.NewUserMessage(user...))
-			user = nil
+		if len(user) == 0 {
+			return
 		}
+		if turns > 0 {
+			b.WriteByte(',')
+		}
+		turns++
+		b.WriteString(`{"role":"user","content":[`)
+		for i, blk := range user {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeMarked(&b.Buffer, blk, marks[i])
+		}
+		b.WriteString(`]}`)
+		user, marks = user[:0], marks[:0]
 	}
-	for i, m := range req.Messages {
-		switch m.Role {
-		case RoleUser:
-			user = append(user, anthropic.NewTextBlock(nonEmpty(m.Text)))
-		case RoleTool:
-			tr := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
-			if m.Text != "" {
-				tr.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Text}}}
-			}
-			if m.IsError {
-				tr.IsError = anthropic.Bool(true)
-			}
-			user = append(user, anthropic.ContentBlockParamUnion{OfToolResult: &tr})
-		case RoleAssistant:
-			flush()
-			var blocks []anthropic.ContentBlockParamUnion
-			if strings.TrimSpace(m.Text) != "" {
-				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
-			}
-			for _, tc := range m.ToolCalls {
-				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, objectArguments(tc.Arguments), tc.Name))
-			}
-			if len(blocks) == 0 {
-				blocks = append(blocks, anthropic.NewTextBlock(nonEmpty("")))
-			}
-			params.Messages = append(params.Messages, anthropic.NewAssistantMessage(blocks...))
-		default:
-			return params, fmt.Errorf("message %d: unknown role %q", i, m.Role)
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		var slot *atomic.Pointer[[][]byte]
+		if m.wire != nil {
+			slot = &m.wire.anthropic
 		}
+		blocks, err := cached(slot, func() ([][]byte, error) { return anthropicBlocks(*m) })
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		mark := i == n-1 || (i == req.Prefix-1 && req.Prefix < n)
+		if m.Role != RoleAssistant {
+			user = append(user, blocks[0])
+			marks = append(marks, mark)
+			continue
+		}
+		flush()
+		if turns > 0 {
+			b.WriteByte(',')
+		}
+		turns++
+		b.WriteString(`{"role":"assistant","content":[`)
+		for j, blk := range blocks {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			writeMarked(&b.Buffer, blk, mark && j == len(blocks)-1)
+		}
+		b.WriteString(`]}`)
 	}
 	flush()
-	tools, callable := definedTools(req)
+	b.WriteByte(']')
+	// The tool choice goes last, so that a call in which the model may
+	// call no tool begins with the same bytes as the turn before it.
 	if len(tools) > 0 && !callable {
-		params.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+		b.raw("tool_choice", []byte(`{"type":"none"}`))
 	}
-	for _, t := range tools {
-		schema, err := schemaObject(t)
+	return b.done(), nil
+}
+
+// anthropicBlocks encodes one message's content blocks as the SDK does:
+// one block for a user text or a tool result, and an assistant message's
+// text and tool calls.
+func anthropicBlocks(m Message) ([][]byte, error) {
+	var blocks []anthropic.ContentBlockParamUnion
+	switch m.Role {
+	case RoleUser:
+		blocks = append(blocks, anthropic.NewTextBlock(nonEmpty(m.Text)))
+	case RoleTool:
+		tr := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+		if m.Text != "" {
+			tr.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Text}}}
+		}
+		if m.IsError {
+			tr.IsError = anthropic.Bool(true)
+		}
+		blocks = append(blocks, anthropic.ContentBlockParamUnion{OfToolResult: &tr})
+	case RoleAssistant:
+		if strings.TrimSpace(m.Text) != "" {
+			blocks = append(blocks, anthropic.NewTextBlock(m.Text))
+		}
+		for _, tc := range m.ToolCalls {
+			blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, objectArguments(tc.Arguments), tc.Name))
+		}
+		if len(blocks) == 0 {
+			blocks = append(blocks, anthropic.NewTextBlock(nonEmpty("")))
+		}
+	default:
+		return nil, fmt.Errorf("unknown role %q", m.Role)
+	}
+	out := make([][]byte, len(blocks))
+	for i, blk := range blocks {
+		enc, err := blk.MarshalJSON()
 		if err != nil {
-			return params, err
+			return nil, err
 		}
-		in := anthropic.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
-		if req, ok := schema["required"].([]any); ok {
-			for _, r := range req {
-				if s, ok := r.(string); ok {
-					in.Required = append(in.Required, s)
-				}
-			}
-		}
-		for k, v := range schema {
-			if k != "type" && k != "properties" && k != "required" {
-				in.ExtraFields[k] = v
-			}
-		}
-		tool := anthropic.ToolParam{Name: t.Name, InputSchema: in}
-		if t.Description != "" {
-			tool.Description = anthropic.String(t.Description)
-		}
-		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &tool})
+		out[i] = enc
 	}
-	return params, nil
+	return out, nil
+}
+
+// anthropicTool encodes one tool definition as the SDK does (without its
+// cache mark).
+func anthropicTool(t ToolSpec) ([]byte, error) {
+	schema, err := schemaObject(t)
+	if err != nil {
+		return nil, err
+	}
+	in := anthropic.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
+	if req, ok := schema["required"].([]any); ok {
+		for _, r := range req {
+			if s, ok := r.(string); ok {
+				in.Required = append(in.Required, s)
+			}
+		}
+	}
+	for k, v := range schema {
+		if k != "type" && k != "properties" && k != "required" {
+			in.ExtraFields[k] = v
+		}
+	}
+	tool := anthropic.ToolParam{Name: t.Name, InputSchema: in}
+	if t.Description != "" {
+		tool.Description = anthropic.String(t.Description)
+	}
+	b, err := json.Marshal(anthropic.ToolUnionParam{OfTool: &tool})
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: %w", t.Name, err)
+	}
+	return b, nil
 }
 
 // objectArguments is a tool call's input as the Messages API takes it

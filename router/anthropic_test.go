@@ -53,7 +53,7 @@ func TestAnthropicStreamsReply(t *testing.T) {
 	}
 	want := Response{
 		Text:       "Bought 10 INFY.",
-		Usage:      memory.Usage{InputTokens: 40 + 8 + 1100, OutputTokens: 15, CachedTokens: 1100},
+		Usage:      memory.Usage{InputTokens: 40 + 8 + 1100, OutputTokens: 15, CachedTokens: 1100, CacheWriteTokens: 8},
 		ModelID:    "claude-test-20260101",
 		StopReason: "end_turn",
 	}

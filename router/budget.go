@@ -31,6 +31,9 @@ type Spend struct {
 	DayTokens     int64       `json:"day_tokens"`
 	DayCost       float64     `json:"day_cost"`
 	SessionTokens int64       `json:"session_tokens"`
+	// DayCachedTokens are the day's prompt tokens read from the services'
+	// prompt caches (counted in DayTokens too).
+	DayCachedTokens int64 `json:"day_cached_tokens,omitempty"`
 }
 
 // BudgetError says which budget a call would pass.
@@ -80,12 +83,18 @@ func (b Budgets) check(desk string, s Spend, task Task, turnUsed, est int64) *Bu
 	return nil
 }
 
-// cost prices one call's usage, per million tokens.
+// cost prices one call's usage, per million tokens: the prompt's tokens
+// read from the cache at CachedInput, those written to it at CacheWrite
+// (each Input when not set), the rest of the prompt at Input.
 func (p Prices) cost(u memory.Usage) float64 {
-	cachedPrice := p.CachedInput
-	if cachedPrice == 0 {
-		cachedPrice = p.Input
+	readPrice, writePrice := p.CachedInput, p.CacheWrite
+	if readPrice == 0 {
+		readPrice = p.Input
 	}
-	fresh := max(0, u.InputTokens-u.CachedTokens)
-	return (float64(fresh)*p.Input + float64(u.CachedTokens)*cachedPrice + float64(u.OutputTokens)*p.Output) / 1e6
+	if writePrice == 0 {
+		writePrice = p.Input
+	}
+	fresh := max(0, u.InputTokens-u.CachedTokens-u.CacheWriteTokens)
+	return (float64(fresh)*p.Input + float64(u.CachedTokens)*readPrice + float64(u.CacheWriteTokens)*writePrice +
+		float64(u.OutputTokens)*p.Output) / 1e6
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -21,6 +22,11 @@ import (
 type OpenAI struct {
 	client
 	svc openai.ChatCompletionService
+	// tools and system keep the encodings of tool definitions and of
+	// system prompts, by content.
+	tools, system *memo
+	// bodies recycles the buffers of request bodies.
+	bodies *bodies
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -40,7 +46,7 @@ func NewOpenAI(o ClientOptions) (*OpenAI, error) {
 		option.WithHTTPClient(o.HTTPClient),
 		option.WithMaxRetries(0),
 	)
-	return &OpenAI{client: newClient(o), svc: svc}, nil
+	return &OpenAI{client: newClient(o), svc: svc, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -57,7 +63,11 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 }
 
 func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
-	params, err := p.params(req)
+	buf := p.bodies.get()
+	// The SDK sends a copy (setting "stream" copies the body); buf goes
+	// back only after the call, when nothing can read it either way.
+	defer p.bodies.put(buf)
+	body, err := p.body(buf, req)
 	if err != nil {
 		return Response{}, p.failed(err)
 	}
@@ -66,7 +76,10 @@ func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 	defer a.cancel()
 	meter, rec, c, cancel := &a.meter, a.rec, a.call, a.cancel
 
-	stream := p.svc.NewStreaming(a.ctx, params, option.WithMiddleware(rec.middleware))
+	// The body replaces the empty parameters' encoding; the SDK adds
+	// "stream" (already true) and carries it.
+	stream := p.svc.NewStreaming(a.ctx, openai.ChatCompletionNewParams{},
+		option.WithRequestBody("application/json", body), option.WithMiddleware(rec.middleware))
 	defer stream.Close()
 	var (
 		acc      openai.ChatCompletionAccumulator
@@ -204,63 +217,125 @@ func (p *OpenAI) streamError(err error) *APIError {
 	return ae
 }
 
-// params turns req into a Chat Completions request.
-func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
-	params := openai.ChatCompletionNewParams{
-		Model:         shared.ChatModel(p.model),
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	}
+// body encodes req as a Chat Completions request: what the SDK would
+// send for the same request (its parameters' encoding, field by field),
+// from the pieces kept encoded (see wireCache): the system prompt and
+// each tool by content, each message in its cache. It writes into b, an
+// empty buffer, and returns b's bytes.
+func (p *OpenAI) body(b *wireBody, req Request) ([]byte, error) {
+	b.str("model", p.model)
+	b.raw("stream", []byte("true"))
+	b.raw("stream_options", []byte(`{"include_usage":true}`))
 	if n := outputCap(p.maxOut, req.MaxOutputTokens); n > 0 {
-		params.MaxCompletionTokens = openai.Int(int64(n))
+		b.int("max_completion_tokens", n)
 	}
-	if req.System != "" {
-		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
-	}
-	for i, m := range req.Messages {
-		switch m.Role {
-		case RoleUser:
-			params.Messages = append(params.Messages, openai.UserMessage(m.Text))
-		case RoleAssistant:
-			a := openai.ChatCompletionAssistantMessageParam{}
-			if m.Text != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = openai.String(m.Text)
-			}
-			for _, tc := range m.ToolCalls {
-				args := sentArguments(tc.Arguments)
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID:       tc.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: args},
-					},
-				})
-			}
-			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
-		case RoleTool:
-			text := m.Text
-			if m.IsError && !strings.HasPrefix(strings.ToLower(text), "error") {
-				text = "Error: " + text
-			}
-			params.Messages = append(params.Messages, openai.ToolMessage(text, m.ToolCallID))
-		default:
-			return params, fmt.Errorf("message %d: unknown role %q", i, m.Role)
-		}
+	if req.CacheKey != "" {
+		b.str("prompt_cache_key", req.CacheKey)
 	}
 	tools, callable := definedTools(req)
-	if len(tools) > 0 && !callable {
-		params.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(string(openai.ChatCompletionToolChoiceOptionAutoNone))}
+	if len(tools) > 0 {
+		b.key("tools")
+		b.WriteByte('[')
+		for i, t := range tools {
+			enc, err := p.tools.get(toolKey(t), func() ([]byte, error) { return openAITool(t) })
+			if err != nil {
+				return nil, err
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(enc)
+		}
+		b.WriteByte(']')
 	}
-	for _, t := range tools {
-		schema, err := schemaObject(t)
+	b.key("messages")
+	b.WriteByte('[')
+	first := true
+	if req.System != "" {
+		enc, err := p.system.get(req.System, func() ([]byte, error) { return json.Marshal(openai.SystemMessage(req.System)) })
 		if err != nil {
-			return params, err
+			return nil, fmt.Errorf("encode the system prompt: %w", err)
 		}
-		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
-		if t.Description != "" {
-			fn.Description = openai.String(t.Description)
-		}
-		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
+		b.Write(enc)
+		first = false
 	}
-	return params, nil
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		var slot *atomic.Pointer[[]byte]
+		if m.wire != nil {
+			slot = &m.wire.openai
+		}
+		enc, err := cached(slot, func() ([]byte, error) { return openAIMessage(*m) })
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.Write(enc)
+	}
+	b.WriteByte(']')
+	// The tool choice goes last, so that a call in which the model may
+	// call no tool begins with the same bytes as the turn before it.
+	if len(tools) > 0 && !callable {
+		b.raw("tool_choice", []byte(`"none"`))
+	}
+	return b.done(), nil
+}
+
+// openAIMessage encodes one message as the SDK does.
+func openAIMessage(m Message) ([]byte, error) {
+	var u openai.ChatCompletionMessageParamUnion
+	switch m.Role {
+	case RoleUser:
+		u = openai.UserMessage(m.Text)
+	case RoleAssistant:
+		a := openai.ChatCompletionAssistantMessageParam{}
+		if m.Text != "" || len(m.ToolCalls) == 0 {
+			a.Content.OfString = openai.String(m.Text)
+		}
+		for _, tc := range m.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID:       tc.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: sentArguments(tc.Arguments)},
+				},
+			})
+		}
+		u = openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+	case RoleTool:
+		u = openai.ToolMessage(toolResultText(m), m.ToolCallID)
+	default:
+		return nil, fmt.Errorf("unknown role %q", m.Role)
+	}
+	return u.MarshalJSON()
+}
+
+// toolResultText is a tool result's text as a Chat Completions tool
+// message carries it: an error says so.
+func toolResultText(m Message) string {
+	if m.IsError && !strings.HasPrefix(strings.ToLower(m.Text), "error") {
+		return "Error: " + m.Text
+	}
+	return m.Text
+}
+
+// openAITool encodes one tool definition as the SDK does.
+func openAITool(t ToolSpec) ([]byte, error) {
+	schema, err := schemaObject(t)
+	if err != nil {
+		return nil, err
+	}
+	fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
+	if t.Description != "" {
+		fn.Description = openai.String(t.Description)
+	}
+	b, err := json.Marshal(openai.ChatCompletionFunctionTool(fn))
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: %w", t.Name, err)
+	}
+	return b, nil
 }
 
 // sentArguments is a tool call's arguments as the model sent them: empty

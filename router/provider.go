@@ -51,6 +51,10 @@ type Message struct {
 	ToolName string
 	// IsError marks a tool result that is an error (RoleTool only).
 	IsError bool
+
+	// wire keeps the message's encodings for the providers (see
+	// wireCache); nil encodes it anew on every call.
+	wire *wireCache
 }
 
 // ToolSpec describes a tool the model may call.
@@ -96,6 +100,16 @@ type Request struct {
 	MaxOutputTokens int
 	// Fold carries the parts of a fold request (Task == TaskFold).
 	Fold *FoldInput
+	// Prefix is how many of Messages are the session's history before
+	// this call's own messages: the stable prefix that the next calls
+	// repeat. The Messages API client marks its last message for the
+	// service's prompt cache (as it marks the tools, the system prompt and
+	// the last message).
+	Prefix int
+	// CacheKey names the desk's requests for the service's prompt cache
+	// (OpenAI's prompt_cache_key), so that they are routed to the cache
+	// that holds their prefix; "" sends none. It holds no secret.
+	CacheKey string
 }
 
 // stubDescription describes a tool that a conversation called and that the
@@ -272,7 +286,53 @@ type Model struct {
 
 // Prices of a model, per million tokens.
 type Prices struct {
-	Input, Output, CachedInput float64
+	// Input prices the prompt's tokens that were neither read from nor
+	// written to the prompt cache, and Output the answer's.
+	Input, Output float64
+	// CachedInput prices the prompt's tokens read from the prompt cache
+	// (a router defaults it to the provider's share of Input: see
+	// WithDefaults).
+	CachedInput float64
+	// CacheWrite prices the prompt's tokens written to the prompt cache
+	// (defaulted as CachedInput is).
+	CacheWrite float64
+}
+
+// The shares of the input price that a model's cached tokens cost when
+// its prices do not say (the services' list prices): OpenAI bills tokens
+// read from its prompt cache at half the input price and does not bill
+// writes apart; Anthropic bills reads at a tenth of the input price and
+// writes (to its five-minute cache) at 1.25 times. Other services bill
+// cached tokens as input.
+const (
+	// OpenAICachedInputShare is the share of Input an OpenAI model's
+	// cached token costs.
+	OpenAICachedInputShare = 0.5
+	// AnthropicCachedInputShare is the share of Input an Anthropic
+	// model's cached token costs.
+	AnthropicCachedInputShare = 0.1
+	// AnthropicCacheWriteShare is the share of Input a token an Anthropic
+	// model writes to its cache costs.
+	AnthropicCacheWriteShare = 1.25
+)
+
+// WithDefaults returns the prices with the cache's prices that are not set
+// (zero) computed from Input by the shares of provider's service.
+func (p Prices) WithDefaults(provider ProviderName) Prices {
+	read, write := 1.0, 1.0
+	switch provider {
+	case OpenAIProvider:
+		read = OpenAICachedInputShare
+	case AnthropicProvider:
+		read, write = AnthropicCachedInputShare, AnthropicCacheWriteShare
+	}
+	if p.CachedInput == 0 {
+		p.CachedInput = read * p.Input
+	}
+	if p.CacheWrite == 0 {
+		p.CacheWrite = write * p.Input
+	}
+	return p
 }
 
 // Scripted reports whether the model is the offline scripted one.

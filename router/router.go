@@ -166,6 +166,11 @@ func (r *Router) Configure(s Settings) error {
 	if s.CompactShare <= 0 || s.CompactShare > 1 {
 		s.CompactShare = DefaultCompactShare
 	}
+	// The cache's prices default to the provider's shares of Input.
+	s.Route = append([]Model(nil), s.Route...)
+	for i := range s.Route {
+		s.Route[i].Prices = s.Route[i].Prices.WithDefaults(s.Route[i].Provider)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.set = s
@@ -570,18 +575,17 @@ func (r *Router) Fold(ctx context.Context, date memory.Date, memoryText, notes s
 	return text, nil
 }
 
-// Ask makes one call outside the session's conversation, with the desk's
-// instructions and no tools, and records the answer as an event of the
-// session. The skill curator uses it. An answer cut at its cap is a
+// Ask makes one call at the end of the session's conversation, with the
+// prompt as its last user message, in which the model may call no tool,
+// and records the answer as an event of the session. The call carries
+// what the session's turns carry (the system prompt, the desk's tools and
+// the history), so that it finds that prefix in the service's prompt
+// cache. The skill curator uses it. An answer cut at its cap is a
 // failure.
 func (r *Router) Ask(ctx context.Context, prompt string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	req := Request{Task: TaskCurate, System: r.set.Instructions, Messages: []Message{{Role: RoleUser, Text: prompt}}}
-	if err := r.budgetLocked(TaskCurate, 0, requestTokens(req)); err != nil {
-		return "", err
-	}
-	text, err := r.answerLocked(ctx, req)
+	text, err := r.askLocked(ctx, TaskCurate, prompt, nil)
 	if err != nil {
 		return "", fmt.Errorf("ask %s: %w", r.desk, err)
 	}
@@ -628,9 +632,20 @@ func (r *Router) answerLocked(ctx context.Context, req Request) (string, error) 
 // desk's tools whether or not the model may call them (callable; the tool
 // choice is none otherwise): a conversation with tool calls must define
 // tools (the Messages API refuses it otherwise), and the model should see
-// what it called. Every request of the session is built here.
+// what it called. Every request of the session is built here, so that
+// every call of the desk (turns, their tool rounds, summary, fold, the
+// curator's) begins with the same prefix, which the services' prompt
+// caches keep: the system prompt, the tools and the history (Prefix), and
+// carries the desk's CacheKey.
+//
+// It gives each message of the history and of msgs (in place) a cache of
+// its wire encodings, so that each message is encoded once for all the
+// calls that carry it.
 func (r *Router) requestLocked(task Task, msgs []Message, callable bool) Request {
-	req := Request{Task: task, System: r.systemLocked(), Messages: append(append([]Message(nil), r.history...), msgs...), Tools: specs(r.set.Tools)}
+	withWireCaches(r.history)
+	withWireCaches(msgs)
+	req := Request{Task: task, System: r.systemLocked(), Messages: append(append([]Message(nil), r.history...), msgs...), Tools: specs(r.set.Tools),
+		Prefix: len(r.history), CacheKey: cacheKey(r.desk)}
 	if !callable {
 		req.ToolChoice = ToolChoiceNone
 	}
@@ -708,6 +723,7 @@ func (r *Router) chargeLocked(m Model, u memory.Usage) float64 {
 	n := int64(u.InputTokens + u.OutputTokens)
 	cost := m.Prices.cost(u)
 	s.DayTokens += n
+	s.DayCachedTokens += int64(u.CachedTokens)
 	s.SessionTokens += n
 	s.DayCost += cost
 	r.cur.Spend = s
@@ -889,7 +905,8 @@ func specs(tools []Tool) []ToolSpec {
 }
 
 func addUsage(a, b memory.Usage) memory.Usage {
-	return memory.Usage{InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens, CachedTokens: a.CachedTokens + b.CachedTokens}
+	return memory.Usage{InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens, CachedTokens: a.CachedTokens + b.CachedTokens,
+		CacheWriteTokens: a.CacheWriteTokens + b.CacheWriteTokens}
 }
 
 // newSessionID returns a sortable, unique session id: the UTC start time

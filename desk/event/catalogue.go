@@ -177,6 +177,9 @@ type TurnCompleted struct {
 	InputTokens  int    `json:"input_tokens"`
 	OutputTokens int    `json:"output_tokens"`
 	CachedTokens int    `json:"cached_tokens,omitempty"`
+	// CacheWriteTokens are the input tokens the turn's calls wrote to the
+	// service's prompt cache (the Messages API reports them).
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 	// Cost is the turn's cost where the models have prices.
 	Cost       float64 `json:"cost,omitempty"`
 	ToolCalls  int     `json:"tool_calls,omitempty"`

@@ -108,7 +108,7 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 		}, []string{"desk", "model"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "deskd_tokens_total",
-			Help: "Tokens used by completed turns, by desk, model and kind (input, output, cached).",
+			Help: "Tokens used by completed turns, by desk, model and kind (input: the whole prompt; output; cached: the prompt's tokens read from the service's prompt cache; cache_write: those written to it).",
 		}, []string{"desk", "model", "kind"}),
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "deskd_cost_total",
@@ -213,6 +213,7 @@ func (m *Registry) observe(e event.Event) {
 		m.tokens.WithLabelValues(e.Desk, e.Model, "input").Add(float64(e.InputTokens))
 		m.tokens.WithLabelValues(e.Desk, e.Model, "output").Add(float64(e.OutputTokens))
 		m.tokens.WithLabelValues(e.Desk, e.Model, "cached").Add(float64(e.CachedTokens))
+		m.tokens.WithLabelValues(e.Desk, e.Model, "cache_write").Add(float64(e.CacheWriteTokens))
 		m.addCost(e.Desk, e.Model, e.Cost)
 		m.turnEnded(e.Header)
 	case event.ModelFailed:

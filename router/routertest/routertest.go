@@ -75,9 +75,12 @@ type ToolCall struct {
 	Args string
 }
 
-// Usage is the token counts a reply reports.
+// Usage is the token counts a reply reports. Input is the whole prompt;
+// Cached of it was read from the prompt cache and CacheWrite written to it
+// (the Messages API reports both, apart from its input_tokens; Chat
+// Completions reports Cached only).
 type Usage struct {
-	Input, Output, Cached int
+	Input, Output, Cached, CacheWrite int
 }
 
 // Reply is a Server's answer to one request. The zero Reply is a stream

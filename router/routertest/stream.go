@@ -59,8 +59,8 @@ func chatStream(n int, r Reply) []string {
 // block per tool call, message_delta with the stop reason, message_stop.
 func messagesStream(n int, r Reply) []string {
 	u := r.Usage
-	out := []string{sse("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_%d","type":"message","role":"assistant","content":[],"model":%s,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":1}}}`,
-		n, jsonString(r.Model), u.Input-u.Cached, u.Cached))}
+	out := []string{sse("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_%d","type":"message","role":"assistant","content":[],"model":%s,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"cache_read_input_tokens":%d,"cache_creation_input_tokens":%d,"output_tokens":1}}}`,
+		n, jsonString(r.Model), u.Input-u.Cached-u.CacheWrite, u.Cached, u.CacheWrite))}
 	index := 0
 	block := func(start, delta string) {
 		out = append(out, sse("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":%s}`, index, start)))

@@ -1,0 +1,197 @@
+package router
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// The wire encoding of requests. A provider writes each request's body
+// itself, from pieces encoded once: each Message's encoding is kept in the
+// wireCache the message points to (copies of a Message share it, so the
+// session's history keeps its encodings from call to call), and the
+// encodings of tools and system prompts are kept by content in a memo of
+// the provider. A call then costs the copying of the pieces into the body,
+// not the encoding of the whole conversation. The SDKs still carry the
+// body (option.WithRequestBody), stream the answer and classify failures.
+
+// wireCache holds one Message's encodings, one per provider. A Message's
+// fields never change once it is made, so an encoding, once filled, holds
+// for every copy of it. Each slot is filled at most once per race (two
+// calls that fill it at the same time compute the same bytes; the first
+// one stored wins).
+type wireCache struct {
+	openai    atomic.Pointer[[]byte]
+	anthropic atomic.Pointer[[][]byte]
+}
+
+// newWireCache returns an empty cache for a Message.
+func newWireCache() *wireCache { return new(wireCache) }
+
+// withWireCaches gives each message without a cache one, in place, so
+// that the encodings a call makes are kept for the next calls that carry
+// the same messages.
+func withWireCaches(msgs []Message) {
+	for i := range msgs {
+		if msgs[i].wire == nil {
+			msgs[i].wire = newWireCache()
+		}
+	}
+}
+
+// cached returns what slot holds, or what fill makes, which it keeps in
+// slot. A nil slot (a Message without a cache) is filled every time.
+func cached[T any](slot *atomic.Pointer[T], fill func() (T, error)) (T, error) {
+	if slot != nil {
+		if v := slot.Load(); v != nil {
+			return *v, nil
+		}
+	}
+	v, err := fill()
+	if err != nil || slot == nil {
+		return v, err
+	}
+	slot.CompareAndSwap(nil, &v)
+	return *slot.Load(), nil
+}
+
+// memoLimit bounds a memo's entries: a provider shared by many desks keeps
+// the encodings of that many tools or system prompts, and starts over when
+// it has more.
+const memoLimit = 512
+
+// memo keeps encodings by the text they encode (a tool's definition, a
+// system prompt). It is safe for concurrent use.
+type memo struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+// get returns key's encoding, made by enc the first time.
+func (c *memo) get(key string, enc func() ([]byte, error)) ([]byte, error) {
+	c.mu.Lock()
+	b, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := enc()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= memoLimit {
+		c.m = make(map[string][]byte)
+	}
+	c.m[key] = b
+	c.mu.Unlock()
+	return b, nil
+}
+
+// toolKey is the text a tool's encoding depends on.
+func toolKey(t ToolSpec) string {
+	return strconv.Itoa(len(t.Name)) + ":" + t.Name + strconv.Itoa(len(t.Description)) + ":" + t.Description + string(t.Schema)
+}
+
+// maxPooledBody is the largest body buffer kept for the next call.
+const maxPooledBody = 16 << 20
+
+// bodies recycles the buffers request bodies are written in, so that a
+// call does not allocate (and clear) a buffer the size of its
+// conversation. It is safe for concurrent use.
+type bodies struct{ pool sync.Pool }
+
+// get returns an empty buffer.
+func (p *bodies) get() *wireBody {
+	if b, ok := p.pool.Get().(*wireBody); ok {
+		return b
+	}
+	return new(wireBody)
+}
+
+// put keeps b for a later call; nothing may use its bytes after.
+func (p *bodies) put(b *wireBody) {
+	if b.Cap() > maxPooledBody {
+		return
+	}
+	b.Reset()
+	b.fields = 0
+	p.pool.Put(b)
+}
+
+// wireBody builds a request body.
+type wireBody struct {
+	bytes.Buffer
+	fields int
+}
+
+// key starts the next field of the top-level object.
+func (b *wireBody) key(name string) {
+	if b.fields == 0 {
+		b.WriteByte('{')
+	} else {
+		b.WriteByte(',')
+	}
+	b.fields++
+	b.WriteByte('"')
+	b.WriteString(name)
+	b.WriteString(`":`)
+}
+
+// raw writes the field name with value, already encoded.
+func (b *wireBody) raw(name string, value []byte) {
+	b.key(name)
+	b.Write(value)
+}
+
+// str writes the field name with a string value.
+func (b *wireBody) str(name, value string) {
+	b.key(name)
+	writeString(&b.Buffer, value)
+}
+
+// int writes the field name with an integer value.
+func (b *wireBody) int(name string, value int) {
+	b.key(name)
+	b.WriteString(strconv.Itoa(value))
+}
+
+// done ends the top-level object and returns the body.
+func (b *wireBody) done() []byte {
+	if b.fields == 0 {
+		b.WriteByte('{')
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// writeString writes s as a JSON string.
+func writeString(b *bytes.Buffer, s string) {
+	enc, _ := json.Marshal(s) // a string always encodes
+	b.Write(enc)
+}
+
+// cacheControl is the mark the Messages API takes on a block that ends a
+// prefix to cache.
+const cacheControl = `,"cache_control":{"type":"ephemeral"}}`
+
+// writeMarked writes the JSON object block, marked with cacheControl when
+// mark is set.
+func writeMarked(b *bytes.Buffer, block []byte, mark bool) {
+	if !mark || len(block) < 2 || block[len(block)-1] != '}' {
+		b.Write(block)
+		return
+	}
+	b.Write(block[:len(block)-1])
+	if len(block) > 2 { // not {}
+		b.WriteString(cacheControl)
+	} else {
+		b.WriteString(cacheControl[1:])
+	}
+}
+
+// cacheKey is the prompt cache key of a desk's requests: stable for the
+// desk, and nothing but its name.
+func cacheKey(desk string) string { return "deskd-" + desk }

@@ -1,0 +1,209 @@
+package router
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/router/routertest"
+)
+
+// wireCases are requests whose written body must equal, as JSON, what the
+// SDK parameters path (paramsRef) sends.
+var wireCases = []struct {
+	name string
+	req  Request
+}{
+	{"one user message", Request{Task: TaskTurn, System: "You are a desk.", Messages: []Message{{Role: RoleUser, Text: "buy INFY"}}}},
+	{"no system, no tools", Request{Task: TaskTurn, Messages: []Message{{Role: RoleUser, Text: "hi"}}}},
+	{"tool calls, results, errors and empty texts", Request{
+		Task: TaskTurn, System: "Desk <fx> & \"rates\"\n\u2028 ünïcode", MaxOutputTokens: 300, CacheKey: "deskd-fx", Prefix: 4,
+		Tools: []ToolSpec{getQuote, {Name: "note", Description: "Write a note."}, {Name: "odd", Schema: json.RawMessage(`{"properties":{"a":{"type":"integer"}},"additionalProperties":false}`)}},
+		Messages: []Message{
+			{Role: RoleUser, Text: ""},
+			{Role: RoleAssistant, Text: "", ToolCalls: []ToolCall{
+				{ID: "call_1", Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"TCS"}`)},
+				{ID: "call_2", Name: "note", Arguments: json.RawMessage(`not json`)},
+				{ID: "call_3", Name: "gone_tool", Arguments: nil},
+			}},
+			{Role: RoleTool, ToolCallID: "call_1", ToolName: "get_quote", Text: "TCS 4100"},
+			{Role: RoleTool, ToolCallID: "call_2", ToolName: "note", Text: "arguments are not JSON", IsError: true},
+			{Role: RoleTool, ToolCallID: "call_3", ToolName: "gone_tool", Text: "", IsError: true},
+			{Role: RoleUser, Text: "and now?"},
+			{Role: RoleAssistant, Text: "   "},
+			{Role: RoleAssistant, Text: "Bought <10> & sold"},
+			{Role: RoleUser, Text: "next"},
+		},
+	}},
+	{"tool choice none, history marked", Request{
+		Task: TaskSummary, System: "s", ToolChoice: ToolChoiceNone, Prefix: 2, CacheKey: "deskd-a",
+		Tools: []ToolSpec{getQuote},
+		Messages: []Message{
+			{Role: RoleUser, Text: "q"},
+			{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c", Name: "get_quote", Arguments: json.RawMessage(`{}`)}}},
+			{Role: RoleTool, ToolCallID: "c", ToolName: "get_quote", Text: "1"},
+			{Role: RoleUser, Text: "Summarise"},
+		},
+	}},
+	{"stub tools only", Request{
+		Task: TaskTurn, Prefix: 1,
+		Messages: []Message{
+			{Role: RoleAssistant, Text: "x", ToolCalls: []ToolCall{{ID: "c", Name: "old", Arguments: json.RawMessage(`{"a":1}`)}}},
+			{Role: RoleTool, ToolCallID: "c", ToolName: "old", Text: "done"},
+		},
+	}},
+}
+
+// TestWireBodyEqualsSDKParams sends each case through the provider, to a
+// fake service, and checks the raw body it got against the SDK's encoding
+// of the reference parameters (with "stream": true, as the SDK sets it):
+// once with messages that have no cache, and twice with cached ones (the
+// second call reads every message's encoding from its cache).
+func TestWireBodyEqualsSDKParams(t *testing.T) {
+	for _, api := range []routertest.API{routertest.ChatCompletions, routertest.Messages} {
+		for _, tt := range wireCases {
+			t.Run(api.String()+"/"+tt.name, func(t *testing.T) {
+				p, srv := newTestProvider(t, api, time.Minute, routertest.Always(routertest.Reply{Text: "ok"}))
+				var params any
+				var err error
+				switch p := p.(type) {
+				case *OpenAI:
+					params, err = p.paramsRef(tt.req)
+				case *Anthropic:
+					params, err = p.paramsRef(tt.req)
+				}
+				if err != nil {
+					t.Fatalf("paramsRef: %v", err)
+				}
+				want := sdkBody(t, params)
+
+				cachedReq := tt.req
+				cachedReq.Messages = append([]Message(nil), tt.req.Messages...)
+				withWireCaches(cachedReq.Messages)
+				for i, req := range []Request{tt.req, cachedReq, cachedReq} {
+					if _, err := p.Complete(t.Context(), req); err != nil {
+						t.Fatalf("call %d: Complete: %v", i, err)
+					}
+					got := srv.Requests()[i]
+					if !sameJSON(t, got.Raw, want) {
+						t.Errorf("call %d: body\n%s\nwant (as JSON)\n%s", i, got.Raw, want)
+					}
+				}
+				if api == routertest.Messages {
+					if n := bytes.Count(srv.Requests()[0].Raw, []byte(`"cache_control"`)); n > 4 {
+						t.Errorf("%d cache_control marks, the API allows 4", n)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestWireCacheIsFilledOnce shows that a cached message is encoded once:
+// a wrong encoding put in its cache is what the next body carries.
+func TestWireCacheIsFilledOnce(t *testing.T) {
+	for _, api := range []routertest.API{routertest.ChatCompletions, routertest.Messages} {
+		t.Run(api.String(), func(t *testing.T) {
+			p, srv := newTestProvider(t, api, time.Minute, routertest.Always(routertest.Reply{Text: "ok"}))
+			msgs := []Message{{Role: RoleUser, Text: "first"}, {Role: RoleAssistant, Text: "answer"}, {Role: RoleUser, Text: "second"}}
+			withWireCaches(msgs)
+			if _, err := p.Complete(t.Context(), Request{Task: TaskTurn, Messages: msgs}); err != nil {
+				t.Fatal(err)
+			}
+			if msgs[0].wire.openai.Load() == nil && msgs[0].wire.anthropic.Load() == nil {
+				t.Fatalf("the message's cache is empty after a call")
+			}
+			// Replace the first message's encoding: a provider that
+			// encodes it again would not send this.
+			forged := []byte(`{"role":"user","content":"forged"}`)
+			msgs[0].wire.openai.Store(&forged)
+			blocks := [][]byte{[]byte(`{"text":"forged","type":"text"}`)}
+			msgs[0].wire.anthropic.Store(&blocks)
+			if _, err := p.Complete(t.Context(), Request{Task: TaskTurn, Messages: msgs}); err != nil {
+				t.Fatal(err)
+			}
+			if got := srv.Requests()[1].LastUser(); got != "second" {
+				t.Errorf("last user = %q", got)
+			}
+			if got := srv.Requests()[1].Messages[0].Text; got != "forged" {
+				t.Errorf("first message = %q, want the cached encoding (forged)", got)
+			}
+		})
+	}
+}
+
+// sdkBody is the body the SDK sends for params.
+func sdkBody(t *testing.T, params any) []byte {
+	t.Helper()
+	b, err := json.Marshal(params)
+	if err != nil {
+		t.Fatalf("marshal the parameters: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["stream"] = true
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var va, vb any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if err := da.Decode(&va); err != nil {
+		t.Fatalf("decode %s: %v", a, err)
+	}
+	if err := db.Decode(&vb); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// TestToolsAndSystemAreEncodedOncePerContent: a provider keeps the
+// encodings of a tool and of a system prompt by their text: a forged
+// encoding in its memo is what the next body carries, and a changed text
+// is encoded anew.
+func TestToolsAndSystemAreEncodedOncePerContent(t *testing.T) {
+	for _, api := range []routertest.API{routertest.ChatCompletions, routertest.Messages} {
+		t.Run(api.String(), func(t *testing.T) {
+			p, srv := newTestProvider(t, api, time.Minute, routertest.Always(routertest.Reply{Text: "ok"}))
+			var tools, system *memo
+			switch p := p.(type) {
+			case *OpenAI:
+				tools, system = p.tools, p.system
+			case *Anthropic:
+				tools, system = p.tools, p.system
+			}
+			req := Request{Task: TaskTurn, System: "Rules.", Tools: []ToolSpec{getQuote}, Messages: []Message{{Role: RoleUser, Text: "hi"}}}
+			if _, err := p.Complete(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			tool, _ := tools.get(toolKey(getQuote), func() ([]byte, error) { t.Fatal("the tool was not kept"); return nil, nil })
+			sys, _ := system.get("Rules.", func() ([]byte, error) { t.Fatal("the system prompt was not kept"); return nil, nil })
+			forge := func(b []byte, from, to string) []byte { return bytes.Replace(b, []byte(from), []byte(to), 1) }
+			tools.m[toolKey(getQuote)] = forge(tool, "Last price of a symbol.", "forged tool")
+			system.m["Rules."] = forge(sys, "Rules.", "forged system")
+			if _, err := p.Complete(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			raw := srv.Requests()[1].Raw
+			if !bytes.Contains(raw, []byte("forged tool")) || !bytes.Contains(raw, []byte("forged system")) {
+				t.Errorf("the second body did not use the kept encodings:\n%s", raw)
+			}
+			req.System = "New rules."
+			if _, err := p.Complete(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			if raw := srv.Requests()[2].Raw; !bytes.Contains(raw, []byte("New rules.")) || bytes.Contains(raw, []byte("forged system")) {
+				t.Errorf("a changed system prompt was not encoded anew:\n%s", raw)
+			}
+		})
+	}
+}
