@@ -104,7 +104,7 @@ type daemon struct {
 	exited  chan struct{}
 
 	mu   sync.Mutex
-	tail []string // the last lines of stderr, for errors
+	tail []string // the last 3 lines of stderr, for errors
 }
 
 // startDaemon runs bin on s's config with env added to the bench's
@@ -143,8 +143,8 @@ func (d *daemon) read(r io.Reader) {
 			line = append(line[:600:600], "..."...)
 		}
 		d.tail = append(d.tail, string(line))
-		if len(d.tail) > 20 {
-			d.tail = d.tail[len(d.tail)-20:]
+		if len(d.tail) > 3 {
+			d.tail = d.tail[len(d.tail)-3:]
 		}
 		d.mu.Unlock()
 	}
@@ -163,6 +163,17 @@ func (d *daemon) lastLines() string {
 	return strings.Join(d.tail, "\n")
 }
 
+// lastLine returns the last line deskd wrote to stderr (where it says why
+// it stopped).
+func (d *daemon) lastLine() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.tail) == 0 {
+		return ""
+	}
+	return d.tail[len(d.tail)-1]
+}
+
 // waitReady waits for "deskd ready".
 func (d *daemon) waitReady(ctx context.Context, max time.Duration) error {
 	t := time.NewTimer(max)
@@ -171,7 +182,7 @@ func (d *daemon) waitReady(ctx context.Context, max time.Duration) error {
 	case <-d.ready:
 		return nil
 	case <-d.exited:
-		return fmt.Errorf("deskd exited before it was ready (%s):\n%s", d.cmd.ProcessState, d.lastLines())
+		return fmt.Errorf("deskd exited before it was ready (%s): %s", d.cmd.ProcessState, d.lastLine())
 	case <-t.C:
 		return fmt.Errorf("deskd not ready within %s:\n%s", max, d.lastLines())
 	case <-ctx.Done():

@@ -162,6 +162,7 @@ type machine struct {
 	Model   string `json:"cpu_model"`
 	Go      string `json:"go"`
 	LoadAvg string `json:"loadavg_at_start"`
+	FDLimit string `json:"open_files_limit"`
 }
 
 // report is the bench's output.
@@ -266,7 +267,7 @@ func buildDeskd(ctx context.Context, dir string) (string, error) {
 
 // thisMachine describes the machine.
 func thisMachine() machine {
-	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), FDLimit: fdLimit()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -283,7 +284,8 @@ func thisMachine() machine {
 
 // printTable prints the report as a plain-text table.
 func printTable(w io.Writer, rep report) error {
-	fmt.Fprintf(w, "deskbench %s: %d cpus (%s), %s, load %s\ncommand: %s\n\n", rep.Date, rep.Machine.CPUs, rep.Machine.Model, rep.Machine.Go, rep.Machine.LoadAvg, rep.Command)
+	fmt.Fprintf(w, "deskbench %s: %d cpus (%s), %s, load %s, open files limit %s\ncommand: %s\n\n",
+		rep.Date, rep.Machine.CPUs, rep.Machine.Model, rep.Machine.Go, rep.Machine.LoadAvg, rep.Machine.FDLimit, rep.Command)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "row\twhat\tfigure\tfloor\ttarget\tmet\tnote")
 	figs := slices.Clone(rep.Figures)
@@ -292,7 +294,13 @@ func printTable(w io.Writer, rep report) error {
 		if f.Met != nil {
 			m = map[bool]string{true: "yes", false: "NO"}[*f.Met]
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s %s\t%s\t%s\t%s\t%s\n", f.Row, f.Name, formatValue(f.Value), f.Unit, dash(f.Floor), dash(f.Target), m, f.Note)
+		v := formatValue(f.Value) + " " + f.Unit
+		note := f.Note
+		if f.Failed != "" {
+			v, note = "FAILED", f.Failed
+		}
+		note = strings.ReplaceAll(note, "\n", " / ")
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Row, f.Name, v, dash(f.Floor), dash(f.Target), m, note)
 	}
 	return tw.Flush()
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -30,6 +31,9 @@ type figure struct {
 	// Met says whether the target is met; nil when the figure has none.
 	Met  *bool  `json:"met,omitempty"`
 	Note string `json:"note,omitempty"`
+	// Failed, if set, says why the figure could not be measured: the
+	// daemon failed at this size (Value is then 0).
+	Failed string `json:"failed,omitempty"`
 }
 
 // met returns a *bool for figure.Met.
@@ -603,6 +607,16 @@ func (b *bench) idleDaemon(ctx context.Context, n int) (idle, error) {
 	return out, err
 }
 
+// fdLimit returns the soft and hard limits on open files of this process
+// (which the daemon inherits).
+func fdLimit() string {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%d soft, %d hard", l.Cur, l.Max)
+}
+
 // goroutines reads go_goroutines from GET /metrics (-1 if it has none).
 func goroutines(ctx context.Context, a *api) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+"/metrics", nil)
@@ -637,7 +651,17 @@ func (b *bench) row6(ctx context.Context) ([]figure, error) {
 	n := b.o.IdleDesks
 	many, err := b.idleDaemon(ctx, n)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// The daemon fails at this size (too many open files, say): that is
+		// the figure.
+		why := fmt.Sprintf("deskd failed with %d desks (open files limit %s): %v", n, fdLimit(), err)
+		return []figure{
+			{Row: 6, Name: fmt.Sprintf("%d idle desks: start to ready", n), Unit: "s", Target: "<= 3 s", Met: met(false), Failed: why},
+			{Row: 6, Name: "RSS per idle desk", Unit: "KiB", Target: "<= 40 KiB", Met: met(false), Failed: "see above"},
+			{Row: 6, Name: "open fds per idle desk", Unit: "fds", Target: "<= 1", Met: met(false), Failed: "see above"},
+		}, nil
 	}
 	perKiB := float64(many.rss-zero.rss) / float64(n) / 1024
 	perFD := float64(many.fds-zero.fds) / float64(n)
