@@ -124,13 +124,17 @@ func lastMarker(body []byte) string {
 	return string(body[i:j])
 }
 
-// chatChunks is the stream of an instant answer "noted".
-var chatChunks = []string{
-	`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1767225600,"model":"bench","choices":[{"index":0,"delta":{"role":"assistant","content":"noted"},"finish_reason":null}],"usage":null}`,
-	`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1767225600,"model":"bench","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`,
-	`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1767225600,"model":"bench","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":0}}}`,
-	`data: [DONE]`,
-}
+// chatStream is the stream of an instant answer "noted": the text, the
+// finish, the usage, [DONE].
+const chatStream = `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1767225600,"model":"bench","choices":[{"index":0,"delta":{"role":"assistant","content":"noted"},"finish_reason":null}],"usage":null}
+
+data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1767225600,"model":"bench","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}
+
+data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1767225600,"model":"bench","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":0}}}
+
+data: [DONE]
+
+`
 
 func (m *modelServer) serve(w http.ResponseWriter, r *http.Request) {
 	at := time.Now()
@@ -163,12 +167,7 @@ func (m *modelServer) serve(w http.ResponseWriter, r *http.Request) {
 	m.reqs.Add(1)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	var out bytes.Buffer
-	for _, c := range chatChunks {
-		out.WriteString(c)
-		out.WriteString("\n\n")
-	}
-	_, _ = w.Write(out.Bytes())
+	_, _ = io.WriteString(w, chatStream)
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
