@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/deskd/deskd/memory/durable"
@@ -51,6 +53,7 @@ type Record struct {
 	Provider   string          `json:"provider,omitempty"`     // assistant: the provider ("scripted", "openai", ...)
 	Scripted   bool            `json:"scripted,omitempty"`     // assistant: true when the offline scripted model wrote it
 	Usage      *Usage          `json:"usage,omitempty"`        // token usage of the call
+	Cost       float64         `json:"cost,omitempty"`         // the call's cost, where its model has prices (the router's spend is rebuilt from it)
 	DurationMS int64           `json:"duration_ms,omitempty"`  // how long it took
 	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`   // assistant: the tools it asked to run, []ToolCall (see Calls)
 	ToolCallID string          `json:"tool_call_id,omitempty"` // tool: the call it answers
@@ -99,6 +102,7 @@ type SessionLog struct {
 	id      string
 	now     func() time.Time
 	skipped int
+	size    atomic.Int64 // the file's length: where the next record begins
 }
 
 // validSessionID reports whether id matches ^[A-Za-z0-9_-]{1,80}$.
@@ -155,7 +159,9 @@ func (f *Folder) CreateSession(header Record) (*SessionLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: %w", path, err)
 	}
-	return &SessionLog{log: log, id: header.Session, now: f.Now}, nil
+	s := &SessionLog{log: log, id: header.Session, now: f.Now}
+	s.size.Store(int64(len(line)))
+	return s, nil
 }
 
 // OpenSession opens session id's file for appending and returns every good
@@ -188,7 +194,78 @@ func (f *Folder) OpenSession(id string) (log *SessionLog, records []Record, torn
 	if t := sc.Torn; t != nil {
 		torn = &TornTail{Path: t.Path, Offset: t.Offset, Bytes: t.Bytes, SavedTo: t.SavedTo}
 	}
-	return &SessionLog{log: l, id: id, now: f.Now, skipped: len(sc.Skipped)}, records, torn, nil
+	// OpenLog leaves the file ending at its last good record (a torn tail
+	// cut, a missing '\n' added): its length is where appends go on.
+	fi, err := os.Lstat(path)
+	if err != nil {
+		_ = l.Close()
+		return nil, nil, nil, fmt.Errorf("open session %s: %w", path, err)
+	}
+	s := &SessionLog{log: l, id: id, now: f.Now, skipped: len(sc.Skipped)}
+	s.size.Store(fi.Size())
+	return s, records, torn, nil
+}
+
+// SessionTail is what ReadSessionTail found after an offset of a session
+// file.
+type SessionTail struct {
+	// Records are the good records from the offset on, as OpenSession and
+	// ReadSession would return them.
+	Records []Record
+	// End is where the good records end: the file's length when Clean.
+	End int64
+	// Clean is true when OpenSession would find nothing to mend from the
+	// offset on: no torn tail, and a '\n' after the last record.
+	Clean bool
+}
+
+// ReadSessionTail reads session id's file from offset on, without
+// changing it and without reading or decoding what comes before (but for
+// the one byte that shows offset is where a line begins). ok is false when
+// offset is not where a line of the file begins: past its end, or not just
+// after a '\n' (the file is not the one the offset was taken of). A
+// missing file is an error satisfying errors.Is(err, fs.ErrNotExist).
+func (f *Folder) ReadSessionTail(id string, offset int64) (tail SessionTail, ok bool, err error) {
+	path, err := f.sessionPath(id)
+	if err != nil {
+		return SessionTail{}, false, fmt.Errorf("read session: %w", err)
+	}
+	fail := func(err error) (SessionTail, bool, error) {
+		return SessionTail{}, false, fmt.Errorf("read session %s from %d: %w", path, offset, err)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return fail(err)
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fail(fmt.Errorf("not a regular file (%s)", fi.Mode().Type()))
+	}
+	if offset < 0 || offset > fi.Size() {
+		return SessionTail{}, false, nil
+	}
+	from := offset
+	if from > 0 {
+		from-- // the byte before must end a line
+	}
+	data, err := io.ReadAll(io.NewSectionReader(file, from, fi.Size()-from))
+	if err != nil {
+		return fail(err)
+	}
+	if offset > 0 {
+		if len(data) == 0 || data[0] != '\n' {
+			return SessionTail{}, false, nil
+		}
+		data = data[1:]
+	}
+	_, end, terminated := durable.ScanRecords(data, collect(&tail.Records))
+	tail.End = offset + end
+	tail.Clean = end == int64(len(data)) && terminated
+	return tail, true, nil
 }
 
 // ReadSession returns the good records of session id's file without
@@ -272,6 +349,11 @@ func (f *Folder) SessionIDs() ([]string, error) {
 	return ids, nil
 }
 
+// Size returns the length of the session file as this SessionLog wrote
+// it: the offset where the next record will begin, and the end of every
+// record appended so far (a failed Append leaves it as it was).
+func (s *SessionLog) Size() int64 { return s.size.Load() }
+
 // ID returns the session id.
 func (s *SessionLog) ID() string { return s.id }
 
@@ -302,6 +384,7 @@ func (s *SessionLog) Append(r Record) error {
 	if err := s.log.Append(bytes.TrimSuffix(line, []byte("\n")), true); err != nil {
 		return fmt.Errorf("append %s record to session %s: %w", r.Type, s.id, err)
 	}
+	s.size.Add(int64(len(line)))
 	return nil
 }
 

@@ -118,6 +118,11 @@ func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, curren
 func (r *Router) Context(summary string) (ContextReport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.current {
+		if err := r.ensureLocked(); err != nil { // the history is read at first use
+			return ContextReport{}, fmt.Errorf("context of %s: %w", r.desk, err)
+		}
+	}
 	mem, err := r.folder.ReadMemory()
 	if err != nil {
 		return ContextReport{}, err
