@@ -233,8 +233,9 @@ type Router struct {
 	// true when the state file holds one for the current session. Until it
 	// does (an older state file that could not be rewritten), the state is
 	// rewritten after every model call, as an older deskd did.
-	mark   mark
-	marked bool
+	mark     mark
+	marked   bool
+	markDate memory.Date // the date of the spend the state file holds
 
 	// unreadable is what the last prompt could not read (Memory.md, a
 	// skill), by path. It has a lock of its own, so that a desk's status
@@ -359,7 +360,7 @@ func (r *Router) resumeLocked(st state) error {
 				t.add(r.day, rec)
 				spend = spend.add(r.day, rec)
 			}
-			r.cur.Spend, r.mark, r.marked = spend, *m, true
+			r.cur.Spend, r.mark, r.marked, r.markDate = spend, *m, true, st.Spend.Date
 			r.setTurnsLocked(t)
 			if tail.Clean {
 				return nil
@@ -415,7 +416,7 @@ func (r *Router) saveMarkLocked() error {
 	if err := r.folder.WriteJSON(stateFile, st); err != nil {
 		return err
 	}
-	r.mark, r.marked = m, true
+	r.mark, r.marked, r.markDate = m, true, st.Spend.Date
 	return nil
 }
 
@@ -428,7 +429,7 @@ func (r *Router) moveMarkLocked(now time.Time) {
 	if !r.marked || r.log == nil {
 		return
 	}
-	if r.day.DateOf(now) != r.cur.Spend.Date || r.log.Size()-r.mark.Offset > markTail {
+	if r.day.DateOf(now) != r.markDate || r.log.Size()-r.mark.Offset > markTail {
 		_ = r.saveMarkLocked()
 	}
 }
@@ -532,7 +533,7 @@ func (r *Router) Fork(ctx context.Context) (string, error) {
 	// was appended, so a failure to close it loses nothing.
 	_ = r.log.Close()
 	r.log = nil
-	r.cur, r.mark, r.marked = st, m, true
+	r.cur, r.mark, r.marked, r.markDate = st, m, true, st.Spend.Date
 	r.setTurnsLocked(t)
 	if _, err := r.loadLocked(); err != nil {
 		return fail(err)
@@ -587,7 +588,7 @@ func (r *Router) startLocked(parent string) error {
 	if r.log != nil {
 		_ = r.log.Close() // appends only; every record was fsynced
 	}
-	r.cur, r.log, r.current, r.mark, r.marked = st, log, true, m, true
+	r.cur, r.log, r.current, r.mark, r.marked, r.markDate = st, log, true, m, true, st.Spend.Date
 	r.history, r.checkpoint = nil, ""
 	r.setTurnsLocked(turns{})
 	return nil
