@@ -180,17 +180,49 @@ func (f *Folder) CreateSession(header Record) (*SessionLog, error) {
 // cut back) is recovered. SkippedLines counts the bad lines. Blank lines
 // are ignored.
 func (f *Folder) OpenSession(id string) (log *SessionLog, records []Record, torn *TornTail, err error) {
+	log, _, torn, err = f.openSession(id, collect(&records))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return log, records, torn, nil
+}
+
+// OpenSessionLines is OpenSession for a reader that needs only some of
+// the session's records decoded: it returns the good records undecoded,
+// and SessionLines decodes the ones asked for. It mends a torn tail as
+// OpenSession does.
+//
+// To tell a good record from a bad line without decoding every line, a
+// line in the shape every deskd writes, a JSON object whose first member
+// is a non-empty "type", is good when it is valid JSON; any other line is
+// decoded to tell. So a line a crash cut short is found and cut off as by
+// OpenSession; only a line written by hand that is valid JSON in that
+// shape yet does not decode as a record (a field of the wrong type) is
+// left in the file: SessionLines.Record then reports it as bad, and it is
+// not counted in SkippedLines.
+func (f *Folder) OpenSessionLines(id string) (log *SessionLog, lines SessionLines, torn *TornTail, err error) {
+	log, sc, torn, err := f.openSession(id, quickValid)
+	if err != nil {
+		return nil, SessionLines{}, nil, err
+	}
+	return log, SessionLines{lines: sc.Records}, torn, nil
+}
+
+// openSession opens session id's file with valid as the rule of a good
+// record.
+func (f *Folder) openSession(id string, valid durable.Valid) (*SessionLog, durable.Scan, *TornTail, error) {
 	path, err := f.sessionPath(id)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open session: %w", err)
+		return nil, durable.Scan{}, nil, fmt.Errorf("open session: %w", err)
 	}
 	if _, err := os.Lstat(path); err != nil {
-		return nil, nil, nil, fmt.Errorf("open session %s: %w", path, err)
+		return nil, durable.Scan{}, nil, fmt.Errorf("open session %s: %w", path, err)
 	}
-	l, sc, err := durable.OpenLog(f.fs(), path, filePerm, collect(&records))
+	l, sc, err := durable.OpenLog(f.fs(), path, filePerm, valid)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open session %s: %w", path, err)
+		return nil, durable.Scan{}, nil, fmt.Errorf("open session %s: %w", path, err)
 	}
+	var torn *TornTail
 	if t := sc.Torn; t != nil {
 		torn = &TornTail{Path: t.Path, Offset: t.Offset, Bytes: t.Bytes, SavedTo: t.SavedTo}
 	}
@@ -199,11 +231,64 @@ func (f *Folder) OpenSession(id string) (log *SessionLog, records []Record, torn
 	fi, err := os.Lstat(path)
 	if err != nil {
 		_ = l.Close()
-		return nil, nil, nil, fmt.Errorf("open session %s: %w", path, err)
+		return nil, durable.Scan{}, nil, fmt.Errorf("open session %s: %w", path, err)
 	}
 	s := &SessionLog{log: l, id: id, now: f.Now, skipped: len(sc.Skipped)}
 	s.size.Store(fi.Size())
-	return s, records, torn, nil
+	return s, sc, torn, nil
+}
+
+// SessionLines are the good records of a session file, undecoded, in
+// file order (see OpenSessionLines). They hold the file's bytes: keep
+// them no longer than it takes to decode what is needed.
+type SessionLines struct {
+	lines [][]byte
+}
+
+// Len returns how many records there are.
+func (l SessionLines) Len() int { return len(l.lines) }
+
+// Is reports whether record i is of type typ, without decoding it when it
+// is in the shape deskd writes (its first member is the type).
+func (l SessionLines) Is(i int, typ string) bool {
+	if t, ok := leadingType(l.lines[i]); ok {
+		return string(t) == typ
+	}
+	r, _ := decodeRecord(l.lines[i])
+	return r.Type == typ
+}
+
+// Record decodes record i; ok is false when it does not decode as a
+// record (a hand-written line, see OpenSessionLines).
+func (l SessionLines) Record(i int) (Record, bool) { return decodeRecord(l.lines[i]) }
+
+// typePrefix begins every line deskd writes: json.Marshal writes a
+// Record's fields in order, and Type is the first.
+const typePrefix = `{"type":"`
+
+// leadingType returns the type of a line that begins with typePrefix and
+// whose type has no escapes; ok is false for any other line.
+func leadingType(line []byte) ([]byte, bool) {
+	if len(line) < len(typePrefix) || string(line[:len(typePrefix)]) != typePrefix {
+		return nil, false
+	}
+	rest := line[len(typePrefix):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return nil, false
+	}
+	return rest[:end], true
+}
+
+// quickValid is the rule of a good record of OpenSessionLines: a valid
+// JSON line in deskd's shape with a non-empty type, or any line that
+// decodes as a record.
+func quickValid(line []byte) bool {
+	if t, ok := leadingType(line); ok && len(t) > 0 {
+		return json.Valid(line)
+	}
+	_, ok := decodeRecord(line)
+	return ok
 }
 
 // SessionTail is what ReadSessionTail found after an offset of a session

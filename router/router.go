@@ -367,7 +367,7 @@ func (r *Router) resumeLocked(st state) error {
 			}
 			// A torn tail: mend it and announce it now, not at the
 			// first turn.
-			_, err := r.loadLocked()
+			_, err := r.loadLocked(false)
 			return err
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			return err
@@ -376,7 +376,7 @@ func (r *Router) resumeLocked(st state) error {
 		// the one the mark was taken of (it was replaced): read it whole,
 		// and keep the state's spend as it is.
 	}
-	records, err := r.loadLocked()
+	records, err := r.loadLocked(true)
 	if err != nil {
 		return err
 	}
@@ -454,7 +454,7 @@ func (r *Router) ensureLocked() error {
 	if r.log != nil {
 		return nil
 	}
-	_, err := r.loadLocked()
+	_, err := r.loadLocked(false)
 	return err
 }
 
@@ -535,7 +535,7 @@ func (r *Router) Fork(ctx context.Context) (string, error) {
 	r.log = nil
 	r.cur, r.mark, r.marked, r.markDate = st, m, true, st.Spend.Date
 	r.setTurnsLocked(t)
-	if _, err := r.loadLocked(); err != nil {
+	if _, err := r.loadLocked(false); err != nil {
 		return fail(err)
 	}
 	return r.cur.Session, nil
@@ -596,12 +596,28 @@ func (r *Router) startLocked(parent string) error {
 
 // loadLocked opens the current session's file, creating it with its
 // header if it does not exist yet, announces a torn tail it cut off, and
-// reads its history (the conversation after its latest checkpoint). It
-// returns the file's records. The counts of its turns and the spend are
-// the caller's to set.
-func (r *Router) loadLocked() ([]memory.Record, error) {
+// reads its history (the conversation after its latest checkpoint). With
+// all, it decodes every record and returns them; without, it decodes
+// only the records from the turn of the latest checkpoint on (see
+// historyStart) and returns none. The counts of its turns and the spend
+// are the caller's to set.
+func (r *Router) loadLocked(all bool) ([]memory.Record, error) {
 	st := r.cur
-	log, records, torn, err := r.folder.OpenSession(st.Session)
+	var log *memory.SessionLog
+	var records []memory.Record
+	var torn *memory.TornTail
+	var err error
+	if all {
+		log, records, torn, err = r.folder.OpenSession(st.Session)
+	} else {
+		var lines memory.SessionLines
+		log, lines, torn, err = r.folder.OpenSessionLines(st.Session)
+		for i := historyStart(lines); i < lines.Len(); i++ {
+			if rec, ok := lines.Record(i); ok {
+				records = append(records, rec)
+			}
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		log, err = r.folder.CreateSession(memory.Record{
 			At: r.clock.Now(), Session: st.Session, Desk: r.desk, Date: st.Date.String(), Parent: st.Parent,
@@ -619,7 +635,36 @@ func (r *Router) loadLocked() ([]memory.Record, error) {
 	r.log = log
 	c := Rebuild(records)
 	r.history, r.checkpoint = c.History, c.Checkpoint
+	if !all {
+		return nil, nil
+	}
 	return records, nil
+}
+
+// historyStart returns the index of the first record Rebuild needs for
+// the history and checkpoint of a session: the turn's message before the
+// latest checkpoint (the turn it was made for goes on after it), so that
+// only the records from there on are decoded. Before that message,
+// Rebuild's state is all replaced: the checkpoint drops the history, and
+// the message starts the turn afresh. With no checkpoint (or no such
+// message) it is 0: the whole file is read.
+func historyStart(lines memory.SessionLines) int {
+	cp := -1
+	for i := lines.Len() - 1; i >= 0; i-- {
+		if lines.Is(i, memory.RecordCheckpoint) {
+			cp = i
+			break
+		}
+	}
+	for i := cp - 1; i >= 0; i-- {
+		if !lines.Is(i, memory.RecordMessage) {
+			continue
+		}
+		if rec, ok := lines.Record(i); ok && rec.Role == RoleUser && !rec.Silent {
+			return i
+		}
+	}
+	return 0
 }
 
 // dayMarkerLocked returns the line that goes before the first message of a

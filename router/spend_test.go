@@ -427,3 +427,66 @@ func TestMarkOfAReplacedSessionFile(t *testing.T) {
 		t.Errorf("the replaced file was changed")
 	}
 }
+
+// TestFirstUseReadsTheHistoryFromTheLatestCheckpoint: a restored session
+// with compaction checkpoints sends, at its first turn, what Rebuild makes
+// of the whole file: the latest checkpoint (in the system prompt), the
+// turn it was made for, and what came after.
+func TestFirstUseReadsTheHistoryFromTheLatestCheckpoint(t *testing.T) {
+	g := newRig(t, "2026-03-01T04:30:00Z")
+	if err := os.MkdirAll(filepath.Join(g.dir, memory.SessionsDir), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	const id = "20260301T030000Z-0a0b0c0e"
+	session := `{"type":"header","at":"2026-03-01T03:00:00Z","session":"` + id + `","desk":"main","trading_date":"2026-03-01"}
+{"type":"message","at":"2026-03-01T03:00:01Z","role":"user","text":"q1","trigger":"t1"}
+{"type":"message","at":"2026-03-01T03:00:02Z","role":"assistant","text":"a1","trigger":"t1","usage":{"input_tokens":5,"output_tokens":1}}
+{"type":"checkpoint","at":"2026-03-01T03:00:03Z","text":"old checkpoint","trigger":"t2"}
+{"type":"message","at":"2026-03-01T03:01:01Z","role":"user","text":"q2","trigger":"t2"}
+{"type":"message","at":"2026-03-01T03:01:02Z","role":"assistant","text":"","trigger":"t2","tool_calls":[{"id":"c1","name":"quote","arguments":{}}],"usage":{"input_tokens":5,"output_tokens":1}}
+{"type":"tool","at":"2026-03-01T03:01:03Z","role":"tool","text":"22000","trigger":"t2","tool_call_id":"c1","tool_name":"quote"}
+{"type":"message","at":"2026-03-01T03:01:04Z","role":"assistant","text":"a2","trigger":"t2","usage":{"input_tokens":5,"output_tokens":1}}
+{"type":"message","at":"2026-03-01T03:02:01Z","role":"user","text":"q3","trigger":"t3"}
+{"type":"message","at":"2026-03-01T03:02:02Z","role":"user","text":"flush","trigger":"t3","silent":true}
+{"type":"message","at":"2026-03-01T03:02:03Z","role":"assistant","text":"NO_REPLY","trigger":"t3","silent":true,"usage":{"input_tokens":5,"output_tokens":1}}
+{"type":"event","at":"2026-03-01T03:02:04Z","kind":"compact","text":"the checkpoint","usage":{"input_tokens":5,"output_tokens":1}}
+{"type":"checkpoint","at":"2026-03-01T03:02:05Z","text":"the checkpoint","trigger":"t3"}
+{"type":"message","at":"2026-03-01T03:02:06Z","role":"assistant","text":"a3","trigger":"t3","usage":{"input_tokens":5,"output_tokens":1}}
+{"type":"message","at":"2026-03-01T03:03:01Z","role":"user","text":"q4","trigger":"t4"}
+{"type":"message","at":"2026-03-01T03:03:02Z","role":"assistant","text":"a4","trigger":"t4","usage":{"input_tokens":5,"output_tokens":1}}
+`
+	if err := os.WriteFile(filepath.Join(g.dir, memory.SessionsDir, id+".jsonl"), []byte(session), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	old := `{"session": "` + id + `", "trading_date": "2026-03-01", "spend": {"trading_date": "2026-03-01", "day_tokens": 36, "session_tokens": 36}}`
+	if err := os.WriteFile(filepath.Join(g.dir, memory.StateFile), []byte(old), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	r, folder, _ := g.open(offline)
+	if err := r.Close(); err != nil { // the older state file is marked now
+		t.Fatal(err)
+	}
+	f := &fake{}
+	r2, _, _ := g.open(router.Model{Name: "fake", Provider: router.OpenAIProvider, Client: f})
+	if got := r2.Exchanges(); got != 4 {
+		t.Errorf("Exchanges() = %d, want 4", got)
+	}
+	send(t, r2, "t5", "q5")
+	var want []string
+	for _, m := range router.Rebuild(records(t, folder, id)[:16]).History {
+		want = append(want, m.Role+": "+m.Text)
+	}
+	want = append(want, "user: q5")
+	if got := f.last(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the first turn after the restore sent\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if want[0] != "user: q3" {
+		t.Errorf("Rebuild's history begins with %q, want the checkpoint's turn, user: q3", want[0])
+	}
+	f.mu.Lock()
+	system := f.reqs[len(f.reqs)-1].System
+	f.mu.Unlock()
+	if !strings.Contains(system, "the checkpoint") || strings.Contains(system, "old checkpoint") {
+		t.Errorf("the system prompt does not carry the latest checkpoint:\n%s", system)
+	}
+}
