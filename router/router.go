@@ -423,13 +423,14 @@ func (r *Router) saveMarkLocked() error {
 // moveMarkLocked moves the state's mark to the end of the session file
 // before a turn at now when the turn is the first of a new trading date,
 // or the records after the mark have grown past markTail: so a restore
-// reads at most a day's records, and not many of them. A failed write
-// changes nothing: the older mark is still right.
+// reads at most a day's records, and not many of them. It also marks a
+// state file that holds no mark yet (see marked). A failed write changes
+// nothing: the older state is still right.
 func (r *Router) moveMarkLocked(now time.Time) {
-	if !r.marked || r.log == nil {
+	if r.log == nil {
 		return
 	}
-	if r.day.DateOf(now) != r.markDate || r.log.Size()-r.mark.Offset > markTail {
+	if !r.marked || r.day.DateOf(now) != r.markDate || r.log.Size()-r.mark.Offset > markTail {
 		_ = r.saveMarkLocked()
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable/faultfs"
 	"github.com/deskd/deskd/router"
 )
 
@@ -488,5 +489,60 @@ func TestFirstUseReadsTheHistoryFromTheLatestCheckpoint(t *testing.T) {
 	f.mu.Unlock()
 	if !strings.Contains(system, "the checkpoint") || strings.Contains(system, "old checkpoint") {
 		t.Errorf("the system prompt does not carry the latest checkpoint:\n%s", system)
+	}
+}
+
+// TestSpendOfACallWhoseRecordFailed: when a call's record cannot be
+// written to the session file, its charge is kept in the state file, and
+// if even that write fails, the state is rewritten after the next call: a
+// crash after either finds the live spend.
+func TestSpendOfACallWhoseRecordFailed(t *testing.T) {
+	for _, stateFails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("state write fails %v", stateFails), func(t *testing.T) {
+			g := newRig(t, "2026-03-01T04:30:00Z")
+			p := &ticking{clock: g.clock, step: time.Second}
+			folder, err := memory.OpenFolder(g.dir, "main", g.clock.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			faults := &faultfs.FS{}
+			folder.FS = faults
+			r, err := router.New(router.Options{Desk: "main", Folder: folder, Clock: g.clock, Day: desktest.Day(), Bus: g.bus,
+				Settings: router.Settings{Route: []router.Model{priced(p)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.RestoreSession(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			send(t, r, "t1", "one")
+			faults.FailAt(faultfs.Write, 2, faultfs.ErrIO) // t2's answer; its message is the first write
+			if stateFails {
+				faults.FailAt(faultfs.Rename, 1, faultfs.ErrIO)
+			}
+			if _, err := r.Send(t.Context(), trigger("t2", "two")); err == nil {
+				t.Fatal("Send succeeded with its answer's record refused")
+			}
+			live := r.Spend()
+			if live.SessionTokens == 0 || live.SessionTokens == int64(p.usage(0).InputTokens+p.usage(0).OutputTokens) {
+				t.Fatalf("the refused record's call was not charged: %+v", live)
+			}
+			if !stateFails {
+				r2, _, _ := g.open(priced(p))
+				if got := r2.Spend(); got != live {
+					t.Errorf("spend after a crash = %+v, want %+v", got, live)
+				}
+				return
+			}
+			send(t, r, "t3", "three")
+			live = r.Spend()
+			r2, _, _ := g.open(priced(p))
+			if got := r2.Spend(); got != live {
+				t.Errorf("spend after a crash = %+v, want %+v", got, live)
+			}
+			if got := r2.Exchanges(); got != 2 {
+				t.Errorf("Exchanges() = %d, want 2", got)
+			}
+		})
 	}
 }
