@@ -613,7 +613,9 @@ func (r *Router) loadLocked(all bool) ([]memory.Record, error) {
 	} else {
 		var lines memory.SessionLines
 		log, lines, torn, err = r.folder.OpenSessionLines(st.Session)
-		for i := historyStart(lines); i < lines.Len(); i++ {
+		start := historyStart(lines)
+		records = make([]memory.Record, 0, lines.Len()-start)
+		for i := start; i < lines.Len(); i++ {
 			if rec, ok := lines.Record(i); ok {
 				records = append(records, rec)
 			}
