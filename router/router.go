@@ -78,8 +78,9 @@ type mark struct {
 
 // markTail is how many bytes of records after the state's mark the
 // router lets build up before it moves the mark on (at the start of a
-// turn), so that a restore never reads and decodes more than about this
-// much of a session.
+// turn), so that a restore reads and decodes little more than this much
+// of a session (the records of one turn, or of the calls between turns,
+// come on top).
 const markTail = 1 << 20
 
 // turns is what a session's records say of its turns, counted as Rebuild
