@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/deskd/deskd/memory/durable"
@@ -318,7 +319,9 @@ func (f *Folder) ReadSessionTail(id string, offset int64) (tail SessionTail, ok 
 	fail := func(err error) (SessionTail, bool, error) {
 		return SessionTail{}, false, fmt.Errorf("read session %s from %d: %w", path, offset, err)
 	}
-	file, err := os.Open(path)
+	// Non-blocking, so that a FIFO put in the file's place is refused
+	// below, not waited on.
+	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return fail(err)
 	}

@@ -1,10 +1,13 @@
 package memory_test
 
 import (
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable/faultfs"
 )
 
 // TestSessionLogSize: Size is the file's length, after a create, appends
@@ -158,4 +161,19 @@ func splitLines(s string) []string {
 		s = s[i:]
 	}
 	return out
+}
+
+// TestReadSessionTailOfAFIFO: a named pipe in a session file's place is
+// refused at once, not waited on.
+func TestReadSessionTailOfAFIFO(t *testing.T) {
+	f := newFolder(t)
+	goodSession(t, f, "s1")
+	path := f.SessionPath("s1")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	faultfs.Mkfifo(t, path)
+	if _, _, err := f.ReadSessionTail("s1", 0); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("ReadSessionTail of a FIFO: %v, want a refusal", err)
+	}
 }
