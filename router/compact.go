@@ -108,7 +108,7 @@ func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, curren
 	if err := r.log.Append(memory.Record{Type: memory.RecordCheckpoint, At: r.clock.Now(), Text: text, Trigger: trigger, Data: data}); err != nil {
 		return fmt.Errorf("record checkpoint of %s: %w", r.desk, err)
 	}
-	r.history, r.checkpoint = nil, text
+	r.history, r.checkpoint, r.compacted = nil, text, true
 	return nil
 }
 

@@ -74,6 +74,10 @@ type mark struct {
 	// that turn's trigger, whose answer after Offset completes it.
 	Open    bool   `json:"open,omitempty"`
 	Trigger string `json:"trigger,omitempty"`
+	// Compacted is true when a compaction checkpoint is before Offset: the
+	// session's first use then decodes only the records from the latest
+	// one's turn on (see historyStart).
+	Compacted bool `json:"compacted,omitempty"`
 }
 
 // markTail is how many bytes of records after the state's mark the
@@ -90,13 +94,20 @@ type turns struct {
 	lastTurn  memory.Date
 	open      bool
 	trigger   string
+	compacted bool // a checkpoint was seen
 }
 
 // add counts rec as Rebuild would: a turn's message opens a turn, the
 // answer without tool calls of that turn's trigger closes it, and silent
 // records (the flush before a compaction) are not turns.
 func (t *turns) add(day memory.TradingDay, rec memory.Record) {
-	if rec.Silent || rec.Type != memory.RecordMessage {
+	if rec.Silent {
+		return
+	}
+	if rec.Type == memory.RecordCheckpoint {
+		t.compacted = true
+	}
+	if rec.Type != memory.RecordMessage {
 		return
 	}
 	switch rec.Role {
@@ -112,7 +123,7 @@ func (t *turns) add(day memory.TradingDay, rec memory.Record) {
 
 // markOf returns the mark at offset with t's counts.
 func markOf(offset int64, t turns) mark {
-	m := mark{Offset: offset, Exchanges: t.exchanges, Open: t.open}
+	m := mark{Offset: offset, Exchanges: t.exchanges, Open: t.open, Compacted: t.compacted}
 	if t.open {
 		m.Trigger = t.trigger
 	}
@@ -125,7 +136,7 @@ func markOf(offset int64, t turns) mark {
 
 // turnsOf returns the counts a mark holds.
 func turnsOf(m mark) turns {
-	t := turns{exchanges: m.Exchanges, open: m.Open, trigger: m.Trigger}
+	t := turns{exchanges: m.Exchanges, open: m.Open, trigger: m.Trigger, compacted: m.Compacted}
 	if m.LastTurn != nil {
 		t.lastTurn = *m.LastTurn
 	}
@@ -230,6 +241,7 @@ type Router struct {
 	lastTurn   memory.Date // the trading date of the session's last turn
 	open       bool        // the last turn's message has no answer yet
 	trigger    string      // the last turn's trigger
+	compacted  bool        // the session has a checkpoint
 	// mark is the mark of the state file as last written, and marked is
 	// true when the state file holds one for the current session. Until it
 	// does (an older state file that could not be rewritten), the state is
@@ -397,12 +409,12 @@ func (r *Router) resumeLocked(st state) error {
 
 // setTurnsLocked sets the counts of the session's turns.
 func (r *Router) setTurnsLocked(t turns) {
-	r.exchanges, r.lastTurn, r.open, r.trigger = t.exchanges, t.lastTurn, t.open, t.trigger
+	r.exchanges, r.lastTurn, r.open, r.trigger, r.compacted = t.exchanges, t.lastTurn, t.open, t.trigger, t.compacted
 }
 
 // turnsLocked returns the counts of the session's turns.
 func (r *Router) turnsLocked() turns {
-	return turns{exchanges: r.exchanges, lastTurn: r.lastTurn, open: r.open, trigger: r.trigger}
+	return turns{exchanges: r.exchanges, lastTurn: r.lastTurn, open: r.open, trigger: r.trigger, compacted: r.compacted}
 }
 
 // saveMarkLocked writes the state file with a mark at the end of the open
@@ -599,17 +611,17 @@ func (r *Router) startLocked(parent string) error {
 // loadLocked opens the current session's file, creating it with its
 // header if it does not exist yet, announces a torn tail it cut off, and
 // reads its history (the conversation after its latest checkpoint). With
-// all, it decodes every record and returns them; without, it decodes
-// only the records from the turn of the latest checkpoint on (see
-// historyStart) and returns none. The counts of its turns and the spend
-// are the caller's to set.
+// all, or when the session has no checkpoint, it decodes every record
+// (with all, it returns them); otherwise it decodes only the records from
+// the turn of the latest checkpoint on (see historyStart) and returns
+// none. The counts of its turns and the spend are the caller's to set.
 func (r *Router) loadLocked(all bool) ([]memory.Record, error) {
 	st := r.cur
 	var log *memory.SessionLog
 	var records []memory.Record
 	var torn *memory.TornTail
 	var err error
-	if all {
+	if all || !r.compacted {
 		log, records, torn, err = r.folder.OpenSession(st.Session)
 	} else {
 		var lines memory.SessionLines
