@@ -18,7 +18,8 @@ import (
 const StateFile = "state.json"
 
 // State is what StateFile says of the desk's current session. The router
-// keeps its spend beside these fields.
+// keeps its spend beside these fields, as of a point of the session file
+// that it also keeps there (the records after it carry the rest).
 type State struct {
 	// Session is the current session's id.
 	Session string `json:"session"`

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/deskd/deskd/memory/durable"
@@ -59,6 +62,7 @@ type Record struct {
 	Provider   string          `json:"provider,omitempty"`     // assistant: the provider ("scripted", "openai", ...)
 	Scripted   bool            `json:"scripted,omitempty"`     // assistant: true when the offline scripted model wrote it
 	Usage      *Usage          `json:"usage,omitempty"`        // token usage of the call
+	Cost       float64         `json:"cost,omitempty"`         // the call's cost, where its model has prices (the router's spend is rebuilt from it)
 	DurationMS int64           `json:"duration_ms,omitempty"`  // how long it took
 	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`   // assistant: the tools it asked to run, []ToolCall (see Calls)
 	ToolCallID string          `json:"tool_call_id,omitempty"` // tool: the call it answers
@@ -107,6 +111,7 @@ type SessionLog struct {
 	id      string
 	now     func() time.Time
 	skipped int
+	size    atomic.Int64 // the file's length: where the next record begins
 }
 
 // validSessionID reports whether id matches ^[A-Za-z0-9_-]{1,80}$.
@@ -163,7 +168,9 @@ func (f *Folder) CreateSession(header Record) (*SessionLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: %w", path, err)
 	}
-	return &SessionLog{log: log, id: header.Session, now: f.Now}, nil
+	s := &SessionLog{log: log, id: header.Session, now: f.Now}
+	s.size.Store(int64(len(line)))
+	return s, nil
 }
 
 // OpenSession opens session id's file for appending and returns every good
@@ -182,21 +189,179 @@ func (f *Folder) CreateSession(header Record) (*SessionLog, error) {
 // cut back) is recovered. SkippedLines counts the bad lines. Blank lines
 // are ignored.
 func (f *Folder) OpenSession(id string) (log *SessionLog, records []Record, torn *TornTail, err error) {
+	log, _, torn, err = f.openSession(id, collect(&records))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return log, records, torn, nil
+}
+
+// OpenSessionLines is OpenSession for a reader that needs only some of
+// the session's records decoded: it returns the good records undecoded,
+// and SessionLines decodes the ones asked for. It mends a torn tail as
+// OpenSession does.
+//
+// To tell a good record from a bad line without decoding every line, a
+// line in the shape every deskd writes, a JSON object whose first member
+// is a non-empty "type", is good when it is valid JSON; any other line is
+// decoded to tell. So a line a crash cut short is found and cut off as by
+// OpenSession; only a line written by hand that is valid JSON in that
+// shape yet does not decode as a record (a field of the wrong type) is
+// left in the file: SessionLines.Record then reports it as bad, and it is
+// not counted in SkippedLines.
+func (f *Folder) OpenSessionLines(id string) (log *SessionLog, lines SessionLines, torn *TornTail, err error) {
+	log, sc, torn, err := f.openSession(id, quickValid)
+	if err != nil {
+		return nil, SessionLines{}, nil, err
+	}
+	return log, SessionLines{lines: sc.Records}, torn, nil
+}
+
+// openSession opens session id's file with valid as the rule of a good
+// record.
+func (f *Folder) openSession(id string, valid durable.Valid) (*SessionLog, durable.Scan, *TornTail, error) {
 	path, err := f.sessionPath(id)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open session: %w", err)
+		return nil, durable.Scan{}, nil, fmt.Errorf("open session: %w", err)
 	}
 	if _, err := os.Lstat(path); err != nil {
-		return nil, nil, nil, fmt.Errorf("open session %s: %w", path, err)
+		return nil, durable.Scan{}, nil, fmt.Errorf("open session %s: %w", path, err)
 	}
-	l, sc, err := durable.OpenLog(f.fs(), path, filePerm, collect(&records))
+	l, sc, err := durable.OpenLog(f.fs(), path, filePerm, valid)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open session %s: %w", path, err)
+		return nil, durable.Scan{}, nil, fmt.Errorf("open session %s: %w", path, err)
 	}
+	var torn *TornTail
 	if t := sc.Torn; t != nil {
 		torn = &TornTail{Path: t.Path, Offset: t.Offset, Bytes: t.Bytes, SavedTo: t.SavedTo}
 	}
-	return &SessionLog{log: l, id: id, now: f.Now, skipped: len(sc.Skipped)}, records, torn, nil
+	// OpenLog leaves the file ending at its last good record (a torn tail
+	// cut, a missing '\n' added): its length is where appends go on.
+	fi, err := os.Lstat(path)
+	if err != nil {
+		_ = l.Close()
+		return nil, durable.Scan{}, nil, fmt.Errorf("open session %s: %w", path, err)
+	}
+	s := &SessionLog{log: l, id: id, now: f.Now, skipped: len(sc.Skipped)}
+	s.size.Store(fi.Size())
+	return s, sc, torn, nil
+}
+
+// SessionLines are the good records of a session file, undecoded, in
+// file order (see OpenSessionLines). They hold the file's bytes: keep
+// them no longer than it takes to decode what is needed.
+type SessionLines struct {
+	lines [][]byte
+}
+
+// Len returns how many records there are.
+func (l SessionLines) Len() int { return len(l.lines) }
+
+// Is reports whether record i is of type typ, without decoding it when it
+// is in the shape deskd writes (its first member is the type).
+func (l SessionLines) Is(i int, typ string) bool {
+	if t, ok := leadingType(l.lines[i]); ok {
+		return string(t) == typ
+	}
+	r, _ := decodeRecord(l.lines[i])
+	return r.Type == typ
+}
+
+// Record decodes record i; ok is false when it does not decode as a
+// record (a hand-written line, see OpenSessionLines).
+func (l SessionLines) Record(i int) (Record, bool) { return decodeRecord(l.lines[i]) }
+
+// typePrefix begins every line deskd writes: json.Marshal writes a
+// Record's fields in order, and Type is the first.
+const typePrefix = `{"type":"`
+
+// leadingType returns the type of a line that begins with typePrefix and
+// whose type has no escapes; ok is false for any other line.
+func leadingType(line []byte) ([]byte, bool) {
+	if len(line) < len(typePrefix) || string(line[:len(typePrefix)]) != typePrefix {
+		return nil, false
+	}
+	rest := line[len(typePrefix):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return nil, false
+	}
+	return rest[:end], true
+}
+
+// quickValid is the rule of a good record of OpenSessionLines: a valid
+// JSON line in deskd's shape with a non-empty type, or any line that
+// decodes as a record.
+func quickValid(line []byte) bool {
+	if t, ok := leadingType(line); ok && len(t) > 0 {
+		return json.Valid(line)
+	}
+	_, ok := decodeRecord(line)
+	return ok
+}
+
+// SessionTail is what ReadSessionTail found after an offset of a session
+// file.
+type SessionTail struct {
+	// Records are the good records from the offset on, as OpenSession and
+	// ReadSession would return them.
+	Records []Record
+	// End is where the good records end: the file's length when Clean.
+	End int64
+	// Clean is true when OpenSession would find nothing to mend from the
+	// offset on: no torn tail, and a '\n' after the last record.
+	Clean bool
+}
+
+// ReadSessionTail reads session id's file from offset on, without
+// changing it and without reading or decoding what comes before (but for
+// the one byte that shows offset is where a line begins). ok is false when
+// offset is not where a line of the file begins: past its end, or not just
+// after a '\n' (the file is not the one the offset was taken of). A
+// missing file is an error satisfying errors.Is(err, fs.ErrNotExist).
+func (f *Folder) ReadSessionTail(id string, offset int64) (tail SessionTail, ok bool, err error) {
+	path, err := f.sessionPath(id)
+	if err != nil {
+		return SessionTail{}, false, fmt.Errorf("read session: %w", err)
+	}
+	fail := func(err error) (SessionTail, bool, error) {
+		return SessionTail{}, false, fmt.Errorf("read session %s from %d: %w", path, offset, err)
+	}
+	// Non-blocking, so that a FIFO put in the file's place is refused
+	// below, not waited on.
+	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return fail(err)
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fail(fmt.Errorf("not a regular file (%s)", fi.Mode().Type()))
+	}
+	if offset < 0 || offset > fi.Size() {
+		return SessionTail{}, false, nil
+	}
+	from := offset
+	if from > 0 {
+		from-- // the byte before must end a line
+	}
+	data, err := io.ReadAll(io.NewSectionReader(file, from, fi.Size()-from))
+	if err != nil {
+		return fail(err)
+	}
+	if offset > 0 {
+		if len(data) == 0 || data[0] != '\n' {
+			return SessionTail{}, false, nil
+		}
+		data = data[1:]
+	}
+	_, end, terminated := durable.ScanRecords(data, collect(&tail.Records))
+	tail.End = offset + end
+	tail.Clean = end == int64(len(data)) && terminated
+	return tail, true, nil
 }
 
 // ReadSession returns the good records of session id's file without
@@ -280,6 +445,11 @@ func (f *Folder) SessionIDs() ([]string, error) {
 	return ids, nil
 }
 
+// Size returns the length of the session file as this SessionLog wrote
+// it: the offset where the next record will begin, and the end of every
+// record appended so far (a failed Append leaves it as it was).
+func (s *SessionLog) Size() int64 { return s.size.Load() }
+
 // ID returns the session id.
 func (s *SessionLog) ID() string { return s.id }
 
@@ -310,6 +480,7 @@ func (s *SessionLog) Append(r Record) error {
 	if err := s.log.Append(bytes.TrimSuffix(line, []byte("\n")), true); err != nil {
 		return fmt.Errorf("append %s record to session %s: %w", r.Type, s.id, err)
 	}
+	s.size.Add(int64(len(line)))
 	return nil
 }
 

@@ -141,7 +141,7 @@ func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, curren
 	if err := r.log.Append(memory.Record{Type: memory.RecordCheckpoint, At: r.clock.Now(), Text: text, Trigger: trigger, Data: data}); err != nil {
 		return fmt.Errorf("record checkpoint of %s: %w", r.desk, err)
 	}
-	r.history, r.checkpoint = nil, text
+	r.history, r.checkpoint, r.compacted = nil, text, true
 	return nil
 }
 
@@ -151,6 +151,11 @@ func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, curren
 func (r *Router) Context(summary string) (ContextReport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.current {
+		if err := r.ensureLocked(); err != nil { // the history is read at first use
+			return ContextReport{}, fmt.Errorf("context of %s: %w", r.desk, err)
+		}
+	}
 	mem, err := r.folder.ReadMemory()
 	if err != nil {
 		return ContextReport{}, err

@@ -33,11 +33,114 @@ import (
 // stateFile holds the desk's current session in the desk folder.
 const stateFile = memory.StateFile
 
-// state is what stateFile holds: the session memory.State names, and the
-// router's spend.
+// state is what stateFile holds: the session memory.State names, the
+// router's spend, and the point of the session file the spend is as of.
+//
+// The state file is not rewritten after every model call: each record of
+// a call carries its usage and cost, so the spend (and the session's
+// exchanges, and the date of its last turn) is the state's, as of Mark,
+// plus what the records after Mark add (see turns.add and Spend.add). The
+// router writes the state when a session starts (a rollover, a fork),
+// when it closes cleanly, before the first turn of a new trading date,
+// when the records after the mark pass markTail, and when a call's record
+// could not be written. A crash at any point leaves the state and the
+// session file that together give the spend the router had, call for
+// call, when its last record was written.
 type state struct {
 	memory.State
+	// Spend is the spend as of Mark; in a state file without a Mark
+	// (written by a deskd that rewrote it after every model call), as of
+	// the end of the session file.
 	Spend Spend `json:"spend"`
+	// Mark is the point of the session file that Spend and the counts
+	// are as of; nil in a state file of an older deskd.
+	Mark *mark `json:"as_of,omitempty"`
+}
+
+// mark is a point of a session file, and what the records before it say
+// of the session's turns.
+type mark struct {
+	// Offset is where in the session file: the state counts every record
+	// that begins before it.
+	Offset int64 `json:"offset"`
+	// Exchanges counts the answered turns before Offset, as Rebuild
+	// counts them.
+	Exchanges int `json:"exchanges"`
+	// LastTurn is the trading date of the last turn's message before
+	// Offset (nil when there is none).
+	LastTurn *memory.Date `json:"last_turn,omitempty"`
+	// Open is true when the last turn's message before Offset has no
+	// answer before it (a turn under way, or one that failed); Trigger is
+	// that turn's trigger, whose answer after Offset completes it.
+	Open    bool   `json:"open,omitempty"`
+	Trigger string `json:"trigger,omitempty"`
+	// Compacted is true when a compaction checkpoint is before Offset: the
+	// session's first use then decodes only the records from the latest
+	// one's turn on (see historyStart).
+	Compacted bool `json:"compacted,omitempty"`
+}
+
+// markTail is how many bytes of records after the state's mark the
+// router lets build up before it moves the mark on (at the start of a
+// turn), so that a restore reads and decodes little more than this much
+// of a session (the records of one turn, or of the calls between turns,
+// come on top).
+const markTail = 1 << 20
+
+// turns is what a session's records say of its turns, counted as Rebuild
+// counts them: it is what a mark holds, and add moves it past one record.
+type turns struct {
+	exchanges int
+	lastTurn  memory.Date
+	open      bool
+	trigger   string
+	compacted bool // a checkpoint was seen
+}
+
+// add counts rec as Rebuild would: a turn's message opens a turn, the
+// answer without tool calls of that turn's trigger closes it, and silent
+// records (the flush before a compaction) are not turns.
+func (t *turns) add(day memory.TradingDay, rec memory.Record) {
+	if rec.Silent {
+		return
+	}
+	if rec.Type == memory.RecordCheckpoint {
+		t.compacted = true
+	}
+	if rec.Type != memory.RecordMessage {
+		return
+	}
+	switch rec.Role {
+	case RoleUser:
+		t.open, t.trigger, t.lastTurn = true, rec.Trigger, day.DateOf(rec.At)
+	case RoleAssistant:
+		if t.open && rec.Trigger == t.trigger && len(decodeCalls(rec.ToolCalls)) == 0 {
+			t.exchanges++
+			t.open = false
+		}
+	}
+}
+
+// markOf returns the mark at offset with t's counts.
+func markOf(offset int64, t turns) mark {
+	m := mark{Offset: offset, Exchanges: t.exchanges, Open: t.open, Compacted: t.compacted}
+	if t.open {
+		m.Trigger = t.trigger
+	}
+	if !t.lastTurn.IsZero() {
+		d := t.lastTurn
+		m.LastTurn = &d
+	}
+	return m
+}
+
+// turnsOf returns the counts a mark holds.
+func turnsOf(m mark) turns {
+	t := turns{exchanges: m.Exchanges, open: m.Open, trigger: m.Trigger, compacted: m.Compacted}
+	if m.LastTurn != nil {
+		t.lastTurn = *m.LastTurn
+	}
+	return t
 }
 
 // DefaultCompactShare is the share of a model's context window a request
@@ -127,14 +230,29 @@ type Router struct {
 	day    memory.TradingDay
 	bus    *event.Bus
 
-	mu         sync.Mutex
-	set        Settings
-	cur        state
+	mu  sync.Mutex
+	set Settings
+	cur state // Mark is always nil here: see mark
+	// current is true while a session is current: from RestoreSession
+	// (or a start) to Close.
+	current bool
+	// log is the open session file; nil until the session's first use
+	// (loadLocked): a restored desk holds no session file open until then.
 	log        *memory.SessionLog
-	history    []Message // what the next request carries, after the checkpoint
-	checkpoint string    // the latest checkpoint's text
+	history    []Message // what the next request carries, after the checkpoint; read at first use
+	checkpoint string    // the latest checkpoint's text; read at first use
 	exchanges  int
 	lastTurn   memory.Date // the trading date of the session's last turn
+	open       bool        // the last turn's message has no answer yet
+	trigger    string      // the last turn's trigger
+	compacted  bool        // the session has a checkpoint
+	// mark is the mark of the state file as last written, and marked is
+	// true when the state file holds one for the current session. Until it
+	// does (an older state file that could not be rewritten), the state is
+	// rewritten after every model call, as an older deskd did.
+	mark     mark
+	marked   bool
+	markDate memory.Date // the date of the spend the state file holds
 
 	// unreadable is what the last prompt could not read (Memory.md, a
 	// skill), by path. It has a lock of its own, so that a desk's status
@@ -215,6 +333,17 @@ func (r *Router) Spend() Spend {
 
 // RestoreSession picks up the session saved before a restart and reports
 // true, or starts the desk's first session and reports false.
+//
+// A resumed session is not read whole: the state file gives its spend,
+// exchanges and last turn as of a mark, and only the records after the
+// mark are read, so that SessionID, TradingDate, Exchanges and Spend are
+// right at once. The session file is opened, and its history read, at
+// the session's first use (Send, Summarise, Fold, Ask, Digest, Fork,
+// Context); until then the desk holds no file open. When the records
+// after the mark end in a torn line, the file is opened at once, so that
+// the torn tail is cut off and announced (session.torn) as the desk
+// starts. A state file written by an older deskd (no mark) has its
+// session read whole here, once, and is rewritten with a mark.
 func (r *Router) RestoreSession(ctx context.Context) (resumed bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -226,10 +355,130 @@ func (r *Router) RestoreSession(ctx context.Context) (resumed bool, err error) {
 	if !ok || st.Session == "" {
 		return false, r.startLocked("")
 	}
-	if err := r.openLocked(st); err != nil {
+	if err := r.resumeLocked(st); err != nil {
 		return false, fmt.Errorf("restore session %s of %s: %w", st.Session, r.desk, err)
 	}
 	return true, nil
+}
+
+// resumeLocked makes st's session current without reading more of its
+// file than the records after st's mark (see RestoreSession).
+func (r *Router) resumeLocked(st state) error {
+	if r.log != nil {
+		_ = r.log.Close() // appends only; every record was fsynced
+		r.log = nil
+	}
+	m := st.Mark
+	st.Mark = nil
+	r.cur, r.current, r.marked = st, true, false
+	r.history, r.checkpoint = nil, ""
+	r.setTurnsLocked(turns{})
+	if m != nil {
+		tail, ok, err := r.folder.ReadSessionTail(st.Session, m.Offset)
+		switch {
+		case err == nil && ok:
+			t, spend := turnsOf(*m), st.Spend
+			for _, rec := range tail.Records {
+				t.add(r.day, rec)
+				spend = spend.add(r.day, rec)
+			}
+			r.cur.Spend, r.mark, r.marked, r.markDate = spend, *m, true, st.Spend.Date
+			r.setTurnsLocked(t)
+			if tail.Clean {
+				return nil
+			}
+			// A torn tail: mend it and announce it now, not at the
+			// first turn.
+			_, err := r.loadLocked(false)
+			return err
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		// The file is missing (it is created with its header), or is not
+		// the one the mark was taken of (it was replaced): read it whole,
+		// and keep the state's spend as it is.
+	}
+	records, err := r.loadLocked(true)
+	if err != nil {
+		return err
+	}
+	// A state file of an older deskd was rewritten after every model call,
+	// before the call's record was appended: its spend is as of the end of
+	// the session file, and every record of the file is counted.
+	var t turns
+	for _, rec := range records {
+		t.add(r.day, rec)
+	}
+	r.setTurnsLocked(t)
+	// If the mark cannot be written, the state goes on being rewritten
+	// after every model call (marked stays false): nothing is lost.
+	_ = r.saveMarkLocked()
+	return nil
+}
+
+// setTurnsLocked sets the counts of the session's turns.
+func (r *Router) setTurnsLocked(t turns) {
+	r.exchanges, r.lastTurn, r.open, r.trigger, r.compacted = t.exchanges, t.lastTurn, t.open, t.trigger, t.compacted
+}
+
+// turnsLocked returns the counts of the session's turns.
+func (r *Router) turnsLocked() turns {
+	return turns{exchanges: r.exchanges, lastTurn: r.lastTurn, open: r.open, trigger: r.trigger, compacted: r.compacted}
+}
+
+// saveMarkLocked writes the state file with a mark at the end of the open
+// session file: the spend and counts as they are now.
+func (r *Router) saveMarkLocked() error {
+	if r.log == nil {
+		return fmt.Errorf("save state of %s: the session file is not open", r.desk)
+	}
+	m := markOf(r.log.Size(), r.turnsLocked())
+	st := r.cur
+	st.Mark = &m
+	if err := r.folder.WriteJSON(stateFile, st); err != nil {
+		return err
+	}
+	r.mark, r.marked, r.markDate = m, true, st.Spend.Date
+	return nil
+}
+
+// moveMarkLocked moves the state's mark to the end of the session file
+// before a turn at now when the turn is the first of a new trading date,
+// or the records after the mark have grown past markTail: so a restore
+// reads at most a day's records, and not many of them. It also marks a
+// state file that holds no mark yet (see marked). A failed write changes
+// nothing: the older state is still right.
+func (r *Router) moveMarkLocked(now time.Time) {
+	if r.log == nil {
+		return
+	}
+	if !r.marked || r.day.DateOf(now) != r.markDate || r.log.Size()-r.mark.Offset > markTail {
+		_ = r.saveMarkLocked()
+	}
+}
+
+// unrecordedLocked keeps a call's charge whose record could not be
+// written (the session file refused it): the state file is written with
+// the spend as it is now, or, if even that fails, is rewritten after
+// every later call until it can be.
+func (r *Router) unrecordedLocked() {
+	if err := r.saveMarkLocked(); err != nil {
+		r.marked = false
+	}
+}
+
+// ensureLocked opens the current session's file and reads its history,
+// if that was not done yet: the session's first use since it was
+// restored.
+func (r *Router) ensureLocked() error {
+	if !r.current {
+		return errors.New("no session")
+	}
+	if r.log != nil {
+		return nil
+	}
+	_, err := r.loadLocked(false)
+	return err
 }
 
 // Reset closes the current session and starts a new one for today's
@@ -254,8 +503,8 @@ func (r *Router) Reset(ctx context.Context) error {
 func (r *Router) Fork(ctx context.Context) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.log == nil {
-		return "", fmt.Errorf("fork session of %s: no session", r.desk)
+	if err := r.ensureLocked(); err != nil {
+		return "", fmt.Errorf("fork session of %s: %w", r.desk, err)
 	}
 	parent := r.cur.Session
 	fail := func(err error) (string, error) {
@@ -287,28 +536,47 @@ func (r *Router) Fork(ctx context.Context) (string, error) {
 			return fail(err)
 		}
 	}
+	size := log.Size()
 	if err := log.Close(); err != nil {
 		return fail(err)
 	}
+	var t turns
+	for _, rec := range records {
+		if rec.Type != memory.RecordHeader {
+			t.add(r.day, rec)
+		}
+	}
+	m := markOf(size, t)
+	st.Mark = &m
 	if err := r.folder.WriteJSON(stateFile, st); err != nil {
 		return fail(err)
 	}
+	st.Mark = nil
 	// The old session is done with: every record of it was fsynced as it
 	// was appended, so a failure to close it loses nothing.
 	_ = r.log.Close()
 	r.log = nil
-	if err := r.openLocked(st); err != nil {
+	r.cur, r.mark, r.marked, r.markDate = st, m, true, st.Spend.Date
+	r.setTurnsLocked(t)
+	if _, err := r.loadLocked(false); err != nil {
 		return fail(err)
 	}
 	return r.cur.Session, nil
 }
 
-// Close closes the current session file.
+// Close writes the state file with a mark at the end of the session file
+// (so the next restore reads nothing after it), and closes the session
+// file. A failure to write the state is not an error: nothing is lost, as
+// the next restore reads the records after the older mark.
 func (r *Router) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.current = false
 	if r.log == nil {
 		return nil
+	}
+	if !r.marked || r.log.Size() != r.mark.Offset {
+		_ = r.saveMarkLocked()
 	}
 	err := r.log.Close()
 	r.log = nil
@@ -332,30 +600,56 @@ func (r *Router) startLocked(parent string) error {
 	if err != nil {
 		return fmt.Errorf("start session of %s: %w", r.desk, err)
 	}
+	m := markOf(log.Size(), turns{})
+	st.Mark = &m
 	if err := r.folder.WriteJSON(stateFile, st); err != nil {
 		_ = log.Close()
 		_ = r.folder.DiscardSession(st.Session)
 		return fmt.Errorf("start session of %s: %w", r.desk, err)
 	}
+	st.Mark = nil
 	if r.log != nil {
 		_ = r.log.Close() // appends only; every record was fsynced
 	}
-	r.cur, r.log = st, log
-	r.history, r.checkpoint, r.exchanges, r.lastTurn = nil, "", 0, memory.Date{}
+	r.cur, r.log, r.current, r.mark, r.marked, r.markDate = st, log, true, m, true, st.Spend.Date
+	r.history, r.checkpoint = nil, ""
+	r.setTurnsLocked(turns{})
 	return nil
 }
 
-// openLocked opens st's session file, creating it with its header if it
-// does not exist yet, and loads its exchanges.
-func (r *Router) openLocked(st state) error {
-	log, records, torn, err := r.folder.OpenSession(st.Session)
+// loadLocked opens the current session's file, creating it with its
+// header if it does not exist yet, announces a torn tail it cut off, and
+// reads its history (the conversation after its latest checkpoint). With
+// all, or when the session has no checkpoint, it decodes every record
+// (with all, it returns them); otherwise it decodes only the records from
+// the turn of the latest checkpoint on (see historyStart) and returns
+// none. The counts of its turns and the spend are the caller's to set.
+func (r *Router) loadLocked(all bool) ([]memory.Record, error) {
+	st := r.cur
+	var log *memory.SessionLog
+	var records []memory.Record
+	var torn *memory.TornTail
+	var err error
+	if all || !r.compacted {
+		log, records, torn, err = r.folder.OpenSession(st.Session)
+	} else {
+		var lines memory.SessionLines
+		log, lines, torn, err = r.folder.OpenSessionLines(st.Session)
+		start := historyStart(lines)
+		records = make([]memory.Record, 0, lines.Len()-start)
+		for i := start; i < lines.Len(); i++ {
+			if rec, ok := lines.Record(i); ok {
+				records = append(records, rec)
+			}
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		log, err = r.folder.CreateSession(memory.Record{
 			At: r.clock.Now(), Session: st.Session, Desk: r.desk, Date: st.Date.String(), Parent: st.Parent,
 		})
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if torn != nil {
 		event.Publish(r.bus, event.SessionTorn{
@@ -363,17 +657,39 @@ func (r *Router) openLocked(st state) error {
 			Session: st.Session, Path: torn.Path, Offset: torn.Offset, Bytes: torn.Bytes, SavedTo: torn.SavedTo,
 		})
 	}
-	r.cur, r.log = st, log
+	r.log = log
 	c := Rebuild(records)
-	r.history, r.checkpoint, r.exchanges = c.History, c.Checkpoint, c.Exchanges
-	r.lastTurn = memory.Date{}
-	for i := len(records) - 1; i >= 0; i-- {
-		if rec := records[i]; rec.Type == memory.RecordMessage && rec.Role == RoleUser && !rec.Silent {
-			r.lastTurn = r.day.DateOf(rec.At)
+	r.history, r.checkpoint = c.History, c.Checkpoint
+	if !all {
+		return nil, nil
+	}
+	return records, nil
+}
+
+// historyStart returns the index of the first record Rebuild needs for
+// the history and checkpoint of a session: the turn's message before the
+// latest checkpoint (the turn it was made for goes on after it), so that
+// only the records from there on are decoded. Before that message,
+// Rebuild's state is all replaced: the checkpoint drops the history, and
+// the message starts the turn afresh. With no checkpoint (or no such
+// message) it is 0: the whole file is read.
+func historyStart(lines memory.SessionLines) int {
+	cp := -1
+	for i := lines.Len() - 1; i >= 0; i-- {
+		if lines.Is(i, memory.RecordCheckpoint) {
+			cp = i
 			break
 		}
 	}
-	return nil
+	for i := cp - 1; i >= 0; i-- {
+		if !lines.Is(i, memory.RecordMessage) {
+			continue
+		}
+		if rec, ok := lines.Record(i); ok && rec.Role == RoleUser && !rec.Silent {
+			return i
+		}
+	}
+	return 0
 }
 
 // dayMarkerLocked returns the line that goes before the first message of a
@@ -396,11 +712,41 @@ func (r *Router) dayMarkerLocked(now time.Time) string {
 // spendLocked returns the spend, with the day's counters at zero on a new
 // trading date.
 func (r *Router) spendLocked() Spend {
-	s := r.cur.Spend
-	if today := r.day.DateOf(r.clock.Now()); s.Date != today {
-		s = Spend{Date: today, SessionTokens: s.SessionTokens}
+	return r.cur.Spend.on(r.day.DateOf(r.clock.Now()))
+}
+
+// on returns s for trading date d: the day's counters at zero when d is
+// not s's date.
+func (s Spend) on(d memory.Date) Spend {
+	if s.Date != d {
+		return Spend{Date: d, SessionTokens: s.SessionTokens}
 	}
 	return s
+}
+
+// charge returns s after a call on trading date d of usage u that cost
+// cost. Every change to a spend is made here: a live call, and a restore
+// that reads the call's record back, add the same numbers in the same
+// order, so the two give the same spend to the bit.
+func (s Spend) charge(d memory.Date, u memory.Usage, cost float64) Spend {
+	s = s.on(d)
+	n := int64(u.InputTokens + u.OutputTokens)
+	s.DayTokens += n
+	s.DayCachedTokens += int64(u.CachedTokens)
+	s.SessionTokens += n
+	s.DayCost += cost
+	return s
+}
+
+// add returns s after rec, a record of a session file: a record of a
+// model call (it carries the call's usage) charges its tokens and cost at
+// its time's trading date. Records a fork copied were charged in the
+// session they were first written in.
+func (s Spend) add(day memory.TradingDay, rec memory.Record) Spend {
+	if rec.Usage == nil || rec.Type == memory.RecordHeader || rec.ForkedFrom != "" {
+		return s
+	}
+	return s.charge(day.DateOf(rec.At), *rec.Usage, rec.Cost)
 }
 
 // Send runs one turn: it records the trigger's text as the user's message,
@@ -410,10 +756,11 @@ func (r *Router) spendLocked() Spend {
 func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.log == nil {
-		return Reply{}, fmt.Errorf("send %s to %s: no session", t.ID, r.desk)
+	if err := r.ensureLocked(); err != nil {
+		return Reply{}, fmt.Errorf("send %s to %s: %w", t.ID, r.desk, err)
 	}
 	now := r.clock.Now()
+	r.moveMarkLocked(now)
 	if marker := r.dayMarkerLocked(now); marker != "" {
 		t.Text = marker + "\n" + t.Text
 	}
@@ -422,10 +769,11 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "budget.exceeded", Trigger: t.ID, Text: err.Error()})
 		return Reply{}, err
 	}
-	if err := r.log.Append(memory.Record{Type: memory.RecordMessage, At: r.clock.Now(), Role: RoleUser, Text: t.Text, Trigger: t.ID, Kind: string(t.Kind)}); err != nil {
+	at := r.clock.Now()
+	if err := r.log.Append(memory.Record{Type: memory.RecordMessage, At: at, Role: RoleUser, Text: t.Text, Trigger: t.ID, Kind: string(t.Kind)}); err != nil {
 		return Reply{}, fmt.Errorf("record trigger %s of %s: %w: %w", t.ID, r.desk, ErrNotSent, err)
 	}
-	r.lastTurn = r.day.DateOf(now)
+	r.lastTurn, r.open, r.trigger = r.day.DateOf(at), true, t.ID
 	if err := r.compactIfFullLocked(ctx, t.ID, user); err != nil {
 		if ctx.Err() != nil {
 			return Reply{}, err
@@ -448,6 +796,7 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 	}
 	r.history = append(r.history, turn...)
 	r.exchanges++
+	r.open = false
 	reply.Session, reply.Turn = r.cur.Session, r.exchanges
 	return reply, nil
 }
@@ -471,7 +820,8 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 		if err != nil {
 			return turn, reply, err
 		}
-		cost := r.chargeLocked(model, resp.Usage)
+		at := r.clock.Now()
+		cost := r.chargeLocked(model, resp.Usage, at)
 		turnUsed += int64(resp.Usage.InputTokens + resp.Usage.OutputTokens)
 		reply.Usage = addUsage(reply.Usage, resp.Usage)
 		reply.Cost += cost
@@ -504,11 +854,12 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 		reply.Text, reply.Model, reply.Provider, reply.Scripted = text, model.Name, model.Provider, model.Scripted()
 		usage := resp.Usage
 		if err := r.log.Append(memory.Record{
-			Type: memory.RecordMessage, At: r.clock.Now(), Role: RoleAssistant, Text: text, Trigger: trigger,
-			Model: model.Name, Provider: string(model.Provider), Scripted: model.Scripted(), Usage: &usage,
-			DurationMS: r.clock.Now().Sub(callStart).Milliseconds(), ToolCalls: encodeCalls(calls), Silent: silent,
+			Type: memory.RecordMessage, At: at, Role: RoleAssistant, Text: text, Trigger: trigger,
+			Model: model.Name, Provider: string(model.Provider), Scripted: model.Scripted(), Usage: &usage, Cost: cost,
+			DurationMS: at.Sub(callStart).Milliseconds(), ToolCalls: encodeCalls(calls), Silent: silent,
 			Truncated: resp.Truncated, Data: data,
 		}); err != nil {
+			r.unrecordedLocked()
 			return turn, reply, fmt.Errorf("record reply to %s: %w", trigger, err)
 		}
 		turn = append(turn, Message{Role: RoleAssistant, Text: text, ToolCalls: calls})
@@ -557,6 +908,7 @@ func (r *Router) Summarise(ctx context.Context, date memory.Date) (string, error
 func (r *Router) Digest() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	_ = r.ensureLocked() // without its file, the digest of no exchanges
 	return Digest(r.history)
 }
 
@@ -596,6 +948,9 @@ func (r *Router) Ask(ctx context.Context, prompt string) (string, error) {
 // which the model may call no tool, and records the answer as an event of
 // the session. An answer cut at its cap is a failure.
 func (r *Router) askLocked(ctx context.Context, task Task, prompt string, fold *FoldInput) (string, error) {
+	if err := r.ensureLocked(); err != nil {
+		return "", err
+	}
 	req := r.requestLocked(task, []Message{{Role: RoleUser, Text: prompt}}, false)
 	req.Fold = fold
 	if err := r.budgetLocked(task, 0, requestTokens(req)); err != nil {
@@ -610,15 +965,19 @@ func (r *Router) askLocked(ctx context.Context, task Task, prompt string, fold *
 // is recorded as truncated and is a failure: half a Memory.md or half a
 // JSON plan is worse than none, and every caller has a fallback.
 func (r *Router) answerLocked(ctx context.Context, req Request) (string, error) {
+	if err := r.ensureLocked(); err != nil {
+		return "", err
+	}
 	resp, model, err := r.completeLocked(ctx, req)
 	if err != nil {
 		return "", err
 	}
-	r.chargeLocked(model, resp.Usage)
+	at := r.clock.Now()
+	cost := r.chargeLocked(model, resp.Usage, at)
 	usage := resp.Usage
-	if r.log != nil {
-		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: string(req.Task), Text: resp.Text,
-			Model: model.Name, Provider: string(model.Provider), Scripted: model.Scripted(), Usage: &usage, Truncated: resp.Truncated})
+	if err := r.log.Append(memory.Record{Type: memory.RecordEvent, At: at, Kind: string(req.Task), Text: resp.Text,
+		Model: model.Name, Provider: string(model.Provider), Scripted: model.Scripted(), Usage: &usage, Cost: cost, Truncated: resp.Truncated}); err != nil {
+		r.unrecordedLocked()
 	}
 	if resp.Truncated {
 		return "", fmt.Errorf("model %s: the answer was truncated after %d bytes, at deskd's cap for its output limit, and is not used",
@@ -717,17 +1076,19 @@ func (r *Router) budgetLocked(task Task, turnUsed, est int64) error {
 	return be
 }
 
-// chargeLocked adds a call's usage to the spend and persists it.
-func (r *Router) chargeLocked(m Model, u memory.Usage) float64 {
-	s := r.spendLocked()
-	n := int64(u.InputTokens + u.OutputTokens)
+// chargeLocked adds the usage of a call answered at at to the spend and
+// returns its cost. The spend is persisted by the call's record, which
+// carries the usage and the cost (the caller appends it, with its time at
+// at, and calls unrecordedLocked if it cannot): the state file is not
+// rewritten, unless it holds no mark yet (an older state file that could
+// not be rewritten), when it is rewritten as an older deskd did.
+func (r *Router) chargeLocked(m Model, u memory.Usage, at time.Time) float64 {
 	cost := m.Prices.cost(u)
-	s.DayTokens += n
-	s.DayCachedTokens += int64(u.CachedTokens)
-	s.SessionTokens += n
-	s.DayCost += cost
-	r.cur.Spend = s
-	if err := r.folder.WriteJSON(stateFile, r.cur); err != nil {
+	r.cur.Spend = r.cur.Spend.charge(r.day.DateOf(at), u, cost)
+	if r.marked {
+		return cost
+	}
+	if err := r.folder.WriteJSON(stateFile, r.cur); err != nil && r.log != nil {
 		// The session file keeps every call's usage; the spend is rebuilt
 		// from the state at the next write.
 		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "spend.unsaved", Text: err.Error()})
