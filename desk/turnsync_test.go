@@ -42,7 +42,9 @@ func (m *syncsAtModel) last() int {
 // TestOneFsyncFromAcceptanceToTheModel: between a trigger's acceptance
 // (Submit returns once its record is fsynced: the API's 202) and its
 // request at the model, the desk makes one fsync, the session's record of
-// the message; the ledger's running and sent records ride on it.
+// the message; the ledger's running and sent records ride on it. The
+// whole turn makes two: the reply is the other, and the ledger's answered
+// record and the spend ride on the session's records.
 func TestOneFsyncFromAcceptanceToTheModel(t *testing.T) {
 	ffs := &faultfs.FS{}
 	m := &syncsAtModel{fs: ffs}
@@ -60,6 +62,9 @@ func TestOneFsyncFromAcceptanceToTheModel(t *testing.T) {
 		}
 		if n := m.last() - accepted; n > 1 {
 			t.Errorf("trigger %s: %d fsyncs between its acceptance and its model request, want at most 1", id, n)
+		}
+		if n := ffs.Count(faultfs.Sync) - accepted; n > 2 {
+			t.Errorf("trigger %s: %d fsyncs from its acceptance to its answer, want 2 (its message and the reply, in the session file)", id, n)
 		}
 	}
 }
