@@ -34,6 +34,9 @@ type setup struct {
 	State    string // the state folder
 	DesksDir string // desks.d
 	Port     int    // the API's port on 127.0.0.1
+	// DebugPort is the port of deskd's debug listener (pprof) on
+	// 127.0.0.1; 0 is none.
+	DebugPort int
 }
 
 // deskFile is the YAML of one bench desk: the model m, a queue long
@@ -44,13 +47,21 @@ func deskFile(name, extra string) string {
 
 // newSetup writes dir/deskd.yaml (the model m at baseURL, a free port) and
 // one file in desks.d per desk name, each deskFile(name, "").
-func newSetup(dir, baseURL string, desks []string) (setup, error) {
+func newSetup(dir, baseURL string, desks []string, debug bool) (setup, error) {
 	port, err := freePort()
 	if err != nil {
 		return setup{}, err
 	}
+	debugLine := ""
+	var debugPort int
+	if debug {
+		if debugPort, err = freePort(); err != nil {
+			return setup{}, err
+		}
+		debugLine = fmt.Sprintf("debug_listen: 127.0.0.1:%d\n", debugPort)
+	}
 	s := setup{Dir: dir, Config: filepath.Join(dir, "deskd.yaml"), State: filepath.Join(dir, "state"),
-		DesksDir: filepath.Join(dir, "desks.d"), Port: port}
+		DesksDir: filepath.Join(dir, "desks.d"), Port: port, DebugPort: debugPort}
 	main := fmt.Sprintf(`state_dir: state
 timezone: %s
 rollover_at: "00:00"
@@ -59,7 +70,7 @@ log: {level: info, format: json}
 shutdown_timeout: 20s
 models:
   m: {provider: openai, base_url: %q, model: bench, api_key_env: %s, timeout: 60s}
-`, tradingZone, port, baseURL, keyEnv)
+%s`, tradingZone, port, baseURL, keyEnv, debugLine)
 	if err := os.MkdirAll(s.DesksDir, 0o755); err != nil {
 		return s, fmt.Errorf("write the config: %w", err)
 	}
@@ -399,4 +410,37 @@ func (a *api) await(ctx context.Context, desk, id string) (triggerStatus, error)
 		}
 		return st, nil
 	}
+}
+
+// profile starts a CPU profile of deskd of seconds seconds from its debug
+// listener, written to path; the function it returns waits for it.
+func (s setup) profile(ctx context.Context, path string, seconds int) func() error {
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			url := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", s.DebugPort, seconds)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return fmt.Errorf("profile deskd: %w", err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("profile deskd: %s", resp.Status)
+			}
+			f, err := os.Create(path)
+			if err != nil {
+				return fmt.Errorf("profile deskd: %w", err)
+			}
+			if _, err := io.Copy(f, resp.Body); err != nil {
+				_ = f.Close()
+				return fmt.Errorf("profile deskd: %w", err)
+			}
+			return f.Close()
+		}()
+	}()
+	return func() error { return <-done }
 }

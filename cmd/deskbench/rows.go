@@ -49,6 +49,15 @@ type bench struct {
 	seq int
 }
 
+// profile starts a CPU profile of r's deskd into the -profile folder as
+// name.pprof, when -profile is set; the function it returns waits for it.
+func (b *bench) profile(ctx context.Context, r *running, name string) func() error {
+	if b.o.Profile == "" {
+		return func() error { return nil }
+	}
+	return r.s.profile(ctx, filepath.Join(b.o.Profile, name+".pprof"), b.o.ProfileSeconds)
+}
+
 // folder returns a new folder for one daemon of the run.
 func (b *bench) folder(name string) (string, error) {
 	b.seq++
@@ -79,7 +88,7 @@ func (b *bench) start(ctx context.Context, name string, desks []string, tlsH2 bo
 	if err != nil {
 		return nil, err
 	}
-	s, err := newSetup(dir, m.BaseURL(), desks)
+	s, err := newSetup(dir, m.BaseURL(), desks, b.o.Profile != "")
 	if err == nil && prepare != nil {
 		err = prepare(s)
 	}
@@ -303,6 +312,7 @@ func (b *bench) row2(ctx context.Context) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
+	profiled := b.profile(ctx, r, "row2")
 	start := time.Now()
 	for i := range b.o.CPUTurns {
 		if _, err := r.turn(ctx, "main", fmt.Sprintf("%s2-%d", markerPrefix, i), i); err != nil {
@@ -312,6 +322,9 @@ func (b *bench) row2(ctx context.Context) ([]figure, error) {
 	wall := time.Since(start)
 	cpu1, _, err := cpuTime(r.d.Pid())
 	if err != nil {
+		return nil, err
+	}
+	if err := profiled(); err != nil {
 		return nil, err
 	}
 	per := (cpu1 - cpu0) / time.Duration(b.o.CPUTurns)
@@ -352,6 +365,7 @@ func (b *bench) runThroughput(ctx context.Context) (throughput, error) {
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	profiled := b.profile(ctx, r, "row3")
 	start := time.Now()
 	for range b.o.Inflight {
 		wg.Add(1)
@@ -384,6 +398,9 @@ func (b *bench) runThroughput(ctx context.Context) (throughput, error) {
 	elapsed := time.Since(start)
 	if firstErr != nil {
 		return throughput{}, firstErr
+	}
+	if err := profiled(); err != nil {
+		return throughput{}, err
 	}
 	t := throughput{turns: b.o.Turns, elapsed: elapsed, conns: r.m.conns.Load(), protos: r.m.protocols(), desks: len(desks)}
 	for i := range b.o.Turns {
@@ -436,7 +453,7 @@ func (b *bench) row4(ctx context.Context) ([]figure, error) {
 		return nil, err
 	}
 	defer m.Close()
-	s, err := newSetup(dir, m.BaseURL(), desks)
+	s, err := newSetup(dir, m.BaseURL(), desks, false)
 	if err != nil {
 		return nil, err
 	}
