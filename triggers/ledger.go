@@ -210,7 +210,7 @@ func OpenLedgerOn(fsys durable.FS, path string) (*Ledger, error) {
 		e.first = sc.Offsets[e.first]
 		e.end = sc.Offsets[e.end] + int64(len(sc.Records[e.end]))
 		l.entries[id] = e
-		if open(e.state) {
+		if e.state.open() {
 			if isOpen == nil {
 				isOpen = make([]bool, l.seq+1)
 			}
@@ -327,7 +327,7 @@ func (l *Ledger) append(r Record, durable bool) error {
 		it := l.items[id]
 		if it == nil {
 			e := l.entries[id]
-			if !open(e.state) {
+			if !e.state.open() {
 				return
 			}
 			if it = back; it == nil || id != r.ID {
@@ -374,7 +374,7 @@ func (l *Ledger) note(r *indexFields, at, end int64) uint32 {
 	}
 	e.end = end
 	e.refs++
-	e.state = r.State
+	e.state = codeOf(r.State)
 	e.updSec, e.updNs = r.At.Unix(), int32(r.At.Nanosecond())
 	e.single = e.refs == 1 && len(r.Merges) == 0
 	if r.Schedule != "" {
@@ -400,7 +400,7 @@ func (l *Ledger) note(r *indexFields, at, end int64) uint32 {
 		}
 		m.end = end
 		m.refs++
-		m.state, m.single = StateMerged, false
+		m.state, m.single = codeOf(StateMerged), false
 		m.updSec, m.updNs = e.updSec, e.updNs
 		l.mergedInto[id] = r.ID
 		l.entries[id] = m
@@ -411,7 +411,7 @@ func (l *Ledger) note(r *indexFields, at, end int64) uint32 {
 // sketch is what the index alone tells of a finished trigger, for when
 // its records cannot be read back.
 func (l *Ledger) sketch(id string, e entry, into string) Item {
-	it := Item{Trigger: Trigger{ID: id}, State: e.state, Updated: e.updated(), MergedInto: into, seq: int64(e.seq)}
+	it := Item{Trigger: Trigger{ID: id}, State: e.state.State(), Updated: e.updated(), MergedInto: into, seq: int64(e.seq)}
 	if e.sched != nil {
 		it.Schedule, it.Slot = e.sched.name, e.slot()
 	}

@@ -21,14 +21,38 @@ type entry struct {
 	// comparison needs).
 	updSec, slotSec int64
 	updNs, slotNs   int32
-	seq             uint32 // the order in which the ledger first saw it, from 1
-	refs            uint32 // how many records name it
-	state           State
+	seq             uint32    // the order in which the ledger first saw it, from 1
+	refs            uint32    // how many records name it
 	sched           *schedule // the schedule of its latest scheduled record, or nil
+	state           stateCode
 	// single: its only record is its own, without merges; Compact copies
 	// such a record as it is.
 	single bool
 }
+
+// stateCode is a State in an entry: the index of a known state in
+// knownStates, or 0 for any other (every other state is final, and not
+// interrupted: the index need not tell them apart; Get reads the state
+// back).
+type stateCode uint8
+
+var knownStates = [...]State{"", StateQueued, StateRunning, StateSent, StateAnswered, StateFailed,
+	StateInterrupted, StateDropped, StateMerged, StateMissed, StateArmed}
+
+func codeOf(s State) stateCode {
+	for i, k := range knownStates[1:] {
+		if s == k {
+			return stateCode(i + 1)
+		}
+	}
+	return 0
+}
+
+// State returns the state; "" for one not known.
+func (c stateCode) State() State { return knownStates[c] }
+
+// Terminal is State.Terminal.
+func (c stateCode) Terminal() bool { return c == 0 || c.State().Terminal() }
 
 func (e *entry) updated() time.Time { return time.Unix(e.updSec, int64(e.updNs)) }
 func (e *entry) slot() time.Time    { return time.Unix(e.slotSec, int64(e.slotNs)) }
@@ -44,14 +68,14 @@ type schedule struct {
 // them).
 func open(s State) bool { return !s.Terminal() || s == StateInterrupted }
 
+// open is open of the state.
+func (c stateCode) open() bool { return c != 0 && open(c.State()) }
+
 // intern returns the constant of a known state, so that the decoded string
 // is not kept.
 func intern(s State) State {
-	for _, k := range [...]State{StateQueued, StateRunning, StateSent, StateAnswered, StateFailed,
-		StateInterrupted, StateDropped, StateMerged, StateMissed, StateArmed} {
-		if s == k {
-			return k
-		}
+	if c := codeOf(s); c != 0 {
+		return c.State()
 	}
 	return s
 }
