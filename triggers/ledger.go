@@ -678,14 +678,14 @@ func (l *Ledger) compact(cutoff time.Time) error {
 	for _, k := range all {
 		old := k.e.state.Terminal() && k.e.updated().Before(cutoff)
 		latestSlot := k.e.sched != nil && k.e.slot().Equal(k.e.sched.last)
-		if !old || latestSlot {
+		if k.id != "" && (!old || latestSlot) { // "" (merged, in a damaged file) cannot be a record
 			keep[k.id] = true
 		}
 	}
 	for _, k := range all { // a kept merged trigger keeps what answers it
 		for id := k.id; keep[id]; {
 			into := l.mergedInto[id]
-			if _, known := l.entries[into]; !known || keep[into] {
+			if _, known := l.entries[into]; !known || keep[into] || into == "" {
 				break // unknown, or kept and followed on its own
 			}
 			keep[into] = true
