@@ -130,11 +130,11 @@ type Ledger struct {
 	// through a write, an fsync or a read of the file.
 	mu         sync.Mutex
 	closed     bool
-	entries    map[string]entry
+	x          *index               // every trigger's entry, by id
 	items      map[string]*Item     // the whole Item of each open or interrupted trigger
-	mergedInto map[string]string    // the trigger each merged one was merged into
+	mergedInto map[uint32]string    // by entry: the trigger a merged one was merged into
+	slots      map[uint32]slotRef   // by entry: the slot of a scheduled one
 	scheds     map[string]*schedule // each schedule's latest slot
-	seq        uint32
 	records    int
 	changed    chan struct{}
 	// epoch counts the compactions begun and ended: a reader that opened
@@ -176,10 +176,10 @@ func OpenLedger(path string) (*Ledger, error) { return OpenLedgerOn(nil, path) }
 // open or interrupted.
 func OpenLedgerOn(fsys durable.FS, path string) (*Ledger, error) {
 	l := &Ledger{
-		path: path, fsys: durable.Or(fsys), entries: map[string]entry{}, items: map[string]*Item{},
-		mergedInto: map[string]string{}, scheds: map[string]*schedule{}, changed: make(chan struct{}),
+		path: path, fsys: durable.Or(fsys), x: newIndex(), items: map[string]*Item{}, mergedInto: map[uint32]string{},
+		slots: map[uint32]slotRef{}, scheds: map[string]*schedule{}, changed: make(chan struct{}),
 	}
-	// owner[k] is the seq of the trigger of the k-th record, with
+	// owner[k] is the entry of the trigger of the k-th record, with
 	// mergesBit when it merges others; the index holds record numbers
 	// until the scan gives their offsets.
 	var owner []uint32
@@ -205,19 +205,21 @@ func OpenLedgerOn(fsys durable.FS, path string) (*Ledger, error) {
 		return nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
 	}
 	l.size = fi.Size()
-	var isOpen []bool // by seq
-	for id, e := range l.entries {
+	var isOpen []bool // by entry
+	for i := range l.x.ents {
+		e := &l.x.ents[i]
 		e.first = sc.Offsets[e.first]
 		e.end = sc.Offsets[e.end] + int64(len(sc.Records[e.end]))
-		l.entries[id] = e
 		if e.state.open() {
 			if isOpen == nil {
-				isOpen = make([]bool, l.seq+1)
+				isOpen = make([]bool, len(l.x.ents))
 			}
-			l.items[id] = &Item{Trigger: Trigger{ID: id}, seq: int64(e.seq)}
-			isOpen[e.seq] = true
+			id := l.x.id(i)
+			l.items[id] = &Item{Trigger: Trigger{ID: id}, seq: int64(i + 1)}
+			isOpen[i] = true
 		}
 	}
+	l.x.clip()
 	if isOpen != nil {
 		for k, o := range owner {
 			if o&mergesBit == 0 && !isOpen[o] {
@@ -326,12 +328,12 @@ func (l *Ledger) append(r Record, durable bool) error {
 	forNamed(&r, func(id string) {
 		it := l.items[id]
 		if it == nil {
-			e := l.entries[id]
-			if !e.state.open() {
+			i, _ := l.x.find(id)
+			if !l.x.ents[i].state.open() {
 				return
 			}
 			if it = back; it == nil || id != r.ID {
-				it = &Item{Trigger: Trigger{ID: id}, seq: int64(e.seq)}
+				it = &Item{Trigger: Trigger{ID: id}, seq: int64(i + 1)}
 			}
 			l.items[id] = it
 		}
@@ -351,32 +353,31 @@ func (l *Ledger) reopened(r *Record) *Item {
 	if !open(r.State) || slices.Contains(r.Merges, r.ID) || l.items[r.ID] != nil {
 		return nil
 	}
-	e, ok := l.entries[r.ID]
+	i, ok := l.x.find(r.ID)
 	if !ok {
 		return nil
 	}
-	it := l.sketch(r.ID, e, l.mergedInto[r.ID])
+	e := l.x.ents[i]
+	it := l.sketch(r.ID, i, e, l.mergedInto[uint32(i)], l.slots[uint32(i)])
 	if data, err := readFile(l.path, e.first, e.end); err == nil {
-		it = foldRange(r.ID, e.seq, data)
+		it = foldRange(r.ID, i, data)
 	}
 	return &it
 }
 
 // note folds r, the record at [at, end) of the file, into the index (its
-// entries, merges and schedules), and returns the seq of r's trigger.
+// entries, merges and schedules), and returns the entry of r's trigger.
 // l.mu must be held (or l not yet shared).
 func (l *Ledger) note(r *indexFields, at, end int64) uint32 {
 	l.records++
-	e, known := l.entries[r.ID]
+	upSec, upNs := r.At.Unix(), int32(r.At.Nanosecond())
+	n, known := l.x.find(r.ID)
 	if !known {
-		l.seq++
-		e = entry{first: at, seq: l.seq}
+		n = l.x.add(r.ID, entry{first: at})
 	}
-	e.end = end
-	e.refs++
-	e.state = codeOf(r.State)
-	e.updSec, e.updNs = r.At.Unix(), int32(r.At.Nanosecond())
-	e.single = e.refs == 1 && len(r.Merges) == 0
+	e := &l.x.ents[n]
+	e.end, e.state, e.updSec, e.updNs = end, codeOf(r.State), upSec, upNs
+	e.single = !known && len(r.Merges) == 0
 	if r.Schedule != "" {
 		s := l.scheds[r.Schedule]
 		switch {
@@ -386,42 +387,37 @@ func (l *Ledger) note(r *indexFields, at, end int64) uint32 {
 		case r.Slot.After(s.last):
 			s.last = r.Slot
 		}
-		e.sched, e.slotSec, e.slotNs = s, r.Slot.Unix(), int32(r.Slot.Nanosecond())
+		l.slots[uint32(n)] = slotRef{sched: s, sec: r.Slot.Unix(), ns: int32(r.Slot.Nanosecond())}
 	}
 	if r.MergedInto != "" {
-		l.mergedInto[r.ID] = r.MergedInto
+		l.mergedInto[uint32(n)] = r.MergedInto
 	}
-	l.entries[r.ID] = e
 	for _, id := range r.Merges {
-		m, known := l.entries[id]
+		m, known := l.x.find(id)
 		if !known {
-			l.seq++
-			m = entry{first: at, seq: l.seq}
+			m = l.x.add(id, entry{first: at})
 		}
-		m.end = end
-		m.refs++
-		m.state, m.single = codeOf(StateMerged), false
-		m.updSec, m.updNs = e.updSec, e.updNs
-		l.mergedInto[id] = r.ID
-		l.entries[id] = m
+		e := &l.x.ents[m]
+		e.end, e.state, e.updSec, e.updNs, e.single = end, codeOf(StateMerged), upSec, upNs, false
+		l.mergedInto[uint32(m)] = r.ID
 	}
-	return e.seq
+	return uint32(n)
 }
 
-// sketch is what the index alone tells of a finished trigger, for when
-// its records cannot be read back.
-func (l *Ledger) sketch(id string, e entry, into string) Item {
-	it := Item{Trigger: Trigger{ID: id}, State: e.state.State(), Updated: e.updated(), MergedInto: into, seq: int64(e.seq)}
-	if e.sched != nil {
-		it.Schedule, it.Slot = e.sched.name, e.slot()
+// sketch is what the index alone tells of finished trigger id (entry i),
+// for when its records cannot be read back.
+func (l *Ledger) sketch(id string, i int, e entry, into string, slot slotRef) Item {
+	it := Item{Trigger: Trigger{ID: id}, State: e.state.State(), Updated: e.updated(), MergedInto: into, seq: int64(i + 1)}
+	if slot.sched != nil {
+		it.Schedule, it.Slot = slot.sched.name, slot.slot()
 	}
 	return it
 }
 
 // foldRange folds the records of trigger id in data, bytes of the file
 // that begin with a record, into its Item.
-func foldRange(id string, seq uint32, data []byte) Item {
-	it := Item{Trigger: Trigger{ID: id}, seq: int64(seq)}
+func foldRange(id string, i int, data []byte) Item {
+	it := Item{Trigger: Trigger{ID: id}, seq: int64(i + 1)}
 	durable.ScanRecords(data, func(line []byte) bool {
 		r, ok := decodeRecord(line)
 		if ok {
@@ -467,12 +463,12 @@ func (l *Ledger) lookup(id string) (Item, bool) {
 			l.mu.Unlock()
 			return v, true
 		}
-		e, ok := l.entries[id]
+		i, ok := l.x.find(id)
 		if !ok {
 			l.mu.Unlock()
 			return Item{}, false
 		}
-		into, sh, epoch := l.mergedInto[id], l.replaced, l.epoch
+		e, into, slot, sh, epoch := l.x.ents[i], l.mergedInto[uint32(i)], l.slots[uint32(i)], l.replaced, l.epoch
 		if sh != nil {
 			sh.users++
 		}
@@ -482,9 +478,9 @@ func (l *Ledger) lookup(id string) (Item, bool) {
 			continue // the index it read is gone: read the new one
 		}
 		if err != nil {
-			return l.sketch(id, e, into), true
+			return l.sketch(id, i, e, into, slot), true
 		}
-		return foldRange(id, e.seq, data), true
+		return foldRange(id, i, data), true
 	}
 }
 
@@ -594,7 +590,7 @@ func (l *Ledger) Changed() <-chan struct{} {
 func (l *Ledger) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.entries)
+	return len(l.x.ents)
 }
 
 // Records returns how many records the file holds.
@@ -628,7 +624,7 @@ func (l *Ledger) CompactIfGrown(cutoff time.Time) (bool, error) {
 		return false, nil
 	}
 	kept := 0
-	for _, e := range l.entries { // wmu held: the index does not change
+	for _, e := range l.x.ents { // wmu held: the index does not change
 		if !e.state.Terminal() || !e.updated().Before(cutoff) {
 			kept++
 		}
@@ -660,39 +656,37 @@ func (l *Ledger) Compact(cutoff time.Time) error {
 	return l.compact(cutoff)
 }
 
-// kept is a trigger a compaction looks at.
-type kept struct {
-	id string
-	e  entry
-}
-
 // compact is Compact; l.wmu must be held. It reads the index without l.mu
 // (only a holder of wmu changes it) and takes l.mu only to change it.
 func (l *Ledger) compact(cutoff time.Time) error {
-	all := make([]kept, 0, len(l.entries))
-	for id, e := range l.entries {
-		all = append(all, kept{id, e})
-	}
-	slices.SortFunc(all, func(a, b kept) int { return cmp.Compare(a.e.seq, b.e.seq) })
-	keep := make(map[string]bool, len(all))
-	for _, k := range all {
-		old := k.e.state.Terminal() && k.e.updated().Before(cutoff)
-		latestSlot := k.e.sched != nil && k.e.slot().Equal(k.e.sched.last)
-		if k.id != "" && (!old || latestSlot) { // "" (merged, in a damaged file) cannot be a record
-			keep[k.id] = true
+	ents := l.x.ents
+	keep := make([]bool, len(ents)) // by entry, in the order first seen
+	nkeep := 0
+	for i := range ents {
+		e := &ents[i]
+		old := e.state.Terminal() && e.updated().Before(cutoff)
+		s := l.slots[uint32(i)]
+		latestSlot := s.sched != nil && s.slot().Equal(s.sched.last)
+		if e.idLen > 0 && (!old || latestSlot) { // "" (merged, in a damaged file) cannot be a record
+			keep[i] = true
 		}
 	}
-	for _, k := range all { // a kept merged trigger keeps what answers it
-		for id := k.id; keep[id]; {
-			into := l.mergedInto[id]
-			if _, known := l.entries[into]; !known || keep[into] || into == "" {
-				break // unknown, or kept and followed on its own
+	for i := range ents { // a kept merged trigger keeps what answers it
+		for n := i; keep[n]; {
+			into, ok := l.x.find(l.mergedInto[uint32(n)])
+			if !ok || keep[into] || ents[into].idLen == 0 {
+				break // none, unknown, or kept and followed on its own
 			}
 			keep[into] = true
-			id = into
+			n = into
 		}
 	}
-	if len(keep) == len(all) && l.compactAlready(all) {
+	for _, k := range keep {
+		if k {
+			nkeep++
+		}
+	}
+	if nkeep == len(ents) && l.compactAlready() {
 		return nil
 	}
 
@@ -705,12 +699,38 @@ func (l *Ledger) compact(cutoff time.Time) error {
 	l.epoch++
 	l.replaced = sh // until the new index is in, readers read the old file
 	l.mu.Unlock()
-	lines, err := l.compacted(f, all, keep)
+	lines, err := l.compacted(f, keep, nkeep)
 	if err == nil {
 		err = l.log.Replace(lines, 0o640)
 		if err != nil && l.movedFrom(f) {
 			err = nil // the new file is in place: the index must describe it
 		}
+	}
+	var x *index
+	var mergedInto map[uint32]string
+	var slots map[uint32]slotRef
+	var size int64
+	if err == nil { // the index of the new file, built before l.mu is taken
+		x = newIndex()
+		mergedInto, slots = map[uint32]string{}, map[uint32]slotRef{}
+		k := 0
+		for i := range ents {
+			if !keep[i] {
+				continue
+			}
+			e := ents[i]
+			e.first, e.end, e.single = size, size+int64(len(lines[k])), true
+			n := x.add(string(l.x.arena[e.idOff:e.idOff+e.idLen]), e)
+			if into, ok := l.mergedInto[uint32(i)]; ok {
+				mergedInto[uint32(n)] = into
+			}
+			if s, ok := l.slots[uint32(i)]; ok {
+				slots[uint32(n)] = s
+			}
+			size += int64(len(lines[k])) + 1
+			k++
+		}
+		x.clip()
 	}
 	l.mu.Lock()
 	l.epoch++
@@ -718,23 +738,15 @@ func (l *Ledger) compact(cutoff time.Time) error {
 	sh.users--
 	sh.done = true
 	last := sh.users == 0
-	var size int64
 	if err == nil {
-		i := 0
-		for _, k := range all {
-			if !keep[k.id] {
-				delete(l.entries, k.id)
-				delete(l.items, k.id)
-				delete(l.mergedInto, k.id)
-				continue
+		items := make(map[string]*Item, len(l.items))
+		for id, it := range l.items {
+			if n, ok := x.find(id); ok {
+				it.seq = int64(n + 1) // the same order, numbered again
+				items[id] = it
 			}
-			e := l.entries[k.id]
-			e.first, e.end, e.refs, e.single = size, size+int64(len(lines[i])), 1, true
-			l.entries[k.id] = e
-			size += int64(len(lines[i])) + 1
-			i++
 		}
-		l.records = len(lines)
+		l.x, l.items, l.mergedInto, l.slots, l.records = x, items, mergedInto, slots, len(lines)
 	}
 	l.mu.Unlock()
 	if last {
@@ -748,36 +760,39 @@ func (l *Ledger) compact(cutoff time.Time) error {
 }
 
 // compactAlready reports whether the file holds exactly one record per
-// trigger of all (in the order of all) and nothing else.
-func (l *Ledger) compactAlready(all []kept) bool {
-	if l.records != len(all) {
+// trigger (in the order first seen) and nothing else.
+func (l *Ledger) compactAlready() bool {
+	if l.records != len(l.x.ents) {
 		return false
 	}
 	var n int64
-	for _, k := range all {
-		if !k.e.single {
+	for i := range l.x.ents {
+		e := &l.x.ents[i]
+		if !e.single {
 			return false
 		}
-		n += k.e.end - k.e.first + 1
+		n += e.end - e.first + 1
 	}
 	return n == l.size
 }
 
 // compacted returns the lines of the compacted file: one record per kept
-// trigger, in the order of all. An open trigger's is made from its Item; a
-// trigger whose one record is its own is copied as it is; the others are
-// folded from their records, read from f (the current file).
-func (l *Ledger) compacted(f *os.File, all []kept, keep map[string]bool) ([][]byte, error) {
+// trigger, in the order first seen. An open trigger's is made from its
+// Item; a trigger whose one record is its own is copied as it is; the
+// others are folded from their records, read from f (the current file).
+func (l *Ledger) compacted(f *os.File, keep []bool, nkeep int) ([][]byte, error) {
 	data, err := readRange(f, 0, l.size)
 	if err != nil {
 		return nil, err
 	}
+	ents := l.x.ents
 	need := map[string]*Item{}
 	from := l.size
-	for _, k := range all {
-		if keep[k.id] && l.items[k.id] == nil && !k.e.single {
-			need[k.id] = &Item{Trigger: Trigger{ID: k.id}, seq: int64(k.e.seq)}
-			from = min(from, k.e.first)
+	for i := range ents {
+		if e := &ents[i]; keep[i] && !e.single && !e.state.open() {
+			id := l.x.id(i)
+			need[id] = &Item{Trigger: Trigger{ID: id}}
+			from = min(from, e.first)
 		}
 	}
 	if len(need) > 0 {
@@ -798,22 +813,24 @@ func (l *Ledger) compacted(f *os.File, all []kept, keep map[string]bool) ([][]by
 			return true
 		})
 	}
-	lines := make([][]byte, 0, len(keep))
-	for _, k := range all {
-		if !keep[k.id] {
+	lines := make([][]byte, 0, nkeep)
+	for i := range ents {
+		if !keep[i] {
 			continue
 		}
-		it := l.items[k.id]
-		if it == nil && k.e.single {
-			lines = append(lines, data[k.e.first:k.e.end])
+		e := &ents[i]
+		id := string(l.x.arena[e.idOff : e.idOff+e.idLen])
+		it := l.items[id]
+		if it == nil && e.single {
+			lines = append(lines, data[e.first:e.end])
 			continue
 		}
 		if it == nil {
-			it = need[k.id]
+			it = need[id]
 		}
-		b, err := json.Marshal(compactRecord(k.id, it))
+		b, err := json.Marshal(compactRecord(id, it))
 		if err != nil {
-			return nil, fmt.Errorf("encode %s: %w", k.id, err)
+			return nil, fmt.Errorf("encode %s: %w", id, err)
 		}
 		lines = append(lines, b)
 	}

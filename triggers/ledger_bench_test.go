@@ -14,6 +14,11 @@ import (
 	"github.com/deskd/deskd/triggers"
 )
 
+// benchID is the id of the i-th trigger of a bench ledger, of the length
+// of the ids a desk makes ("t-" + a time to the millisecond + 10 hex
+// digits).
+func benchID(i int) string { return fmt.Sprintf("t-20260302T040000.000Z-%010x", i) }
+
 // benchLedgerFile writes a ledger of n finished triggers as a desk leaves
 // it (queued with its text, running, sent, answered with a reply: four
 // records each), plus open queued ones, and returns its path.
@@ -26,7 +31,7 @@ func benchLedgerFile(b *testing.B, n, open int) string {
 	reply := strings.Repeat("Bought 50 NIFTY futures at the open; stop below yesterday's low. ", 6)
 	at := t0
 	for i := range n + open {
-		id := fmt.Sprintf("api-%06d", i)
+		id := benchID(i)
 		tr := triggers.Trigger{ID: id, Desk: "main", Kind: triggers.Market, Text: text, At: at, Source: "api", Key: "NIFTY"}
 		recs := []triggers.Record{{At: at, ID: id, State: triggers.StateQueued, Trigger: &tr}}
 		if i < n {
@@ -92,7 +97,7 @@ func BenchmarkLedgerGetFinished(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, ok := l.Get(fmt.Sprintf("api-%06d", i%10_000)); !ok {
+		if _, ok := l.Get(benchID(i % 10_000)); !ok {
 			b.Fatal("not found")
 		}
 		i += 7919

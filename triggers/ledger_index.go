@@ -3,6 +3,8 @@ package triggers
 import (
 	"encoding/json"
 	"errors"
+	"hash/maphash"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -10,25 +12,36 @@ import (
 
 // entry is what the ledger keeps in memory of every trigger it knows: enough
 // for dedupe, status and compaction, and where in the file its records are.
-// The whole Item of a finished trigger is read back from the file.
+// The whole Item of a finished trigger is read back from the file. Its slot,
+// if it has one, is in Ledger.slots; the trigger it was merged into in
+// Ledger.mergedInto.
 type entry struct {
 	// first and end bound the bytes of the file that hold every record
 	// naming the trigger (its own, and those that merged it): the first
 	// one begins at first, the last one ends at end.
 	first, end int64
-	// updated and slot are the At of its latest record and its slot, as
-	// seconds and nanoseconds since the epoch (instants are all a
-	// comparison needs).
-	updSec, slotSec int64
-	updNs, slotNs   int32
-	seq             uint32    // the order in which the ledger first saw it, from 1
-	refs            uint32    // how many records name it
-	sched           *schedule // the schedule of its latest scheduled record, or nil
-	state           stateCode
+	// updSec and updNs are the At of its latest record (an instant is all
+	// a comparison needs).
+	updSec int64
+	updNs  int32
+	// idOff and idLen place its id in the index's arena.
+	idOff, idLen uint32
+	state        stateCode
 	// single: its only record is its own, without merges; Compact copies
 	// such a record as it is.
 	single bool
 }
+
+func (e *entry) updated() time.Time { return time.Unix(e.updSec, int64(e.updNs)) }
+
+// slotRef is the schedule and slot of a trigger's latest scheduled record.
+type slotRef struct {
+	sched *schedule
+	sec   int64
+	ns    int32
+}
+
+func (s slotRef) slot() time.Time { return time.Unix(s.sec, int64(s.ns)) }
 
 // stateCode is a State in an entry: the index of a known state in
 // knownStates, or 0 for any other (every other state is final, and not
@@ -53,9 +66,6 @@ func (c stateCode) State() State { return knownStates[c] }
 
 // Terminal is State.Terminal.
 func (c stateCode) Terminal() bool { return c == 0 || c.State().Terminal() }
-
-func (e *entry) updated() time.Time { return time.Unix(e.updSec, int64(e.updNs)) }
-func (e *entry) slot() time.Time    { return time.Unix(e.slotSec, int64(e.slotNs)) }
 
 // schedule is one schedule the ledger has records of; entries share it.
 type schedule struct {
@@ -514,4 +524,80 @@ func decodeFast(line []byte) (indexFields, bool) {
 		return indexFields{}, false
 	}
 	return r, true
+}
+
+// index is the ledger's entries, found by trigger id without a string or
+// a map slot per trigger: the ids lie end to end in one arena, and an
+// open-addressing table holds entry numbers. An entry's number is its
+// order of first appearance (its seq, less one). Entries are only ever
+// added; a compaction builds a new index of the ones it keeps.
+type index struct {
+	seed  maphash.Seed
+	arena []byte
+	ents  []entry
+	table []uint32 // 0: empty; else an entry's number + 1. Its length is a power of 2.
+}
+
+func newIndex() *index { return &index{seed: maphash.MakeSeed()} }
+
+func (x *index) id(i int) string { e := &x.ents[i]; return string(x.arena[e.idOff : e.idOff+e.idLen]) }
+
+func (x *index) idIs(i int, id string) bool {
+	e := &x.ents[i]
+	return int(e.idLen) == len(id) && string(x.arena[e.idOff:e.idOff+e.idLen]) == id
+}
+
+func (x *index) hash(id string) uint64 { return maphash.String(x.seed, id) }
+
+// find returns the number of the entry of id.
+func (x *index) find(id string) (int, bool) {
+	if len(x.table) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(x.table) - 1)
+	for h := x.hash(id) & mask; ; h = (h + 1) & mask {
+		n := x.table[h]
+		if n == 0 {
+			return 0, false
+		}
+		if x.idIs(int(n-1), id) {
+			return int(n - 1), true
+		}
+	}
+}
+
+// add adds an entry for id, which has none, and returns its number.
+func (x *index) add(id string, e entry) int {
+	if 2*(len(x.ents)+1) > len(x.table) {
+		x.grow(max(64, 2*len(x.table)))
+	}
+	e.idOff, e.idLen = uint32(len(x.arena)), uint32(len(id))
+	x.arena = append(x.arena, id...)
+	x.ents = append(x.ents, e)
+	x.place(len(x.ents) - 1)
+	return len(x.ents) - 1
+}
+
+func (x *index) place(i int) {
+	e := &x.ents[i]
+	mask := uint64(len(x.table) - 1)
+	h := maphash.Bytes(x.seed, x.arena[e.idOff:e.idOff+e.idLen]) & mask
+	for x.table[h] != 0 {
+		h = (h + 1) & mask
+	}
+	x.table[h] = uint32(i + 1)
+}
+
+func (x *index) grow(size int) {
+	x.table = make([]uint32, size)
+	for i := range x.ents {
+		x.place(i)
+	}
+}
+
+// clip gives the index's slices their length as capacity, so that an
+// index done growing (opened) keeps no spare room.
+func (x *index) clip() {
+	x.arena = slices.Clone(x.arena)
+	x.ents = slices.Clone(x.ents)
 }
