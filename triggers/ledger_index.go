@@ -90,6 +90,17 @@ func intern(s State) State {
 	return s
 }
 
+// internBytes is intern of a state read as bytes: a known state costs no
+// allocation.
+func internBytes(b []byte) State {
+	for _, k := range knownStates[1:] {
+		if string(b) == string(k) {
+			return k
+		}
+	}
+	return State(b)
+}
+
 // indexFields are the fields of a Record the index needs.
 type indexFields struct {
 	At         time.Time
@@ -467,7 +478,7 @@ func decodeFast(line []byte) (indexFields, bool) {
 			r.ID = string(v)
 		case "state":
 			v, ok = s.plain()
-			r.State = intern(State(v))
+			r.State = internBytes(v)
 		case "schedule":
 			v, ok = s.plain()
 			r.Schedule = string(v)
