@@ -125,6 +125,10 @@ type Ledger struct {
 	wmu       sync.Mutex
 	size      int64 // the end of the last good record: where the next one goes
 	nextCheck int   // CompactIfGrown looks again once records reach it
+	// detached is set when a compaction's new file is in place but the
+	// log could not be moved onto it: appends refuse until Probe (or the
+	// next append) succeeds in moving it.
+	detached error
 
 	// mu guards the index and is held only to read or change it, never
 	// through a write, an fsync or a read of the file.
@@ -273,6 +277,11 @@ const probeSize = 64 << 10
 // tail a failed write left (Err), then writes, fsyncs and removes a
 // probe file beside the ledger.
 func (l *Ledger) Probe() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.reattach(); l.detached != nil {
+		return fmt.Errorf("probe the disk of %s: %w", l.path, l.detached)
+	}
 	// Cut first: a record whose write was refused must never be made
 	// durable by the fsync below.
 	if err := l.log.Mend(); err != nil {
@@ -313,6 +322,9 @@ func (l *Ledger) append(r Record, durable bool) error {
 	defer l.wmu.Unlock()
 	if l.closed {
 		return fmt.Errorf("trigger ledger %s: closed", l.path)
+	}
+	if l.reattach(); l.detached != nil {
+		return fmt.Errorf("record %s %s: %w", r.ID, r.State, l.detached)
 	}
 	back := l.reopened(&r)
 	if err := l.log.Append(line, durable); err != nil {
@@ -645,6 +657,9 @@ func (l *Ledger) CompactIfGrown(cutoff time.Time) (bool, error) {
 // schedule's latest slot (so that no slot fires twice) and every trigger
 // a kept one was merged into. The rewrite is atomic: a crash leaves the old
 // file or the new one. A file that is compact already is left as it is.
+// When the rewrite fails after the new file took the old one's place (its
+// folder's fsync), the ledger answers from the new file and appends refuse
+// until they can go to it durably (Probe, or a later Append, retries).
 // Readers of the index do not wait for the rewrite or its fsyncs; appends
 // do.
 func (l *Ledger) Compact(cutoff time.Time) error {
@@ -703,7 +718,15 @@ func (l *Ledger) compact(cutoff time.Time) error {
 	if err == nil {
 		err = l.log.Replace(lines, 0o640)
 		if err != nil && l.movedFrom(f) {
-			err = nil // the new file is in place: the index must describe it
+			// The new file is in place, but Replace failed after its
+			// rename (the folder's fsync, or the reopen): the log may
+			// still append to the file it replaced, whose records a
+			// restart would never see. The index must describe the new
+			// file; the log must append to it, once its rename is
+			// durable, or refuse to append.
+			l.detached = fmt.Errorf("trigger ledger %s: compacted, but not yet appending to the new file: %w", l.path, err)
+			err = nil
+			l.reattach()
 		}
 	}
 	var x *index
@@ -756,7 +779,7 @@ func (l *Ledger) compact(cutoff time.Time) error {
 		return fmt.Errorf("compact trigger ledger: %w", err)
 	}
 	l.size = size
-	return nil
+	return l.detached
 }
 
 // compactAlready reports whether the file holds exactly one record per
@@ -835,6 +858,27 @@ func (l *Ledger) compacted(f *os.File, keep []bool, nkeep int) ([][]byte, error)
 		lines = append(lines, b)
 	}
 	return lines, nil
+}
+
+// reattach moves the log onto the file a compaction put in place, if
+// l.detached says it could not: it fsyncs the folder (making the rename
+// durable) and opens the log again. l.wmu must be held.
+func (l *Ledger) reattach() {
+	if l.detached == nil || l.closed {
+		return
+	}
+	if err := durable.SyncDir(l.fsys, filepath.Dir(l.path)); err != nil {
+		return
+	}
+	log, _, err := durable.OpenLog(l.fsys, l.path, 0o640, func(line []byte) bool {
+		_, ok := decodeIndex(line)
+		return ok
+	})
+	if err != nil {
+		return
+	}
+	_ = l.log.Close()
+	l.log, l.detached = log, nil
 }
 
 // movedFrom reports whether the ledger's path no longer names the file f

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/memory/durable"
+	"github.com/deskd/deskd/memory/durable/faultfs"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -343,4 +344,61 @@ func TestLedgerCompactIfGrown(t *testing.T) {
 			t.Errorf("Records = %d, want 800", n)
 		}
 	})
+}
+
+// TestLedgerCompactionFailsAfterRename: the folder's fsync after the
+// compaction's rename fails. The ledger must then append to the new file
+// (after an fsync of the folder that succeeds), never to the file it
+// replaced, whose records a reopen would not see; while the disk keeps
+// failing, appends refuse, until Probe finds it working.
+func TestLedgerCompactionFailsAfterRename(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fails int // fsyncs that fail from the folder's after the rename on
+	}{{"the next fsync works", 1}, {"the disk keeps failing", 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), triggers.LedgerFile)
+			ffs := &faultfs.FS{}
+			l, err := triggers.OpenLedgerOn(ffs, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			fillForStatus(t, l)
+			for i := range tc.fails {
+				ffs.FailAt(faultfs.Sync, 2+i, faultfs.ErrIO) // 1: the new file's; 2: the folder's, after the rename
+			}
+			err = l.Compact(t0.Add(-time.Hour))
+			if tc.fails > 1 {
+				if err == nil {
+					t.Fatal("Compact = nil, with the disk failing after its rename")
+				}
+				ffs.Fill(faultfs.ErrIO)
+				if err := l.Append(queued("refused", triggers.Manual, "x")); err == nil {
+					t.Fatal("Append = nil, with the log still on the replaced file")
+				}
+				ffs.Free()
+				if err := l.Probe(); err != nil {
+					t.Fatalf("Probe: %v", err)
+				}
+			} else if err != nil {
+				t.Fatalf("Compact: %v", err)
+			}
+			if it, ok := l.Get("done"); !ok || it.Reply != "done it" {
+				t.Errorf("Get(done) = %+v, %v", it, ok)
+			}
+			mustAppend(t, l, queued("after", triggers.Manual, "after the compaction"))
+			_ = l.Close()
+			l2 := openLedger(t, path)
+			if it, ok := l2.Get("after"); !ok || it.Trigger.Text != "after the compaction" {
+				t.Errorf("after a reopen, Get(after) = %+v, %v: the append went to the replaced file", it, ok)
+			}
+			if _, ok := l2.Get("refused"); ok {
+				t.Error("the refused append is in the ledger")
+			}
+			if n := l2.Records(); n != 4 {
+				t.Errorf("after a reopen, Records = %d, want 4 (3 compacted + 1)", n)
+			}
+		})
+	}
 }
