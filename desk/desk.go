@@ -856,6 +856,7 @@ func (d *Desk) next(work context.Context) {
 	if ok {
 		d.turn(work, t)
 		d.look()
+		d.compactLedger()
 	}
 }
 
@@ -969,6 +970,14 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 func (d *Desk) finish(t triggers.Trigger, session string, turn int, state triggers.State, reason string) {
 	d.ended()
 	d.write(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: state, Session: session, Turn: turn, Reason: reason})
+}
+
+// compactLedger compacts the ledger between turns once its file has grown
+// well past what it keeps (New compacts it at start as well). A failed
+// compaction leaves the file as it was and changes nothing a restart
+// does; the next Append reports a failing disk.
+func (d *Desk) compactLedger() {
+	_, _ = d.ledger.CompactIfGrown(d.o.Clock.Now().Add(-d.o.KeepFor))
 }
 
 // ended shows the turn over in the status (the session as it is now, no

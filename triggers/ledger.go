@@ -1,9 +1,12 @@
 package triggers
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -101,25 +104,65 @@ type Item struct {
 }
 
 // Ledger is a desk's durable record of its triggers: an append-only file
-// of JSON lines, each fsynced before Append returns, and an index of the
-// latest state of every trigger, rebuilt from the file when it is opened.
-// A write that fails (a full disk) leaves no trace in the file: it is cut
-// back to its last good record, so the next record is whole (see
-// durable.Log). It is safe for concurrent use.
+// of JSON lines, each fsynced before Append returns, and an index rebuilt
+// from the file when it is opened. The index keeps the whole Item of the
+// open triggers (queued, running, sent) and of the interrupted ones; of a
+// finished trigger it keeps its state and where its records are, and Get
+// reads them back. A write that fails (a full disk) leaves no trace in the
+// file: it is cut back to its last good record, so the next record is
+// whole (see durable.Log). It is safe for concurrent use; a reader of the
+// index (Get, Unfinished, Interrupted, Len) never waits for a write's
+// fsync.
 type Ledger struct {
 	path string
 	fsys durable.FS
 	log  *durable.Log
 	scan durable.Scan // what OpenLedger found: the damage to report
 
-	mu       sync.Mutex
-	closed   bool
-	entries  map[string]*Item
-	lastSlot map[string]time.Time
-	seq      int64
-	records  int
-	changed  chan struct{}
+	// wmu serializes the writes (Append, Note, Compact, Close) and is
+	// held through their fsyncs. The index changes only with both wmu and
+	// mu held, so a holder of wmu may read it without mu.
+	wmu       sync.Mutex
+	size      int64 // the end of the last good record: where the next one goes
+	nextCheck int   // CompactIfGrown looks again once records reach it
+	// detached is set when a compaction's new file is in place but the
+	// log could not be moved onto it: appends refuse until Probe (or the
+	// next append) succeeds in moving it.
+	detached error
+
+	// mu guards the index and is held only to read or change it, never
+	// through a write, an fsync or a read of the file.
+	mu         sync.Mutex
+	closed     bool
+	x          *index               // every trigger's entry, by id
+	items      map[string]*Item     // the whole Item of each open or interrupted trigger
+	mergedInto map[uint32]string    // by entry: the trigger a merged one was merged into
+	slots      map[uint32]slotRef   // by entry: the slot of a scheduled one
+	scheds     map[string]*schedule // each schedule's latest slot
+	records    int
+	changed    chan struct{}
+	// epoch counts the compactions begun and ended: a reader that opened
+	// the file by its path checks that none began meanwhile (its rename
+	// would have given it the new file). replaced is a compaction's handle
+	// on the file it replaces, which the index describes until the
+	// compaction ends; readers share it meanwhile.
+	epoch    uint64
+	replaced *sharedFile
 }
+
+// sharedFile is a read handle on the ledger's file that a compaction and
+// the readers it overlaps share; the last one done closes it.
+type sharedFile struct {
+	f     *os.File
+	users int
+	done  bool // the compaction ended: no new users
+}
+
+// errReplaced: a compaction replaced the file while a reader was opening it.
+var errReplaced = errors.New("trigger ledger: replaced meanwhile")
+
+// mergesBit marks, in OpenLedger's list of records, one that merges others.
+const mergesBit = 1 << 31
 
 // OpenLedger opens (creating it if needed) the ledger at path and reads it.
 // See OpenLedgerOn.
@@ -131,22 +174,83 @@ func OpenLedger(path string) (*Ledger, error) { return OpenLedgerOn(nil, path) }
 // <path>.torn-<offset> and cut off; bad lines before the last good record
 // are skipped (a record glued onto half of an earlier one is recovered).
 // Damage reports what was found, for the caller to announce.
+//
+// Each record is decoded for the index only (its id, state, time, slot and
+// merges); the whole records are decoded again only for the triggers left
+// open or interrupted.
 func OpenLedgerOn(fsys durable.FS, path string) (*Ledger, error) {
-	l := &Ledger{path: path, fsys: durable.Or(fsys), entries: map[string]*Item{}, lastSlot: map[string]time.Time{}, changed: make(chan struct{})}
+	l := &Ledger{
+		path: path, fsys: durable.Or(fsys), x: newIndex(), items: map[string]*Item{}, mergedInto: map[uint32]string{},
+		slots: map[uint32]slotRef{}, scheds: map[string]*schedule{}, changed: make(chan struct{}),
+	}
+	// owner[k] is the entry of the trigger of the k-th record, with
+	// mergesBit when it merges others; the index holds record numbers
+	// until the scan gives their offsets.
+	var owner []uint32
 	log, sc, err := durable.OpenLog(fsys, path, 0o640, func(line []byte) bool {
-		var r Record
-		if json.Unmarshal(line, &r) != nil || r.ID == "" {
+		r, ok := decodeIndex(line)
+		if !ok {
 			return false
 		}
-		l.apply(r)
+		k := int64(len(owner))
+		o := l.note(&r, k, k)
+		if len(r.Merges) > 0 {
+			o |= mergesBit
+		}
+		owner = append(owner, o)
 		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
 	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
+	}
+	l.size = fi.Size()
+	var isOpen []bool // by entry
+	for i := range l.x.ents {
+		e := &l.x.ents[i]
+		e.first = sc.Offsets[e.first]
+		e.end = sc.Offsets[e.end] + int64(len(sc.Records[e.end]))
+		if e.state.open() {
+			if isOpen == nil {
+				isOpen = make([]bool, len(l.x.ents))
+			}
+			id := l.x.id(i)
+			l.items[id] = &Item{Trigger: Trigger{ID: id}, seq: int64(i + 1)}
+			isOpen[i] = true
+		}
+	}
+	l.x.clip()
+	if isOpen != nil {
+		for k, o := range owner {
+			if o&mergesBit == 0 && !isOpen[o] {
+				continue
+			}
+			r, _ := decodeRecord(sc.Records[k]) // the index took it: it decodes
+			forNamed(&r, func(id string) {
+				if it := l.items[id]; it != nil {
+					fold(it, &r, id)
+				}
+			})
+		}
+	}
 	sc.Records, sc.Offsets = nil, nil // applied; not kept
 	l.log, l.scan = log, sc
 	return l, nil
+}
+
+// forNamed calls f once with each trigger r changes: its own, then those
+// it merges.
+func forNamed(r *Record, f func(id string)) {
+	f(r.ID)
+	for i, m := range r.Merges {
+		if m != r.ID && !slices.Contains(r.Merges[:i], m) {
+			f(m)
+		}
+	}
 }
 
 // Path returns the ledger's file.
@@ -173,6 +277,11 @@ const probeSize = 64 << 10
 // tail a failed write left (Err), then writes, fsyncs and removes a
 // probe file beside the ledger.
 func (l *Ledger) Probe() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.reattach(); l.detached != nil {
+		return fmt.Errorf("probe the disk of %s: %w", l.path, l.detached)
+	}
 	// Cut first: a record whose write was refused must never be made
 	// durable by the fsync below.
 	if err := l.log.Mend(); err != nil {
@@ -191,7 +300,8 @@ func (l *Ledger) Probe() error {
 }
 
 // Append writes r, fsyncs it, and applies it to the index. When it
-// returns an error neither the file nor the index holds r.
+// returns an error neither the file nor the index holds r. Readers of the
+// index do not wait for its fsync; they see r once Append has succeeded.
 func (l *Ledger) Append(r Record) error { return l.append(r, true) }
 
 // Note is Append without the fsync, for a record whose loss in a crash
@@ -208,103 +318,236 @@ func (l *Ledger) append(r Record, durable bool) error {
 	if err != nil {
 		return fmt.Errorf("trigger ledger %s: encode %s: %w", l.path, r.ID, err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	if l.closed {
 		return fmt.Errorf("trigger ledger %s: closed", l.path)
 	}
+	if l.reattach(); l.detached != nil {
+		return fmt.Errorf("record %s %s: %w", r.ID, r.State, l.detached)
+	}
+	back := l.reopened(&r)
 	if err := l.log.Append(line, durable); err != nil {
 		return fmt.Errorf("trigger ledger: record %s %s: %w", r.ID, r.State, err)
 	}
-	l.apply(r)
+	at := l.size
+	l.size += int64(len(line)) + 1
+	f := fieldsOf(&r)
+	f.State = intern(f.State)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.note(&f, at, at+int64(len(line)))
+	forNamed(&r, func(id string) {
+		it := l.items[id]
+		if it == nil {
+			i, _ := l.x.find(id)
+			if !l.x.ents[i].state.open() {
+				return
+			}
+			if it = back; it == nil || id != r.ID {
+				it = &Item{Trigger: Trigger{ID: id}, seq: int64(i + 1)}
+			}
+			l.items[id] = it
+		}
+		fold(it, &r, id)
+		if !open(it.State) {
+			delete(l.items, id)
+		}
+	})
 	close(l.changed)
 	l.changed = make(chan struct{})
 	return nil
 }
 
-// apply folds r into the index. l.mu must be held (or l not yet shared).
-func (l *Ledger) apply(r Record) {
+// reopened returns the Item of r's trigger, read back from the file, when
+// r makes a finished trigger open again; nil otherwise. l.wmu must be held.
+func (l *Ledger) reopened(r *Record) *Item {
+	if !open(r.State) || slices.Contains(r.Merges, r.ID) || l.items[r.ID] != nil {
+		return nil
+	}
+	i, ok := l.x.find(r.ID)
+	if !ok {
+		return nil
+	}
+	e := l.x.ents[i]
+	it := l.sketch(r.ID, i, e, l.mergedInto[uint32(i)], l.slots[uint32(i)])
+	if data, err := readFile(l.path, e.first, e.end); err == nil {
+		it = foldRange(r.ID, i, data)
+	}
+	return &it
+}
+
+// note folds r, the record at [at, end) of the file, into the index (its
+// entries, merges and schedules), and returns the entry of r's trigger.
+// l.mu must be held (or l not yet shared).
+func (l *Ledger) note(r *indexFields, at, end int64) uint32 {
 	l.records++
-	e := l.entries[r.ID]
-	if e == nil {
-		l.seq++
-		e = &Item{Trigger: Trigger{ID: r.ID}, seq: l.seq}
-		l.entries[r.ID] = e
+	upSec, upNs := r.At.Unix(), int32(r.At.Nanosecond())
+	n, known := l.x.find(r.ID)
+	if !known {
+		n = l.x.add(r.ID, entry{first: at})
 	}
-	if r.Trigger != nil {
-		e.Trigger = *r.Trigger
-	}
-	e.State, e.Updated = r.State, r.At
-	switch r.State {
-	case StateQueued:
-		if e.QueuedAt.IsZero() {
-			e.QueuedAt = r.At
-		}
-	case StateRunning:
-		e.StartedAt = r.At
-	case StateSent:
-		e.SentAt = r.At
-	}
-	for _, at := range []struct {
-		dst *time.Time
-		v   time.Time
-	}{{&e.QueuedAt, r.QueuedAt}, {&e.StartedAt, r.StartedAt}, {&e.SentAt, r.SentAt}} {
-		if !at.v.IsZero() {
-			*at.dst = at.v
-		}
-	}
+	e := &l.x.ents[n]
+	e.end, e.state, e.updSec, e.updNs = end, codeOf(r.State), upSec, upNs
+	e.single = !known && len(r.Merges) == 0
 	if r.Schedule != "" {
-		e.Schedule, e.Slot = r.Schedule, r.Slot
-		if last, ok := l.lastSlot[r.Schedule]; !ok || r.Slot.After(last) {
-			l.lastSlot[r.Schedule] = r.Slot
+		s := l.scheds[r.Schedule]
+		switch {
+		case s == nil:
+			s = &schedule{name: r.Schedule, last: r.Slot}
+			l.scheds[r.Schedule] = s
+		case r.Slot.After(s.last):
+			s.last = r.Slot
 		}
-	}
-	if r.Session != "" {
-		e.Session, e.Turn = r.Session, r.Turn
-	}
-	if r.Reply != "" {
-		e.Reply = r.Reply
-	}
-	if r.Reason != "" || r.State.Terminal() {
-		e.Reason = r.Reason
+		l.slots[uint32(n)] = slotRef{sched: s, sec: r.Slot.Unix(), ns: int32(r.Slot.Nanosecond())}
 	}
 	if r.MergedInto != "" {
-		e.MergedInto = r.MergedInto
+		l.mergedInto[uint32(n)] = r.MergedInto
 	}
 	for _, id := range r.Merges {
-		l.apply(Record{At: r.At, ID: id, State: StateMerged, MergedInto: r.ID})
-		l.records--
+		m, known := l.x.find(id)
+		if !known {
+			m = l.x.add(id, entry{first: at})
+		}
+		e := &l.x.ents[m]
+		e.end, e.state, e.updSec, e.updNs, e.single = end, codeOf(StateMerged), upSec, upNs, false
+		l.mergedInto[uint32(m)] = r.ID
+	}
+	return uint32(n)
+}
+
+// sketch is what the index alone tells of finished trigger id (entry i),
+// for when its records cannot be read back.
+func (l *Ledger) sketch(id string, i int, e entry, into string, slot slotRef) Item {
+	it := Item{Trigger: Trigger{ID: id}, State: e.state.State(), Updated: e.updated(), MergedInto: into, seq: int64(i + 1)}
+	if slot.sched != nil {
+		it.Schedule, it.Slot = slot.sched.name, slot.slot()
+	}
+	return it
+}
+
+// foldRange folds the records of trigger id in data, bytes of the file
+// that begin with a record, into its Item.
+func foldRange(id string, i int, data []byte) Item {
+	it := Item{Trigger: Trigger{ID: id}, seq: int64(i + 1)}
+	durable.ScanRecords(data, func(line []byte) bool {
+		r, ok := decodeRecord(line)
+		if ok {
+			fold(&it, &r, id)
+		}
+		return ok
+	})
+	return it
+}
+
+// readFile reads the bytes [first, end) of the file at path.
+func readFile(path string, first, end int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readRange(f, first, end)
+}
+
+// readRange reads the bytes [first, end) of f.
+func readRange(f *os.File, first, end int64) ([]byte, error) {
+	b := make([]byte, end-first)
+	n, err := f.ReadAt(b, first)
+	if n == len(b) {
+		return b, nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return nil, fmt.Errorf("read %s at %d: %w", f.Name(), first, err)
+}
+
+// lookup returns what the ledger knows of trigger id: the Item it keeps of
+// an open trigger, or the Item of a finished one, folded from its records
+// read back from the file (or sketched from the index if they cannot be
+// read).
+func (l *Ledger) lookup(id string) (Item, bool) {
+	for tries := 0; ; tries++ {
+		l.mu.Lock()
+		if it, ok := l.items[id]; ok {
+			v := *it
+			l.mu.Unlock()
+			return v, true
+		}
+		i, ok := l.x.find(id)
+		if !ok {
+			l.mu.Unlock()
+			return Item{}, false
+		}
+		e, into, slot, sh, epoch := l.x.ents[i], l.mergedInto[uint32(i)], l.slots[uint32(i)], l.replaced, l.epoch
+		if sh != nil {
+			sh.users++
+		}
+		l.mu.Unlock()
+		data, err := l.read(sh, epoch, e.first, e.end)
+		if errors.Is(err, errReplaced) && tries < 100 {
+			continue // the index it read is gone: read the new one
+		}
+		if err != nil {
+			return l.sketch(id, i, e, into, slot), true
+		}
+		return foldRange(id, i, data), true
 	}
 }
 
-// Get returns what the ledger knows of trigger id.
-func (l *Ledger) Get(id string) (Item, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.entries[id]
-	if !ok {
-		return Item{}, false
+// read reads the bytes [first, end) of the file the index described at
+// epoch: through sh, a compaction's handle on it, or by its path.
+func (l *Ledger) read(sh *sharedFile, epoch uint64, first, end int64) ([]byte, error) {
+	if sh != nil {
+		defer l.release(sh)
+		return readRange(sh.f, first, end)
 	}
-	return *e, true
+	f, err := os.Open(l.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	l.mu.Lock()
+	moved := l.epoch != epoch
+	l.mu.Unlock()
+	if moved {
+		return nil, errReplaced
+	}
+	return readRange(f, first, end)
 }
+
+// release ends a use of sh; the last one after its compaction closes it.
+func (l *Ledger) release(sh *sharedFile) {
+	l.mu.Lock()
+	sh.users--
+	last := sh.done && sh.users == 0
+	l.mu.Unlock()
+	if last {
+		_ = sh.f.Close()
+	}
+}
+
+// Get returns what the ledger knows of trigger id. An open or interrupted
+// trigger's Item is in memory; a finished one's is read back from the
+// file.
+func (l *Ledger) Get(id string) (Item, bool) { return l.lookup(id) }
 
 // Resolve returns the entry of trigger id and, when it was merged into
 // another, the entry of the trigger whose turn answers it (following the
 // chain of merges).
 func (l *Ledger) Resolve(id string) (own, answer Item, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.entries[id]
+	own, ok = l.lookup(id)
 	if !ok {
 		return Item{}, Item{}, false
 	}
-	own, answer = *e, *e
+	answer = own
 	for i := 0; answer.State == StateMerged && answer.MergedInto != "" && i < 1000; i++ {
-		next, ok := l.entries[answer.MergedInto]
+		next, ok := l.lookup(answer.MergedInto)
 		if !ok {
 			break
 		}
-		answer = *next
+		answer = next
 	}
 	return own, answer, true
 }
@@ -312,24 +555,26 @@ func (l *Ledger) Resolve(id string) (own, answer Item, ok bool) {
 // Unfinished returns the triggers that are queued, running or sent, in the
 // order they were first recorded.
 func (l *Ledger) Unfinished() []Item {
-	return l.filter(func(e *Item) bool { return !e.State.Terminal() })
+	return l.filter(func(s State) bool { return !s.Terminal() })
 }
 
 // Interrupted returns the interrupted triggers, oldest first.
 func (l *Ledger) Interrupted() []Item {
-	return l.filter(func(e *Item) bool { return e.State == StateInterrupted })
+	return l.filter(func(s State) bool { return s == StateInterrupted })
 }
 
-func (l *Ledger) filter(keep func(*Item) bool) []Item {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// filter returns the open or interrupted triggers whose state keep takes,
+// in the order they were first recorded.
+func (l *Ledger) filter(keep func(State) bool) []Item {
 	var out []Item
-	for _, e := range l.entries {
-		if keep(e) {
-			out = append(out, *e)
+	l.mu.Lock()
+	for _, it := range l.items {
+		if keep(it.State) {
+			out = append(out, *it)
 		}
 	}
-	slices.SortFunc(out, func(a, b Item) int { return int(a.seq - b.seq) })
+	l.mu.Unlock()
+	slices.SortFunc(out, func(a, b Item) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
@@ -338,8 +583,11 @@ func (l *Ledger) filter(keep func(*Item) bool) []Item {
 func (l *Ledger) LastSlot(schedule string) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t, ok := l.lastSlot[schedule]
-	return t, ok
+	s, ok := l.scheds[schedule]
+	if !ok {
+		return time.Time{}, false
+	}
+	return s.last, true
 }
 
 // Changed returns a channel that is closed at the next Append.
@@ -354,7 +602,7 @@ func (l *Ledger) Changed() <-chan struct{} {
 func (l *Ledger) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.entries)
+	return len(l.x.ents)
 }
 
 // Records returns how many records the file holds.
@@ -364,68 +612,292 @@ func (l *Ledger) Records() int {
 	return l.records
 }
 
+// Compaction bounds: CompactIfGrown compacts a file of more than
+// compactMin records that holds more than compactGrowth records per
+// trigger a compaction would keep.
+const (
+	compactMin    = 1024
+	compactGrowth = 4
+)
+
+// CompactIfGrown compacts the ledger as Compact(cutoff) does when its file
+// has grown past a bound: more than 1,024 records, and more than four per
+// trigger a compaction would keep. It reports whether it compacted. It
+// costs little when it does not: it looks at the index only after the
+// file has grown by a quarter since it last looked. A desk calls it after
+// its turns; a failure leaves the file as it was.
+func (l *Ledger) CompactIfGrown(cutoff time.Time) (bool, error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.closed {
+		return false, fmt.Errorf("trigger ledger %s: closed", l.path)
+	}
+	if l.records <= compactMin || l.records < l.nextCheck {
+		return false, nil
+	}
+	kept := 0
+	for _, e := range l.x.ents { // wmu held: the index does not change
+		if !e.state.Terminal() || !e.updated().Before(cutoff) {
+			kept++
+		}
+	}
+	l.nextCheck = l.records + max(l.records/4, compactMin/4)
+	if l.records <= compactGrowth*kept {
+		return false, nil
+	}
+	if err := l.compact(cutoff); err != nil {
+		return false, err
+	}
+	l.nextCheck = l.records + max(l.records/4, compactMin/4)
+	return true, nil
+}
+
 // Compact rewrites the file with one record per trigger, leaving out the
 // finished triggers last updated before cutoff, but always keeping each
 // schedule's latest slot (so that no slot fires twice) and every trigger
 // a kept one was merged into. The rewrite is atomic: a crash leaves the old
-// file or the new one.
+// file or the new one. A file that is compact already is left as it is.
+// When the rewrite fails after the new file took the old one's place (its
+// folder's fsync), the ledger answers from the new file and appends refuse
+// until they can go to it durably (Probe, or a later Append, retries).
+// Readers of the index do not wait for the rewrite or its fsyncs; appends
+// do.
 func (l *Ledger) Compact(cutoff time.Time) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	if l.closed {
 		return fmt.Errorf("trigger ledger %s: closed", l.path)
 	}
-	all := make([]*Item, 0, len(l.entries))
-	for _, e := range l.entries {
-		all = append(all, e)
-	}
-	slices.SortFunc(all, func(a, b *Item) int { return int(a.seq - b.seq) })
-	keep := map[string]bool{}
-	for _, e := range all {
-		old := e.State.Terminal() && e.Updated.Before(cutoff)
-		latestSlot := e.Schedule != "" && e.Slot.Equal(l.lastSlot[e.Schedule])
-		if !old || latestSlot {
-			keep[e.Trigger.ID] = true
+	return l.compact(cutoff)
+}
+
+// compact is Compact; l.wmu must be held. It reads the index without l.mu
+// (only a holder of wmu changes it) and takes l.mu only to change it.
+func (l *Ledger) compact(cutoff time.Time) error {
+	ents := l.x.ents
+	keep := make([]bool, len(ents)) // by entry, in the order first seen
+	nkeep := 0
+	for i := range ents {
+		e := &ents[i]
+		old := e.state.Terminal() && e.updated().Before(cutoff)
+		s := l.slots[uint32(i)]
+		latestSlot := s.sched != nil && s.slot().Equal(s.sched.last)
+		if e.idLen > 0 && (!old || latestSlot) { // "" (merged, in a damaged file) cannot be a record
+			keep[i] = true
 		}
 	}
-	for _, e := range all { // a kept merged trigger keeps what answers it
-		for id := e.Trigger.ID; keep[id] && l.entries[id] != nil && l.entries[id].MergedInto != ""; id = l.entries[id].MergedInto {
-			keep[l.entries[id].MergedInto] = true
+	for i := range ents { // a kept merged trigger keeps what answers it
+		for n := i; keep[n]; {
+			into, ok := l.x.find(l.mergedInto[uint32(n)])
+			if !ok || keep[into] || ents[into].idLen == 0 {
+				break // none, unknown, or kept and followed on its own
+			}
+			keep[into] = true
+			n = into
 		}
 	}
-	var lines [][]byte
-	for _, e := range all {
-		if !keep[e.Trigger.ID] {
+	for _, k := range keep {
+		if k {
+			nkeep++
+		}
+	}
+	if nkeep == len(ents) && l.compactAlready() {
+		return nil
+	}
+
+	f, err := os.Open(l.path)
+	if err != nil {
+		return fmt.Errorf("compact trigger ledger %s: %w", l.path, err)
+	}
+	sh := &sharedFile{f: f, users: 1}
+	l.mu.Lock()
+	l.epoch++
+	l.replaced = sh // until the new index is in, readers read the old file
+	l.mu.Unlock()
+	lines, err := l.compacted(f, keep, nkeep)
+	if err == nil {
+		err = l.log.Replace(lines, 0o640)
+		if err != nil && l.movedFrom(f) {
+			// The new file is in place, but Replace failed after its
+			// rename (the folder's fsync, or the reopen): the log may
+			// still append to the file it replaced, whose records a
+			// restart would never see. The index must describe the new
+			// file; the log must append to it, once its rename is
+			// durable, or refuse to append.
+			l.detached = fmt.Errorf("trigger ledger %s: compacted, but not yet appending to the new file: %w", l.path, err)
+			err = nil
+			l.reattach()
+		}
+	}
+	var x *index
+	var mergedInto map[uint32]string
+	var slots map[uint32]slotRef
+	var size int64
+	if err == nil { // the index of the new file, built before l.mu is taken
+		x = newIndex()
+		mergedInto, slots = map[uint32]string{}, map[uint32]slotRef{}
+		k := 0
+		for i := range ents {
+			if !keep[i] {
+				continue
+			}
+			e := ents[i]
+			e.first, e.end, e.single = size, size+int64(len(lines[k])), true
+			n := x.add(string(l.x.arena[e.idOff:e.idOff+e.idLen]), e)
+			if into, ok := l.mergedInto[uint32(i)]; ok {
+				mergedInto[uint32(n)] = into
+			}
+			if s, ok := l.slots[uint32(i)]; ok {
+				slots[uint32(n)] = s
+			}
+			size += int64(len(lines[k])) + 1
+			k++
+		}
+		x.clip()
+	}
+	l.mu.Lock()
+	l.epoch++
+	l.replaced = nil
+	sh.users--
+	sh.done = true
+	last := sh.users == 0
+	if err == nil {
+		items := make(map[string]*Item, len(l.items))
+		for id, it := range l.items {
+			if n, ok := x.find(id); ok {
+				it.seq = int64(n + 1) // the same order, numbered again
+				items[id] = it
+			}
+		}
+		l.x, l.items, l.mergedInto, l.slots, l.records = x, items, mergedInto, slots, len(lines)
+	}
+	l.mu.Unlock()
+	if last {
+		_ = f.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("compact trigger ledger: %w", err)
+	}
+	l.size = size
+	return l.detached
+}
+
+// compactAlready reports whether the file holds exactly one record per
+// trigger (in the order first seen) and nothing else.
+func (l *Ledger) compactAlready() bool {
+	if l.records != len(l.x.ents) {
+		return false
+	}
+	var n int64
+	for i := range l.x.ents {
+		e := &l.x.ents[i]
+		if !e.single {
+			return false
+		}
+		n += e.end - e.first + 1
+	}
+	return n == l.size
+}
+
+// compacted returns the lines of the compacted file: one record per kept
+// trigger, in the order first seen. An open trigger's is made from its
+// Item; a trigger whose one record is its own is copied as it is; the
+// others are folded from their records, read from f (the current file).
+func (l *Ledger) compacted(f *os.File, keep []bool, nkeep int) ([][]byte, error) {
+	data, err := readRange(f, 0, l.size)
+	if err != nil {
+		return nil, err
+	}
+	ents := l.x.ents
+	need := map[string]*Item{}
+	from := l.size
+	for i := range ents {
+		if e := &ents[i]; keep[i] && !e.single && !e.state.open() {
+			id := l.x.id(i)
+			need[id] = &Item{Trigger: Trigger{ID: id}}
+			from = min(from, e.first)
+		}
+	}
+	if len(need) > 0 {
+		durable.ScanRecords(data[from:], func(line []byte) bool {
+			ix, ok := decodeIndex(line)
+			if !ok {
+				return false
+			}
+			if need[ix.ID] == nil && !slices.ContainsFunc(ix.Merges, func(id string) bool { return need[id] != nil }) {
+				return true
+			}
+			r, _ := decodeRecord(line)
+			forNamed(&r, func(id string) {
+				if it := need[id]; it != nil {
+					fold(it, &r, id)
+				}
+			})
+			return true
+		})
+	}
+	lines := make([][]byte, 0, nkeep)
+	for i := range ents {
+		if !keep[i] {
 			continue
 		}
-		t := e.Trigger
-		b, err := json.Marshal(Record{
-			At: e.Updated, ID: t.ID, State: e.State, Trigger: &t, Schedule: e.Schedule, Slot: e.Slot,
-			MergedInto: e.MergedInto, Session: e.Session, Turn: e.Turn, Reply: e.Reply, Reason: e.Reason,
-			QueuedAt: e.QueuedAt, StartedAt: e.StartedAt, SentAt: e.SentAt,
-		})
+		e := &ents[i]
+		id := string(l.x.arena[e.idOff : e.idOff+e.idLen])
+		it := l.items[id]
+		if it == nil && e.single {
+			lines = append(lines, data[e.first:e.end])
+			continue
+		}
+		if it == nil {
+			it = need[id]
+		}
+		b, err := json.Marshal(compactRecord(id, it))
 		if err != nil {
-			return fmt.Errorf("compact trigger ledger %s: %w", l.path, err)
+			return nil, fmt.Errorf("encode %s: %w", id, err)
 		}
 		lines = append(lines, b)
 	}
-	if err := l.log.Replace(lines, 0o640); err != nil {
-		return fmt.Errorf("compact trigger ledger: %w", err)
+	return lines, nil
+}
+
+// reattach moves the log onto the file a compaction put in place, if
+// l.detached says it could not: it fsyncs the folder (making the rename
+// durable) and opens the log again. l.wmu must be held.
+func (l *Ledger) reattach() {
+	if l.detached == nil || l.closed {
+		return
 	}
-	n := len(lines)
-	for id := range l.entries {
-		if !keep[id] {
-			delete(l.entries, id)
-		}
+	if err := durable.SyncDir(l.fsys, filepath.Dir(l.path)); err != nil {
+		return
 	}
-	l.records = n
-	return nil
+	log, _, err := durable.OpenLog(l.fsys, l.path, 0o640, func(line []byte) bool {
+		_, ok := decodeIndex(line)
+		return ok
+	})
+	if err != nil {
+		return
+	}
+	_ = l.log.Close()
+	l.log, l.detached = log, nil
+}
+
+// movedFrom reports whether the ledger's path no longer names the file f
+// has open: a Replace that failed after its rename.
+func (l *Ledger) movedFrom(f *os.File) bool {
+	old, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	cur, err := os.Stat(l.path)
+	return err == nil && !os.SameFile(old, cur)
 }
 
 // Close closes the file; later Appends fail.
 func (l *Ledger) Close() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.closed = true
+	l.mu.Unlock()
 	return l.log.Close()
 }
