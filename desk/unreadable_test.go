@@ -31,7 +31,7 @@ func TestStatusShowsUnreadableMemory(t *testing.T) {
 	eventtest.NextWhere(h.Events, func(e event.TurnCompleted) bool { return e.Trigger == "t1" })
 
 	st := h.Desk.Status()
-	if len(st.Unreadable) != 1 || st.Unreadable[0].Path != path || !strings.Contains(st.Unreadable[0].Error, "is a directory") {
+	if len(st.Unreadable) != 1 || st.Unreadable[0].Path != path || !strings.Contains(st.Unreadable[0].Error, "a folder, not a regular file") {
 		t.Fatalf("Status().Unreadable = %+v, want %s with its error", st.Unreadable, path)
 	}
 	b, err := json.Marshal(st)

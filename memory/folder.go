@@ -52,6 +52,9 @@ type Folder struct {
 	dir  string
 	desk string
 	mu   sync.Mutex // serialises replacements and note appends
+
+	// prompts keeps Memory.md and the skills as last read (readCache).
+	prompts readCache
 }
 
 // OpenFolder opens the folder of desk desk at dir (= <state_dir>/desks/<desk>),
@@ -122,16 +125,24 @@ func (f *Folder) RemoveStaleTemps() ([]string, error) {
 }
 
 // ReadMemory returns the text of Memory.md, or "" and nil if there is none.
+//
+// Every model call reads it: it is read from disk again only when it
+// changed (a stat tells), and anything but a regular file of at most
+// MaxPromptFile bytes (a FIFO, say) is refused at once, never waited on.
 func (f *Folder) ReadMemory() (string, error) {
 	path := f.Path(MemoryFile)
-	b, err := os.ReadFile(path)
+	text, err := f.prompts.read(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
+	}
+	var refused *durable.RefusedError
+	if errors.As(err, &refused) {
+		return "", fmt.Errorf("read memory: %w", err) // it names the file
 	}
 	if err != nil {
 		return "", fmt.Errorf("read memory %s: %w", path, err)
 	}
-	return string(b), nil
+	return text, nil
 }
 
 // WriteMemory replaces Memory.md with text. The current Memory.md, if any,

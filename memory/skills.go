@@ -53,7 +53,7 @@ func (f *Folder) Skills() ([]Skill, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name(), SkillFile)
-		data, err := os.ReadFile(path)
+		data, err := f.prompts.read(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -64,7 +64,7 @@ func (f *Folder) Skills() ([]Skill, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read skill %s: %w", path, err)
 		}
-		sum := sha256.Sum256(data)
+		sum := sha256.Sum256([]byte(data))
 		s := Skill{
 			Name:    e.Name(),
 			Path:    path,
@@ -73,7 +73,7 @@ func (f *Folder) Skills() ([]Skill, error) {
 			ModTime: fi.ModTime(),
 			Hash:    hex.EncodeToString(sum[:]),
 		}
-		fm, err := parseFrontMatter(string(data))
+		fm, err := parseFrontMatter(data)
 		if err != nil {
 			s.Problem = err.Error()
 		} else {

@@ -192,11 +192,11 @@ func TestUnreadableMemoryIsAnnounced(t *testing.T) {
 	d.send(r, "t1", triggers.Manual, "Check the tape.")
 	d.send(r, "t2", triggers.Manual, "Again.")
 
-	if e := eventtest.Next[event.MemoryUnreadable](events); e.Desk != "main" || e.Path != path || !strings.Contains(e.Error, "is a directory") {
+	if e := eventtest.Next[event.MemoryUnreadable](events); e.Desk != "main" || e.Path != path || !strings.Contains(e.Error, "a folder, not a regular file") {
 		t.Errorf("memory.unreadable = %+v, want desk main, path %s and the error", e, path)
 	}
 	u := r.Unreadable()
-	if len(u) != 1 || u[0].Path != path || !strings.Contains(u[0].Error, "is a directory") || u[0].Since.IsZero() {
+	if len(u) != 1 || u[0].Path != path || !strings.Contains(u[0].Error, "a folder, not a regular file") || u[0].Since.IsZero() {
 		t.Fatalf("Unreadable() = %+v, want %s", u, path)
 	}
 	if s := d.model.lastSystem(t); strings.Contains(s, "Memory.md") {

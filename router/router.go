@@ -27,6 +27,7 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -1235,7 +1236,7 @@ func skillsIndex(folder *memory.Folder, found map[string]unreadableFile) string 
 			continue
 		}
 		path := filepath.Join(dir, e.Name(), memory.SkillFile)
-		if _, err := os.ReadFile(path); err != nil {
+		if _, err := durable.ReadRegular(path, memory.MaxPromptFile, durable.Follow); err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				found[path] = unreadableFile{err: fmt.Sprintf("read skill %s: %v", path, err)}
 				bad++

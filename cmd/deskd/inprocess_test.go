@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 	"testing"
@@ -45,12 +46,23 @@ func startInProcess(t *testing.T, name, path string, start time.Time) *deskdProc
 // runInProcess is startInProcess on a loaded config.
 func runInProcess(t *testing.T, name string, cfg *config.Config, start time.Time) *deskdProc {
 	t.Helper()
+	return runInProcessWith(t, name, cfg, start, nil)
+}
+
+// runInProcessWith is runInProcess with the daemon's stderr wrapped by
+// wrap (nil: none), which gets the writer the test reads the lines from.
+func runInProcessWith(t *testing.T, name string, cfg *config.Config, start time.Time, wrap func(io.Writer) io.Writer) *deskdProc {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ip := &inProcess{clk: clock.NewFake(start), sigs: make(chan os.Signal, 8), cancel: cancel}
 	d := &deskdProc{name: name, stderr: newLineRecorder(), stdout: newLineRecorder(), exited: make(chan struct{}), in: ip}
 	go func() {
 		defer close(d.exited)
-		ip.err = runDaemon(ctx, cfg, ip.clk, d.stderr, func() (<-chan os.Signal, func()) { return ip.sigs, func() {} })
+		var stderr io.Writer = d.stderr
+		if wrap != nil {
+			stderr = wrap(d.stderr)
+		}
+		ip.err = runDaemon(ctx, cfg, ip.clk, stderr, func() (<-chan os.Signal, func()) { return ip.sigs, func() {} })
 		if ip.err != nil {
 			ip.code = 1
 			var e *exitError

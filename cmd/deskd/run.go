@@ -62,7 +62,15 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 		return err
 	}
 	bus := event.New()
-	defer bus.Close() // the daemon's shutdown closes it first
+	// The daemon's shutdown closes the bus (and waits for its handlers),
+	// unless the shutdown gave up at its deadline: then nothing may wait
+	// for them again. Closed here only when the daemon never ran.
+	ran := false
+	defer func() {
+		if !ran {
+			bus.Close()
+		}
+	}()
 	stopLog := desk.LogEvents(bus, log)
 	defer stopLog()
 	met := metrics.New(bus)
@@ -104,5 +112,6 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 		return err
 	}
 	met.SetGauges(metrics.DeskGauges(d.Set()))
+	ran = true
 	return d.Run(ctx, sigs)
 }

@@ -125,9 +125,16 @@ func (b *Bus) Panics() int64 { return b.panicked.Load() }
 
 // Close stops the bus: later publications are ignored, every subscriber's
 // mailbox is drained, and Close returns when all handlers have returned.
+// Only the first Close waits; a later one returns at once, so that a
+// handler stuck for ever (a log write to a stalled pipe) holds up only
+// the shutdown that gave up on it, not its callers' deferred Close too.
 // It must not be called from a handler.
 func (b *Bus) Close() {
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
 	b.closed = true
 	var boxes []*mailbox
 	for _, m := range b.all {
