@@ -140,7 +140,14 @@ type Ledger struct {
 	slots      map[uint32]slotRef   // by entry: the slot of a scheduled one
 	scheds     map[string]*schedule // each schedule's latest slot
 	records    int
+	skipped    []durable.Skipped // the bad lines the file holds (a compaction drops them)
 	changed    chan struct{}
+	// recent keeps the Items of the triggers that finished last, so that
+	// the Get that follows an answer (the API's long poll) does not read
+	// the file; gen counts the changes to the index, so that a reader
+	// caches what it read back only if none came meanwhile.
+	recent *recent
+	gen    uint64
 	// epoch counts the compactions begun and ended: a reader that opened
 	// the file by its path checks that none began meanwhile (its rename
 	// would have given it the new file). replaced is a compaction's handle
@@ -161,9 +168,6 @@ type sharedFile struct {
 // errReplaced: a compaction replaced the file while a reader was opening it.
 var errReplaced = errors.New("trigger ledger: replaced meanwhile")
 
-// mergesBit marks, in OpenLedger's list of records, one that merges others.
-const mergesBit = 1 << 31
-
 // OpenLedger opens (creating it if needed) the ledger at path and reads it.
 // See OpenLedgerOn.
 func OpenLedger(path string) (*Ledger, error) { return OpenLedgerOn(nil, path) }
@@ -175,71 +179,94 @@ func OpenLedger(path string) (*Ledger, error) { return OpenLedgerOn(nil, path) }
 // are skipped (a record glued onto half of an earlier one is recovered).
 // Damage reports what was found, for the caller to announce.
 //
-// Each record is decoded for the index only (its id, state, time, slot and
-// merges); the whole records are decoded again only for the triggers left
-// open or interrupted.
+// When the persisted index that Close and Compact leave beside the file
+// (<path>.idx) describes the file, it is loaded and only the records
+// appended after it are read; otherwise (none, damaged, or of another or
+// changed file) the whole file is, in chunks. Each record read is decoded
+// for the index only (its id, state, time, slot and merges); the whole
+// records are decoded again only for the triggers left open or
+// interrupted, read back by their place in the file.
 func OpenLedgerOn(fsys durable.FS, path string) (*Ledger, error) {
+	if p := loadIndex(path); p != nil {
+		l, torn, err := openLedger(fsys, path, p)
+		if !errors.Is(err, errBadIndex) {
+			return l, err
+		}
+		// The index lied about an open trigger: read the whole file,
+		// and still report the torn tail the first try cut off.
+		l, _, err = openLedger(fsys, path, nil)
+		if err == nil && l.scan.Torn == nil {
+			l.scan.Torn = torn
+		}
+		return l, err
+	}
+	l, _, err := openLedger(fsys, path, nil)
+	return l, err
+}
+
+// openLedger opens the ledger at path: from p, a persisted index of it,
+// and the records after what p covers; or, p nil, from the whole file.
+// When p proves wrong (errBadIndex) it returns the torn tail it cut.
+func openLedger(fsys durable.FS, path string, p *persisted) (*Ledger, *durable.Torn, error) {
 	l := &Ledger{
 		path: path, fsys: durable.Or(fsys), x: newIndex(), items: map[string]*Item{}, mergedInto: map[uint32]string{},
-		slots: map[uint32]slotRef{}, scheds: map[string]*schedule{}, changed: make(chan struct{}),
+		slots: map[uint32]slotRef{}, scheds: map[string]*schedule{}, changed: make(chan struct{}), recent: newRecent(recentItems),
 	}
-	// owner[k] is the entry of the trigger of the k-th record, with
-	// mergesBit when it merges others; the index holds record numbers
-	// until the scan gives their offsets.
-	var owner []uint32
-	log, sc, err := durable.OpenLog(fsys, path, 0o640, func(line []byte) bool {
+	from := int64(0)
+	if p != nil {
+		l.x, l.mergedInto, l.slots, l.scheds, l.records, l.skipped = p.x, p.mergedInto, p.slots, p.scheds, p.records, p.skipped
+		from = p.check.covered
+	}
+	loaded := len(l.x.ents)
+	log, sc, err := durable.OpenLogAt(fsys, path, 0o640, from, func(line []byte, off int64) bool {
 		r, ok := decodeIndex(line)
 		if !ok {
 			return false
 		}
-		k := int64(len(owner))
-		o := l.note(&r, k, k)
-		if len(r.Merges) > 0 {
-			o |= mergesBit
-		}
-		owner = append(owner, o)
+		l.note(&r, off, off+int64(len(line)))
 		return true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
+		if p != nil && errors.Is(err, durable.ErrShort) {
+			return nil, nil, errBadIndex
+		}
+		return nil, nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		_ = log.Close()
-		return nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
 	}
 	l.size = fi.Size()
-	var isOpen []bool // by entry
+	l.skipped = append(l.skipped, sc.Skipped...)
+	sc.Skipped = slices.Clone(l.skipped)
+	var spans [][2]int64
 	for i := range l.x.ents {
 		e := &l.x.ents[i]
-		e.first = sc.Offsets[e.first]
-		e.end = sc.Offsets[e.end] + int64(len(sc.Records[e.end]))
 		if e.state.open() {
-			if isOpen == nil {
-				isOpen = make([]bool, len(l.x.ents))
-			}
 			id := l.x.id(i)
 			l.items[id] = &Item{Trigger: Trigger{ID: id}, seq: int64(i + 1)}
-			isOpen[i] = true
+			spans = append(spans, [2]int64{e.first, e.end})
 		}
 	}
 	l.x.clip()
-	if isOpen != nil {
-		for k, o := range owner {
-			if o&mergesBit == 0 && !isOpen[o] {
-				continue
+	if err := l.foldOpen(spans); err != nil {
+		_ = log.Close()
+		return nil, nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
+	}
+	if p != nil {
+		// A full read folds each open trigger into the state its entry
+		// holds; an index that says otherwise is not of this file.
+		for i := range loaded {
+			e := &l.x.ents[i]
+			if it := l.items[l.x.id(i)]; e.state.open() && (it == nil || it.State != e.state.State()) {
+				_ = log.Close()
+				return nil, sc.Torn, errBadIndex
 			}
-			r, _ := decodeRecord(sc.Records[k]) // the index took it: it decodes
-			forNamed(&r, func(id string) {
-				if it := l.items[id]; it != nil {
-					fold(it, &r, id)
-				}
-			})
 		}
 	}
-	sc.Records, sc.Offsets = nil, nil // applied; not kept
 	l.log, l.scan = log, sc
-	return l, nil
+	return l, nil, nil
 }
 
 // forNamed calls f once with each trigger r changes: its own, then those
@@ -342,8 +369,12 @@ func (l *Ledger) append(r Record, durable bool) error {
 		if it == nil {
 			i, _ := l.x.find(id)
 			if !l.x.ents[i].state.open() {
+				if c, ok := l.recent.get(id); ok {
+					fold(c, &r, id) // it stays finished: its cached Item follows
+				}
 				return
 			}
+			l.recent.drop(id)
 			if it = back; it == nil || id != r.ID {
 				it = &Item{Trigger: Trigger{ID: id}, seq: int64(i + 1)}
 			}
@@ -352,8 +383,10 @@ func (l *Ledger) append(r Record, durable bool) error {
 		fold(it, &r, id)
 		if !open(it.State) {
 			delete(l.items, id)
+			l.recent.put(id, *it)
 		}
 	})
+	l.gen++
 	close(l.changed)
 	l.changed = make(chan struct{})
 	return nil
@@ -475,12 +508,17 @@ func (l *Ledger) lookup(id string) (Item, bool) {
 			l.mu.Unlock()
 			return v, true
 		}
+		if it, ok := l.recent.get(id); ok {
+			v := *it
+			l.mu.Unlock()
+			return v, true
+		}
 		i, ok := l.x.find(id)
 		if !ok {
 			l.mu.Unlock()
 			return Item{}, false
 		}
-		e, into, slot, sh, epoch := l.x.ents[i], l.mergedInto[uint32(i)], l.slots[uint32(i)], l.replaced, l.epoch
+		e, into, slot, sh, epoch, gen := l.x.ents[i], l.mergedInto[uint32(i)], l.slots[uint32(i)], l.replaced, l.epoch, l.gen
 		if sh != nil {
 			sh.users++
 		}
@@ -492,7 +530,13 @@ func (l *Ledger) lookup(id string) (Item, bool) {
 		if err != nil {
 			return l.sketch(id, i, e, into, slot), true
 		}
-		return foldRange(id, i, data), true
+		it := foldRange(id, i, data)
+		l.mu.Lock()
+		if l.gen == gen && l.epoch == epoch && l.items[id] == nil {
+			l.recent.put(id, it) // nothing changed it meanwhile
+		}
+		l.mu.Unlock()
+		return it, true
 	}
 }
 
@@ -769,7 +813,15 @@ func (l *Ledger) compact(cutoff time.Time) error {
 				items[id] = it
 			}
 		}
-		l.x, l.items, l.mergedInto, l.slots, l.records = x, items, mergedInto, slots, len(lines)
+		for id := range l.recent.items {
+			if n, ok := x.find(id); ok {
+				l.recent.items[id].seq = int64(n + 1)
+			} else {
+				l.recent.drop(id) // left out: no longer known
+			}
+		}
+		l.x, l.items, l.mergedInto, l.slots, l.records, l.skipped = x, items, mergedInto, slots, len(lines), nil
+		l.gen++
 	}
 	l.mu.Unlock()
 	if last {
@@ -779,7 +831,11 @@ func (l *Ledger) compact(cutoff time.Time) error {
 		return fmt.Errorf("compact trigger ledger: %w", err)
 	}
 	l.size = size
-	return l.detached
+	if l.detached != nil {
+		return l.detached
+	}
+	_ = l.writeIndex() // a cache: without it the next open reads the whole file
+	return nil
 }
 
 // compactAlready reports whether the file holds exactly one record per
@@ -892,12 +948,20 @@ func (l *Ledger) movedFrom(f *os.File) bool {
 	return err == nil && !os.SameFile(old, cur)
 }
 
-// Close closes the file; later Appends fail.
+// Close closes the file; later Appends fail. It first makes the records
+// written without fsync (Note) durable and leaves the persisted index
+// beside the file, so that the next open reads only what is appended
+// after it (a failure to write it only makes that open read the whole
+// file).
 func (l *Ledger) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	l.mu.Lock()
+	wasClosed := l.closed
 	l.closed = true
 	l.mu.Unlock()
+	if !wasClosed && l.detached == nil && l.log.Err() == nil && l.log.Sync() == nil {
+		_ = l.writeIndex()
+	}
 	return l.log.Close()
 }

@@ -245,13 +245,19 @@ const scanChunk = 256 << 10
 // bytes ended (size).
 func ScanFile(r io.ReaderAt, from int64, valid ValidAt) (sc Scan, end, size int64, terminated bool, err error) {
 	s := lineScan{valid: valid, end: from, terminated: true}
-	buf := make([]byte, scanChunk)
+	// The buffer starts small (a log's unread tail is often short) and
+	// doubles while reads fill it, up to scanChunk; past that only for a
+	// line longer than it.
+	buf := make([]byte, 16<<10)
 	base, n := from, 0 // buf[:n] holds the bytes from base on
+	filled := false
 	for eof := false; !eof; {
-		if n == len(buf) { // one line fills the buffer: make room
-			buf = append(buf, make([]byte, len(buf))...)
+		if n == len(buf) || filled && len(buf) < scanChunk {
+			buf = append(buf[:n], make([]byte, len(buf))...)
+			buf = buf[:cap(buf)]
 		}
 		m, rerr := r.ReadAt(buf[n:], base+int64(n))
+		filled = n+m == len(buf)
 		n += m
 		switch {
 		case errors.Is(rerr, io.EOF):
