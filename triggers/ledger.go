@@ -760,6 +760,10 @@ func (l *Ledger) compact(cutoff time.Time) error {
 	l.mu.Unlock()
 	lines, err := l.compacted(f, keep, nkeep)
 	if err == nil {
+		// The persisted index describes the file being replaced: it
+		// goes first (a crash before the new one is written leaves
+		// none, or one the next open finds is not of the new file).
+		_ = l.fsys.Remove(l.path + IndexSuffix)
 		err = l.log.Replace(lines, 0o640)
 		if err != nil && l.movedFrom(f) {
 			// The new file is in place, but Replace failed after its

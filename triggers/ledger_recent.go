@@ -28,6 +28,9 @@ func (c *recent) put(id string, it Item) {
 		*old = it
 		return
 	}
+	if cap(c.ring) == 0 {
+		return
+	}
 	if len(c.ring) < cap(c.ring) {
 		c.ring = append(c.ring, id)
 	} else {
