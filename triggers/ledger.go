@@ -780,6 +780,7 @@ func (l *Ledger) compact(cutoff time.Time) error {
 	var x *index
 	var mergedInto map[uint32]string
 	var slots map[uint32]slotRef
+	var scheds map[string]*schedule
 	var size int64
 	if err == nil { // the index of the new file, built before l.mu is taken
 		x = newIndex()
@@ -802,6 +803,7 @@ func (l *Ledger) compact(cutoff time.Time) error {
 			k++
 		}
 		x.clip()
+		scheds = rescheduled(slots)
 	}
 	l.mu.Lock()
 	l.epoch++
@@ -824,7 +826,7 @@ func (l *Ledger) compact(cutoff time.Time) error {
 				l.recent.drop(id) // left out: no longer known
 			}
 		}
-		l.x, l.items, l.mergedInto, l.slots, l.records, l.skipped = x, items, mergedInto, slots, len(lines), nil
+		l.x, l.items, l.mergedInto, l.slots, l.scheds, l.records, l.skipped = x, items, mergedInto, slots, scheds, len(lines), nil
 		l.gen++
 	}
 	l.mu.Unlock()
@@ -840,6 +842,31 @@ func (l *Ledger) compact(cutoff time.Time) error {
 	}
 	_ = l.writeIndex() // a cache: without it the next open reads the whole file
 	return nil
+}
+
+// rescheduled returns the schedules of the slots a compaction kept, each
+// with the latest of them, and points the slots at them: what a reopen
+// of the compacted file finds. (A schedule's latest slot is always kept,
+// unless its trigger's later record named an earlier slot.)
+func rescheduled(slots map[uint32]slotRef) map[string]*schedule {
+	scheds := map[string]*schedule{}
+	for n, ref := range slots {
+		s := scheds[ref.sched.name]
+		at := ref.slot()
+		if at.Equal(ref.sched.last) {
+			at = ref.sched.last // the same instant, as it was read
+		}
+		switch {
+		case s == nil:
+			s = &schedule{name: ref.sched.name, last: at}
+			scheds[s.name] = s
+		case at.After(s.last):
+			s.last = at
+		}
+		ref.sched = s
+		slots[n] = ref
+	}
+	return scheds
 }
 
 // compactAlready reports whether the file holds exactly one record per
