@@ -105,10 +105,12 @@ type Item struct {
 
 // Ledger is a desk's durable record of its triggers: an append-only file
 // of JSON lines, each fsynced before Append returns, and an index rebuilt
-// from the file when it is opened. The index keeps the whole Item of the
-// open triggers (queued, running, sent) and of the interrupted ones; of a
-// finished trigger it keeps its state and where its records are, and Get
-// reads them back. A write that fails (a full disk) leaves no trace in the
+// from the file when it is opened (from the persisted copy of it that
+// Close leaves, when that is of the file, and the records after it). The
+// index keeps the whole Item of the open triggers (queued, running, sent)
+// and of the interrupted ones; of a finished trigger it keeps its state
+// and where its records are, and Get reads them back (but for the last 256
+// finished, whose Items it keeps). A write that fails (a full disk) leaves no trace in the
 // file: it is cut back to its last good record, so the next record is
 // whole (see durable.Log). It is safe for concurrent use; a reader of the
 // index (Get, Unfinished, Interrupted, Len) never waits for a write's
@@ -122,9 +124,12 @@ type Ledger struct {
 	// wmu serializes the writes (Append, Note, Compact, Close) and is
 	// held through their fsyncs. The index changes only with both wmu and
 	// mu held, so a holder of wmu may read it without mu.
-	wmu       sync.Mutex
-	size      int64 // the end of the last good record: where the next one goes
-	nextCheck int   // CompactIfGrown looks again once records reach it
+	wmu  sync.Mutex
+	size int64 // the end of the last good record: where the next one goes
+	// indexed: the persisted index beside the file is of the file as it
+	// is (loaded at open, nothing appended since, or just written).
+	indexed   bool
+	nextCheck int // CompactIfGrown looks again once records reach it
 	// detached is set when a compaction's new file is in place but the
 	// log could not be moved onto it: appends refuse until Probe (or the
 	// next append) succeeds in moving it.
@@ -265,6 +270,7 @@ func openLedger(fsys durable.FS, path string, p *persisted) (*Ledger, *durable.T
 			}
 		}
 	}
+	l.indexed = p != nil && l.records == p.records && l.size == p.check.covered && sc.Torn == nil
 	l.log, l.scan = log, sc
 	return l, nil, nil
 }
@@ -311,6 +317,7 @@ func (l *Ledger) Probe() error {
 	}
 	// Cut first: a record whose write was refused must never be made
 	// durable by the fsync below.
+	l.indexed = false
 	if err := l.log.Mend(); err != nil {
 		return fmt.Errorf("probe the disk of %s: %w", l.path, err)
 	}
@@ -354,6 +361,7 @@ func (l *Ledger) append(r Record, durable bool) error {
 		return fmt.Errorf("record %s %s: %w", r.ID, r.State, l.detached)
 	}
 	back := l.reopened(&r)
+	l.indexed = false // even a write that fails and is cut back changes the file's time
 	if err := l.log.Append(line, durable); err != nil {
 		return fmt.Errorf("trigger ledger: record %s %s: %w", r.ID, r.State, err)
 	}
@@ -573,8 +581,9 @@ func (l *Ledger) release(sh *sharedFile) {
 }
 
 // Get returns what the ledger knows of trigger id. An open or interrupted
-// trigger's Item is in memory; a finished one's is read back from the
-// file.
+// trigger's Item is in memory, and so are those of the last 256 triggers
+// that finished or were read back; another finished one's is read back
+// from the file.
 func (l *Ledger) Get(id string) (Item, bool) { return l.lookup(id) }
 
 // Resolve returns the entry of trigger id and, when it was merged into
@@ -764,6 +773,7 @@ func (l *Ledger) compact(cutoff time.Time) error {
 		// goes first (a crash before the new one is written leaves
 		// none, or one the next open finds is not of the new file).
 		_ = l.fsys.Remove(l.path + IndexSuffix)
+		l.indexed = false
 		err = l.log.Replace(lines, 0o640)
 		if err != nil && l.movedFrom(f) {
 			// The new file is in place, but Replace failed after its
@@ -840,7 +850,7 @@ func (l *Ledger) compact(cutoff time.Time) error {
 	if l.detached != nil {
 		return l.detached
 	}
-	_ = l.writeIndex() // a cache: without it the next open reads the whole file
+	l.indexed = l.writeIndex() == nil // a cache: without it the next open reads the whole file
 	return nil
 }
 
@@ -991,8 +1001,8 @@ func (l *Ledger) Close() error {
 	wasClosed := l.closed
 	l.closed = true
 	l.mu.Unlock()
-	if !wasClosed && l.detached == nil && l.log.Err() == nil && l.log.Sync() == nil {
-		_ = l.writeIndex()
+	if !wasClosed && !l.indexed && l.detached == nil && l.log.Err() == nil && l.log.Sync() == nil {
+		l.indexed = l.writeIndex() == nil
 	}
 	return l.log.Close()
 }
