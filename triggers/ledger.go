@@ -109,10 +109,10 @@ type Item struct {
 // Close leaves, when that is of the file, and the records after it). The
 // index keeps the whole Item of the open triggers (queued, running, sent)
 // and of the interrupted ones; of a finished trigger it keeps its state
-// and where its records are, and Get reads them back (but for the last 256
-// finished, whose Items it keeps). A write that fails (a full disk) leaves no trace in the
-// file: it is cut back to its last good record, so the next record is
-// whole (see durable.Log). It is safe for concurrent use; a reader of the
+// and where its records are, and Get reads them back (but for the last
+// 256 finished, whose Items it keeps). A write that fails (a full disk)
+// leaves no trace in the file: it is cut back to its last good record, so
+// the next record is whole (see durable.Log). It is safe for concurrent use; a reader of the
 // index (Get, Unfinished, Interrupted, Len) never waits for a write's
 // fsync.
 type Ledger struct {
@@ -197,8 +197,9 @@ func OpenLedgerOn(fsys durable.FS, path string) (*Ledger, error) {
 		if !errors.Is(err, errBadIndex) {
 			return l, err
 		}
-		// The index lied about an open trigger: read the whole file,
-		// and still report the torn tail the first try cut off.
+		// The index proved wrong (an open trigger it does not fold to,
+		// or a file shorter than it): read the whole file, and still
+		// report the torn tail the first try cut off.
 		l, _, err = openLedger(fsys, path, nil)
 		if err == nil && l.scan.Torn == nil {
 			l.scan.Torn = torn

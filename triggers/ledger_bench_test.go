@@ -149,3 +149,25 @@ func BenchmarkLedgerInterrupted(b *testing.B) {
 		_ = l.Unfinished()
 	}
 }
+
+// BenchmarkLedgerGetJustAnswered is the Get that follows an answer (the
+// API's long poll) in a 10,000-entry ledger: the trigger's Item is kept,
+// not read back from the file.
+func BenchmarkLedgerGetJustAnswered(b *testing.B) {
+	path := benchLedgerFile(b, 10_000, 10)
+	l, err := triggers.OpenLedger(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	id := benchID(10_000) // the first queued one
+	if err := l.Append(triggers.Record{At: t0, ID: id, State: triggers.StateAnswered, Session: "s1", Turn: 1, Reply: "done"}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if it, ok := l.Get(id); !ok || it.Reply != "done" {
+			b.Fatal("not found")
+		}
+	}
+}
