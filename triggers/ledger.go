@@ -105,12 +105,14 @@ type Item struct {
 
 // Ledger is a desk's durable record of its triggers: an append-only file
 // of JSON lines, each fsynced before Append returns, and an index rebuilt
-// from the file when it is opened. The index keeps the whole Item of the
-// open triggers (queued, running, sent) and of the interrupted ones; of a
-// finished trigger it keeps its state and where its records are, and Get
-// reads them back. A write that fails (a full disk) leaves no trace in the
-// file: it is cut back to its last good record, so the next record is
-// whole (see durable.Log). It is safe for concurrent use; a reader of the
+// from the file when it is opened (from the persisted copy of it that
+// Close leaves, when that is of the file, and the records after it). The
+// index keeps the whole Item of the open triggers (queued, running, sent)
+// and of the interrupted ones; of a finished trigger it keeps its state
+// and where its records are, and Get reads them back (but for the last
+// 256 finished, whose Items it keeps). A write that fails (a full disk)
+// leaves no trace in the file: it is cut back to its last good record, so
+// the next record is whole (see durable.Log). It is safe for concurrent use; a reader of the
 // index (Get, Unfinished, Interrupted, Len) never waits for a write's
 // fsync.
 type Ledger struct {
@@ -122,9 +124,12 @@ type Ledger struct {
 	// wmu serializes the writes (Append, Note, Compact, Close) and is
 	// held through their fsyncs. The index changes only with both wmu and
 	// mu held, so a holder of wmu may read it without mu.
-	wmu       sync.Mutex
-	size      int64 // the end of the last good record: where the next one goes
-	nextCheck int   // CompactIfGrown looks again once records reach it
+	wmu  sync.Mutex
+	size int64 // the end of the last good record: where the next one goes
+	// indexed: the persisted index beside the file is of the file as it
+	// is (loaded at open, nothing appended since, or just written).
+	indexed   bool
+	nextCheck int // CompactIfGrown looks again once records reach it
 	// detached is set when a compaction's new file is in place but the
 	// log could not be moved onto it: appends refuse until Probe (or the
 	// next append) succeeds in moving it.
@@ -140,7 +145,14 @@ type Ledger struct {
 	slots      map[uint32]slotRef   // by entry: the slot of a scheduled one
 	scheds     map[string]*schedule // each schedule's latest slot
 	records    int
+	skipped    []durable.Skipped // the bad lines the file holds (a compaction drops them)
 	changed    chan struct{}
+	// recent keeps the Items of the triggers that finished last, so that
+	// the Get that follows an answer (the API's long poll) does not read
+	// the file; gen counts the changes to the index, so that a reader
+	// caches what it read back only if none came meanwhile.
+	recent *recent
+	gen    uint64
 	// epoch counts the compactions begun and ended: a reader that opened
 	// the file by its path checks that none began meanwhile (its rename
 	// would have given it the new file). replaced is a compaction's handle
@@ -161,9 +173,6 @@ type sharedFile struct {
 // errReplaced: a compaction replaced the file while a reader was opening it.
 var errReplaced = errors.New("trigger ledger: replaced meanwhile")
 
-// mergesBit marks, in OpenLedger's list of records, one that merges others.
-const mergesBit = 1 << 31
-
 // OpenLedger opens (creating it if needed) the ledger at path and reads it.
 // See OpenLedgerOn.
 func OpenLedger(path string) (*Ledger, error) { return OpenLedgerOn(nil, path) }
@@ -175,71 +184,96 @@ func OpenLedger(path string) (*Ledger, error) { return OpenLedgerOn(nil, path) }
 // are skipped (a record glued onto half of an earlier one is recovered).
 // Damage reports what was found, for the caller to announce.
 //
-// Each record is decoded for the index only (its id, state, time, slot and
-// merges); the whole records are decoded again only for the triggers left
-// open or interrupted.
+// When the persisted index that Close and Compact leave beside the file
+// (<path>.idx) describes the file, it is loaded and only the records
+// appended after it are read; otherwise (none, damaged, or of another or
+// changed file) the whole file is, in chunks. Each record read is decoded
+// for the index only (its id, state, time, slot and merges); the whole
+// records are decoded again only for the triggers left open or
+// interrupted, read back by their place in the file.
 func OpenLedgerOn(fsys durable.FS, path string) (*Ledger, error) {
+	if p := loadIndex(path); p != nil {
+		l, torn, err := openLedger(fsys, path, p)
+		if !errors.Is(err, errBadIndex) {
+			return l, err
+		}
+		// The index proved wrong (an open trigger it does not fold to,
+		// or a file shorter than it): read the whole file, and still
+		// report the torn tail the first try cut off.
+		l, _, err = openLedger(fsys, path, nil)
+		if err == nil && l.scan.Torn == nil {
+			l.scan.Torn = torn
+		}
+		return l, err
+	}
+	l, _, err := openLedger(fsys, path, nil)
+	return l, err
+}
+
+// openLedger opens the ledger at path: from p, a persisted index of it,
+// and the records after what p covers; or, p nil, from the whole file.
+// When p proves wrong (errBadIndex) it returns the torn tail it cut.
+func openLedger(fsys durable.FS, path string, p *persisted) (*Ledger, *durable.Torn, error) {
 	l := &Ledger{
 		path: path, fsys: durable.Or(fsys), x: newIndex(), items: map[string]*Item{}, mergedInto: map[uint32]string{},
-		slots: map[uint32]slotRef{}, scheds: map[string]*schedule{}, changed: make(chan struct{}),
+		slots: map[uint32]slotRef{}, scheds: map[string]*schedule{}, changed: make(chan struct{}), recent: newRecent(recentItems),
 	}
-	// owner[k] is the entry of the trigger of the k-th record, with
-	// mergesBit when it merges others; the index holds record numbers
-	// until the scan gives their offsets.
-	var owner []uint32
-	log, sc, err := durable.OpenLog(fsys, path, 0o640, func(line []byte) bool {
+	from := int64(0)
+	if p != nil {
+		l.x, l.mergedInto, l.slots, l.scheds, l.records, l.skipped = p.x, p.mergedInto, p.slots, p.scheds, p.records, p.skipped
+		from = p.check.covered
+	}
+	loaded := len(l.x.ents)
+	log, sc, err := durable.OpenLogAt(fsys, path, 0o640, from, func(line []byte, off int64) bool {
 		r, ok := decodeIndex(line)
 		if !ok {
 			return false
 		}
-		k := int64(len(owner))
-		o := l.note(&r, k, k)
-		if len(r.Merges) > 0 {
-			o |= mergesBit
-		}
-		owner = append(owner, o)
+		l.note(&r, off, off+int64(len(line)))
 		return true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
+		if p != nil && errors.Is(err, durable.ErrShort) {
+			return nil, nil, errBadIndex
+		}
+		return nil, nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		_ = log.Close()
-		return nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
 	}
 	l.size = fi.Size()
-	var isOpen []bool // by entry
+	l.skipped = append(l.skipped, sc.Skipped...)
+	sc.Skipped = slices.Clone(l.skipped)
+	var spans [][2]int64
 	for i := range l.x.ents {
 		e := &l.x.ents[i]
-		e.first = sc.Offsets[e.first]
-		e.end = sc.Offsets[e.end] + int64(len(sc.Records[e.end]))
 		if e.state.open() {
-			if isOpen == nil {
-				isOpen = make([]bool, len(l.x.ents))
-			}
 			id := l.x.id(i)
 			l.items[id] = &Item{Trigger: Trigger{ID: id}, seq: int64(i + 1)}
-			isOpen[i] = true
+			spans = append(spans, [2]int64{e.first, e.end})
 		}
 	}
 	l.x.clip()
-	if isOpen != nil {
-		for k, o := range owner {
-			if o&mergesBit == 0 && !isOpen[o] {
-				continue
+	if err := l.foldOpen(spans); err != nil {
+		_ = log.Close()
+		return nil, nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
+	}
+	if p != nil {
+		// A full read folds each open trigger into the state its entry
+		// holds; an index that says otherwise is not of this file.
+		for i := range loaded {
+			e := &l.x.ents[i]
+			if it := l.items[l.x.id(i)]; e.state.open() && (it == nil || it.State != e.state.State()) {
+				_ = log.Close()
+				return nil, sc.Torn, errBadIndex
 			}
-			r, _ := decodeRecord(sc.Records[k]) // the index took it: it decodes
-			forNamed(&r, func(id string) {
-				if it := l.items[id]; it != nil {
-					fold(it, &r, id)
-				}
-			})
 		}
 	}
-	sc.Records, sc.Offsets = nil, nil // applied; not kept
+	l.indexed = p != nil && l.records == p.records && l.size == p.check.covered && sc.Torn == nil
 	l.log, l.scan = log, sc
-	return l, nil
+	return l, nil, nil
 }
 
 // forNamed calls f once with each trigger r changes: its own, then those
@@ -284,6 +318,7 @@ func (l *Ledger) Probe() error {
 	}
 	// Cut first: a record whose write was refused must never be made
 	// durable by the fsync below.
+	l.indexed = false
 	if err := l.log.Mend(); err != nil {
 		return fmt.Errorf("probe the disk of %s: %w", l.path, err)
 	}
@@ -327,6 +362,7 @@ func (l *Ledger) append(r Record, durable bool) error {
 		return fmt.Errorf("record %s %s: %w", r.ID, r.State, l.detached)
 	}
 	back := l.reopened(&r)
+	l.indexed = false // even a write that fails and is cut back changes the file's time
 	if err := l.log.Append(line, durable); err != nil {
 		return fmt.Errorf("trigger ledger: record %s %s: %w", r.ID, r.State, err)
 	}
@@ -342,8 +378,12 @@ func (l *Ledger) append(r Record, durable bool) error {
 		if it == nil {
 			i, _ := l.x.find(id)
 			if !l.x.ents[i].state.open() {
+				if c, ok := l.recent.get(id); ok {
+					fold(c, &r, id) // it stays finished: its cached Item follows
+				}
 				return
 			}
+			l.recent.drop(id)
 			if it = back; it == nil || id != r.ID {
 				it = &Item{Trigger: Trigger{ID: id}, seq: int64(i + 1)}
 			}
@@ -352,8 +392,10 @@ func (l *Ledger) append(r Record, durable bool) error {
 		fold(it, &r, id)
 		if !open(it.State) {
 			delete(l.items, id)
+			l.recent.put(id, *it)
 		}
 	})
+	l.gen++
 	close(l.changed)
 	l.changed = make(chan struct{})
 	return nil
@@ -475,12 +517,17 @@ func (l *Ledger) lookup(id string) (Item, bool) {
 			l.mu.Unlock()
 			return v, true
 		}
+		if it, ok := l.recent.get(id); ok {
+			v := *it
+			l.mu.Unlock()
+			return v, true
+		}
 		i, ok := l.x.find(id)
 		if !ok {
 			l.mu.Unlock()
 			return Item{}, false
 		}
-		e, into, slot, sh, epoch := l.x.ents[i], l.mergedInto[uint32(i)], l.slots[uint32(i)], l.replaced, l.epoch
+		e, into, slot, sh, epoch, gen := l.x.ents[i], l.mergedInto[uint32(i)], l.slots[uint32(i)], l.replaced, l.epoch, l.gen
 		if sh != nil {
 			sh.users++
 		}
@@ -492,7 +539,13 @@ func (l *Ledger) lookup(id string) (Item, bool) {
 		if err != nil {
 			return l.sketch(id, i, e, into, slot), true
 		}
-		return foldRange(id, i, data), true
+		it := foldRange(id, i, data)
+		l.mu.Lock()
+		if l.gen == gen && l.epoch == epoch && l.items[id] == nil {
+			l.recent.put(id, it) // nothing changed it meanwhile
+		}
+		l.mu.Unlock()
+		return it, true
 	}
 }
 
@@ -529,8 +582,9 @@ func (l *Ledger) release(sh *sharedFile) {
 }
 
 // Get returns what the ledger knows of trigger id. An open or interrupted
-// trigger's Item is in memory; a finished one's is read back from the
-// file.
+// trigger's Item is in memory, and so are those of the last 256 triggers
+// that finished or were read back; another finished one's is read back
+// from the file.
 func (l *Ledger) Get(id string) (Item, bool) { return l.lookup(id) }
 
 // Resolve returns the entry of trigger id and, when it was merged into
@@ -716,6 +770,11 @@ func (l *Ledger) compact(cutoff time.Time) error {
 	l.mu.Unlock()
 	lines, err := l.compacted(f, keep, nkeep)
 	if err == nil {
+		// The persisted index describes the file being replaced: it
+		// goes first (a crash before the new one is written leaves
+		// none, or one the next open finds is not of the new file).
+		_ = l.fsys.Remove(l.path + IndexSuffix)
+		l.indexed = false
 		err = l.log.Replace(lines, 0o640)
 		if err != nil && l.movedFrom(f) {
 			// The new file is in place, but Replace failed after its
@@ -732,6 +791,7 @@ func (l *Ledger) compact(cutoff time.Time) error {
 	var x *index
 	var mergedInto map[uint32]string
 	var slots map[uint32]slotRef
+	var scheds map[string]*schedule
 	var size int64
 	if err == nil { // the index of the new file, built before l.mu is taken
 		x = newIndex()
@@ -754,6 +814,7 @@ func (l *Ledger) compact(cutoff time.Time) error {
 			k++
 		}
 		x.clip()
+		scheds = rescheduled(slots)
 	}
 	l.mu.Lock()
 	l.epoch++
@@ -769,7 +830,15 @@ func (l *Ledger) compact(cutoff time.Time) error {
 				items[id] = it
 			}
 		}
-		l.x, l.items, l.mergedInto, l.slots, l.records = x, items, mergedInto, slots, len(lines)
+		for id := range l.recent.items {
+			if n, ok := x.find(id); ok {
+				l.recent.items[id].seq = int64(n + 1)
+			} else {
+				l.recent.drop(id) // left out: no longer known
+			}
+		}
+		l.x, l.items, l.mergedInto, l.slots, l.scheds, l.records, l.skipped = x, items, mergedInto, slots, scheds, len(lines), nil
+		l.gen++
 	}
 	l.mu.Unlock()
 	if last {
@@ -779,7 +848,36 @@ func (l *Ledger) compact(cutoff time.Time) error {
 		return fmt.Errorf("compact trigger ledger: %w", err)
 	}
 	l.size = size
-	return l.detached
+	if l.detached != nil {
+		return l.detached
+	}
+	l.indexed = l.writeIndex() == nil // a cache: without it the next open reads the whole file
+	return nil
+}
+
+// rescheduled returns the schedules of the slots a compaction kept, each
+// with the latest of them, and points the slots at them: what a reopen
+// of the compacted file finds. (A schedule's latest slot is always kept,
+// unless its trigger's later record named an earlier slot.)
+func rescheduled(slots map[uint32]slotRef) map[string]*schedule {
+	scheds := map[string]*schedule{}
+	for n, ref := range slots {
+		s := scheds[ref.sched.name]
+		at := ref.slot()
+		if at.Equal(ref.sched.last) {
+			at = ref.sched.last // the same instant, as it was read
+		}
+		switch {
+		case s == nil:
+			s = &schedule{name: ref.sched.name, last: at}
+			scheds[s.name] = s
+		case at.After(s.last):
+			s.last = at
+		}
+		ref.sched = s
+		slots[n] = ref
+	}
+	return scheds
 }
 
 // compactAlready reports whether the file holds exactly one record per
@@ -892,12 +990,20 @@ func (l *Ledger) movedFrom(f *os.File) bool {
 	return err == nil && !os.SameFile(old, cur)
 }
 
-// Close closes the file; later Appends fail.
+// Close closes the file; later Appends fail. It first makes the records
+// written without fsync (Note) durable and leaves the persisted index
+// beside the file, so that the next open reads only what is appended
+// after it (a failure to write it only makes that open read the whole
+// file).
 func (l *Ledger) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	l.mu.Lock()
+	wasClosed := l.closed
 	l.closed = true
 	l.mu.Unlock()
+	if !wasClosed && !l.indexed && l.detached == nil && l.log.Err() == nil && l.log.Sync() == nil {
+		l.indexed = l.writeIndex() == nil
+	}
 	return l.log.Close()
 }

@@ -609,6 +609,10 @@ func (x *index) grow(size int) {
 // clip gives the index's slices their length as capacity, so that an
 // index done growing (opened) keeps no spare room.
 func (x *index) clip() {
-	x.arena = slices.Clone(x.arena)
-	x.ents = slices.Clone(x.ents)
+	if cap(x.arena) > len(x.arena) {
+		x.arena = slices.Clone(x.arena)
+	}
+	if cap(x.ents) > len(x.ents) {
+		x.ents = slices.Clone(x.ents)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -49,6 +50,10 @@ func TestBenchSmallest(t *testing.T) {
 		switch {
 		case f.Name == "goroutines per idle desk" && f.Value >= 0:
 			// may be 0: three desks' goroutines can round to none
+		case f.Row == 4 && f.Failed != "" && strings.HasPrefix(f.Name, "second start"):
+			// deskd's own failure to start again, which the row reports
+			// (and then measures with state.json restored)
+			t.Logf("row 4 %q failed: %s", f.Name, f.Failed)
 		case f.Value <= 0:
 			t.Errorf("row %d %q = %v %s, want a positive figure", f.Row, f.Name, f.Value, f.Unit)
 		}

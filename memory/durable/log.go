@@ -104,32 +104,184 @@ func OpenLog(fsys FS, path string, perm fs.FileMode, valid Valid) (*Log, Scan, e
 			return fail(err)
 		}
 	}
-	data, err := io.ReadAll(f)
+	data, err := readAll(f)
 	if err != nil {
 		return fail(err)
 	}
 	sc, end, terminated := ScanRecords(data, valid)
-	switch {
-	case end < int64(len(data)):
-		frag := data[end:]
-		saved, err := WriteFileKeep(fsys, filepath.Dir(path), filepath.Base(path)+".torn-"+strconv.FormatInt(end, 10), "", frag, perm)
-		if err != nil {
-			return fail(fmt.Errorf("save the torn tail of %s: %w", path, err))
-		}
-		if err := cut(f, end); err != nil {
-			return fail(fmt.Errorf("cut the torn tail of %s: %w", path, err))
-		}
-		sc.Torn = &Torn{Path: path, Offset: end, Bytes: len(frag), SavedTo: saved}
-	case !terminated:
-		if _, err := f.Write([]byte{'\n'}); err != nil {
-			return fail(fmt.Errorf("end the last line of %s: %w", path, err))
-		}
-		if err := f.Sync(); err != nil {
-			return fail(fmt.Errorf("end the last line of %s: %w", path, err))
-		}
+	if err := mendTail(fsys, f, path, perm, &sc, end, int64(len(data)), terminated, func() ([]byte, error) { return data[end:], nil }); err != nil {
+		return fail(err)
+	}
+	if !terminated {
 		end++
 	}
 	return &Log{fsys: fsys, path: path, f: f, at: end}, sc, nil
+}
+
+// readAll reads f, just opened, into a buffer sized once from its Stat (and
+// grown only if the file grew meanwhile), not by io.ReadAll's doubling.
+func readAll(f File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, max(fi.Size(), 0)+1) // +1: EOF is seen without a regrowth
+	for {
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}
+
+// mendTail sets aside and cuts off the torn tail a scan found in f, whose
+// good part ends at end and which holds size bytes; or ends the last good
+// record with its missing '\n'. frag returns the torn bytes.
+func mendTail(fsys FS, f File, path string, perm fs.FileMode, sc *Scan, end, size int64, terminated bool, frag func() ([]byte, error)) error {
+	switch {
+	case end < size:
+		b, err := frag()
+		if err != nil {
+			return fmt.Errorf("read the torn tail of %s: %w", path, err)
+		}
+		saved, err := WriteFileKeep(fsys, filepath.Dir(path), filepath.Base(path)+".torn-"+strconv.FormatInt(end, 10), "", b, perm)
+		if err != nil {
+			return fmt.Errorf("save the torn tail of %s: %w", path, err)
+		}
+		if err := cut(f, end); err != nil {
+			return fmt.Errorf("cut the torn tail of %s: %w", path, err)
+		}
+		sc.Torn = &Torn{Path: path, Offset: end, Bytes: len(b), SavedTo: saved}
+	case !terminated:
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			return fmt.Errorf("end the last line of %s: %w", path, err)
+		}
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("end the last line of %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// ValidAt is a Valid that is also told where the line begins in the file.
+type ValidAt func(line []byte, offset int64) bool
+
+// ErrShort: the file is shorter than where OpenLogAt was told to begin.
+var ErrShort = errors.New("shorter than the offset to read from")
+
+// OpenLogAt is OpenLog for a caller that knows the file up to from (the
+// end of a good record, or 0) already, as a persisted index of it does,
+// and that keeps what it needs of each record itself: it reads the file
+// from from on, in chunks (its memory is bounded by the chunk and the
+// longest line, not by the file), and calls valid with each line and its
+// offset in the file. The Scan it returns has no Records or Offsets; its
+// Torn and Skipped are those of the part it read, at their offsets in the
+// file. It handles a torn tail as OpenLog does. A file shorter than from
+// is refused (errors.Is ErrShort) before anything is changed.
+func OpenLogAt(fsys FS, path string, perm fs.FileMode, from int64, valid ValidAt) (*Log, Scan, error) {
+	fsys = Or(fsys)
+	if err := MkdirAll(fsys, filepath.Dir(path), 0o750); err != nil {
+		return nil, Scan{}, err
+	}
+	_, statErr := os.Lstat(path)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, perm)
+	if err != nil {
+		return nil, Scan{}, err
+	}
+	fail := func(err error) (*Log, Scan, error) {
+		_ = f.Close()
+		return nil, Scan{}, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(err)
+	} else if !fi.Mode().IsRegular() {
+		return fail(fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type()))
+	}
+	if fi.Size() < from || from < 0 {
+		return fail(fmt.Errorf("open %s at %d: %w (%d bytes)", path, from, ErrShort, fi.Size()))
+	}
+	if created {
+		if err := inherit(f, path, true); err != nil {
+			return fail(err)
+		}
+		if err := SyncDir(fsys, filepath.Dir(path)); err != nil {
+			return fail(err)
+		}
+	}
+	sc, end, size, terminated, err := ScanFile(f, from, valid)
+	if err != nil {
+		return fail(fmt.Errorf("read %s: %w", path, err))
+	}
+	frag := func() ([]byte, error) {
+		b := make([]byte, size-end)
+		_, err := f.ReadAt(b, end)
+		return b, err
+	}
+	if err := mendTail(fsys, f, path, perm, &sc, end, size, terminated, frag); err != nil {
+		return fail(err)
+	}
+	if !terminated {
+		end++
+	}
+	return &Log{fsys: fsys, path: path, f: f, at: end}, sc, nil
+}
+
+// scanChunk is how much ScanFile reads at a time.
+const scanChunk = 256 << 10
+
+// ScanFile is ScanRecords of the bytes of r from offset from to its end,
+// read in chunks: the lines are the same, found the same way, but valid
+// is told each line's offset and the Scan keeps no Records or Offsets (a
+// line's bytes are valid only during the call). It also returns where the
+// bytes ended (size).
+func ScanFile(r io.ReaderAt, from int64, valid ValidAt) (sc Scan, end, size int64, terminated bool, err error) {
+	s := lineScan{valid: valid, end: from, terminated: true}
+	// The buffer starts small (a log's unread tail is often short) and
+	// doubles while reads fill it, up to scanChunk; past that only for a
+	// line longer than it.
+	buf := make([]byte, 16<<10)
+	base, n := from, 0 // buf[:n] holds the bytes from base on
+	filled := false
+	for eof := false; !eof; {
+		if n == len(buf) || filled && len(buf) < scanChunk {
+			buf = append(buf[:n], make([]byte, len(buf))...)
+			buf = buf[:cap(buf)]
+		}
+		m, rerr := r.ReadAt(buf[n:], base+int64(n))
+		filled = n+m == len(buf)
+		n += m
+		switch {
+		case errors.Is(rerr, io.EOF):
+			eof = true
+		case rerr != nil:
+			return Scan{}, 0, 0, false, rerr
+		}
+		pos := 0
+		for {
+			i := bytes.IndexByte(buf[pos:n], '\n')
+			if i < 0 {
+				break
+			}
+			s.line(buf[pos:pos+i], base+int64(pos), true)
+			pos += i + 1
+		}
+		if eof && pos < n {
+			s.line(buf[pos:n], base+int64(pos), false)
+			pos = n
+		}
+		copy(buf, buf[pos:n])
+		base, n = base+int64(pos), n-pos
+	}
+	return s.sc, s.finish(base), base, s.terminated, nil
 }
 
 // CreateLog creates the log at path, which must not exist (the error then
@@ -168,49 +320,74 @@ func CreateLog(fsys FS, path string, perm fs.FileMode, first []byte) (*Log, erro
 // good record; everything after it is torn), and whether the last good
 // record has its '\n' (when not, end is the end of data).
 func ScanRecords(data []byte, valid Valid) (sc Scan, end int64, terminated bool) {
-	terminated = true
-	var pendingBad []Skipped // bad lines after the last good record so far
+	s := lineScan{terminated: true, keep: true}
+	s.valid = func(line []byte, _ int64) bool { return valid(line) }
 	for pos := 0; pos < len(data); {
 		stop, next := len(data), len(data)
 		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
 			stop, next = pos+i, pos+i+1
 		}
-		line := data[pos:stop]
-		switch {
-		case len(bytes.TrimSpace(line)) == 0:
-			if len(pendingBad) == 0 {
-				// A blank last line without its '\n' (spaces, a '\v')
-				// is kept, and the '\n' added: the next record must
-				// not be glued onto it.
-				end, terminated = int64(next), stop < len(data)
-			}
-		case valid(line):
-			sc.Skipped = append(sc.Skipped, pendingBad...)
-			pendingBad = nil
-			sc.Records = append(sc.Records, line)
-			sc.Offsets = append(sc.Offsets, int64(pos))
-			end, terminated = int64(next), stop < len(data)
-		default:
-			if off, ok := glued(line, valid); ok {
-				// Half a record, then a whole one: the failed write
-				// before it was never cut off. Keep the whole one (a
-				// Valid may have kept it already: never go back on it).
-				sc.Skipped = append(sc.Skipped, pendingBad...)
-				sc.Skipped = append(sc.Skipped, Skipped{Offset: int64(pos), Bytes: off})
-				pendingBad = nil
-				sc.Records = append(sc.Records, line[off:])
-				sc.Offsets = append(sc.Offsets, int64(pos+off))
-				end, terminated = int64(next), stop < len(data)
-				break
-			}
-			pendingBad = append(pendingBad, Skipped{Offset: int64(pos), Bytes: len(line)})
-		}
+		s.line(data[pos:stop], int64(pos), stop < len(data))
 		pos = next
 	}
-	if !terminated {
-		end = int64(len(data))
+	return s.sc, s.finish(int64(len(data))), s.terminated
+}
+
+// lineScan is ScanRecords's reading of one line after another.
+type lineScan struct {
+	valid      ValidAt
+	keep       bool // keep the records in sc.Records (their bytes must stay valid)
+	sc         Scan
+	end        int64
+	terminated bool
+	pendingBad []Skipped // bad lines after the last good record so far
+}
+
+// line reads the line at pos (without its '\n'; nl says whether it had one).
+func (s *lineScan) line(line []byte, pos int64, nl bool) {
+	next := pos + int64(len(line))
+	if nl {
+		next++
 	}
-	return sc, end, terminated
+	switch {
+	case len(bytes.TrimSpace(line)) == 0:
+		if len(s.pendingBad) == 0 {
+			// A blank last line without its '\n' (spaces, a '\v')
+			// is kept, and the '\n' added: the next record must
+			// not be glued onto it.
+			s.end, s.terminated = next, nl
+		}
+	case s.valid(line, pos):
+		s.good(line, pos, next, nl)
+	default:
+		if off, ok := glued(line, func(rec []byte) bool { return s.valid(rec, pos+int64(len(line)-len(rec))) }); ok {
+			// Half a record, then a whole one: the failed write
+			// before it was never cut off. Keep the whole one (a
+			// Valid may have kept it already: never go back on it).
+			s.pendingBad = append(s.pendingBad, Skipped{Offset: pos, Bytes: off})
+			s.good(line[off:], pos+int64(off), next, nl)
+			return
+		}
+		s.pendingBad = append(s.pendingBad, Skipped{Offset: pos, Bytes: len(line)})
+	}
+}
+
+func (s *lineScan) good(rec []byte, at, next int64, nl bool) {
+	s.sc.Skipped = append(s.sc.Skipped, s.pendingBad...)
+	s.pendingBad = nil
+	if s.keep {
+		s.sc.Records = append(s.sc.Records, rec)
+		s.sc.Offsets = append(s.sc.Offsets, at)
+	}
+	s.end, s.terminated = next, nl
+}
+
+// finish returns where the good part ends, given where the bytes end.
+func (s *lineScan) finish(size int64) int64 {
+	if !s.terminated {
+		return size
+	}
+	return s.end
 }
 
 // maxGlueTries bounds the search for a record glued onto a torn one, so
