@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 
@@ -43,20 +44,49 @@ type fleet struct {
 	// each a client of its own).
 	pool *router.Pool
 
-	set   *Set
+	set *Set
+	// runs is the running desks. mu guards its writes while startDesks'
+	// workers start desks at once; the main loop reads it only when no
+	// worker runs.
+	mu    sync.Mutex
 	runs  map[string]*deskRun
 	exits chan *deskRun // each desk's goroutine sends its run when Run returns
 	wg    sync.WaitGroup
+
+	// workers is how many desks startDesks opens and starts at once.
+	workers int
+	// starting, if set (by tests), is called as a worker begins a desk's
+	// start, and the func it returns once the desk has started or failed.
+	starting func(name string) (done func())
 }
 
 func newFleet(clk clock.Clock, bus *event.Bus, log zerolog.Logger) *fleet {
-	return &fleet{clk: clk, bus: bus, log: log, set: NewSet(), runs: map[string]*deskRun{}, exits: make(chan *deskRun)}
+	return &fleet{clk: clk, bus: bus, log: log, set: NewSet(), runs: map[string]*deskRun{}, exits: make(chan *deskRun),
+		workers: startWorkers()}
 }
+
+// startWorkers is how many desks the daemon opens and starts at once: twice
+// the CPUs Go uses, and at least 4, so that the waits of one desk's start
+// (fsyncs, file reads) overlap another's, while few desks hold their files'
+// contents in memory at the same time.
+func startWorkers() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
 // start starts desk dc under ctx: on its folder and ledger, which it opens
 // unless a stopped run of the desk left them open (reuse). Wait for it with
 // awaitStarted.
 func (f *fleet) start(ctx context.Context, cfg *config.Config, dc *config.Desk, reuse *deskRun) (*deskRun, error) {
+	run, err := f.prepare(cfg, dc, reuse)
+	if err != nil {
+		return nil, err
+	}
+	f.launch(ctx, run)
+	return run, nil
+}
+
+// prepare opens desk dc's folder and ledger (unless reuse holds them) and
+// assembles its loop, without running it. It touches nothing of the
+// fleet's but the pool, so that several desks may be prepared at once.
+func (f *fleet) prepare(cfg *config.Config, dc *config.Desk, reuse *deskRun) (*deskRun, error) {
 	run := reuse
 	if run == nil {
 		folder, err := memory.OpenFolder(folderOf(cfg, dc.Name), dc.Name, f.clk.Now)
@@ -85,18 +115,25 @@ func (f *fleet) start(ctx context.Context, cfg *config.Config, dc *config.Desk, 
 		}
 		return nil, err
 	}
+	run.assembled = a
+	return run, nil
+}
+
+// launch runs the prepared run's desk under ctx, in a goroutine of its own.
+func (f *fleet) launch(ctx context.Context, run *deskRun) {
 	dctx, cancel := context.WithCancelCause(ctx)
-	run.assembled, run.cancel = a, cancel
+	run.cancel = cancel
 	run.exited, run.err, run.stopping = make(chan struct{}), nil, false
-	f.runs[dc.Name] = run
+	f.mu.Lock()
+	f.runs[run.name] = run
+	f.mu.Unlock()
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		run.err = a.desk.Run(dctx)
+		run.err = run.desk.Run(dctx)
 		close(run.exited)
 		f.exits <- run
 	}()
-	return run, nil
 }
 
 // folderOf returns a desk's folder in the state folder.
@@ -108,24 +145,60 @@ func folderOf(cfg *config.Config, name string) string {
 // set. A desk whose Run ended first failed to start: its error is logged
 // at once and returned. When ctx ends first, awaitStarted returns nil.
 func (f *fleet) awaitStarted(ctx context.Context, run *deskRun) error {
+	started, err := f.waitStarted(ctx, run)
+	if err != nil {
+		f.log.Error().Err(err).Str("desk", run.name).Msg("desk failed to start")
+		return err
+	}
+	if started {
+		f.admit(run)
+	}
+	return nil
+}
+
+// waitStarted waits until run's desk takes triggers (true), or its Run
+// ends first (its error: it failed to start), or ctx ends (false, nil).
+func (f *fleet) waitStarted(ctx context.Context, run *deskRun) (bool, error) {
 	select {
 	case <-run.desk.Started():
-		f.set.Put(run.desk)
-		if p := run.desk.Paused(); p != nil {
-			f.log.Warn().Str("desk", run.name).Str("by", p.By).Time("paused_at", p.At).Str("reason", p.Reason).
-				Msg("desk is paused: it runs no turn until deskd resume")
-		}
-		return nil
+		return true, nil
 	case <-run.exited:
 		err := run.err
 		if err == nil {
 			err = fmt.Errorf("desk %s stopped as it started", run.name)
 		}
-		f.log.Error().Err(err).Str("desk", run.name).Msg("desk failed to start")
-		return err
+		return false, err
 	case <-ctx.Done():
-		return nil
+		return false, nil
 	}
+}
+
+// admit puts run's started desk in the set, and warns if it is paused.
+func (f *fleet) admit(run *deskRun) {
+	f.set.Put(run.desk)
+	if p := run.desk.Paused(); p != nil {
+		f.log.Warn().Str("desk", run.name).Str("by", p.By).Time("paused_at", p.At).Str("reason", p.Reason).
+			Msg("desk is paused: it runs no turn until deskd resume")
+	}
+}
+
+// startOne is one desk's start by a worker of startDesks: it opens the
+// desk, runs it under deskCtx, and waits until it has started (true) or
+// failed (its error, logged at once), or ctx ends (false, nil). The desk
+// is not put in the set.
+func (f *fleet) startOne(ctx, deskCtx context.Context, cfg *config.Config, dc *config.Desk) (*deskRun, bool, error) {
+	if f.starting != nil {
+		defer f.starting(dc.Name)()
+	}
+	run, err := f.start(deskCtx, cfg, dc, nil)
+	if err == nil {
+		var started bool
+		if started, err = f.waitStarted(ctx, run); err == nil {
+			return run, started, nil
+		}
+	}
+	f.log.Error().Err(err).Str("desk", dc.Name).Msg("desk failed to start")
+	return run, false, err
 }
 
 // stop tells run's desk to stop after its running turn; cause is the
