@@ -277,8 +277,9 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 // startDesks starts the desks named and waits for each to take triggers.
 // A bounded number of workers (fleet.workers) open and start them, each one
 // desk at a time from its folder's opening until it has started (its
-// session restored), so that their I/O waits overlap while few desks read
-// their files at once. A desk that fails is logged at once, and no desk is
+// session restored), so that their I/O waits overlap; the bytes of the
+// ledgers they read at once are bounded too (fleet.reading), so that few
+// desks with big files are read at the same time. A desk that fails is logged at once, and no desk is
 // begun after it; startDesks returns the error of the first desk in name
 // order that failed (every desk before it was begun, so that is the same
 // whatever the order the workers finish in). The desks that started are

@@ -3,6 +3,7 @@ package desk
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -53,8 +54,11 @@ type fleet struct {
 	exits chan *deskRun // each desk's goroutine sends its run when Run returns
 	wg    sync.WaitGroup
 
-	// workers is how many desks startDesks opens and starts at once.
+	// workers is how many desks startDesks opens and starts at once, and
+	// reading is the bytes of trigger ledgers they may be reading at once
+	// (see startOne).
 	workers int
+	reading *budget
 	// starting, if set (by tests), is called as a worker begins a desk's
 	// start, and the func it returns once the desk has started or failed.
 	starting func(name string) (done func())
@@ -62,14 +66,57 @@ type fleet struct {
 
 func newFleet(clk clock.Clock, bus *event.Bus, log zerolog.Logger) *fleet {
 	return &fleet{clk: clk, bus: bus, log: log, set: NewSet(), runs: map[string]*deskRun{}, exits: make(chan *deskRun),
-		workers: startWorkers()}
+		workers: startWorkers(), reading: newBudget(startReadBytes)}
 }
 
-// startWorkers is how many desks the daemon opens and starts at once: twice
-// the CPUs Go uses, and at least 4, so that the waits of one desk's start
-// (fsyncs, file reads) overlap another's, while few desks hold their files'
-// contents in memory at the same time.
-func startWorkers() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
+// startWorkers is how many desks the daemon opens and starts at once: 8
+// times the CPUs Go uses, and at least 16. A desk's start mostly waits
+// (the fsyncs of its folder, its first session and state file; the reads
+// of its files), so that many overlap their waits; the memory of the
+// files they read is bounded apart, by startReadBytes.
+func startWorkers() int { return max(16, 8*runtime.GOMAXPROCS(0)) }
+
+// startReadBytes is how many bytes of trigger ledgers the desks starting
+// at once may be reading (a desk's ledger is read whole as it opens, and
+// its session's records after its mark as it starts): desks with big
+// files start a few at a time, small ones as many as there are workers.
+const startReadBytes = 16 << 20
+
+// budget is a counting semaphore of bytes: a taker whose share is more
+// than the whole waits until it has all of it.
+type budget struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	size int64
+	left int64
+}
+
+func newBudget(size int64) *budget {
+	b := &budget{size: size, left: size}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// take waits until n bytes of the budget (at least 1, at most all of it)
+// are free, takes them, and returns how many it took, for give.
+func (b *budget) take(n int64) int64 {
+	n = min(max(n, 1), b.size)
+	b.mu.Lock()
+	for b.left < n {
+		b.cond.Wait()
+	}
+	b.left -= n
+	b.mu.Unlock()
+	return n
+}
+
+// give returns n bytes taken.
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
 
 // start starts desk dc under ctx: on its folder and ledger, which it opens
 // unless a stopped run of the desk left them open (reuse). Wait for it with
@@ -187,6 +234,13 @@ func (f *fleet) admit(run *deskRun) {
 // failed (its error, logged at once), or ctx ends (false, nil). The desk
 // is not put in the set.
 func (f *fleet) startOne(ctx, deskCtx context.Context, cfg *config.Config, dc *config.Desk) (*deskRun, bool, error) {
+	// The ledger's size stands for what the desk reads as it starts: a
+	// desk with a long ledger has a long session too.
+	var size int64
+	if fi, err := os.Stat(filepath.Join(folderOf(cfg, dc.Name), triggers.LedgerFile)); err == nil {
+		size = fi.Size()
+	}
+	defer f.reading.give(f.reading.take(size))
 	if f.starting != nil {
 		defer f.starting(dc.Name)()
 	}

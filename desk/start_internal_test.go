@@ -16,9 +16,25 @@ import (
 
 // TestDaemonBoundsConcurrentStarts: the daemon starts its desks with
 // fleet.workers workers: that many desks are being opened and started at
-// once (it waits for all of them to begin before letting any finish), and
-// never more, from a desk's folder's opening until it has started.
+// once (the test waits for all of them to begin before letting any
+// finish), and never more, from a desk's folder's opening until it has
+// started; and the bytes the desks starting at once read are bounded too
+// (fleet.reading): a budget smaller than one desk's share starts them one
+// at a time.
 func TestDaemonBoundsConcurrentStarts(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		reading int64 // the budget of bytes read at once
+		want    int   // desks starting at once
+	}{
+		{"workers", startReadBytes, 4},
+		{"bytes read", 1, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) { testBoundedStarts(t, tt.reading, tt.want) })
+	}
+}
+
+func testBoundedStarts(t *testing.T, reading int64, want int) {
 	const desks, workers = 13, 4
 	dir := t.TempDir()
 	write := func(name, text string) {
@@ -49,7 +65,7 @@ func TestDaemonBoundsConcurrentStarts(t *testing.T) {
 	)
 	entered := make(chan string, desks)
 	release := make(chan struct{})
-	d.fleet.workers = workers
+	d.fleet.workers, d.fleet.reading = workers, newBudget(reading)
 	d.fleet.starting = func(name string) func() {
 		mu.Lock()
 		inFlight++
@@ -77,19 +93,19 @@ func TestDaemonBoundsConcurrentStarts(t *testing.T) {
 		case err := <-done:
 			t.Fatalf("the daemon stopped while starting: %v", err)
 		case <-deadline.C:
-			t.Fatalf("only %d desks began their start (want %d at once)", bagged, workers)
+			t.Fatalf("only %d desks began their start (want %d at once)", bagged, want)
 		}
 	}
 	// Every worker begins a desk before any may finish: they start in
 	// parallel. Then each desk let through makes room for one more.
-	for range workers {
+	for range want {
 		receive()
 	}
-	for range desks - workers {
+	for range desks - want {
 		release <- struct{}{}
 		receive()
 	}
-	for range workers {
+	for range want {
 		release <- struct{}{}
 	}
 	select {
@@ -100,8 +116,8 @@ func TestDaemonBoundsConcurrentStarts(t *testing.T) {
 		t.Fatal("the daemon was not ready")
 	}
 	mu.Lock()
-	if peak != workers || finished != desks {
-		t.Errorf("%d desks were starting at once at most, want %d; %d of %d finished", peak, workers, finished, desks)
+	if peak != want || finished != desks {
+		t.Errorf("%d desks were starting at once at most, want %d; %d of %d finished", peak, want, finished, desks)
 	}
 	mu.Unlock()
 	if got := len(d.Set().Names()); got != desks {
