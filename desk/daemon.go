@@ -279,11 +279,13 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 // desk at a time from its folder's opening until it has started (its
 // session restored), so that their I/O waits overlap; the bytes of the
 // ledgers they read at once are bounded too (fleet.reading), so that few
-// desks with big files are read at the same time. A desk that fails is logged at once, and no desk is
-// begun after it; startDesks returns the error of the first desk in name
-// order that failed (every desk before it was begun, so that is the same
-// whatever the order the workers finish in). The desks that started are
-// put in the set in name order, up to the first that failed.
+// desks with big files are read at the same time. A desk that fails is
+// logged at once, and once a failure is seen no further desk is handed to
+// the workers; startDesks returns the error of the first desk in name
+// order that failed (every desk before it was handed out, in name order,
+// and ran to its end, so that is the same whatever the order the workers
+// finish in). The desks that started are put in the set in name order, up
+// to the first that failed.
 func (d *Daemon) startDesks(ctx, deskCtx context.Context, cfg *config.Config, names []string) error {
 	f := d.fleet
 	type result struct {
