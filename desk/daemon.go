@@ -274,21 +274,56 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	return nil
 }
 
-// startDesks starts the desks named, in order, and waits for each to take
-// triggers. The first that fails ends it with its error.
+// startDesks starts the desks named and waits for each to take triggers.
+// A bounded number of workers (fleet.workers) open and start them, each one
+// desk at a time from its folder's opening until it has started (its
+// session restored), so that their I/O waits overlap; the bytes of the
+// ledgers they read at once are bounded too (fleet.reading), so that few
+// desks with big files are read at the same time. A desk that fails is
+// logged at once, and once a failure is seen no further desk is handed to
+// the workers; startDesks returns the error of the first desk in name
+// order that failed (every desk before it was handed out, in name order,
+// and ran to its end, so that is the same whatever the order the workers
+// finish in). The desks that started are put in the set in name order, up
+// to the first that failed.
 func (d *Daemon) startDesks(ctx, deskCtx context.Context, cfg *config.Config, names []string) error {
-	var runs []*deskRun
-	for _, name := range names {
-		run, err := d.fleet.start(deskCtx, cfg, cfg.Desks[name], nil)
-		if err != nil {
-			d.o.Log.Error().Err(err).Str("desk", name).Msg("desk failed to start")
-			return err
-		}
-		runs = append(runs, run)
+	f := d.fleet
+	type result struct {
+		run     *deskRun
+		started bool
+		err     error
 	}
-	for _, run := range runs {
-		if err := d.fleet.awaitStarted(ctx, run); err != nil {
-			return err
+	results := make([]result, len(names))
+	next := make(chan int)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(f.workers, len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				run, started, err := f.startOne(ctx, deskCtx, cfg, cfg.Desks[names[i]])
+				results[i] = result{run, started, err}
+				if err != nil {
+					failed.Store(true)
+				}
+			}
+		}()
+	}
+	for i := range names {
+		if failed.Load() || ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, r := range results {
+		if r.err != nil {
+			return r.err
+		}
+		if r.started {
+			f.admit(r.run)
 		}
 	}
 	return nil

@@ -727,6 +727,11 @@ func (d *Desk) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	startScheduler := func(sc *triggers.Scheduler) (stop func()) {
+		if len(sc.Entries) == 0 {
+			// A scheduler of no schedules only waits for ctx: an idle
+			// desk without schedules runs no goroutine for it.
+			return func() {}
+		}
 		sctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		wg.Add(1)
@@ -865,15 +870,12 @@ func (d *Desk) next(work context.Context) {
 // finish. stop releases it.
 func (d *Desk) workContext(ctx context.Context) (work context.Context, stop func()) {
 	work, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	// The shutdown timer is armed once ctx ends (context.AfterFunc), so
+	// that a running desk keeps no goroutine waiting for it.
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() {
+	stopAfter := context.AfterFunc(ctx, func() {
 		defer wg.Done()
-		select {
-		case <-work.Done():
-			return
-		case <-ctx.Done():
-		}
 		t := d.o.Clock.NewTimer(d.o.ShutdownTimeout)
 		defer t.Stop()
 		select {
@@ -883,8 +885,14 @@ func (d *Desk) workContext(ctx context.Context) (work context.Context, stop func
 		case <-d.hurry:
 			cancel(fmt.Errorf("desk %s: stopped at once (a second signal)", d.o.Name))
 		}
-	}()
-	return work, func() { cancel(errors.New("desk stopped")); wg.Wait() }
+	})
+	return work, func() {
+		cancel(errors.New("desk stopped"))
+		if stopAfter() {
+			wg.Done() // ctx had not ended: the func will never run
+		}
+		wg.Wait()
+	}
 }
 
 // turn runs one trigger through the keeper and the router, writing each

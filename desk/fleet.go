@@ -3,7 +3,9 @@ package desk
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 
@@ -43,20 +45,95 @@ type fleet struct {
 	// each a client of its own).
 	pool *router.Pool
 
-	set   *Set
+	set *Set
+	// runs is the running desks. mu guards its writes while startDesks'
+	// workers start desks at once; the main loop reads it only when no
+	// worker runs.
+	mu    sync.Mutex
 	runs  map[string]*deskRun
 	exits chan *deskRun // each desk's goroutine sends its run when Run returns
 	wg    sync.WaitGroup
+
+	// workers is how many desks startDesks opens and starts at once, and
+	// reading is the bytes of trigger ledgers they may be reading at once
+	// (see startOne).
+	workers int
+	reading *budget
+	// starting, if set (by tests), is called as a worker begins a desk's
+	// start, and the func it returns once the desk has started or failed.
+	starting func(name string) (done func())
 }
 
 func newFleet(clk clock.Clock, bus *event.Bus, log zerolog.Logger) *fleet {
-	return &fleet{clk: clk, bus: bus, log: log, set: NewSet(), runs: map[string]*deskRun{}, exits: make(chan *deskRun)}
+	return &fleet{clk: clk, bus: bus, log: log, set: NewSet(), runs: map[string]*deskRun{}, exits: make(chan *deskRun),
+		workers: startWorkers(), reading: newBudget(startReadBytes)}
+}
+
+// startWorkers is how many desks the daemon opens and starts at once: 8
+// times the CPUs Go uses, and at least 16. A desk's start mostly waits
+// (the fsyncs of its folder, its first session and state file; the reads
+// of its files), so that many overlap their waits; the memory of the
+// files they read is bounded apart, by startReadBytes.
+func startWorkers() int { return max(16, 8*runtime.GOMAXPROCS(0)) }
+
+// startReadBytes is how many bytes of trigger ledgers the desks starting
+// at once may be reading (a desk's ledger is read whole as it opens, and
+// its session's records after its mark as it starts): desks with big
+// files start a few at a time, small ones as many as there are workers.
+const startReadBytes = 16 << 20
+
+// budget is a counting semaphore of bytes: a taker whose share is more
+// than the whole waits until it has all of it.
+type budget struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	size int64
+	left int64
+}
+
+func newBudget(size int64) *budget {
+	b := &budget{size: size, left: size}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// take waits until n bytes of the budget (at least 1, at most all of it)
+// are free, takes them, and returns how many it took, for give.
+func (b *budget) take(n int64) int64 {
+	n = min(max(n, 1), b.size)
+	b.mu.Lock()
+	for b.left < n {
+		b.cond.Wait()
+	}
+	b.left -= n
+	b.mu.Unlock()
+	return n
+}
+
+// give returns n bytes taken.
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
+	b.cond.Broadcast()
 }
 
 // start starts desk dc under ctx: on its folder and ledger, which it opens
 // unless a stopped run of the desk left them open (reuse). Wait for it with
 // awaitStarted.
 func (f *fleet) start(ctx context.Context, cfg *config.Config, dc *config.Desk, reuse *deskRun) (*deskRun, error) {
+	run, err := f.prepare(cfg, dc, reuse)
+	if err != nil {
+		return nil, err
+	}
+	f.launch(ctx, run)
+	return run, nil
+}
+
+// prepare opens desk dc's folder and ledger (unless reuse holds them) and
+// assembles its loop, without running it. It touches nothing of the
+// fleet's but the pool, so that several desks may be prepared at once.
+func (f *fleet) prepare(cfg *config.Config, dc *config.Desk, reuse *deskRun) (*deskRun, error) {
 	run := reuse
 	if run == nil {
 		folder, err := memory.OpenFolder(folderOf(cfg, dc.Name), dc.Name, f.clk.Now)
@@ -85,18 +162,25 @@ func (f *fleet) start(ctx context.Context, cfg *config.Config, dc *config.Desk, 
 		}
 		return nil, err
 	}
+	run.assembled = a
+	return run, nil
+}
+
+// launch runs the prepared run's desk under ctx, in a goroutine of its own.
+func (f *fleet) launch(ctx context.Context, run *deskRun) {
 	dctx, cancel := context.WithCancelCause(ctx)
-	run.assembled, run.cancel = a, cancel
+	run.cancel = cancel
 	run.exited, run.err, run.stopping = make(chan struct{}), nil, false
-	f.runs[dc.Name] = run
+	f.mu.Lock()
+	f.runs[run.name] = run
+	f.mu.Unlock()
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		run.err = a.desk.Run(dctx)
+		run.err = run.desk.Run(dctx)
 		close(run.exited)
 		f.exits <- run
 	}()
-	return run, nil
 }
 
 // folderOf returns a desk's folder in the state folder.
@@ -108,24 +192,67 @@ func folderOf(cfg *config.Config, name string) string {
 // set. A desk whose Run ended first failed to start: its error is logged
 // at once and returned. When ctx ends first, awaitStarted returns nil.
 func (f *fleet) awaitStarted(ctx context.Context, run *deskRun) error {
+	started, err := f.waitStarted(ctx, run)
+	if err != nil {
+		f.log.Error().Err(err).Str("desk", run.name).Msg("desk failed to start")
+		return err
+	}
+	if started {
+		f.admit(run)
+	}
+	return nil
+}
+
+// waitStarted waits until run's desk takes triggers (true), or its Run
+// ends first (its error: it failed to start), or ctx ends (false, nil).
+func (f *fleet) waitStarted(ctx context.Context, run *deskRun) (bool, error) {
 	select {
 	case <-run.desk.Started():
-		f.set.Put(run.desk)
-		if p := run.desk.Paused(); p != nil {
-			f.log.Warn().Str("desk", run.name).Str("by", p.By).Time("paused_at", p.At).Str("reason", p.Reason).
-				Msg("desk is paused: it runs no turn until deskd resume")
-		}
-		return nil
+		return true, nil
 	case <-run.exited:
 		err := run.err
 		if err == nil {
 			err = fmt.Errorf("desk %s stopped as it started", run.name)
 		}
-		f.log.Error().Err(err).Str("desk", run.name).Msg("desk failed to start")
-		return err
+		return false, err
 	case <-ctx.Done():
-		return nil
+		return false, nil
 	}
+}
+
+// admit puts run's started desk in the set, and warns if it is paused.
+func (f *fleet) admit(run *deskRun) {
+	f.set.Put(run.desk)
+	if p := run.desk.Paused(); p != nil {
+		f.log.Warn().Str("desk", run.name).Str("by", p.By).Time("paused_at", p.At).Str("reason", p.Reason).
+			Msg("desk is paused: it runs no turn until deskd resume")
+	}
+}
+
+// startOne is one desk's start by a worker of startDesks: it opens the
+// desk, runs it under deskCtx, and waits until it has started (true) or
+// failed (its error, logged at once), or ctx ends (false, nil). The desk
+// is not put in the set.
+func (f *fleet) startOne(ctx, deskCtx context.Context, cfg *config.Config, dc *config.Desk) (*deskRun, bool, error) {
+	// The ledger's size stands for what the desk reads as it starts: a
+	// desk with a long ledger has a long session too.
+	var size int64
+	if fi, err := os.Stat(filepath.Join(folderOf(cfg, dc.Name), triggers.LedgerFile)); err == nil {
+		size = fi.Size()
+	}
+	defer f.reading.give(f.reading.take(size))
+	if f.starting != nil {
+		defer f.starting(dc.Name)()
+	}
+	run, err := f.start(deskCtx, cfg, dc, nil)
+	if err == nil {
+		var started bool
+		if started, err = f.waitStarted(ctx, run); err == nil {
+			return run, started, nil
+		}
+	}
+	f.log.Error().Err(err).Str("desk", dc.Name).Msg("desk failed to start")
+	return run, false, err
 }
 
 // stop tells run's desk to stop after its running turn; cause is the

@@ -67,22 +67,13 @@ func OpenFolder(dir, desk string, now func() time.Time) (*Folder, error) {
 	if now == nil {
 		return nil, fmt.Errorf("open desk folder %s: nil clock", dir)
 	}
-	created := false
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		created = true
-	}
+	// durable.MkdirAll fsyncs the parent of each folder it creates, so
+	// that a folder found whole needs no fsync: a desk's restart makes
+	// none here.
 	for _, sub := range []string{"", NotesDir, SummariesDir, SessionsDir, SkillsDir, HistoryDir} {
 		if err := durable.MkdirAll(nil, filepath.Join(dir, sub), dirPerm); err != nil {
 			return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
 		}
-	}
-	if created {
-		if err := durable.SyncDir(nil, filepath.Dir(filepath.Clean(dir))); err != nil {
-			return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
-		}
-	}
-	if err := durable.SyncDir(nil, dir); err != nil {
-		return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
 	}
 	return &Folder{Now: now, dir: dir, desk: desk}, nil
 }

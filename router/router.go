@@ -340,7 +340,9 @@ func (r *Router) Spend() Spend {
 // mark are read, so that SessionID, TradingDate, Exchanges and Spend are
 // right at once. The session file is opened, and its history read, at
 // the session's first use (Send, Summarise, Fold, Ask, Digest, Fork,
-// Context); until then the desk holds no file open. When the records
+// Context); until then the desk holds no file open. A first session's
+// file is created (fsynced, and named by the state file) and closed, to
+// be opened at its first use the same way. When the records
 // after the mark end in a torn line, the file is opened at once, so that
 // the torn tail is cut off and announced (session.torn) as the desk
 // starts. A state file written by an older deskd (no mark) has its
@@ -589,7 +591,9 @@ func (r *Router) Close() error {
 // is the old session closed: a write that fails on the way (a full disk)
 // leaves the old session current and open, so that the rollover can be
 // tried again, and a crash in between leaves at worst an unused session
-// file holding only its header, which the failure path removes.
+// file holding only its header, which the failure path removes. The new
+// file is closed once the state names it: it is opened at the session's
+// first use (ensureLocked), like a restored session's.
 func (r *Router) startLocked(parent string) error {
 	now := r.clock.Now()
 	spend := r.spendLocked()
@@ -612,7 +616,12 @@ func (r *Router) startLocked(parent string) error {
 	if r.log != nil {
 		_ = r.log.Close() // appends only; every record was fsynced
 	}
-	r.cur, r.log, r.current, r.mark, r.marked, r.markDate = st, log, true, m, true, st.Spend.Date
+	// The new file holds only its header, fsynced, and the state names
+	// it: it is closed now and opened at its first use, as a restored
+	// session is, so that an idle desk holds no session file open. A
+	// failure to close it loses nothing.
+	_ = log.Close()
+	r.cur, r.log, r.current, r.mark, r.marked, r.markDate = st, nil, true, m, true, st.Spend.Date
 	r.history, r.checkpoint = nil, ""
 	r.setTurnsLocked(turns{})
 	return nil
