@@ -52,8 +52,17 @@ func (d Date) Before(o Date) bool {
 // MarshalText formats the date as YYYY-MM-DD.
 func (d Date) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
-// UnmarshalText parses YYYY-MM-DD.
+// zeroDate is how MarshalText writes the zero Date (a spend that has not
+// counted a day yet, say); UnmarshalText reads it back as the zero Date.
+const zeroDate = "0000-00-00"
+
+// UnmarshalText parses YYYY-MM-DD, and zeroDate as the zero Date (what
+// MarshalText writes of it).
 func (d *Date) UnmarshalText(b []byte) error {
+	if string(b) == zeroDate {
+		*d = Date{}
+		return nil
+	}
 	p, err := ParseDate(string(b))
 	if err != nil {
 		return err

@@ -213,4 +213,16 @@ func TestDateJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"d":"2025-3-4"}`), &out); err == nil {
 		t.Fatal("want an error for a bad date")
 	}
+	// The zero Date round-trips too (a state file whose spend has not
+	// counted a day yet must read back after a clean stop).
+	zero, err := json.Marshal(struct {
+		D memory.Date `json:"d"`
+	}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.D = date("2025-03-04")
+	if err := json.Unmarshal(zero, &out); err != nil || !out.D.IsZero() {
+		t.Fatalf("round trip of the zero date %s = %+v, %v", zero, out, err)
+	}
 }
