@@ -129,7 +129,27 @@ func TestHostileFilesE2EShutdownDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := runInProcessWith(t, "deskd", cfg, start, func(w io.Writer) io.Writer { stall.w = w; return stall })
-	t.Cleanup(func() { close(stall.release) }) // the stuck write outlives the daemon in this process
+	// The stuck write outlives the daemon's Run in this process: released at
+	// the end, it lets the shutdown that Run gave up on finish (it still
+	// writes to the state folder) before the folder is removed.
+	t.Cleanup(func() {
+		close(stall.release)
+		timeout := time.After(30 * time.Second)
+		for {
+			lines, changed := d.stderr.snapshot()
+			for _, l := range lines {
+				if logMessage("deskd stopped")(l) {
+					return
+				}
+			}
+			select {
+			case <-changed:
+			case <-timeout:
+				t.Error("the shutdown that Run gave up on did not end within 30s of the log's release")
+				return
+			}
+		}
+	})
 	deadline := time.Now().Add(60 * time.Second)
 	d.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
 	if status, _ := d.post(t, `{"text": "NIFTY 22000", "id": "stuck-1"}`); status != http.StatusAccepted {

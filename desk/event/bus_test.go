@@ -190,32 +190,3 @@ func TestFirstPublishOfATopicDuringAnotherPublish(t *testing.T) {
 	}
 }
 
-// TestSecondCloseDoesNotWaitForAStuckHandler: the first Close waits for
-// the handlers; one that never returns holds it up, but a later Close (a
-// caller's deferred one, after its shutdown gave up waiting) returns.
-func TestSecondCloseDoesNotWaitForAStuckHandler(t *testing.T) {
-	b := event.New()
-	stuck, release := make(chan struct{}), make(chan struct{})
-	defer close(release)
-	event.Subscribe(b, func(event.TurnStarted) { close(stuck); <-release })
-	event.Publish(b, event.TurnStarted{Header: at(0)})
-	<-stuck
-	first := make(chan struct{})
-	go func() { b.Close(); close(first) }()
-	second := make(chan struct{})
-	go func() {
-		<-time.After(0) // let the first Close begin (either order must hold)
-		b.Close()
-		close(second)
-	}()
-	select {
-	case <-second:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a second Close waited for the stuck handler")
-	}
-	select {
-	case <-first:
-		t.Fatal("the first Close returned while a handler was still running")
-	default:
-	}
-}
