@@ -189,4 +189,3 @@ func TestFirstPublishOfATopicDuringAnotherPublish(t *testing.T) {
 		t.Fatal("deadlock: publishing a topic for the first time while another goroutine publishes did not return within 30s")
 	}
 }
-
