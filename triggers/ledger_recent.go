@@ -10,10 +10,13 @@ type recent struct {
 	items map[string]*Item
 	ring  []string // ids in the order put; ring[next] is the oldest when full
 	next  int
+	limit int
 }
 
+// newRecent returns an empty cache of at most n Items. It allocates as it
+// fills, so that an idle desk's ledger costs next to nothing.
 func newRecent(n int) *recent {
-	return &recent{items: make(map[string]*Item, n), ring: make([]string, 0, n)}
+	return &recent{items: map[string]*Item{}, limit: n}
 }
 
 // get returns the cached Item of id.
@@ -28,10 +31,10 @@ func (c *recent) put(id string, it Item) {
 		*old = it
 		return
 	}
-	if cap(c.ring) == 0 {
+	if c.limit <= 0 {
 		return
 	}
-	if len(c.ring) < cap(c.ring) {
+	if len(c.ring) < c.limit {
 		c.ring = append(c.ring, id)
 	} else {
 		delete(c.items, c.ring[c.next])
