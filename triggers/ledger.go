@@ -22,9 +22,12 @@ const LedgerFile = "triggers.jsonl"
 //
 // A trigger is queued, then running (its turn began), then sent (the desk
 // is about to hand it to the model router, whose first act is to record the
-// message and call the model), then answered or failed. A restart requeues
-// queued and running triggers; it marks a sent one interrupted, because its
-// model call may have acted. Dropped triggers were refused after they were
+// message and call the model), then answered or failed. Only queued (the
+// API's 202) is fsynced before the model call: running, sent and answered
+// ride unsynced on the session file's records. A restart goes by the
+// session file: a trigger whose message it holds is interrupted (its model
+// call may have acted) or answered (its reply is there too); any other
+// unfinished trigger is queued again. Dropped triggers were refused after they were
 // recorded (a scheduled slot that found the queue full); merged ones were
 // replaced in the queue by a newer trigger of the same key and are answered
 // by that trigger's turn; missed ones are scheduled slots that did not run.
