@@ -78,31 +78,13 @@ type Valid func(line []byte) bool
 // the last good record are reported in Scan.Skipped and left in place.
 func OpenLog(fsys FS, path string, perm fs.FileMode, valid Valid) (*Log, Scan, error) {
 	fsys = Or(fsys)
-	if err := MkdirAll(fsys, filepath.Dir(path), 0o750); err != nil {
-		return nil, Scan{}, err
-	}
-	_, statErr := os.Lstat(path)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, perm)
+	f, err := openLogFile(fsys, path, perm, 0)
 	if err != nil {
 		return nil, Scan{}, err
 	}
 	fail := func(err error) (*Log, Scan, error) {
 		_ = f.Close()
 		return nil, Scan{}, err
-	}
-	if fi, err := f.Stat(); err != nil {
-		return fail(err)
-	} else if !fi.Mode().IsRegular() {
-		return fail(fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type()))
-	}
-	if created {
-		if err := inherit(f, path, true); err != nil {
-			return fail(err)
-		}
-		if err := SyncDir(fsys, filepath.Dir(path)); err != nil {
-			return fail(err)
-		}
 	}
 	data, err := readAll(f)
 	if err != nil {
@@ -116,6 +98,46 @@ func OpenLog(fsys FS, path string, perm fs.FileMode, valid Valid) (*Log, Scan, e
 		end++
 	}
 	return &Log{fsys: fsys, path: path, f: f, at: end}, sc, nil
+}
+
+// openLogFile opens (creating it, its folder and its folder's entry
+// durably, with the folder's owner, if needed) the log file at path for
+// appending, and checks that it is a regular file of at least from bytes
+// (errors.Is ErrShort otherwise; from < 0 is refused too). Nothing is
+// created when a check fails on an existing file.
+func openLogFile(fsys FS, path string, perm fs.FileMode, from int64) (File, error) {
+	if err := MkdirAll(fsys, filepath.Dir(path), 0o750); err != nil {
+		return nil, err
+	}
+	_, statErr := os.Lstat(path)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, perm)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (File, error) {
+		_ = f.Close()
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fail(fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type()))
+	}
+	if fi.Size() < from || from < 0 {
+		return fail(fmt.Errorf("open %s at %d: %w (%d bytes)", path, from, ErrShort, fi.Size()))
+	}
+	if created {
+		if err := inherit(f, path, true); err != nil {
+			return fail(err)
+		}
+		if err := SyncDir(fsys, filepath.Dir(path)); err != nil {
+			return fail(err)
+		}
+	}
+	return f, nil
 }
 
 // readAll reads f, just opened, into a buffer sized once from its Stat (and
@@ -187,35 +209,13 @@ var ErrShort = errors.New("shorter than the offset to read from")
 // is refused (errors.Is ErrShort) before anything is changed.
 func OpenLogAt(fsys FS, path string, perm fs.FileMode, from int64, valid ValidAt) (*Log, Scan, error) {
 	fsys = Or(fsys)
-	if err := MkdirAll(fsys, filepath.Dir(path), 0o750); err != nil {
-		return nil, Scan{}, err
-	}
-	_, statErr := os.Lstat(path)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, perm)
+	f, err := openLogFile(fsys, path, perm, from)
 	if err != nil {
 		return nil, Scan{}, err
 	}
 	fail := func(err error) (*Log, Scan, error) {
 		_ = f.Close()
 		return nil, Scan{}, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return fail(err)
-	} else if !fi.Mode().IsRegular() {
-		return fail(fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type()))
-	}
-	if fi.Size() < from || from < 0 {
-		return fail(fmt.Errorf("open %s at %d: %w (%d bytes)", path, from, ErrShort, fi.Size()))
-	}
-	if created {
-		if err := inherit(f, path, true); err != nil {
-			return fail(err)
-		}
-		if err := SyncDir(fsys, filepath.Dir(path)); err != nil {
-			return fail(err)
-		}
 	}
 	sc, end, size, terminated, err := ScanFile(f, from, valid)
 	if err != nil {
