@@ -53,7 +53,22 @@ func contextReport(instructions, memoryText, skillsIndex, summary, checkpoint st
 	}
 }
 
+// messageTokens estimates one message, once per message: the estimate is
+// kept in the message's wire cache, which its copies share.
 func messageTokens(m Message) int64 {
+	if m.wire != nil {
+		if v := m.wire.tokens.Load(); v > 0 {
+			return v - 1
+		}
+		n := estimateMessage(m)
+		m.wire.tokens.Store(n + 1)
+		return n
+	}
+	return estimateMessage(m)
+}
+
+// estimateMessage is messageTokens made afresh.
+func estimateMessage(m Message) int64 {
 	n := Estimate(m.Text) + 4
 	for _, c := range m.ToolCalls {
 		n += Estimate(c.Name) + Estimate(string(c.Arguments))

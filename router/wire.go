@@ -25,6 +25,10 @@ import (
 type wireCache struct {
 	openai    atomic.Pointer[[]byte]
 	anthropic atomic.Pointer[[][]byte]
+	// tokens is the message's token estimate (messageTokens) plus one; 0
+	// until it is first made. The budget and compaction checks of every
+	// call add up the whole history's.
+	tokens atomic.Int64
 }
 
 // newWireCache returns an empty cache for a Message.
