@@ -16,6 +16,7 @@ import (
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/metrics"
 )
 
@@ -62,9 +63,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 		return err
 	}
 	bus := event.New()
-	// The daemon's shutdown closes the bus (and waits for its handlers),
-	// unless the shutdown gave up at its deadline: then nothing may wait
-	// for them again. Closed here only when the daemon never ran.
+	// Closed by the daemon's shutdown, which may give up on stuck handlers; here only if it never ran.
 	ran := false
 	defer func() {
 		if !ran {
@@ -75,19 +74,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 	defer stopLog()
 	met := metrics.New(bus)
 	defer met.Close()
-
-	if cfg.DebugListen != "" {
-		// Opened before the desks start, so that a slow start can be
-		// profiled. A debug listener that cannot open does not keep the
-		// desks from running.
-		if dbg, err := startDebug(cfg.DebugListen); err != nil {
-			log.Error().Err(err).Msg("debug listener: not serving the profiles")
-		} else {
-			defer dbg.Stop()
-			log.Info().Str("debug_listen", dbg.addr).Str("pprof", "http://"+dbg.addr+"/debug/pprof/").
-				Msg("debug listener: serving the profiles, on loopback only")
-		}
-	}
+	defer httpapi.StartDebug(cfg.DebugListen, log)() // before the desks: a slow start can be profiled
 
 	watchdog, err := watchdogInterval()
 	if err != nil {

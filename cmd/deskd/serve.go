@@ -1,15 +1,13 @@
 package main
 
 // The front end of deskd run: the HTTP API (desk/httpapi) over the daemon's
-// running desks, as a desk.Frontend; and the debug listener (pprof).
+// running desks, as a desk.Frontend.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/pprof"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -81,47 +79,4 @@ func (f *apiFrontend) Stop(timeout time.Duration) error {
 		return nil // the streams were cut: nothing was lost
 	}
 	return err
-}
-
-// debugServer is the debug listener (debug_listen): net/http/pprof's
-// handlers on a mux of their own, never the API's nor the default mux,
-// on a loopback address.
-type debugServer struct {
-	srv  *http.Server
-	addr string
-	done chan struct{}
-}
-
-// startDebug serves the profiles on addr, which config validation has
-// checked is loopback; the address it binds is checked again (a
-// localhost that resolves elsewhere is refused).
-func startDebug(addr string) (*debugServer, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("debug_listen %s: %w", addr, err)
-	}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
-		_ = ln.Close()
-		return nil, fmt.Errorf("debug_listen %s: it bound %s, which is not a loopback address", addr, ln.Addr())
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index) // and every named profile: heap, goroutine, allocs, ...
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	// No write timeout: a CPU profile or a trace streams for its seconds.
-	d := &debugServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, addr: ln.Addr().String(), done: make(chan struct{})}
-	go func() {
-		defer close(d.done)
-		_ = d.srv.Serve(ln) // ErrServerClosed once Stop closes it
-	}()
-	return d, nil
-}
-
-// Stop closes the debug listener and its connections, and waits for it.
-func (d *debugServer) Stop() {
-	_ = d.srv.Close()
-	<-d.done
 }
