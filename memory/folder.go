@@ -122,7 +122,7 @@ func (f *Folder) RemoveStaleTemps() ([]string, error) {
 // MaxPromptFile bytes (a FIFO, say) is refused at once, never waited on.
 func (f *Folder) ReadMemory() (string, error) {
 	path := f.Path(MemoryFile)
-	text, err := f.prompts.read(path)
+	text, _, err := f.prompts.read(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

@@ -66,13 +66,13 @@ type cachedRead struct {
 }
 
 // read returns the content of the file at path (following links), from
-// the cache while the file is unchanged. A missing file is an error that
-// satisfies errors.Is(err, fs.ErrNotExist).
-func (c *readCache) read(path string) (string, error) {
+// the cache while the file is unchanged, and what a stat of it said. A
+// missing file is an error that satisfies errors.Is(err, fs.ErrNotExist).
+func (c *readCache) read(path string) (string, fs.FileInfo, error) {
 	before, err := os.Stat(path)
 	if err != nil {
 		c.forget(path)
-		return "", err
+		return "", nil, err
 	}
 	key, keyed := keyOf(before)
 	if keyed {
@@ -80,13 +80,13 @@ func (c *readCache) read(path string) (string, error) {
 		got, ok := c.m[path]
 		c.mu.Unlock()
 		if ok && got.key == key {
-			return got.text, nil
+			return got.text, before, nil
 		}
 	}
 	data, err := durable.ReadRegular(path, MaxPromptFile, durable.Follow)
 	if err != nil {
 		c.forget(path)
-		return "", err
+		return "", nil, err
 	}
 	text := string(data)
 	// Kept only if nothing changed while it was read, and the file has
@@ -100,11 +100,14 @@ func (c *readCache) read(path string) (string, error) {
 			}
 			c.m[path] = cachedRead{key: key, text: text}
 			c.mu.Unlock()
-			return text, nil
+			return text, after, nil
 		}
 	}
 	c.forget(path)
-	return text, nil
+	if err == nil {
+		return text, after, nil
+	}
+	return text, before, nil
 }
 
 // forget drops what the cache holds of path.

@@ -53,14 +53,10 @@ func (f *Folder) Skills() ([]Skill, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name(), SkillFile)
-		data, err := f.prompts.read(path)
+		data, fi, err := f.prompts.read(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("read skill %s: %w", path, err)
-		}
-		fi, err := os.Stat(path)
 		if err != nil {
 			return nil, fmt.Errorf("read skill %s: %w", path, err)
 		}
