@@ -372,7 +372,7 @@ func (f *Folder) ReadSession(id string) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read session: %w", err)
 	}
-	data, err := os.ReadFile(path)
+	data, err := readSessionFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read session %s: %w", path, err)
 	}
@@ -380,6 +380,54 @@ func (f *Folder) ReadSession(id string) ([]Record, error) {
 	durable.ScanRecords(data, collect(&records))
 	return records, nil
 }
+
+// ReadSessionMentioning is ReadSession for a reader that wants only the
+// records that name one of words (trigger ids, say): when no byte run of
+// the file holds any of them, as deskd writes them (JSON strings), it
+// returns nil and false without decoding a record, so that a restart that
+// asks after triggers a session never saw costs one read of the file.
+// Otherwise it returns every record, and true.
+func (f *Folder) ReadSessionMentioning(id string, words []string) ([]Record, bool, error) {
+	path, err := f.sessionPath(id)
+	if err != nil {
+		return nil, false, fmt.Errorf("read session: %w", err)
+	}
+	data, err := readSessionFile(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("read session %s: %w", path, err)
+	}
+	if !mentionsAny(data, words) {
+		return nil, false, nil
+	}
+	var records []Record
+	durable.ScanRecords(data, collect(&records))
+	return records, true, nil
+}
+
+// mentionsAny reports whether data holds any of words as JSON encodes it
+// (or as it is, which is the same for a plain id).
+func mentionsAny(data []byte, words []string) bool {
+	for _, w := range words {
+		enc, err := json.Marshal(w)
+		if err != nil || len(enc) < 2 {
+			return true // cannot tell: decode
+		}
+		if bytes.Contains(data, enc[1:len(enc)-1]) || bytes.Contains(data, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// readSessionFile reads a whole session file without waiting on anything
+// that is not a regular file (a FIFO in its place is refused).
+func readSessionFile(path string) ([]byte, error) {
+	return durable.ReadRegular(path, maxSessionFile, durable.Follow)
+}
+
+// maxSessionFile bounds a whole read of a session file: far beyond any
+// session deskd writes (a day of turns), short of exhausting memory.
+const maxSessionFile = 4 << 30
 
 // DiscardSession removes session id's file if it holds nothing but its
 // header: a session that was created but never made current (its start

@@ -45,9 +45,12 @@ func (r *Router) Outcomes(session string, triggers []string) (map[string]Outcome
 		}
 		session = st.Session
 	}
-	records, err := r.folder.ReadSession(session)
+	records, mentioned, err := r.folder.ReadSessionMentioning(session, triggers)
 	if err != nil {
 		return nil, fmt.Errorf("outcome of %d triggers in session %s: %w", len(triggers), session, err)
+	}
+	if !mentioned {
+		return map[string]Outcome{}, nil // none of them reached the session
 	}
 	return outcomes(records, session, triggers), nil
 }
