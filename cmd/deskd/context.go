@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/desk/termsafe"
+	"github.com/deskd/deskd/desk/termview"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 )
@@ -54,32 +53,12 @@ func newContextCommand(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printJSON(stdout, rep)
+				return termview.JSON(stdout, rep)
 			}
-			return printContext(stdout, rep)
+			return termview.Context(stdout, rep)
 		},
 	}
 	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-func printContext(w io.Writer, rep router.ContextReport) error {
-	fmt.Fprintf(w, "desk %s, session %s, model %s\n", termsafe.Line(rep.Desk), termsafe.Line(rep.Session), termsafe.Line(rep.Model))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "source\ttokens\t")
-	for _, s := range rep.Sources {
-		fmt.Fprintf(tw, "%s\t%d\t\n", termsafe.Line(s.Name), s.Tokens)
-	}
-	fmt.Fprintf(tw, "total\t%d\t\n", rep.Total)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if rep.Window > 0 {
-		fmt.Fprintf(w, "%.1f%% of the context window (%d tokens)\n", 100*float64(rep.Total)/float64(rep.Window), rep.Window)
-	}
-	if rep.Estimate {
-		fmt.Fprintln(w, "Counts are estimates (about four characters a token); the model's own counts are in the session file.")
-	}
-	return nil
 }

@@ -16,8 +16,9 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/spf13/cobra"
+
+	"github.com/deskd/deskd/desk/termsafe"
 )
 
 func main() {

@@ -10,13 +10,12 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/termsafe"
+	"github.com/deskd/deskd/desk/termview"
 )
 
 func newPauseCommand(stdout io.Writer) *cobra.Command {
@@ -42,7 +41,7 @@ func newPauseCommand(stdout io.Writer) *cobra.Command {
 			if out.Already {
 				verb = "was already paused"
 			}
-			fmt.Fprintf(stdout, "desk %s %s %s\n", termsafe.Line(out.Desk), verb, describePause(out.Paused))
+			fmt.Fprintf(stdout, "desk %s %s %s\n", termsafe.Line(out.Desk), verb, termview.Pause(out.Paused))
 			if out.Running != "" {
 				fmt.Fprintf(stdout, "its running turn (trigger %s) finishes; no turn starts after it\n", termsafe.Line(out.Running))
 			}
@@ -64,17 +63,4 @@ func operator() string {
 		return u
 	}
 	return "cli"
-}
-
-// describePause reads "by NAME since TIME: REASON", with NAME and REASON
-// escaped (termsafe.Line): they come from whoever paused the desk.
-func describePause(p desk.Pause) string {
-	s := "by " + termsafe.Line(p.By)
-	if !p.At.IsZero() {
-		s += " since " + p.At.UTC().Format(time.RFC3339)
-	}
-	if p.Reason != "" {
-		s += ": " + termsafe.Line(p.Reason)
-	}
-	return s
 }

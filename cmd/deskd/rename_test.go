@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/deskd/deskd/desk/termview"
 )
 
 func TestRename(t *testing.T) {
@@ -17,7 +19,7 @@ func TestRename(t *testing.T) {
 		t.Errorf("deskd rename printed %q, want %q", out, want)
 	}
 	_, out, _ = runOps(t, s, "sessions", "main", "--json")
-	var rows []sessionRow
+	var rows []termview.SessionRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatal(err)
 	}

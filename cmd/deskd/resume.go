@@ -11,6 +11,7 @@ import (
 
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/termsafe"
+	"github.com/deskd/deskd/desk/termview"
 )
 
 func newResumeCommand(stdout io.Writer) *cobra.Command {
@@ -36,7 +37,7 @@ func newResumeCommand(stdout io.Writer) *cobra.Command {
 				fmt.Fprintf(stdout, "desk %s was not paused\n", termsafe.Line(out.Desk))
 				return nil
 			}
-			fmt.Fprintf(stdout, "desk %s resumed (it was paused %s); %d triggers waiting\n", termsafe.Line(out.Desk), describePause(*out.Was), out.Queued)
+			fmt.Fprintf(stdout, "desk %s resumed (it was paused %s); %d triggers waiting\n", termsafe.Line(out.Desk), termview.Pause(*out.Was), out.Queued)
 			return nil
 		},
 	}

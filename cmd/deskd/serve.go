@@ -15,6 +15,7 @@ import (
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/console"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/httpapi"
 )
@@ -48,7 +49,8 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, bus *eve
 		}
 	}
 	ring := httpapi.NewEventRing(bus, clk.Now(), httpapi.RingSize)
-	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check})
+	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check,
+		Console: console.Handler()})
 	for pattern, h := range extra {
 		a.Handle(pattern, h)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deskd/deskd/desk/termview"
 	"github.com/deskd/deskd/memory/memorytest"
 )
 
@@ -40,7 +41,7 @@ func TestSessionsJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("deskd sessions --json: exit %d, stderr %s", code, errOut)
 	}
-	var rows []sessionRow
+	var rows []termview.SessionRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("decode %s: %v", out, err)
 	}
@@ -69,7 +70,7 @@ func TestSessionStates(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
-	var rows []sessionRow
+	var rows []termview.SessionRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestSessionsListAFork(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("deskd sessions --json: exit %d, %s", code, errOut)
 	}
-	var rows []sessionRow
+	var rows []termview.SessionRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("decode %s: %v", out, err)
 	}

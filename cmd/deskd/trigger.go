@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/desk"
-	"github.com/deskd/deskd/desk/termsafe"
+	"github.com/deskd/deskd/desk/termview"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -54,7 +54,7 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 			}
 			if !wait {
 				if asJSON {
-					return printJSON(stdout, acc)
+					return termview.JSON(stdout, acc)
 				}
 				if acc.Duplicate {
 					fmt.Fprintf(stdout, "%s: already known, %s\n", acc.ID, acc.State)
@@ -71,11 +71,11 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 				return &exitError{code: exitTimeout, err: fmt.Errorf("trigger %s is still %s after %s", acc.ID, s.State, timeout)}
 			}
 			if asJSON {
-				if err := printJSON(stdout, s); err != nil {
+				if err := termview.JSON(stdout, s); err != nil {
 					return err
 				}
 			} else {
-				printOutcome(stdout, s)
+				termview.Outcome(stdout, s)
 			}
 			return outcomeError(s)
 		},
@@ -88,25 +88,6 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "with --wait: give up after this long (exit 4)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
 	return cmd
-}
-
-// printOutcome prints a final trigger: its state and session, the reason
-// it did not answer, its reply.
-func printOutcome(w io.Writer, s desk.TriggerStatus) {
-	head := s.ID + ": " + string(s.State)
-	if s.MergedInto != "" {
-		head += " (merged into " + s.MergedInto + ")"
-	}
-	if s.Session != "" {
-		head += fmt.Sprintf(", session %s turn %d", s.Session, s.Turn)
-	}
-	fmt.Fprintln(w, termsafe.Line(head))
-	if s.Reason != "" {
-		fmt.Fprintln(w, "reason: "+termsafe.Line(s.Reason))
-	}
-	if s.Reply != "" {
-		fmt.Fprintln(w, termsafe.Text(s.Reply))
-	}
 }
 
 // outcomeError turns a final state into the command's exit.

@@ -67,6 +67,10 @@ type Options struct {
 	Log zerolog.Logger
 	// Check, if set, answers GET /v1/config/diff; nil: 501.
 	Check func() desk.ConfigCheck
+	// Console, if set, is the web console (desk/console): served at GET /
+	// and GET /console/... without a credential, since the page holds no
+	// data; what it shows it asks the API for, with the operator's.
+	Console http.Handler
 }
 
 // Server serves the HTTP API. Extra handlers (GET /metrics) may be added
@@ -109,6 +113,10 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /v1/desks/{desk}/resume", s.postResume) // pause.go
 	s.mux.HandleFunc("GET /v1/config/diff", s.configDiff)
 	s.mux.HandleFunc("GET /v1/events", s.events) // events.go
+	if o.Console != nil {
+		s.mux.Handle("GET /{$}", o.Console)
+		s.mux.Handle("GET /console/", o.Console)
+	}
 	s.mux.HandleFunc("/", s.notFound)
 	return s
 }
@@ -132,7 +140,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "deskd is shutting down")
 		return
 	}
-	if r.URL.Path == "/healthz" {
+	if r.URL.Path == "/healthz" || s.public(r) {
 		s.mux.ServeHTTP(w, r)
 		return
 	}
@@ -150,6 +158,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credentialKey{}, c)))
+}
+
+// public reports whether r asks for the web console's page or assets,
+// which need no credential.
+func (s *Server) public(r *http.Request) bool {
+	if s.o.Console == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		return false
+	}
+	return r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/console/")
 }
 
 // healthz answers 200 while deskd serves and every desk can write to its

@@ -1,0 +1,1 @@
+// deskd console
