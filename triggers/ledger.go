@@ -48,6 +48,10 @@ const (
 	// counted from there, so that slots missed before its first claim are
 	// not skipped silently. The record's id is ArmID(schedule).
 	StateArmed State = "armed"
+	// StateAcknowledged is a record's, never a trigger's: the operator
+	// acknowledged an interrupted trigger (Record.Ack). The trigger stays
+	// interrupted, but leaves Interrupted (ledger_ack.go).
+	StateAcknowledged State = "acknowledged"
 )
 
 // Terminal reports whether s is a final state.
@@ -86,6 +90,9 @@ type Record struct {
 	QueuedAt  time.Time `json:"queued_at,omitzero"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	SentAt    time.Time `json:"sent_at,omitzero"`
+	// Ack is the acknowledgement of an interrupted trigger, in a record of
+	// state acknowledged.
+	Ack *Ack `json:"ack,omitempty"`
 }
 
 // Item is what the ledger knows of one trigger.
@@ -103,7 +110,10 @@ type Item struct {
 	Reply      string
 	Reason     string
 	MergedInto string
-	seq        int64
+	// Ack is the operator's acknowledgement of an interrupted trigger (the
+	// first one; nil: none).
+	Ack *Ack
+	seq int64
 }
 
 // Ledger is a desk's durable record of its triggers: an append-only file
@@ -127,8 +137,11 @@ type Ledger struct {
 	// wmu serializes the writes (Append, Note, Compact, Close) and is
 	// held through their fsyncs. The index changes only with both wmu and
 	// mu held, so a holder of wmu may read it without mu.
-	wmu  sync.Mutex
-	size int64 // the end of the last good record: where the next one goes
+	wmu sync.Mutex
+	// ackMu serializes Acknowledge's look and record, so that the first
+	// acknowledgement stands.
+	ackMu sync.Mutex
+	size  int64 // the end of the last good record: where the next one goes
 	// indexed: the persisted index beside the file is of the file as it
 	// is (loaded at open, nothing appended since, or just written).
 	indexed   bool
@@ -393,7 +406,7 @@ func (l *Ledger) append(r Record, durable bool) error {
 			l.items[id] = it
 		}
 		fold(it, &r, id)
-		if !open(it.State) {
+		if !it.kept() {
 			delete(l.items, id)
 			l.recent.put(id, *it)
 		}
@@ -465,6 +478,9 @@ func (l *Ledger) note(r *indexFields, at, end int64) uint32 {
 // for when its records cannot be read back.
 func (l *Ledger) sketch(id string, i int, e entry, into string, slot slotRef) Item {
 	it := Item{Trigger: Trigger{ID: id}, State: e.state.State(), Updated: e.updated(), MergedInto: into, seq: int64(i + 1)}
+	if it.State == StateAcknowledged {
+		it.State = StateInterrupted // acknowledged by whom, the file would say
+	}
 	if slot.sched != nil {
 		it.Schedule, it.Slot = slot.sched.name, slot.slot()
 	}

@@ -50,7 +50,7 @@ func (s slotRef) slot() time.Time { return time.Unix(s.sec, int64(s.ns)) }
 type stateCode uint8
 
 var knownStates = [...]State{"", StateQueued, StateRunning, StateSent, StateAnswered, StateFailed,
-	StateInterrupted, StateDropped, StateMerged, StateMissed, StateArmed}
+	StateInterrupted, StateDropped, StateMerged, StateMissed, StateArmed, StateAcknowledged}
 
 func codeOf(s State) stateCode {
 	for i, k := range knownStates[1:] {
@@ -137,6 +137,7 @@ type indexRecord struct {
 	QueuedAt   checkTime    `json:"queued_at"`
 	StartedAt  checkTime    `json:"started_at"`
 	SentAt     checkTime    `json:"sent_at"`
+	Ack        *Ack         `json:"ack"` // rare: decodeFast leaves its lines to encoding/json
 }
 
 // checkTrigger checks what decodes into a Record's *Trigger.
@@ -237,6 +238,10 @@ func fold(it *Item, r *Record, id string) {
 
 // foldOwn applies r, a record of e's trigger, to e.
 func foldOwn(e *Item, r *Record) {
+	if r.State == StateAcknowledged {
+		foldAck(e, r)
+		return
+	}
 	if r.Trigger != nil {
 		e.Trigger = *r.Trigger
 	}
@@ -281,8 +286,12 @@ func foldOwn(e *Item, r *Record) {
 // history, in a compacted ledger.
 func compactRecord(id string, it *Item) Record {
 	t := it.Trigger
+	state := it.State
+	if it.Ack != nil {
+		state = StateAcknowledged // folded back by foldAck
+	}
 	return Record{
-		At: it.Updated, ID: id, State: it.State, Trigger: &t, Schedule: it.Schedule, Slot: it.Slot,
+		At: it.Updated, ID: id, State: state, Ack: it.Ack, Trigger: &t, Schedule: it.Schedule, Slot: it.Slot,
 		MergedInto: it.MergedInto, Session: it.Session, Turn: it.Turn, Reply: it.Reply, Reason: it.Reason,
 		QueuedAt: it.QueuedAt, StartedAt: it.StartedAt, SentAt: it.SentAt,
 	}
