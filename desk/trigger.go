@@ -34,6 +34,9 @@ type TriggerStatus struct {
 	Reply       string    `json:"reply,omitempty"`
 	// Reason explains a failure, an interruption, a drop or a miss.
 	Reason string `json:"reason,omitempty"`
+	// Acknowledged is the operator's acknowledgement of an interrupted
+	// trigger (Acknowledge); the trigger then leaves Status.Interrupted.
+	Acknowledged *triggers.Ack `json:"acknowledged,omitempty"`
 }
 
 // Final reports whether the trigger's state will not change any more.
@@ -47,7 +50,7 @@ func statusOf(desk string, own, answer triggers.Item) TriggerStatus {
 		State: answer.State, Text: own.Trigger.Text, Merged: answer.Trigger.Merged, Schedule: own.Schedule, Slot: own.Slot,
 		QueuedAt: own.QueuedAt, StartedAt: answer.StartedAt, UpdatedAt: answer.Updated,
 		Session: answer.Session, Turn: answer.Turn, Reply: answer.Reply, Reason: answer.Reason,
-		ModelCalled: !answer.SentAt.IsZero(),
+		ModelCalled: !answer.SentAt.IsZero(), Acknowledged: own.Ack,
 	}
 	if own.Trigger.ID != answer.Trigger.ID {
 		s.MergedInto = answer.Trigger.ID

@@ -385,6 +385,19 @@ type MemoryUnreadable struct {
 // Topic returns "memory.unreadable".
 func (MemoryUnreadable) Topic() string { return "memory.unreadable" }
 
+// TriggerAcknowledged: the operator acknowledged an interrupted trigger
+// (POST /v1/desks/{desk}/triggers/{id}/ack); it leaves the desk status's
+// interrupted list.
+type TriggerAcknowledged struct {
+	Header
+	Trigger string `json:"trigger"`
+	By      string `json:"by"`
+	Note    string `json:"note,omitempty"`
+}
+
+// Topic returns "trigger.acknowledged".
+func (TriggerAcknowledged) Topic() string { return "trigger.acknowledged" }
+
 // Topics lists every topic of the catalogue, in the order above.
 func Topics() []string {
 	return []string{
@@ -397,5 +410,6 @@ func Topics() []string {
 		ConfigReloaded{}.Topic(), ConfigRejected{}.Topic(),
 		StorageFailed{}.Topic(), StorageRecovered{}.Topic(), FileTorn{}.Topic(),
 		MemoryUnreadable{}.Topic(),
+		TriggerAcknowledged{}.Topic(),
 	}
 }
