@@ -64,24 +64,38 @@ func (c credential) scope() string {
 	return "a feed's token (feed_token_file) may only post market triggers and read the state of those it posted"
 }
 
-// credential returns the credential of r. With no token configured every
-// request is the operator's (deskd then listens on loopback only); a
-// request over a unix socket is the operator's (the socket is mode 0660:
-// only deskd's user and group open it); otherwise the bearer token says,
-// compared in constant time with every token (as SHA-256 digests, so that
-// not even its length leaks).
-func (s *Server) credential(r *http.Request) credential {
+// credential returns the credential of r and how it came (via: "open",
+// "unix", "token" or "cookie"; "" with none). With no token configured
+// every request is the operator's (deskd then listens on loopback only);
+// a request over a unix socket is the operator's (the socket is mode
+// 0660: only deskd's user and group open it); otherwise the bearer token
+// says, compared in constant time with every token (as SHA-256 digests,
+// so that not even its length leaks); without one, the console's cookie
+// of a live sign-in (login.go) gives the operator's.
+func (s *Server) credential(r *http.Request) (credential, string) {
 	if len(s.tokens) == 0 {
-		return credOperator
+		return credOperator, viaOpen
 	}
 	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && addr.Network() == "unix" {
-		return credOperator
+		return credOperator, viaUnix
 	}
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return credNone
+		if s.signedIn(r) {
+			return credOperator, viaCookie
+		}
+		return credNone, ""
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	if c := s.tokenCredential(strings.TrimSpace(tok)); c != credNone {
+		return c, viaToken
+	}
+	return credNone, ""
+}
+
+// tokenCredential returns the credential tok gives, compared in constant
+// time with every token.
+func (s *Server) tokenCredential(tok string) credential {
+	got := sha256.Sum256([]byte(tok))
 	found := credNone
 	for _, c := range []credential{credMetrics, credFeed, credOperator} { // every one, whichever matches
 		want, ok := s.tokens[c]

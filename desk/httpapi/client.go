@@ -149,6 +149,15 @@ func (c *Client) Resume(ctx context.Context, deskName string, req PauseRequest) 
 	return out, err
 }
 
+// Acknowledge acknowledges an interrupted trigger
+// (POST /v1/desks/{desk}/triggers/{id}/ack) and returns its status, with
+// the acknowledgement (the first one, when it had one already).
+func (c *Client) Acknowledge(ctx context.Context, deskName, id string, req AckRequest) (desk.TriggerStatus, error) {
+	var out desk.TriggerStatus
+	err := c.do(ctx, http.MethodPost, deskPath(deskName, "triggers")+"/"+url.PathEscape(id)+"/ack", req, &out)
+	return out, err
+}
+
 // ConfigDiff asks what a reload of the config files would change
 // (GET /v1/config/diff).
 func (c *Client) ConfigDiff(ctx context.Context) (desk.ConfigCheck, error) {

@@ -85,6 +85,10 @@ type Server struct {
 	// stopping is set when deskd begins to shut down: mutations and
 	// GET /healthz are answered 503.
 	stopping atomic.Bool
+	// signIns are the console's (login.go); csrf refuses the mutations
+	// a browser marks cross-origin.
+	signIns *signIns
+	csrf    *http.CrossOriginProtection
 }
 
 // New returns the API over o.Desks.
@@ -96,6 +100,7 @@ func New(o Options) *Server {
 	if s.o.Clock == nil {
 		s.o.Clock = clock.Real()
 	}
+	s.signIns, s.csrf = newSignIns(s.o.Clock), http.NewCrossOriginProtection()
 	s.tokens = map[credential][sha256.Size]byte{}
 	for c, tok := range map[credential]string{credOperator: o.Token, credFeed: o.FeedToken, credMetrics: o.MetricsToken} {
 		if tok != "" {
@@ -112,6 +117,14 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /v1/desks/{desk}/pause", s.postPause)   // pause.go
 	s.mux.HandleFunc("POST /v1/desks/{desk}/resume", s.postResume) // pause.go
 	s.mux.HandleFunc("GET /v1/config/diff", s.configDiff)
+
+	// The console's sign-in (login.go), and acknowledging an interrupted
+	// trigger (ack.go).
+	s.mux.HandleFunc("POST /v1/login", s.postLogin)
+	s.mux.HandleFunc("POST /v1/logout", s.postLogout)
+	s.mux.HandleFunc("GET /v1/whoami", s.whoami)
+	s.mux.HandleFunc("POST /v1/desks/{desk}/triggers/{id}/ack", s.postAck)
+
 	s.mux.HandleFunc("GET /v1/events", s.events) // events.go
 	if o.Console != nil {
 		s.mux.Handle("GET /{$}", o.Console)
@@ -130,21 +143,27 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // is shutting down.
 func (s *Server) Refuse() { s.stopping.Store(true) }
 
-// ServeHTTP answers 503 to mutations once deskd is shutting down; then,
-// for every endpoint but /healthz, finds the request's credential,
-// answers 401 without one and 403 when it does not reach the endpoint;
-// then routes.
+// ServeHTTP answers 503 to mutations once deskd is shutting down; then
+// refuses what a browser must not send (guard: cross-origin mutations,
+// cookie-credentialed ones that are not JSON); then, for every endpoint
+// but /healthz, the console and POST /v1/login, finds the request's
+// credential, answers 401 without one and 403 when it does not reach the
+// endpoint; then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	mutation := r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
-	if s.stopping.Load() && (mutation || r.URL.Path == "/healthz") {
+	if s.stopping.Load() && (mutation(r) || r.URL.Path == "/healthz") {
 		writeError(w, http.StatusServiceUnavailable, "deskd is shutting down")
 		return
 	}
 	if r.URL.Path == "/healthz" || s.public(r) {
-		s.mux.ServeHTTP(w, r)
+		if s.guard(w, r, "") {
+			s.mux.ServeHTTP(w, r)
+		}
 		return
 	}
-	c := s.credential(r)
+	c, via := s.credential(r)
+	if !s.guard(w, r, via) {
+		return
+	}
 	if c == credNone {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="deskd"`)
 		writeError(w, http.StatusUnauthorized, "this request needs a credential: Authorization: Bearer <token> (the operator's token of auth_token_file, "+
@@ -157,12 +176,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r.Method, r.URL.Path, c.scope()))
 		return
 	}
-	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credentialKey{}, c)))
+	ctx := context.WithValue(context.WithValue(r.Context(), credentialKey{}, c), viaKey{}, via)
+	s.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // public reports whether r asks for the web console's page or assets,
-// which need no credential.
+// which need no credential, or signs in (POST /v1/login).
 func (s *Server) public(r *http.Request) bool {
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/login" {
+		return true
+	}
 	if s.o.Console == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		return false
 	}

@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/deskd/deskd/triggers"
+)
+
+// AckRequest is the body of POST /v1/desks/{desk}/triggers/{id}/ack; it
+// may be empty.
+type AckRequest struct {
+	// By names who acknowledges: the CLI sends the user's login name.
+	// Default: "api".
+	By string `json:"by,omitempty"`
+	// Note says what they found or did.
+	Note string `json:"note,omitempty"`
+}
+
+// postAck acknowledges an interrupted trigger: 200 with its status (and
+// its first acknowledgement, when it had one already), 404 for an unknown
+// desk or trigger, 409 for a trigger that is not interrupted.
+func (s *Server) postAck(w http.ResponseWriter, r *http.Request) {
+	d, ok := s.desk(w, r)
+	if !ok {
+		return
+	}
+	req, ok := readAckRequest(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	st, _, err := d.Acknowledge(id, req.By, req.Note)
+	switch {
+	case errors.Is(err, triggers.ErrUnknownTrigger):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("desk %s has no trigger %q", d.Name(), id))
+	case errors.Is(err, triggers.ErrNotInterrupted):
+		writeError(w, http.StatusConflict, err.Error())
+	case err != nil:
+		s.o.Log.Error().Err(err).Str("desk", d.Name()).Str("trigger", id).Msg("acknowledge")
+		writeError(w, http.StatusServiceUnavailable, "the acknowledgement was not recorded: "+err.Error())
+	default:
+		writeJSON(w, http.StatusOK, st)
+	}
+}
+
+// readAckRequest decodes the optional body as readPauseRequest does.
+func readAckRequest(w http.ResponseWriter, r *http.Request) (AckRequest, bool) {
+	var req AckRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPauseBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxPauseBody))
+		return req, false
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
+		return req, false
+	}
+	if strings.TrimSpace(string(body)) != "" {
+		if err := triggers.DecodeJSON(body, &req); err != nil {
+			writeError(w, http.StatusBadRequest, `want a JSON body {"by": "...", "note": "..."}: `+err.Error())
+			return req, false
+		}
+	}
+	if req.By = strings.TrimSpace(req.By); req.By == "" {
+		req.By = "api"
+	}
+	return req, true
+}
