@@ -49,6 +49,9 @@ type Options struct {
 	FS durable.FS
 	// Token, FeedToken and MetricsToken are the API's (httpapi.Options).
 	Token, FeedToken, MetricsToken string
+	// Dir, if set, is the state folder (desktest.Options.Dir): the desk's
+	// folder is Dir/main, and may hold its files already.
+	Dir string
 }
 
 // Harness is one running desk behind the API.
@@ -76,7 +79,7 @@ type Harness struct {
 func Start(tb testing.TB, o Options) *Harness {
 	tb.Helper()
 	d := desktest.New(tb, desktest.Options{Model: o.Model, FS: o.FS, QueueLimit: o.QueueLimit, Coalesce: o.Coalesce,
-		RefusePaused: o.RefusePaused, Schedules: o.Schedules, PauseFile: o.PauseFile})
+		RefusePaused: o.RefusePaused, Schedules: o.Schedules, PauseFile: o.PauseFile, Dir: o.Dir})
 	events := make(chan event.Event, 1000)
 	h := &Harness{t: tb, Clock: d.Clock, Bus: d.Bus, Desk: d.Desk, Dir: d.Folder.Dir(), Events: events}
 	unsub := event.SubscribeAll(h.Bus, func(e event.Event) {
