@@ -21,6 +21,7 @@ func clientCommands(stdout, stderr io.Writer) []*cobra.Command {
 	return []*cobra.Command{
 		newStatusCommand(stdout), newTriggerCommand(stdout, stderr), newRolloverCommand(stdout), newForkCommand(stdout),
 		newEventsCommand(stdout, stderr), newPauseCommand(stdout), newResumeCommand(stdout),
+		newAckCommand(stdout),
 	}
 }
 

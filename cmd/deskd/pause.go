@@ -54,13 +54,18 @@ func newPauseCommand(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-// operator names the person at the terminal: the login name, else $USER.
-func operator() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
+// operator names the person at the terminal: the login name, else $USER;
+// under sudo as root, the user who ran sudo, as "alice (via sudo)".
+func operator() string { return operatorOf(user.Current, os.Getenv) }
+
+func operatorOf(current func() (*user.User, error), getenv func(string) string) string {
+	switch u, err := current(); {
+	case err == nil && u.Uid == "0" && getenv("SUDO_USER") != "" && getenv("SUDO_USER") != "root":
+		return getenv("SUDO_USER") + " (via sudo)"
+	case err == nil && u.Username != "":
 		return u.Username
-	}
-	if u := os.Getenv("USER"); u != "" {
-		return u
+	case getenv("USER") != "":
+		return getenv("USER")
 	}
 	return "cli"
 }

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/termview"
+)
+
+func newAckCommand(stdout io.Writer) *cobra.Command {
+	var f clientFlags
+	var req httpapi.AckRequest
+	cmd := &cobra.Command{
+		Use:   "ack DESK TRIGGER",
+		Short: "Acknowledge an interrupted trigger (its model call may have acted): it leaves the desk's interrupted list",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.newClient()
+			if err != nil {
+				return err
+			}
+			if req.By == "" {
+				req.By = operator()
+			}
+			st, err := c.Acknowledge(cmd.Context(), args[0], args[1], req)
+			if err == nil {
+				fmt.Fprintln(stdout, termview.Acknowledged(st, req.By, req.Note))
+			}
+			return err
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&req.Note, "note", "", "what you found or did: shown with the trigger and in the trigger.acknowledged event")
+	cmd.Flags().StringVar(&req.By, "by", "", "who acknowledges (default: your login name; under sudo, the user who ran it)")
+	return cmd
+}
