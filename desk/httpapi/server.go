@@ -167,7 +167,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c == credNone {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="deskd"`)
 		writeError(w, http.StatusUnauthorized, "this request needs a credential: Authorization: Bearer <token> (the operator's token of auth_token_file, "+
-			"or a feed's of feed_token_file), or the unix socket of listen")
+			"or a feed's of feed_token_file), the web console's sign-in (POST /v1/login), or the unix socket of listen")
 		return
 	}
 	_, pattern := s.mux.Handler(r)
