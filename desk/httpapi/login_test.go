@@ -278,3 +278,17 @@ func TestCSRF(t *testing.T) {
 		t.Errorf("POST resume with the cookie, same-origin JSON = %d %s", status, body)
 	}
 }
+
+// TestLoginSecureOverTLS: over TLS the cookie is Secure too.
+func TestLoginSecureOverTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(httpapi.New(httpapi.Options{Token: consoleToken}))
+	defer srv.Close()
+	resp, err := srv.Client().Post(srv.URL+"/v1/login", "application/json", strings.NewReader(`{"token": "`+consoleToken+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if raw := resp.Header.Get("Set-Cookie"); resp.StatusCode != 200 || !strings.Contains(raw, "; Secure") || !strings.Contains(raw, "HttpOnly") {
+		t.Errorf("POST /v1/login over TLS = %d, Set-Cookie %q: want Secure", resp.StatusCode, raw)
+	}
+}
