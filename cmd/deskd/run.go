@@ -74,6 +74,8 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 	defer stopLog()
 	met := metrics.New(bus)
 	defer met.Close()
+	ring := httpapi.NewEventRing(bus, clk.Now(), httpapi.RingSize) // before the desks: it holds their start
+	defer ring.Close()
 	defer httpapi.StartDebug(cfg.DebugListen, log)() // before the desks: a slow start can be profiled
 
 	watchdog, err := watchdogInterval()
@@ -91,7 +93,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 	d, err := desk.NewDaemon(desk.DaemonOptions{
 		Config: cfg, Clock: clk, Bus: bus, Log: log, Level: level, Notify: newNotifier(clk), Watchdog: watchdog,
 		Serve: func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
-			return startAPI(ctx, cfg, clk, bus, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()})
+			return startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()})
 		},
 		ReleaseSignals: release,
 	})

@@ -16,7 +16,6 @@ import (
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/console"
-	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/httpapi"
 )
 
@@ -30,9 +29,10 @@ type apiFrontend struct {
 var _ desk.Frontend = (*apiFrontend)(nil)
 
 // startAPI serves the API of the desks of set on cfg's listeners, and logs
-// "deskd ready" with the addresses served. check answers
+// "deskd ready" with the addresses served; ring, made before the desks
+// started, replays their start on GET /v1/events. check answers
 // GET /v1/config/diff; extra handlers (such as GET /metrics) join the API.
-func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, bus *event.Bus, log zerolog.Logger,
+func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *httpapi.EventRing, log zerolog.Logger,
 	set *desk.Set, check func() desk.ConfigCheck, extra map[string]http.Handler) (*apiFrontend, error) {
 	// The operator's, the feeds' and the scraper's tokens (desk/httpapi).
 	var token, feedToken, metricsToken string
@@ -48,7 +48,6 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, bus *eve
 			return nil, fmt.Errorf("%s: %w", f.key, err)
 		}
 	}
-	ring := httpapi.NewEventRing(bus, clk.Now(), httpapi.RingSize)
 	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check,
 		Console: console.Handler()})
 	for pattern, h := range extra {
@@ -56,7 +55,6 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, bus *eve
 	}
 	ls, err := httpapi.Listen(cfg.Listens)
 	if err != nil {
-		ring.Close()
 		return nil, err
 	}
 	srv := httpapi.Serve(ctx, a, ls)
