@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/httpapi/httpapitest"
 )
 
 // TestEventRingHoldsStart: right after "deskd ready", the ring's backlog
@@ -52,4 +53,18 @@ func deskOf(data string) string {
 	}
 	name, _, _ := strings.Cut(rest, `"`)
 	return name
+}
+
+// TestEventsUnknownDesk: deskd events --desk nope says which desks there
+// are, in words (not deskd's JSON body), and exits 2; so does any other
+// command that names an unknown desk.
+func TestEventsUnknownDesk(t *testing.T) {
+	h := httpapitest.Start(t, httpapitest.Options{Token: "tok"})
+	cli := cliWithToken(t, h.URL(), "tok")
+	for _, args := range [][]string{{"events", "--desk", "nope"}, {"events", "--desk", "nope", "--follow"}, {"rollover", "nope"}, {"pause", "nope"}} {
+		code, out, errs := cli(args...)
+		if code != 2 || errs != "deskd: unknown desk \"nope\" (desks: main) (HTTP 404)\n" || out != "" {
+			t.Errorf("%v = %d, stdout %q, stderr %q; want 2 and the message alone", args, code, out, errs)
+		}
+	}
 }

@@ -191,13 +191,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("read deskd's answer: %w", err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(data, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(data))
-		}
-		return &Error{Status: resp.StatusCode, Message: e.Error}
+		return answerError(resp.StatusCode, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -271,8 +265,8 @@ func (c *Client) Events(ctx context.Context, q EventQuery, onEvent func(Event), 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(b))}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return answerError(resp.StatusCode, b)
 	}
 	return ReadEvents(resp.Body, onEvent, onComment)
 }
