@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -21,9 +22,11 @@ import (
 
 // apiFrontend is the HTTP API of a running daemon.
 type apiFrontend struct {
-	api  *httpapi.Server
-	srv  *httpapi.Serving
-	ring *httpapi.EventRing
+	api           *httpapi.Server
+	srv           *httpapi.Serving
+	ring          *httpapi.EventRing
+	removeRuntime func() error
+	log           zerolog.Logger
 }
 
 var _ desk.Frontend = (*apiFrontend)(nil)
@@ -58,10 +61,15 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 		return nil, err
 	}
 	srv := httpapi.Serve(ctx, a, ls)
+	f := &apiFrontend{api: a, srv: srv, ring: ring, log: log}
+	rt := httpapi.Runtime{PID: os.Getpid(), Listen: srv.Addrs(), Config: cfg.Path, StartedAt: clk.Now(), Version: version()}
+	if f.removeRuntime, err = httpapi.WriteRuntime(cfg.StateDir, rt); err != nil {
+		log.Warn().Err(err).Msg("the CLI will not find this deskd by its runtime file, only by listen or --addr")
+	}
 	log.Info().Strs("listen", srv.Addrs()).Strs("desks", set.Names()).Bool("auth", token != "").Bool("feed_token", feedToken != "").
 		Bool("metrics_token", metricsToken != "").
-		Str("inbox", desk.InboxDir(cfg.StateDir)).Msg("deskd ready")
-	return &apiFrontend{api: a, srv: srv, ring: ring}, nil
+		Str("inbox", desk.InboxDir(cfg.StateDir)).Str("runtime", httpapi.RuntimePath(cfg.StateDir)).Msg("deskd ready")
+	return f, nil
 }
 
 // Refuse begins the shutdown: the API answers 503 to mutations and to
@@ -75,6 +83,11 @@ func (f *apiFrontend) Errs() <-chan error { return f.srv.Errs() }
 func (f *apiFrontend) Stop(timeout time.Duration) error {
 	err := f.srv.Shutdown(timeout)
 	f.ring.Close()
+	if f.removeRuntime != nil {
+		if rerr := f.removeRuntime(); rerr != nil {
+			f.log.Error().Err(rerr).Msg("remove the runtime file")
+		}
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil // the streams were cut: nothing was lost
 	}

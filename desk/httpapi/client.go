@@ -26,6 +26,10 @@ type Client struct {
 	// time.Now (the client's own clock, not deskd's).
 	Now func() time.Time
 
+	// Found, if set, says how the address was found ("from the runtime
+	// file ..."): the error when nothing answers tells it.
+	Found string
+
 	base string
 	hc   *http.Client
 }
@@ -183,7 +187,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	c.authorize(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("reach deskd at %s: %w", c.base, err)
+		return c.unreachable(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
@@ -199,6 +203,15 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		}
 	}
 	return nil
+}
+
+// unreachable is the error of a request that reached no deskd: where it
+// was sent, and how that address was found.
+func (c *Client) unreachable(err error) error {
+	if c.Found != "" {
+		return fmt.Errorf("reach deskd at %s (%s): %w", c.base, c.Found, err)
+	}
+	return fmt.Errorf("reach deskd at %s: %w", c.base, err)
 }
 
 func (c *Client) authorize(req *http.Request) {
@@ -261,7 +274,7 @@ func (c *Client) Events(ctx context.Context, q EventQuery, onEvent func(Event), 
 	c.authorize(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("reach deskd at %s: %w", c.base, err)
+		return c.unreachable(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
