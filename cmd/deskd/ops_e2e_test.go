@@ -1,8 +1,13 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,5 +71,44 @@ func TestEventsUnknownDesk(t *testing.T) {
 		if code != 2 || errs != "deskd: unknown desk \"nope\" (desks: main) (HTTP 404)\n" || out != "" {
 			t.Errorf("%v = %d, stdout %q, stderr %q; want 2 and the message alone", args, code, out, errs)
 		}
+	}
+}
+
+// TestStatusFindsRunningDeskd: after an edit of listen (applied at the
+// next restart), deskd status still finds the running deskd by its
+// runtime file and says so; the file goes at a clean stop, and then the
+// error says where the CLI looked.
+func TestStatusFindsRunningDeskd(t *testing.T) {
+	s := newE2ESetup(t, "")
+	d := startInProcess(t, "deskd", s.Config, time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC))
+	served := strings.TrimPrefix(d.waitReady(t), "http://")
+	rt, err := httpapi.ReadRuntime(s.StateDir)
+	if err != nil || rt.PID != os.Getpid() || len(rt.Listen) != 1 || rt.Listen[0] != served || rt.Config != s.Config {
+		t.Fatalf("runtime file = %+v, %v; want this process serving %s on %s", rt, err, served, s.Config)
+	}
+	main, err := os.ReadFile(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := fmt.Sprintf("127.0.0.1:%d", pickFreePort(t))
+	edited := strings.Replace(string(main), "listen: "+served, "listen: "+other, 1)
+	if edited == string(main) {
+		t.Fatalf("no listen: %s in %s", served, main)
+	}
+	if err := os.WriteFile(s.Config, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := deskdCLI(t, "status", "--config", s.Config)
+	note := fmt.Sprintf("note: the running deskd (pid %d) serves %s; the config's listen %s takes effect at its next restart", os.Getpid(), served, other)
+	if code != 0 || !strings.Contains(out, note) || !strings.Contains(out, "main") {
+		t.Fatalf("status after the listen edit = %d\n%s\nwant the desks and %q", code, out, note)
+	}
+	d.stopCleanly(t, syscall.SIGTERM)
+	if _, err := os.Stat(httpapi.RuntimePath(s.StateDir)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("runtime file after a clean stop: %v, want none", err)
+	}
+	code, out = deskdCLI(t, "status", "--config", s.Config)
+	if code == 0 || !strings.Contains(out, other) || !strings.Contains(out, httpapi.RuntimePath(s.StateDir)) {
+		t.Errorf("status with no deskd = %d %s, want the address tried and where the CLI looked", code, out)
 	}
 }
