@@ -5,9 +5,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +29,7 @@ import (
 type signalSource func() (sigs <-chan os.Signal, stop func())
 
 func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
-	var path, clockStart string
+	var path, clockStart, stateDir string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the daemon: every desk of the config, until SIGINT or SIGTERM",
@@ -45,11 +47,17 @@ func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if stateDir != "" {
+				if cfg.StateDir, err = filepath.Abs(stateDir); err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--state-dir %s: %w", stateDir, err)}
+				}
+			}
 			return runDaemon(cmd.Context(), cfg, clk, stderr, signals)
 		},
 	}
 	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
 	cmd.Flags().StringVar(&clockStart, "clock-start", "", "start deskd's clock at this RFC3339 instant and run it at real speed (rehearsals, tests)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", "use this state folder instead of the config's state_dir (a rehearsal's fresh folder)")
 	return cmd
 }
 

@@ -68,7 +68,8 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 	}
 	log.Info().Strs("listen", srv.Addrs()).Strs("desks", set.Names()).Bool("auth", token != "").Bool("feed_token", feedToken != "").
 		Bool("metrics_token", metricsToken != "").
-		Str("inbox", desk.InboxDir(cfg.StateDir)).Str("runtime", httpapi.RuntimePath(cfg.StateDir)).Msg("deskd ready")
+		Str("inbox", desk.InboxDir(cfg.StateDir)).Str("runtime", httpapi.RuntimePath(cfg.StateDir)).
+		Strs("schedules_ahead", desk.AheadNames(set, clk.Now())).Msg("deskd ready")
 	return f, nil
 }
 
