@@ -112,3 +112,34 @@ func TestStatusFindsRunningDeskd(t *testing.T) {
 		t.Errorf("status with no deskd = %d %s, want the address tried and where the CLI looked", code, out)
 	}
 }
+
+// TestClockStartBeforeClaimedSlots: deskd started with its clock before
+// slots its schedules fired already says so at start, one warn line per
+// schedule, and on the ready line.
+func TestClockStartBeforeClaimedSlots(t *testing.T) {
+	s := newE2ESetup(t, everyMinuteSchedule)
+	d1 := startInProcess(t, "deskd-1", s.Config, time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC))
+	d1.waitReady(t)
+	l := d1.waitFor(t, time.Now().Add(30*time.Second), "deskd ready", logMessage("deskd ready"))
+	if ahead, ok := l.Fields["schedules_ahead"].([]any); !ok || len(ahead) != 0 {
+		t.Errorf("ready line of a fresh state folder: %s, want no schedules_ahead", l.Raw)
+	}
+	d1.at(t, "2026-03-02T10:01:00Z")
+	d1.waitFor(t, time.Now().Add(30*time.Second), "turn.completed", isEvent("turn.completed"))
+	d1.stopCleanly(t, syscall.SIGTERM)
+
+	d2 := startInProcess(t, "deskd-2", s.Config, time.Date(2026, 3, 2, 9, 58, 58, 0, time.UTC))
+	d2.waitReady(t)
+	warn := d2.waitFor(t, time.Now().Add(30*time.Second), "the claimed-slot warning", func(l stderrLine) bool {
+		return l.Str("level") == "warn" && l.Str("schedule") == "every-minute"
+	})
+	want := "desk main: schedule every-minute has already fired every slot up to 2026-03-02T10:01:00Z (state in " + s.DeskDir() +
+		"); with deskd's clock at 2026-03-02T09:58:58Z (--clock-start) it fires nothing until then"
+	if warn.Str("message") != want {
+		t.Errorf("warning = %q\nwant      %q", warn.Str("message"), want)
+	}
+	ready := d2.waitFor(t, time.Now().Add(30*time.Second), "deskd ready", logMessage("deskd ready"))
+	if ahead, _ := ready.Fields["schedules_ahead"].([]any); len(ahead) != 1 || ahead[0] != "main/every-minute" {
+		t.Errorf("ready line = %s, want schedules_ahead [main/every-minute]", ready.Raw)
+	}
+}
