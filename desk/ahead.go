@@ -34,9 +34,12 @@ func AheadNames(set *Set, now time.Time) []string {
 // starts before it.
 func (d *Daemon) warnAhead(cfg *config.Config) {
 	now := d.o.Clock.Now()
+	if cfg.Location != nil {
+		now = now.In(cfg.Location) // as the operator wrote --clock-start
+	}
 	for _, dk := range d.fleet.set.List() {
 		for _, c := range dk.SchedulesAhead(now) {
-			d.o.Log.Warn().Str("desk", dk.Name()).Str("schedule", c.Schedule).Time("last_slot", c.Last).Time("clock", now).
+			d.o.Log.Warn().Str("desk", dk.Name()).Str("schedule", c.Schedule).Time("last_slot", c.Last).
 				Msgf("desk %s: schedule %s has already fired every slot up to %s (state in %s); with deskd's clock at %s (--clock-start) it fires nothing until then",
 					dk.Name(), c.Schedule, c.Last.In(now.Location()).Format(time.RFC3339), folderOf(cfg, dk.Name()), now.Format(time.RFC3339))
 		}

@@ -133,8 +133,8 @@ func TestClockStartBeforeClaimedSlots(t *testing.T) {
 	warn := d2.waitFor(t, time.Now().Add(30*time.Second), "the claimed-slot warning", func(l stderrLine) bool {
 		return l.Str("level") == "warn" && l.Str("schedule") == "every-minute"
 	})
-	want := "desk main: schedule every-minute has already fired every slot up to 2026-03-02T10:01:00Z (state in " + s.DeskDir() +
-		"); with deskd's clock at 2026-03-02T09:58:58Z (--clock-start) it fires nothing until then"
+	want := "desk main: schedule every-minute has already fired every slot up to 2026-03-02T15:31:00+05:30 (state in " + s.DeskDir() +
+		"); with deskd's clock at 2026-03-02T15:28:58+05:30 (--clock-start) it fires nothing until then"
 	if warn.Str("message") != want {
 		t.Errorf("warning = %q\nwant      %q", warn.Str("message"), want)
 	}
