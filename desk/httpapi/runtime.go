@@ -112,9 +112,9 @@ type Location struct {
 // the addresses served.
 func Locate(ctx context.Context, c config.Client, fallback string, pick func([]string) string) Location {
 	path := RuntimePath(c.StateDir)
-	loc := Location{Addr: fallback, Looked: fmt.Sprintf("from the config's listen; no running deskd in %s", path)}
+	loc := Location{Addr: fallback, Looked: fmt.Sprintf("the config's listen; no runtime file at %s", path)}
 	if c.StateDir == "" {
-		loc.Looked = "from the config's listen"
+		loc.Looked = "the config's listen; it has no state_dir"
 		return loc
 	}
 	r, err := ReadRuntime(c.StateDir)
@@ -123,18 +123,20 @@ func Locate(ctx context.Context, c config.Client, fallback string, pick func([]s
 		return loc
 	case err != nil:
 		loc.Notes = append(loc.Notes, fmt.Sprintf("note: %v; ignored", err))
+		loc.Looked = fmt.Sprintf("the config's listen; the runtime file %s was ignored", path)
 		return loc
 	case !r.Alive():
 		loc.Notes = append(loc.Notes, fmt.Sprintf("note: %s names pid %d, which is not running (a deskd that did not stop cleanly); ignored", path, r.PID))
+		loc.Looked = fmt.Sprintf("the config's listen; the runtime file %s was stale", path)
 		return loc
 	}
 	addr := pick(r.Listen)
 	if err := answers(ctx, addr); err != nil {
 		loc.Notes = append(loc.Notes, fmt.Sprintf("note: %s names pid %d at %s, whose API does not answer (%v); trying the config's listen", path, r.PID, addr, err))
-		loc.Looked = fmt.Sprintf("from the config's listen; the runtime file %s names %s, which did not answer", path, addr)
+		loc.Looked = fmt.Sprintf("the config's listen; the runtime file %s names %s, which did not answer", path, addr)
 		return loc
 	}
-	loc.Addr, loc.Runtime, loc.Looked = addr, &r, "from the runtime file "+path
+	loc.Addr, loc.Runtime, loc.Looked = addr, &r, "named by the runtime file "+path
 	if !sameListen(c.Listens, r.Listen) {
 		loc.Notes = append(loc.Notes, fmt.Sprintf("note: the running deskd (pid %d) serves %s; the config's listen %s takes effect at its next restart",
 			r.PID, strings.Join(r.Listen, ", "), strings.Join(c.Listens, ", ")))
