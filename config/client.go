@@ -9,6 +9,11 @@ type Client struct {
 	Listens []string
 	// AuthTokenFile is the absolute path of the token file, or empty.
 	AuthTokenFile string
+	// StateDir is the absolute path of state_dir, or empty: where the
+	// running deskd keeps its runtime file.
+	StateDir string
+	// Path is the absolute path of the main file.
+	Path string
 }
 
 // ReadClient reads listen and auth_token_file from the main file at path,
@@ -36,5 +41,9 @@ func ReadClient(path string) (Client, error) {
 	if len(s.ps) > 0 {
 		return Client{}, s.ps
 	}
-	return Client{Listens: c.Listens, AuthTokenFile: c.AuthTokenFile}, nil
+	cl := Client{Listens: c.Listens, AuthTokenFile: c.AuthTokenFile, Path: abs}
+	if p, st := root.str("state_dir"); st == set && p != "" {
+		cl.StateDir = resolve(filepath.Dir(abs), p)
+	}
+	return cl, nil
 }

@@ -224,6 +224,7 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	d.stop.Set("starting the desks")
 	runErr := d.startDesks(ctx, deskCtx, cfg, names)
 	if runErr == nil && ctx.Err() == nil {
+		d.warnAhead(cfg)
 		// Watching starts before the front end: an edit from then on is
 		// reloaded.
 		d.stop.Set("starting the config watch, the spool folders and the API")

@@ -256,3 +256,29 @@ func missReason(e Entry, slot, latest, now time.Time, fired, startup bool) strin
 		return "the clock passed several slots at once; only the latest ran"
 	}
 }
+
+// Claimed is a schedule whose latest claimed slot is later than deskd's
+// clock: it fires nothing until its next slot after Last.
+type Claimed struct {
+	// Schedule is the schedule's name.
+	Schedule string
+	// Last is the latest slot claimed (Scheduler.Last).
+	Last time.Time
+}
+
+// AheadOf returns the schedules whose latest claimed slot (Last) is after
+// now, in the order of Entries: deskd's clock is behind slots that fired
+// already (--clock-start before them, a clock stepped back), so they fire
+// nothing until their next slot after that one.
+func (s *Scheduler) AheadOf(now time.Time) []Claimed {
+	if s == nil || s.Last == nil {
+		return nil
+	}
+	var out []Claimed
+	for _, e := range s.Entries {
+		if last, ok := s.Last(e.Name); ok && last.After(now) {
+			out = append(out, Claimed{Schedule: e.Name, Last: last})
+		}
+	}
+	return out
+}

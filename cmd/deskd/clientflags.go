@@ -14,6 +14,7 @@ import (
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/termsafe"
 )
 
 // clientCommands returns the commands that talk to a running deskd.
@@ -28,22 +29,26 @@ func clientCommands(stdout, stderr io.Writer) []*cobra.Command {
 // clientFlags are how a command finds the daemon.
 type clientFlags struct {
 	config, addr, tokenFile string
+	cmd                     *cobra.Command // for its context and stderr
 }
 
 func (f *clientFlags) register(cmd *cobra.Command) {
+	f.cmd = cmd
 	cmd.Flags().StringVar(&f.config, "config", defaultConfig, "the main config file, for listen and auth_token_file")
-	cmd.Flags().StringVar(&f.addr, "addr", "", "the daemon's address: host:port, unix:PATH or a URL (default: $DESKD_ADDR, else listen of the config)")
+	cmd.Flags().StringVar(&f.addr, "addr", "", "the daemon's address: host:port, unix:PATH or a URL (default: $DESKD_ADDR, else where the runtime file of the config's state_dir says deskd serves, else listen of the config)")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "the file of the token to send: the operator's (auth_token_file) or a feed's (feed_token_file) "+
 		"(default: $DESKD_TOKEN_FILE, else auth_token_file of the config, which is not read for a unix socket: the socket is the operator's credential)")
 }
 
 // newClient finds the daemon's address and token: the flags, then the
-// environment, then the config's main file. Over a unix socket the
+// environment, then the config's main file: the running deskd's runtime
+// file in its state_dir (httpapi.Locate), else its listen. Over a unix socket the
 // config's auth_token_file is not read: the socket, which only deskd's
 // user and group can open, is the operator's credential by itself.
 func (f *clientFlags) newClient() (*httpapi.Client, error) {
 	addr, tokenFile := f.addr, f.tokenFile
 	configToken := false // tokenFile is the config's auth_token_file
+	found := ""
 	if addr == "" {
 		addr = os.Getenv("DESKD_ADDR")
 	}
@@ -57,7 +62,11 @@ func (f *clientFlags) newClient() (*httpapi.Client, error) {
 			return nil, &exitError{code: 2, err: fmt.Errorf("find the daemon (give --addr, or a readable --config): %w", err)}
 		case err == nil:
 			if addr == "" {
-				addr = pickAddr(cc.Listens)
+				loc := httpapi.Locate(f.cmd.Context(), cc, pickAddr(cc.Listens), pickAddr)
+				addr, found = loc.Addr, loc.Looked
+				for _, n := range loc.Notes {
+					fmt.Fprintln(f.cmd.ErrOrStderr(), termsafe.Line(n))
+				}
 			}
 			if tokenFile == "" {
 				tokenFile, configToken = cc.AuthTokenFile, true
@@ -68,6 +77,7 @@ func (f *clientFlags) newClient() (*httpapi.Client, error) {
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
+	c.Found = found
 	if configToken && strings.HasPrefix(addr, config.UnixPrefix) {
 		tokenFile = ""
 	}

@@ -65,7 +65,7 @@ func TestClientCommands(t *testing.T) {
 		t.Errorf("trigger --kind manual with the operator's token = %d %s, %+v", code, errs, s)
 	}
 	code, _, errs = cli("trigger", "nope", "x")
-	if code != 1 || !strings.Contains(errs, `unknown desk \"nope\"`) && !strings.Contains(errs, `unknown desk "nope"`) {
+	if code != 2 || !strings.Contains(errs, `unknown desk \"nope\"`) && !strings.Contains(errs, `unknown desk "nope"`) {
 		t.Errorf("trigger to an unknown desk = %d %s", code, errs)
 	}
 	var out2, errb bytes.Buffer

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/termsafe"
 )
 
@@ -78,6 +79,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, signa
 	fmt.Fprintf(stderr, "deskd: %s\n", termsafe.Text(err.Error())) // it may quote the daemon, a file, a config key
 	if e, ok := err.(*exitError); ok {
 		return e.code
+	}
+	if httpapi.UnknownDesk(err) {
+		return 2 // bad input, as a desk the config does not have
 	}
 	return 1
 }

@@ -41,7 +41,7 @@ func TestClientPauseResume(t *testing.T) {
 		t.Errorf("resume again = %d %s", code, out)
 	}
 	code, _, errs = cli("pause", "nope")
-	if code != 1 || !strings.Contains(errs, "unknown desk") {
+	if code != 2 || !strings.Contains(errs, "unknown desk") {
 		t.Errorf("pause of an unknown desk = %d %s", code, errs)
 	}
 }

@@ -5,9 +5,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +29,7 @@ import (
 type signalSource func() (sigs <-chan os.Signal, stop func())
 
 func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
-	var path, clockStart string
+	var path, clockStart, stateDir string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the daemon: every desk of the config, until SIGINT or SIGTERM",
@@ -45,11 +47,17 @@ func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if stateDir != "" {
+				if cfg.StateDir, err = filepath.Abs(stateDir); err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--state-dir %s: %w", stateDir, err)}
+				}
+			}
 			return runDaemon(cmd.Context(), cfg, clk, stderr, signals)
 		},
 	}
 	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
 	cmd.Flags().StringVar(&clockStart, "clock-start", "", "start deskd's clock at this RFC3339 instant and run it at real speed (rehearsals, tests)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", "use this state folder instead of the config's state_dir (a rehearsal's fresh folder)")
 	return cmd
 }
 
@@ -74,6 +82,8 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 	defer stopLog()
 	met := metrics.New(bus)
 	defer met.Close()
+	ring := httpapi.NewEventRing(bus, clk.Now(), httpapi.RingSize) // before the desks: it holds their start
+	defer ring.Close()
 	defer httpapi.StartDebug(cfg.DebugListen, log)() // before the desks: a slow start can be profiled
 
 	watchdog, err := watchdogInterval()
@@ -91,7 +101,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 	d, err := desk.NewDaemon(desk.DaemonOptions{
 		Config: cfg, Clock: clk, Bus: bus, Log: log, Level: level, Notify: newNotifier(clk), Watchdog: watchdog,
 		Serve: func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
-			return startAPI(ctx, cfg, clk, bus, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()})
+			return startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()})
 		},
 		ReleaseSignals: release,
 	})

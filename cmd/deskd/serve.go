@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,23 +17,25 @@ import (
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/console"
-	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/httpapi"
 )
 
 // apiFrontend is the HTTP API of a running daemon.
 type apiFrontend struct {
-	api  *httpapi.Server
-	srv  *httpapi.Serving
-	ring *httpapi.EventRing
+	api           *httpapi.Server
+	srv           *httpapi.Serving
+	ring          *httpapi.EventRing
+	removeRuntime func() error
+	log           zerolog.Logger
 }
 
 var _ desk.Frontend = (*apiFrontend)(nil)
 
 // startAPI serves the API of the desks of set on cfg's listeners, and logs
-// "deskd ready" with the addresses served. check answers
+// "deskd ready" with the addresses served; ring, made before the desks
+// started, replays their start on GET /v1/events. check answers
 // GET /v1/config/diff; extra handlers (such as GET /metrics) join the API.
-func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, bus *event.Bus, log zerolog.Logger,
+func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *httpapi.EventRing, log zerolog.Logger,
 	set *desk.Set, check func() desk.ConfigCheck, extra map[string]http.Handler) (*apiFrontend, error) {
 	// The operator's, the feeds' and the scraper's tokens (desk/httpapi).
 	var token, feedToken, metricsToken string
@@ -48,7 +51,6 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, bus *eve
 			return nil, fmt.Errorf("%s: %w", f.key, err)
 		}
 	}
-	ring := httpapi.NewEventRing(bus, clk.Now(), httpapi.RingSize)
 	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check,
 		Console: console.Handler()})
 	for pattern, h := range extra {
@@ -56,14 +58,19 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, bus *eve
 	}
 	ls, err := httpapi.Listen(cfg.Listens)
 	if err != nil {
-		ring.Close()
 		return nil, err
 	}
 	srv := httpapi.Serve(ctx, a, ls)
+	f := &apiFrontend{api: a, srv: srv, ring: ring, log: log}
+	rt := httpapi.Runtime{PID: os.Getpid(), Listen: srv.Addrs(), Config: cfg.Path, StartedAt: clk.Now(), Version: version()}
+	if f.removeRuntime, err = httpapi.WriteRuntime(cfg.StateDir, rt); err != nil {
+		log.Warn().Err(err).Msg("the CLI will not find this deskd by its runtime file, only by listen or --addr")
+	}
 	log.Info().Strs("listen", srv.Addrs()).Strs("desks", set.Names()).Bool("auth", token != "").Bool("feed_token", feedToken != "").
 		Bool("metrics_token", metricsToken != "").
-		Str("inbox", desk.InboxDir(cfg.StateDir)).Msg("deskd ready")
-	return &apiFrontend{api: a, srv: srv, ring: ring}, nil
+		Str("inbox", desk.InboxDir(cfg.StateDir)).Str("runtime", httpapi.RuntimePath(cfg.StateDir)).
+		Strs("schedules_ahead", desk.AheadNames(set, clk.Now())).Msg("deskd ready")
+	return f, nil
 }
 
 // Refuse begins the shutdown: the API answers 503 to mutations and to
@@ -77,6 +84,11 @@ func (f *apiFrontend) Errs() <-chan error { return f.srv.Errs() }
 func (f *apiFrontend) Stop(timeout time.Duration) error {
 	err := f.srv.Shutdown(timeout)
 	f.ring.Close()
+	if f.removeRuntime != nil {
+		if rerr := f.removeRuntime(); rerr != nil {
+			f.log.Error().Err(rerr).Msg("remove the runtime file")
+		}
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil // the streams were cut: nothing was lost
 	}

@@ -26,6 +26,10 @@ type Client struct {
 	// time.Now (the client's own clock, not deskd's).
 	Now func() time.Time
 
+	// Found, if set, says how the address was found ("from the runtime
+	// file ..."): the error when nothing answers tells it.
+	Found string
+
 	base string
 	hc   *http.Client
 }
@@ -192,7 +196,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	c.authorize(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("reach deskd at %s: %w", c.base, err)
+		return c.unreachable(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
@@ -200,13 +204,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("read deskd's answer: %w", err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(data, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(data))
-		}
-		return &Error{Status: resp.StatusCode, Message: e.Error}
+		return answerError(resp.StatusCode, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -214,6 +212,15 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		}
 	}
 	return nil
+}
+
+// unreachable is the error of a request that reached no deskd: where it
+// was sent, and how that address was found.
+func (c *Client) unreachable(err error) error {
+	if c.Found != "" {
+		return fmt.Errorf("reach deskd at %s (%s): %w", c.base, c.Found, err)
+	}
+	return fmt.Errorf("reach deskd at %s: %w", c.base, err)
 }
 
 func (c *Client) authorize(req *http.Request) {
@@ -276,12 +283,12 @@ func (c *Client) Events(ctx context.Context, q EventQuery, onEvent func(Event), 
 	c.authorize(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("reach deskd at %s: %w", c.base, err)
+		return c.unreachable(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(b))}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return answerError(resp.StatusCode, b)
 	}
 	return ReadEvents(resp.Body, onEvent, onComment)
 }

@@ -113,7 +113,7 @@ func TestClientErrors(t *testing.T) {
 		t.Errorf("Desks without the token = %v, want a 401 *httpapi.Error", err)
 	}
 	_, err = dial(t, h, "tok").PostTrigger(t.Context(), "nope", triggers.Request{Text: "x"})
-	if !errors.As(err, &ae) || ae.Status != http.StatusNotFound || ae.Message != `unknown desk "nope"` {
+	if !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !strings.HasPrefix(ae.Message, `unknown desk "nope" (desks: `) {
 		t.Errorf("PostTrigger to an unknown desk = %v, want a 404 *httpapi.Error", err)
 	}
 	_, err = dial(t, h, "tok").WaitTrigger(t.Context(), "main", "nope", time.Second)
@@ -211,7 +211,8 @@ func TestClientEvents(t *testing.T) {
 		t.Errorf("a stale LastID: comments %q, want the restart note", notes)
 	}
 	var ae *httpapi.Error
-	if _, _, err := read(httpapi.EventQuery{Desk: "nope"}); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
-		t.Errorf("events of an unknown desk = %v, want a 404 *httpapi.Error", err)
+	if _, _, err := read(httpapi.EventQuery{Desk: "nope"}); !errors.As(err, &ae) || ae.Status != http.StatusNotFound ||
+		!strings.HasPrefix(ae.Message, `unknown desk "nope" (desks: `) || !httpapi.UnknownDesk(err) {
+		t.Errorf("events of an unknown desk = %v, want a 404 *httpapi.Error with the message of its JSON body", err)
 	}
 }
