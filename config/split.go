@@ -89,7 +89,7 @@ func LoadKeeping(path string, last *Config) (Loaded, error) {
 func splitProblems(c *Config, ps Problems) (byDesk map[string]Problems, shared Problems) {
 	byDesk = map[string]Problems{}
 	for _, p := range ps {
-		if name, ok := deskOf(c, p.File); ok {
+		if name, ok := c.DeskOf(p.File); ok {
 			byDesk[name] = append(byDesk[name], p)
 		} else {
 			shared = append(shared, p)
@@ -98,8 +98,9 @@ func splitProblems(c *Config, ps Problems) (byDesk map[string]Problems, shared P
 	return byDesk, shared
 }
 
-// deskOf returns the desk whose file is file, if file is one.
-func deskOf(c *Config, file string) (string, bool) {
+// DeskOf returns the desk whose file is file (a <desk>.yaml with a good
+// desk name in c's desks folder), if file is one.
+func (c *Config) DeskOf(file string) (string, bool) {
 	if c.DesksDir == "" || filepath.Dir(file) != c.DesksDir {
 		return "", false
 	}

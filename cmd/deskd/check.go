@@ -89,12 +89,18 @@ func checkDiff(cmd *cobra.Command, f *clientFlags, stdout io.Writer) error {
 // loadConfig loads the config; its problems, one a line, become the error.
 func loadConfig(path string) (*config.Config, error) {
 	cfg, err := config.Load(path)
-	var problems config.Problems
-	if errors.As(err, &problems) {
-		return nil, &exitError{code: 2, err: fmt.Errorf("config has %d problems:\n%w", len(problems), err)}
-	}
 	if err != nil {
-		return nil, &exitError{code: 2, err: err}
+		return nil, configError(err)
 	}
 	return cfg, nil
+}
+
+// configError is the exit error (status 2) of a config that did not
+// load: its problems, one a line.
+func configError(err error) error {
+	var problems config.Problems
+	if errors.As(err, &problems) {
+		return &exitError{code: 2, err: fmt.Errorf("config has %d problems:\n%w", len(problems), err)}
+	}
+	return &exitError{code: 2, err: err}
 }
