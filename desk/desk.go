@@ -163,12 +163,13 @@ type Options struct {
 // Desk is one desk's runtime.
 type Desk struct {
 	o      Options
-	// configRejected is set while the desk's file is refused and the desk
-	// runs on its last good config (Set.setRejections).
-	configRejected atomic.Pointer[ConfigRejected]
 	queue  *triggers.Queue
 	sched  *triggers.Scheduler
 	ledger *triggers.Ledger
+
+	// configRejected is set while the desk's file is refused and the desk
+	// runs on its last good config (Set.setRejections).
+	configRejected atomic.Pointer[ConfigRejected]
 
 	submitMu sync.Mutex // serialises Submit and schedule claims
 	// closed is set, under submitMu, when Run returns: later triggers are
