@@ -105,6 +105,7 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 		return err
 	}
 	met.SetGauges(metrics.DeskGauges(d.Set()))
+	met.SetRejections(d.Set().ConfigRejections)
 	ran = true
 	return d.Run(ctx, sigs)
 }
