@@ -83,10 +83,10 @@ type Registry struct {
 	rejectedDsc   *prometheus.Desc
 	rejSinceDsc   *prometheus.Desc
 
-	mu         sync.Mutex
-	models     map[string]string // desk -> its model, from desk.started
-	gauges     func() []Gauges
-	rejected   func() []desk.ConfigRejection
+	mu       sync.Mutex
+	models   map[string]string // desk -> its model, from desk.started
+	gauges   func() []Gauges
+	rejected func() []desk.ConfigRejection
 
 	cancel func()
 }
