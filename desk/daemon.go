@@ -369,7 +369,7 @@ func (d *Daemon) serve(ctx, deskCtx context.Context, sigs <-chan os.Signal) erro
 		}()
 		d.o.Log.Info().Dur("watchdog", iv).Msg("systemd watchdog on: pinging while the main loop is alive")
 	}
-	_ = d.o.Notify.Ready(d.statusLine("running"))
+	_ = d.o.Notify.Ready(d.statusLine("running") + refusedLine(d.o.Rejected))
 	close(d.ready)
 	for {
 		d.hb.Beat()

@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -80,7 +81,24 @@ func (d *Daemon) reload(ctx, deskCtx context.Context, why string) {
 		whats = append(whats, c.String())
 	}
 	event.Publish(d.o.Bus, event.ConfigReloaded{Header: event.Header{At: d.o.Clock.Now()}, Changes: whats, Cleared: cleared})
-	_ = d.o.Notify.Ready(d.statusLine("running"))
+	_ = d.o.Notify.Ready(d.statusLine("running") + refusedLine(rejected))
+}
+
+// refusedLine tells the service manager which desk files were refused:
+// "; desk files refused: fx (on its last good config), eq (not started)".
+func refusedLine(rs []config.Rejected) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		what := " (not started)"
+		if r.Kept {
+			what = " (on its last good config)"
+		}
+		parts = append(parts, r.Desk+what)
+	}
+	return "; desk files refused: " + strings.Join(parts, ", ")
 }
 
 // rejectedProblems is every problem of the refused desk files.
