@@ -272,7 +272,10 @@ func TestE2EReloadRejected(t *testing.T) {
 	d.waitEach(t, deadline, isRejection, map[string]func(stderrLine) bool{
 		"the old schedule's turn": isEvent("turn.completed", "desk", "main", "trigger", slotID("every-minute", 10, 1)),
 	})
-	if n := d.count(func(l stderrLine) bool { c, _ := l.Fields["changes"].([]any); return l.Event() == "config.reloaded" && len(c) > 0 }); n != 0 {
+	if n := d.count(func(l stderrLine) bool {
+		c, _ := l.Fields["changes"].([]any)
+		return l.Event() == "config.reloaded" && len(c) > 0
+	}); n != 0 {
 		t.Errorf("%d config.reloaded with changes after a refused edit, want 0", n)
 	}
 
