@@ -118,8 +118,8 @@ func TestDaemonBadMainFileRefusesEveryDesk(t *testing.T) {
 	if got := statusRejected(t, r, "main"); got != nil {
 		t.Errorf("main status config_rejected = %+v: its own file is good", got)
 	}
-	if !r.log.hasMessage("config rejected whole: a problem outside the desk files (the main file, a calendar, a misnamed file) governs every desk, " +
-		"so nothing was applied; the last good config keeps running") {
+	if !r.log.hasMessage("config rejected whole: a problem that is not one desk file's alone (the main file, a calendar, a misnamed file, a model route) " +
+		"governs every desk, so nothing was applied; the last good config keeps running") {
 		t.Errorf("no log line saying why nothing was applied\n%s", r.log)
 	}
 	writeConfigFile(t, dir, "deskd.yaml", daemonMain)

@@ -67,8 +67,8 @@ func (d *Daemon) reload(ctx, deskCtx context.Context, why string) {
 	if len(problems) > 0 {
 		d.noteRejected(cur, problems)
 		d.o.Log.Error().Str("config", cur.Path).Str("why", why).Int("problems", len(problems)).Str("first", problems[0].String()).
-			Msg("config rejected whole: a problem outside the desk files (the main file, a calendar, a misnamed file) governs every desk, " +
-				"so nothing was applied; the last good config keeps running")
+			Msg("config rejected whole: a problem that is not one desk file's alone (the main file, a calendar, a misnamed file, a model route) " +
+				"governs every desk, so nothing was applied; the last good config keeps running")
 		_ = d.o.Notify.Ready(fmt.Sprintf("config rejected (%s); %s on the last good config", problems[0], d.statusLine("running")))
 		return
 	}
