@@ -22,6 +22,11 @@
 // never partially valid, and callers must not modify one after Load returns
 // it: the daemon swaps whole Configs.
 //
+// LoadKeeping is the load of a running daemon (and of deskd run): a desk
+// file with problems is refused alone, its desk kept on its config in
+// force (or left out when it has none), and the Loaded answer says which;
+// any other problem refuses the whole load, as Load does.
+//
 // Each file is read with its own fresh viper instance (never the global
 // one, never WatchConfig). Viper makes keys case-insensitive by lowercasing
 // them; two keys in one mapping that differ only in case are a problem

@@ -62,6 +62,10 @@ type Frontend interface {
 type DaemonOptions struct {
 	// Config is the config to start on, as loaded.
 	Config *config.Config
+	// Rejected are the desk files refused when Config was loaded
+	// (config.LoadKeeping): Run announces them and shows them as the
+	// rejections of a reload are, and their desks are not started.
+	Rejected []config.Rejected
 	// Clock is deskd's clock.
 	Clock clock.Clock
 	// Bus receives every event of the daemon and its desks. The shutdown
@@ -220,6 +224,8 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	log.Info().Str("config", cfg.Path).Str("state_dir", cfg.StateDir).Strs("desks", names).
 		Time("clock_start", clk.Now()).Msg("deskd starting")
 	d.snapshotConfig(cfg, "start")
+	d.noteRejected(cfg, rejectedProblems(d.o.Rejected))
+	d.logRejected(d.o.Rejected)
 	_ = d.o.Notify.Status(fmt.Sprintf("starting %s: %s", plural(len(names), "desk"), strings.Join(names, ", ")))
 	d.stop.Set("starting the desks")
 	runErr := d.startDesks(ctx, deskCtx, cfg, names)
@@ -364,7 +370,7 @@ func (d *Daemon) serve(ctx, deskCtx context.Context, sigs <-chan os.Signal) erro
 		}()
 		d.o.Log.Info().Dur("watchdog", iv).Msg("systemd watchdog on: pinging while the main loop is alive")
 	}
-	_ = d.o.Notify.Ready(d.statusLine("running"))
+	_ = d.o.Notify.Ready(d.statusLine("running") + refusedLine(d.o.Rejected))
 	close(d.ready)
 	for {
 		d.hb.Beat()

@@ -104,7 +104,7 @@ type daemonRun struct {
 // ready. The test's cleanup stops it (SIGTERM) if the test has not.
 func startDaemon(t *testing.T, dir string) *daemonRun {
 	t.Helper()
-	cfg, err := config.Load(filepath.Join(dir, "deskd.yaml"))
+	loaded, err := config.LoadKeeping(filepath.Join(dir, "deskd.yaml"), nil) // as deskd run loads it
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func startDaemon(t *testing.T, dir string) *daemonRun {
 	bus := event.New()
 	event.SubscribeAll(bus, func(e event.Event) { r.events <- e }) // ends when the daemon closes the bus
 	r.d, err = desk.NewDaemon(desk.DaemonOptions{
-		Config: cfg, Clock: r.clk, Bus: bus, Log: zerolog.New(r.log), Level: levelFunc(func(l zerolog.Level) { r.levels <- l }),
+		Config: loaded.Config, Rejected: loaded.Rejected, Clock: r.clk, Bus: bus, Log: zerolog.New(r.log), Level: levelFunc(func(l zerolog.Level) { r.levels <- l }),
 		Notify: fakeNotifier{r.notes},
 		Serve: func(_ context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
 			return r.front.serve(set, check), nil
@@ -536,8 +536,8 @@ func TestDaemonRestartsOneDesk(t *testing.T) {
 }
 
 // TestDaemonRejectedConfigKeepsTheLastGood: a desk file that does not
-// validate refuses the whole reload with its file, field and reason; the
-// last good config keeps running.
+// validate is refused with its file, field and reason; its desk keeps
+// running on its last good config.
 func TestDaemonRejectedConfigKeepsTheLastGood(t *testing.T) {
 	dir := daemonConfig(t, "", map[string]string{"main": daemonDesk("offline")})
 	r := startDaemon(t, dir)
@@ -549,10 +549,10 @@ func TestDaemonRejectedConfigKeepsTheLastGood(t *testing.T) {
 	}
 	r.signal(syscall.SIGHUP)
 	rej := expectEvent(r, func(event.ConfigRejected) bool { return true })
-	if rej.Path != deskFile || rej.Field != "model" || !strings.Contains(rej.Reason, "missing") {
+	if rej.Path != deskFile || rej.Field != "model" || !strings.Contains(rej.Reason, "missing") || rej.Desk != "main" {
 		t.Errorf("config.rejected = %+v", rej)
 	}
-	if got := r.expectNote("ready: "); !strings.HasPrefix(got, "ready: config rejected (") || !strings.HasSuffix(got, "running 1 desk: main on the last good config") {
+	if got := r.expectNote("ready: "); got != "ready: running 1 desk: main; desk files refused: main (on its last good config)" {
 		t.Errorf("ready notification after the rejection %q", got)
 	}
 	if c := r.turn("main", "after"); c.Model != "offline" {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/deskd/deskd/config"
@@ -165,6 +166,10 @@ type Desk struct {
 	queue  *triggers.Queue
 	sched  *triggers.Scheduler
 	ledger *triggers.Ledger
+
+	// configRejected is set while the desk's file is refused and the desk
+	// runs on its last good config (Set.setRejections).
+	configRejected atomic.Pointer[ConfigRejected]
 
 	submitMu sync.Mutex // serialises Submit and schedule claims
 	// closed is set, under submitMu, when Run returns: later triggers are
@@ -473,6 +478,9 @@ type Status struct {
 	// Storage is set while the desk cannot write to its disk: it takes no
 	// turn, and its triggers wait in the ledger, until a write succeeds.
 	Storage *StorageStatus `json:"storage,omitempty"`
+	// ConfigRejected is set while the desk's file is refused: the desk
+	// runs on its last good config.
+	ConfigRejected *ConfigRejected `json:"config_rejected,omitempty"`
 }
 
 // StorageStatus is a desk's storage trouble.
@@ -516,6 +524,7 @@ func (d *Desk) Status() Status {
 		s.NextSchedule, s.NextSlot = name, at
 	}
 	s.Storage = d.Storage()
+	s.ConfigRejected = d.configRejected.Load()
 	if c := cal; c != nil {
 		open := c.Open(now)
 		s.Calendar, s.MarketOpen = c.Name, &open

@@ -2,11 +2,18 @@ package desk
 
 // Live reload of the running daemon's config.
 //
-// A reload loads and validates the whole config (config.Load, and every
-// desk's model route built) before anything changes. Any problem refuses
-// the whole reload: each problem is announced (config.rejected) and logged
-// at error level, and the last good config keeps running. A config that
-// validates is applied as config.Plan says, desk by desk: a removed desk
+// A reload loads and validates the whole config (config.LoadKeeping, and
+// every desk's model route built) before anything changes. A problem in a
+// desk file refuses that file alone: its desk keeps its last good config
+// (a desk whose first file is bad is not started), and the other files
+// are applied. Any other problem (the main file, a calendar, a misnamed
+// file in the desks folder, a route) refuses the whole reload, since the
+// main file governs every desk, and the last good config keeps running.
+// Each problem is announced (config.rejected, with its desk), logged at
+// error level, and shown (Status.ConfigRejected, Set.ConfigRejections)
+// until a good version of the file is loaded or the file is removed
+// (config.reloaded's cleared). What validates is applied as config.Plan
+// says, desk by desk: a removed desk
 // stops after its running turn (its files stay); a new desk starts; a
 // changed desk takes its new settings between turns (schedules, queue,
 // model route, instructions, tools, budgets); a change a running desk
@@ -20,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -27,49 +35,109 @@ import (
 	"github.com/deskd/deskd/desk/event"
 )
 
-// load loads the config at cur's path for a reload or a check: validated
-// whole, every desk's model route built, and planned against cur. It
-// returns the plan, or the problems.
-func (d *Daemon) load(cur *config.Config) (config.Reload, config.Problems) {
-	c, err := config.Load(cur.Path)
+// load loads the config at cur's path for a reload or a check, desk file
+// by desk file (config.LoadKeeping: a refused desk file keeps its desk on
+// its config in cur), every desk's model route built, and planned against
+// cur. It returns the plan and the desk files refused, or the problems
+// that refuse the whole reload.
+func (d *Daemon) load(cur *config.Config) (config.Reload, []config.Rejected, config.Problems) {
+	loaded, err := config.LoadKeeping(cur.Path, cur)
 	if err != nil {
 		var problems config.Problems
 		if !errors.As(err, &problems) {
 			problems = config.Problems{{File: cur.Path, Reason: err.Error()}}
 		}
-		return config.Reload{}, problems
+		return config.Reload{}, nil, problems
 	}
-	if problems := checkRoutes(c); len(problems) > 0 {
-		return config.Reload{}, problems
+	if problems := checkRoutes(loaded.Config); len(problems) > 0 {
+		return config.Reload{}, nil, problems
 	}
-	return config.Plan(cur, c), nil
+	return config.Plan(cur, loaded.Config), loaded.Rejected, nil
 }
 
-// reload loads the config again and applies it, or refuses it whole. It
-// runs in the main loop, so reloads never overlap; it never waits for a
-// turn.
+// reload loads the config again and applies it: every good desk file, with
+// each refused desk file's desk kept on its last good config (or not
+// started, when it has none); or it refuses the whole reload, when a
+// problem is not any one desk file's. It runs in the main loop, so
+// reloads never overlap; it never waits for a turn.
 func (d *Daemon) reload(ctx, deskCtx context.Context, why string) {
 	_ = d.o.Notify.Reloading("reloading the config: " + why)
 	cur := d.cur.Load()
-	plan, problems := d.load(cur)
+	plan, rejected, problems := d.load(cur)
 	if len(problems) > 0 {
-		now := d.o.Clock.Now()
-		for _, p := range problems {
-			event.Publish(d.o.Bus, event.ConfigRejected{Header: event.Header{At: now}, Path: p.File, Field: p.Field, Reason: p.Reason})
-		}
+		d.noteRejected(cur, problems)
 		d.o.Log.Error().Str("config", cur.Path).Str("why", why).Int("problems", len(problems)).Str("first", problems[0].String()).
-			Msg("config rejected: the last good config keeps running")
+			Msg("config rejected whole: a problem that is not one desk file's alone (the main file, a calendar, a misnamed file, a model route) " +
+				"governs every desk, so nothing was applied; the last good config keeps running")
 		_ = d.o.Notify.Ready(fmt.Sprintf("config rejected (%s); %s on the last good config", problems[0], d.statusLine("running")))
 		return
 	}
 	d.apply(ctx, deskCtx, plan)
+	cleared := d.noteRejected(plan.Next, rejectedProblems(rejected))
+	d.logRejected(rejected)
 	d.snapshotConfig(d.cur.Load(), "reload")
 	whats := make([]string, 0, len(plan.Changes))
 	for _, c := range plan.Changes {
 		whats = append(whats, c.String())
 	}
-	event.Publish(d.o.Bus, event.ConfigReloaded{Header: event.Header{At: d.o.Clock.Now()}, Changes: whats})
-	_ = d.o.Notify.Ready(d.statusLine("running"))
+	event.Publish(d.o.Bus, event.ConfigReloaded{Header: event.Header{At: d.o.Clock.Now()}, Changes: whats, Cleared: cleared})
+	_ = d.o.Notify.Ready(d.statusLine("running") + refusedLine(rejected))
+}
+
+// refusedLine tells the service manager which desk files were refused:
+// "; desk files refused: fx (on its last good config), eq (not started)".
+func refusedLine(rs []config.Rejected) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		what := " (not started)"
+		if r.Kept {
+			what = " (on its last good config)"
+		}
+		parts = append(parts, r.Desk+what)
+	}
+	return "; desk files refused: " + strings.Join(parts, ", ")
+}
+
+// rejectedProblems is every problem of the refused desk files.
+func rejectedProblems(rs []config.Rejected) config.Problems {
+	return config.Loaded{Rejected: rs}.Problems()
+}
+
+// noteRejected announces each problem (config.rejected, with its desk)
+// and makes them the current rejections, which the status, the API and
+// the metrics show; cfg names the desk of each file. It returns the desks
+// whose rejection cleared ("" for the main file), and logs each.
+func (d *Daemon) noteRejected(cfg *config.Config, problems config.Problems) (cleared []string) {
+	now := d.o.Clock.Now()
+	deskOf := func(file string) string { name, _ := cfg.DeskOf(file); return name }
+	cur, cleared := rejections(d.fleet.set.ConfigRejections(), problems, deskOf, now)
+	for _, r := range cur {
+		event.Publish(d.o.Bus, event.ConfigRejected{Header: event.Header{At: now, Desk: r.Desk}, Path: r.File, Field: r.Field, Reason: r.Reason})
+	}
+	d.fleet.set.setRejections(cur)
+	for _, name := range cleared {
+		what := "desk " + name + ": its file"
+		if name == "" {
+			what = "the main config"
+		}
+		d.o.Log.Info().Str("desk", name).Msg(what + " is no longer refused: its rejection is cleared")
+	}
+	return cleared
+}
+
+// logRejected logs each refused desk file and what became of its desk.
+func (d *Daemon) logRejected(rs []config.Rejected) {
+	for _, r := range rs {
+		l := d.o.Log.Error().Str("desk", r.Desk).Str("file", r.File).Str("first", r.Problems[0].String())
+		if r.Kept {
+			l.Msg("desk file refused: the desk runs on its last good config; the other desks' edits were applied")
+		} else {
+			l.Msg("desk file refused: the desk has no good config yet, so it is not started; the other desks' edits were applied")
+		}
+	}
 }
 
 // snapshotConfig keeps the effective config cfg, which has just come into
@@ -190,7 +258,8 @@ func (d *Daemon) configure(cfg *config.Config, run *deskRun, dc *config.Desk) er
 func (d *Daemon) Check() ConfigCheck {
 	cur := d.cur.Load()
 	out := ConfigCheck{Config: cur.Path, Changes: []ConfigChange{}, Problems: []string{}}
-	plan, problems := d.load(cur)
+	plan, rejected, problems := d.load(cur)
+	problems = append(problems, rejectedProblems(rejected)...)
 	for _, p := range problems {
 		out.Problems = append(out.Problems, p.String())
 	}

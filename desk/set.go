@@ -11,6 +11,8 @@ import (
 type Set struct {
 	mu    sync.RWMutex
 	desks map[string]*Desk
+	// rejected are the current config rejections (rejected.go).
+	rejected []ConfigRejection
 }
 
 // NewSet returns a set of the desks ds.
@@ -58,6 +60,7 @@ func (s *Set) Names() []string {
 func (s *Set) Put(d *Desk) {
 	s.mu.Lock()
 	s.desks[d.Name()] = d
+	d.configRejected.Store(firstRejection(s.rejected, d.Name()))
 	s.mu.Unlock()
 }
 

@@ -74,7 +74,8 @@ func checkDiff(cmd *cobra.Command, f *clientFlags, stdout io.Writer) error {
 		for _, p := range out.Problems {
 			fmt.Fprintln(stdout, termsafe.Line(p))
 		}
-		return &exitError{code: 2, err: fmt.Errorf("config has %d problems: a reload now would be refused, and the running config kept", len(out.Problems))}
+		return &exitError{code: 2, err: fmt.Errorf("config has %d problems: the files named would be refused by a reload now "+
+			"(a desk file alone, its desk kept on its last good config; any other problem refuses the whole reload)", len(out.Problems))}
 	}
 	if len(out.Changes) == 0 {
 		fmt.Fprintf(stdout, "%s: no changes against the running deskd\n", termsafe.Line(out.Config))
@@ -89,12 +90,18 @@ func checkDiff(cmd *cobra.Command, f *clientFlags, stdout io.Writer) error {
 // loadConfig loads the config; its problems, one a line, become the error.
 func loadConfig(path string) (*config.Config, error) {
 	cfg, err := config.Load(path)
-	var problems config.Problems
-	if errors.As(err, &problems) {
-		return nil, &exitError{code: 2, err: fmt.Errorf("config has %d problems:\n%w", len(problems), err)}
-	}
 	if err != nil {
-		return nil, &exitError{code: 2, err: err}
+		return nil, configError(err)
 	}
 	return cfg, nil
+}
+
+// configError is the exit error (status 2) of a config that did not
+// load: its problems, one a line.
+func configError(err error) error {
+	var problems config.Problems
+	if errors.As(err, &problems) {
+		return &exitError{code: 2, err: fmt.Errorf("config has %d problems:\n%w", len(problems), err)}
+	}
+	return &exitError{code: 2, err: err}
 }

@@ -111,7 +111,8 @@ func reloaded(want ...string) func(stderrLine) bool {
 
 // isRejection accepts the lines of a refused reload.
 func isRejection(l stderrLine) bool {
-	return l.Event() == "config.rejected" || l.Str("message") == "config rejected: the last good config keeps running"
+	return l.Event() == "config.rejected" || strings.HasPrefix(l.Str("message"), "config rejected whole: ") ||
+		strings.HasPrefix(l.Str("message"), "desk file refused: ")
 }
 
 // apiAddr returns http://host:port from the "deskd ready" line.
@@ -235,10 +236,10 @@ func TestE2EReloadLive(t *testing.T) {
 	}
 }
 
-// TestE2EReloadRejected: an invalid edit is refused with config.rejected
-// (path, field, reason) and an error line; the old config keeps running
-// (its schedule still fires); check-config reports the same problem; the
-// corrected file is then taken.
+// TestE2EReloadRejected: an invalid edit of a desk file is refused with
+// config.rejected (path, field, reason, desk) and an error line; the desk
+// keeps its old config (its schedule still fires); check-config reports
+// the same problem; the corrected file is then taken.
 func TestE2EReloadRejected(t *testing.T) {
 	t.Parallel()
 	deadline := time.Now().Add(120 * time.Second)
@@ -256,8 +257,8 @@ func TestE2EReloadRejected(t *testing.T) {
 	var got map[string]stderrLine
 	d.debounced(t, func() {
 		got = d.waitEach(t, deadline, isRejection, map[string]func(stderrLine) bool{
-			"config.rejected": isEvent("config.rejected", "path", mainFile, "field", "schedules[0].cron"),
-			"the error line":  logMessage("config rejected: the last good config keeps running"),
+			"config.rejected": isEvent("config.rejected", "path", mainFile, "field", "schedules[0].cron", "desk", "main"),
+			"the error line":  logMessage("desk file refused: the desk runs on its last good config; the other desks' edits were applied"),
 		})
 	})
 	if rej := got["config.rejected"]; rej.Str("reason") == "" || rej.Str("level") != "error" {
@@ -271,8 +272,11 @@ func TestE2EReloadRejected(t *testing.T) {
 	d.waitEach(t, deadline, isRejection, map[string]func(stderrLine) bool{
 		"the old schedule's turn": isEvent("turn.completed", "desk", "main", "trigger", slotID("every-minute", 10, 1)),
 	})
-	if n := d.count(isEvent("config.reloaded")); n != 0 {
-		t.Errorf("%d config.reloaded after a refused edit, want 0", n)
+	if n := d.count(func(l stderrLine) bool {
+		c, _ := l.Fields["changes"].([]any)
+		return l.Event() == "config.reloaded" && len(c) > 0
+	}); n != 0 {
+		t.Errorf("%d config.reloaded with changes after a refused edit, want 0", n)
 	}
 
 	// check-config says the same, and so does --diff against the daemon.

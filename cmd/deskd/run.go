@@ -43,16 +43,16 @@ func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
 				}
 				clk = clock.StartingAt(start)
 			}
-			cfg, err := loadConfig(path)
+			loaded, err := config.LoadKeeping(path, nil)
 			if err != nil {
-				return err
+				return configError(err)
 			}
 			if stateDir != "" {
-				if cfg.StateDir, err = filepath.Abs(stateDir); err != nil {
+				if loaded.Config.StateDir, err = filepath.Abs(stateDir); err != nil {
 					return &exitError{code: 2, err: fmt.Errorf("--state-dir %s: %w", stateDir, err)}
 				}
 			}
-			return runDaemon(cmd.Context(), cfg, clk, stderr, signals)
+			return runLoaded(cmd.Context(), loaded, clk, stderr, signals)
 		},
 	}
 	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
@@ -66,6 +66,12 @@ func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
 // the metrics, systemd's notifier, the debug listener (debug_listen), and
 // the HTTP API as the front end.
 func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr io.Writer, signals signalSource) error {
+	return runLoaded(ctx, config.Loaded{Config: cfg}, clk, stderr, signals)
+}
+
+// runLoaded is runDaemon on a config whose refused desk files are in loaded.Rejected.
+func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stderr io.Writer, signals signalSource) error {
+	cfg := loaded.Config
 	log, level, err := desk.NewLogger(cfg.Log, stderr, clk)
 	if err != nil {
 		return err
@@ -99,7 +105,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 		defer release()
 	}
 	d, err := desk.NewDaemon(desk.DaemonOptions{
-		Config: cfg, Clock: clk, Bus: bus, Log: log, Level: level, Notify: newNotifier(clk), Watchdog: watchdog,
+		Config: cfg, Rejected: loaded.Rejected, Clock: clk, Bus: bus, Log: log, Level: level, Notify: newNotifier(clk), Watchdog: watchdog,
 		Serve: func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
 			return startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()})
 		},
@@ -109,6 +115,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 		return err
 	}
 	met.SetGauges(metrics.DeskGauges(d.Set()))
+	met.SetRejections(d.Set().ConfigRejections)
 	ran = true
 	return d.Run(ctx, sigs)
 }

@@ -30,6 +30,7 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 				return termview.JSON(stdout, out)
 			}
 			termview.Status(stdout, out.Desks)
+			termview.ConfigRejections(stdout, out.Desks, out.ConfigRejected)
 			return nil
 		},
 	}

@@ -252,12 +252,18 @@ type DeskResumed struct {
 }
 
 // ConfigReloaded: a new config is in force; Changes says what changed.
+// Cleared are the desks whose refused file is accepted again, or gone
+// ("" for the main file).
 type ConfigReloaded struct {
 	Header
 	Changes []string `json:"changes"`
+	Cleared []string `json:"cleared,omitempty"`
 }
 
-// ConfigRejected: a config file did not validate; the last good config runs on.
+// ConfigRejected: a config file did not validate. Desk is the desk whose
+// file it is, which runs on its last good config (or is not started, when
+// it has none); "" for the main file or any file not one desk's, which
+// refuses the whole reload: the last good config runs on.
 type ConfigRejected struct {
 	Header
 	Path   string `json:"path"`

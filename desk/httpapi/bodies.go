@@ -14,12 +14,20 @@ type HealthResponse struct {
 	Status string `json:"status"`
 	// Storage lists the desks whose writes fail, with the failure.
 	Storage map[string]*desk.StorageStatus `json:"storage,omitempty"`
+	// ConfigRejected lists the config files refused and still refused
+	// (desk.Set.ConfigRejections). A refused edit is not a failure to
+	// serve: it leaves the status "ok" and the answer 200.
+	ConfigRejected []desk.ConfigRejection `json:"config_rejected,omitempty"`
 }
 
 // DesksResponse is the body of GET /v1/desks.
 type DesksResponse struct {
 	// Desks are the status of every desk, sorted by name.
 	Desks []desk.Status `json:"desks"`
+	// ConfigRejected is every current rejection of a config file, by desk
+	// ("" for the main file, or a file that is not one desk's); a desk
+	// whose first file was refused is here, and not in Desks.
+	ConfigRejected []desk.ConfigRejection `json:"config_rejected"`
 }
 
 // TriggerResponse is the body of a POST /v1/desks/{desk}/triggers answer.

@@ -43,6 +43,24 @@ type Desks interface {
 
 var _ Desks = (*desk.Set)(nil)
 
+// rejections is what the server reads of the config files refused, when
+// its Desks has them (*desk.Set does).
+type rejections interface {
+	ConfigRejections() []desk.ConfigRejection
+}
+
+var _ rejections = (*desk.Set)(nil)
+
+// configRejections returns the current config rejections; never nil.
+func (s *Server) configRejections() []desk.ConfigRejection {
+	if r, ok := s.desks.(rejections); ok {
+		if rs := r.ConfigRejections(); rs != nil {
+			return rs
+		}
+	}
+	return []desk.ConfigRejection{}
+}
+
 // Options configures a Server.
 type Options struct {
 	// Desks are the desks served; nil: none.
@@ -194,9 +212,14 @@ func (s *Server) public(r *http.Request) bool {
 
 // healthz answers 200 while deskd serves and every desk can write to its
 // disk; 503 with the failing desks while one cannot (a disk check: the
-// desk's last write failed and its probe has not succeeded since).
+// desk's last write failed and its probe has not succeeded since). The
+// config files refused are listed, but leave it 200: the desks serve, on
+// their last good config.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	out := HealthResponse{Status: "ok"}
+	if rs := s.configRejections(); len(rs) > 0 {
+		out.ConfigRejected = rs
+	}
 	for _, d := range s.desks.List() {
 		if st := d.Storage(); st != nil {
 			if out.Storage == nil {
@@ -246,7 +269,7 @@ func (s *Server) desk(w http.ResponseWriter, r *http.Request) (*desk.Desk, bool)
 }
 
 func (s *Server) listDesks(w http.ResponseWriter, _ *http.Request) {
-	out := DesksResponse{Desks: []desk.Status{}}
+	out := DesksResponse{Desks: []desk.Status{}, ConfigRejected: s.configRejections()}
 	for _, d := range s.desks.List() {
 		out.Desks = append(out.Desks, d.Status())
 	}

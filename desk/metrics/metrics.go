@@ -80,10 +80,13 @@ type Registry struct {
 	lastTurn      *prometheus.GaugeVec   // desk
 	queueDepthDsc *prometheus.Desc
 	nextSlotDsc   *prometheus.Desc
+	rejectedDsc   *prometheus.Desc
+	rejSinceDsc   *prometheus.Desc
 
-	mu     sync.Mutex
-	models map[string]string // desk -> its model, from desk.started
-	gauges func() []Gauges
+	mu       sync.Mutex
+	models   map[string]string // desk -> its model, from desk.started
+	gauges   func() []Gauges
+	rejected func() []desk.ConfigRejection
 
 	cancel func()
 }
@@ -142,6 +145,11 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 			"Triggers waiting in each desk's queue.", []string{"desk"}, nil),
 		nextSlotDsc: prometheus.NewDesc("deskd_next_slot_timestamp_seconds",
 			"Each desk's next schedule slot, in Unix seconds; absent when the desk has none.", []string{"desk"}, nil),
+		rejectedDsc: prometheus.NewDesc("deskd_config_rejected",
+			"1 while a desk's config file is refused (the desk runs on its last good config, or is not started when it has none); "+
+				"desk \"\" for the main file or a file that is not one desk's (the whole reload was refused). Absent otherwise.", []string{"desk"}, nil),
+		rejSinceDsc: prometheus.NewDesc("deskd_config_rejected_since_timestamp_seconds",
+			"Since when each refused config file (deskd_config_rejected) has been refused, in Unix seconds on deskd's clock.", []string{"desk"}, nil),
 		models: map[string]string{},
 	}
 	m.reg.MustRegister(
@@ -180,6 +188,15 @@ func (m *Registry) Handler() http.Handler {
 func (m *Registry) SetGauges(gauges func() []Gauges) {
 	m.mu.Lock()
 	m.gauges = gauges
+	m.mu.Unlock()
+}
+
+// SetRejections sets the function read at each scrape for the config
+// files refused (desk.Set.ConfigRejections). Until it is set, those
+// metrics are absent.
+func (m *Registry) SetRejections(rejections func() []desk.ConfigRejection) {
+	m.mu.Lock()
+	m.rejected = rejections
 	m.mu.Unlock()
 }
 
@@ -251,18 +268,24 @@ func (m *Registry) modelOf(desk string) string {
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// statusCollector reads queue depths and next slots at scrape time.
+// statusCollector reads queue depths, next slots and config rejections
+// at scrape time.
 type statusCollector struct{ m *Registry }
 
 func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.m.queueDepthDsc
 	ch <- c.m.nextSlotDsc
+	ch <- c.m.rejectedDsc
+	ch <- c.m.rejSinceDsc
 }
 
 func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 	c.m.mu.Lock()
-	gauges := c.m.gauges
+	gauges, rejections := c.m.gauges, c.m.rejected
 	c.m.mu.Unlock()
+	if rejections != nil {
+		c.collectRejections(ch, rejections())
+	}
 	if gauges == nil {
 		return
 	}
@@ -271,5 +294,25 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		if !d.NextSlot.IsZero() {
 			ch <- prometheus.MustNewConstMetric(c.m.nextSlotDsc, prometheus.GaugeValue, unixSeconds(d.NextSlot), d.Desk)
 		}
+	}
+}
+
+// collectRejections sends one deskd_config_rejected and its since per desk
+// with a refused file (the earliest since of its problems).
+func (c statusCollector) collectRejections(ch chan<- prometheus.Metric, rs []desk.ConfigRejection) {
+	since := map[string]time.Time{}
+	var order []string
+	for _, r := range rs {
+		at, seen := since[r.Desk]
+		if !seen {
+			order = append(order, r.Desk)
+		}
+		if !seen || r.Since.Before(at) {
+			since[r.Desk] = r.Since
+		}
+	}
+	for _, d := range order {
+		ch <- prometheus.MustNewConstMetric(c.m.rejectedDsc, prometheus.GaugeValue, 1, d)
+		ch <- prometheus.MustNewConstMetric(c.m.rejSinceDsc, prometheus.GaugeValue, unixSeconds(since[d]), d)
 	}
 }

@@ -218,3 +218,43 @@ func Context(w io.Writer, rep router.ContextReport) error {
 	}
 	return nil
 }
+
+// ConfigRejections prints the config files refused and still refused
+// (GET /v1/desks' config_rejected), one line per desk and file, with its
+// first problem: a desk in desks runs on its last good config; one that
+// is not had no good config and is not started; desk "" is a file that
+// governs every desk, whose reload was refused whole.
+func ConfigRejections(w io.Writer, desks []desk.Status, rs []desk.ConfigRejection) {
+	p := termsafe.Line
+	running := map[string]bool{}
+	for _, s := range desks {
+		running[s.Name] = true
+	}
+	type key struct{ desk, file string }
+	count := map[key]int{}
+	var order []desk.ConfigRejection
+	for _, r := range rs {
+		k := key{r.Desk, r.File}
+		if count[k] == 0 {
+			order = append(order, r)
+		}
+		count[k]++
+	}
+	for _, r := range order {
+		who, then := "desk "+p(r.Desk), "it runs on its last good config"
+		switch {
+		case r.Desk == "":
+			who, then = "config", "nothing of the reload was applied: every desk runs on the last good config"
+		case !running[r.Desk]:
+			then = "it has no good config yet, so it is not started"
+		}
+		problem := p(r.Reason)
+		if r.Field != "" {
+			problem = p(r.Field) + ": " + problem
+		}
+		if n := count[key{r.Desk, r.File}]; n > 1 {
+			problem += fmt.Sprintf(" (and %d more)", n-1)
+		}
+		fmt.Fprintf(w, "\n%s: its file %s was refused since %s: %s; %s\n", who, p(r.File), r.Since.Format(time.RFC3339), problem, then)
+	}
+}
