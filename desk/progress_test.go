@@ -1,0 +1,155 @@
+package desk_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/desktest"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/event/eventtest"
+	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/triggers"
+)
+
+// heldRollover is a model whose summaries and folds wait for the test:
+// each such call's task is sent on calls, and it answers as the scripted
+// model does once release receives.
+type heldRollover struct {
+	calls   chan router.Task
+	release chan struct{}
+}
+
+func (m *heldRollover) Complete(ctx context.Context, req router.Request) (router.Response, error) {
+	if req.Task == router.TaskSummary || req.Task == router.TaskFold {
+		m.calls <- req.Task
+		select {
+		case <-m.release:
+		case <-ctx.Done():
+			return router.Response{}, ctx.Err()
+		}
+	}
+	return router.Scripted{}.Complete(ctx, req)
+}
+
+func (m *heldRollover) expect(t *testing.T, want router.Task) {
+	t.Helper()
+	select {
+	case got := <-m.calls:
+		if got != want {
+			t.Fatalf("the model got a %s call, want %s", got, want)
+		}
+	case <-time.After(eventtest.Timeout):
+		t.Fatalf("no %s call within %v", want, eventtest.Timeout)
+	}
+}
+
+// lineWriter sends each log line written to it on lines.
+type lineWriter struct{ lines chan string }
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	w.lines <- string(bytes.TrimSpace(p))
+	return len(p), nil
+}
+
+// waitLine waits for a log line containing want.
+func waitLine(t *testing.T, lines <-chan string, want string) string {
+	t.Helper()
+	deadline := time.After(eventtest.Timeout)
+	for {
+		select {
+		case l := <-lines:
+			if strings.Contains(l, want) {
+				return l
+			}
+		case <-deadline:
+			t.Fatalf("no log line with %q within %v", want, eventtest.Timeout)
+			return ""
+		}
+	}
+}
+
+// waitStatus waits until the desk's status satisfies ok. The status
+// changes after the event that says a step ended: it is looked at again on
+// each event and every few milliseconds.
+func waitStatus(t *testing.T, d *desktest.Desk, why string, ok func(desk.Status) bool) desk.Status {
+	t.Helper()
+	deadline := time.After(eventtest.Timeout)
+	for {
+		changed := d.Events.Changed()
+		s := d.Desk.Status()
+		if ok(s) {
+			return s
+		}
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("%s: status is %+v (running %+v)", why, s, s.Running)
+			return s
+		}
+	}
+}
+
+func TestRolloverAtTheBoundaryShowsItsPhases(t *testing.T) {
+	m := &heldRollover{calls: make(chan router.Task, 10), release: make(chan struct{})}
+	d := desktest.New(t, desktest.Options{Model: m, StillEvery: 10 * time.Second})
+	lines := make(chan string, 100)
+	cancel := desk.LogEvents(d.Bus, zerolog.New(lineWriter{lines}))
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(m.release)
+
+	d.Submit(triggers.Trigger{ID: "t1", Kind: triggers.Manual, Text: "Buy NIFTY?"})
+	eventtest.Next[event.TurnCompleted](d.Events)
+	if err := d.Folder.AppendNote(desktest.Day().DateOf(d.Clock.Now()), "NIFTY gapped up."); err != nil {
+		t.Fatal(err)
+	}
+	old := d.Desk.Status()
+	boundary := desktest.At("2026-03-02T18:30:00Z") // 00:00 IST, 3 March
+	ctx, stop := context.WithTimeout(t.Context(), eventtest.Timeout)
+	defer stop()
+	if err := d.Clock.WaitTimerAt(ctx, boundary); err != nil {
+		t.Fatal(err)
+	}
+	d.Clock.Set(boundary)
+
+	m.expect(t, router.TaskSummary)
+	s := d.Desk.Status()
+	if s.State != desk.StateRollingOver || s.Running == nil || s.Running.Kind != desk.KindRollover || s.Running.Trigger != "" ||
+		s.Running.Phase != desk.PhaseSummarising || !s.Running.Since.Equal(boundary) || !s.Running.PhaseSince.Equal(boundary) {
+		t.Fatalf("while summarising: state %s, running %+v; want rolling_over, a rollover summarising since %s", s.State, s.Running, boundary)
+	}
+	if s.TradingDate != old.TradingDate {
+		t.Errorf("while summarising the trading date is %s, want the old session's %s", s.TradingDate, old.TradingDate)
+	}
+	waitLine(t, lines, "rollover of desk main: summarising session "+old.Session+" (2026-03-02)")
+
+	if err := d.Clock.WaitTimerAt(ctx, boundary.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	d.Clock.Set(boundary.Add(10 * time.Second))
+	waitLine(t, lines, "rollover of desk main: still summarising after 10s")
+
+	d.Clock.Set(boundary.Add(25 * time.Second))
+	m.release <- struct{}{}
+	waitLine(t, lines, "rollover of desk main: summarised in 25s")
+	m.expect(t, router.TaskFold)
+	s = waitStatus(t, d, "folding", func(s desk.Status) bool { return s.Running != nil && s.Running.Phase == desk.PhaseFolding })
+	if s.State != desk.StateRollingOver || !s.Running.Since.Equal(boundary) || !s.Running.PhaseSince.Equal(boundary.Add(25*time.Second)) {
+		t.Errorf("while folding: state %s, running %+v", s.State, s.Running)
+	}
+	m.release <- struct{}{}
+	eventtest.NextWhere(d.Events, func(e event.SessionStarted) bool { return e.Previous == old.Session })
+	s = waitStatus(t, d, "idle after the rollover", func(s desk.Status) bool { return s.State == desk.StateIdle })
+	if s.Running != nil || s.TradingDate != "2026-03-03" || s.Session == old.Session {
+		t.Errorf("after the rollover: running %+v, date %s, session %s (old %s)", s.Running, s.TradingDate, s.Session, old.Session)
+	}
+}
