@@ -5,6 +5,7 @@ import (
 
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/keeper"
+	"github.com/deskd/deskd/triggers"
 )
 
 // KeeperProgress shows a rollover step the keeper reports in the desk's
@@ -31,4 +32,53 @@ func (d *Desk) rollOver(ctx context.Context, reason event.SessionReason) (string
 	defer d.setRunning(nil)
 	defer d.look()
 	return d.o.Keeper.RollOver(ctx, reason)
+}
+
+// queuePosition is trigger id's place in the queue (1: next), 0 when it is
+// not queued.
+func (d *Desk) queuePosition(id string) int {
+	for i, t := range d.queue.Items() {
+		if t.ID == id {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// TriggerProgress is where a trigger is, as a client watching it sees it
+// (httpapi.Client.WatchTrigger): its status, and what the desk's status
+// says of it.
+type TriggerProgress struct {
+	Trigger TriggerStatus
+	// Depth is the desk's queue depth while the trigger is queued.
+	Depth int
+	// Phase is the turn's phase while the trigger runs.
+	Phase Phase
+	// Paused is the desk's pause while the trigger waits in its queue;
+	// PausedTriggers what the paused desk does with triggers.
+	Paused         *Pause
+	PausedTriggers triggers.PausedTriggers
+}
+
+// ProgressOf is what trigger s of desk status st says: the trigger's
+// queue and pause while it is queued, its phase while it runs.
+func ProgressOf(s TriggerStatus, st Status) TriggerProgress {
+	p := TriggerProgress{Trigger: s}
+	switch s.State {
+	case triggers.StateQueued:
+		p.Depth, p.Paused, p.PausedTriggers = st.QueueDepth, st.Paused, st.PausedTriggers
+	case triggers.StateRunning:
+		p.Phase = PhasePreparing
+		if st.Running != nil && st.Running.Trigger == s.ID {
+			p.Phase = st.Running.Phase
+		}
+	}
+	return p
+}
+
+// Same reports whether p and q show the same progress: a watcher reports
+// only changes.
+func (p TriggerProgress) Same(q TriggerProgress) bool {
+	return p.Trigger.State == q.Trigger.State && p.Trigger.Position == q.Trigger.Position && p.Depth == q.Depth &&
+		p.Phase == q.Phase && (p.Paused == nil) == (q.Paused == nil)
 }

@@ -34,6 +34,8 @@ type TriggerStatus struct {
 	Reply       string    `json:"reply,omitempty"`
 	// Reason explains a failure, an interruption, a drop or a miss.
 	Reason string `json:"reason,omitempty"`
+	// Position is a queued trigger's place in the desk's queue (1: next).
+	Position int `json:"position,omitempty"`
 }
 
 // Final reports whether the trigger's state will not change any more.
@@ -67,7 +69,11 @@ func (d *Desk) Trigger(id string) (TriggerStatus, bool) {
 	if !ok {
 		return TriggerStatus{}, false
 	}
-	return statusOf(d.o.Name, own, answer), true
+	s := statusOf(d.o.Name, own, answer)
+	if s.State == triggers.StateQueued {
+		s.Position = d.queuePosition(answer.Trigger.ID)
+	}
+	return s, true
 }
 
 // WaitTrigger waits until trigger id reaches a final state, ctx is done
