@@ -3,6 +3,7 @@ package desk_test
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,9 +12,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/event/eventtest"
+	"github.com/deskd/deskd/keeper"
+	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
@@ -151,5 +155,84 @@ func TestRolloverAtTheBoundaryShowsItsPhases(t *testing.T) {
 	s = waitStatus(t, d, "idle after the rollover", func(s desk.Status) bool { return s.State == desk.StateIdle })
 	if s.Running != nil || s.TradingDate != "2026-03-03" || s.Session == old.Session {
 		t.Errorf("after the rollover: running %+v, date %s, session %s (old %s)", s.Running, s.TradingDate, s.Session, old.Session)
+	}
+}
+
+// lazyKeeper is the real keeper, but never due when the desk's loop asks:
+// the desk rolls over only at the start of a turn (keeper.Prepare asks the
+// keeper itself), as it does after an eager attempt failed.
+type lazyKeeper struct{ *keeper.Keeper }
+
+func (lazyKeeper) Due() bool { return false }
+
+func TestLazyRolloverShowsItsPhasesInTheTurn(t *testing.T) {
+	m := &heldRollover{calls: make(chan router.Task, 10), release: make(chan struct{})}
+	clk := clock.NewFake(desktest.Start())
+	bus := event.New()
+	defer bus.Close()
+	events := eventtest.WatchAll(t, bus)
+	folder, err := memory.OpenFolder(filepath.Join(t.TempDir(), "main"), "main", clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := router.New(router.Options{Desk: "main", Folder: folder, Clock: clk, Day: desktest.Day(), Bus: bus,
+		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "test", Client: m}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var d *desk.Desk
+	k := keeper.New(keeper.Options{Desk: "main", Router: r, Folder: folder, Bus: bus, Clock: clk, Day: desktest.Day(),
+		Progress: func(p keeper.Progress) { d.KeeperProgress(p) }})
+	ledger, err := triggers.OpenLedger(folder.Path(triggers.LedgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ledger.Close()
+	d, err = desk.New(desk.Options{Name: "main", Keeper: lazyKeeper{k}, Router: r, Ledger: ledger, Clock: clk, Bus: bus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() { close(m.release); cancel(); <-done }() // a held call answers, the turn ends
+	<-d.Started()
+
+	if _, err := d.Submit(triggers.Trigger{ID: "t1", Kind: triggers.Manual, Text: "Buy NIFTY?"}); err != nil {
+		t.Fatal(err)
+	}
+	eventtest.Next[event.TurnCompleted](events)
+	if err := folder.AppendNote(desktest.Day().DateOf(clk.Now()), "NIFTY gapped up."); err != nil {
+		t.Fatal(err)
+	}
+	boundary := desktest.At("2026-03-02T18:30:00Z")
+	clk.Set(boundary)
+	if _, err := d.Submit(triggers.Trigger{ID: "t2", Kind: triggers.Manual, Text: "And today?"}); err != nil {
+		t.Fatal(err)
+	}
+	m.expect(t, router.TaskSummary)
+	s := d.Status()
+	if s.State != desk.StateRunning || s.Running == nil || s.Running.Trigger != "t2" || s.Running.Phase != desk.PhaseSummarising ||
+		!s.Running.PhaseSince.Equal(boundary) {
+		t.Fatalf("while the turn summarises: state %s, running %+v; want running t2, summarising", s.State, s.Running)
+	}
+	clk.Set(boundary.Add(3 * time.Second))
+	m.release <- struct{}{}
+	m.expect(t, router.TaskFold)
+	s = d.Status()
+	if s.Running == nil || s.Running.Trigger != "t2" || s.Running.Phase != desk.PhaseFolding || !s.Running.PhaseSince.Equal(boundary.Add(3*time.Second)) {
+		t.Fatalf("while the turn folds: running %+v; want t2 folding since %s", s.Running, boundary.Add(3*time.Second))
+	}
+	m.release <- struct{}{}
+	started := eventtest.Next[event.TurnStarted](events)
+	if started.Trigger != "t1" {
+		t.Fatalf("turn.started = %+v, want t1's first", started)
+	}
+	if started = eventtest.Next[event.TurnStarted](events); started.Trigger != "t2" {
+		t.Errorf("turn.started = %+v, want t2", started)
+	}
+	if c := eventtest.Next[event.TurnCompleted](events); c.Trigger != "t2" {
+		t.Errorf("turn.completed = %+v, want t2", c)
 	}
 }
