@@ -67,18 +67,24 @@ func TestWatchTriggerWithoutTheEventStream(t *testing.T) {
 		}
 		done <- s
 	}()
-	next := func(want string) {
+	take := func(want string) string {
 		t.Helper()
 		select {
 		case got := <-changed:
-			if got == "running preparing" && want == "running model" {
-				got = <-changed // a poll may catch the turn before its model call
-			}
-			if got != want {
-				t.Fatalf("progress %q, want %q", got, want)
-			}
+			return got
 		case <-time.After(10 * time.Second):
 			t.Fatalf("no progress within 10s, want %q", want)
+			return ""
+		}
+	}
+	next := func(want string) {
+		t.Helper()
+		got := take(want)
+		if got == "running preparing" && want == "running model" {
+			got = take(want) // a poll may catch the turn before its model call
+		}
+		if got != want {
+			t.Fatalf("progress %q, want %q", got, want)
 		}
 	}
 	next("queued  #")
