@@ -233,7 +233,8 @@ type sessionView struct {
 	spend     router.Spend
 }
 
-// Running is the turn a desk is running.
+// Running is the turn a desk is running, or the rollover it runs outside
+// a turn (Trigger "", Kind KindRollover, state rolling_over).
 type Running struct {
 	Trigger string        `json:"trigger"`
 	Kind    triggers.Kind `json:"kind"`
