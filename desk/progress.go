@@ -61,14 +61,15 @@ type TriggerProgress struct {
 }
 
 // ProgressOf is what trigger s of desk status st says: the trigger's
-// queue and pause while it is queued, its phase while it runs.
+// queue and pause while it is queued, its phase while it runs (none when
+// st does not show it running: a status not read, or of the instant
+// before its turn began).
 func ProgressOf(s TriggerStatus, st Status) TriggerProgress {
 	p := TriggerProgress{Trigger: s}
 	switch s.State {
 	case triggers.StateQueued:
 		p.Depth, p.Paused, p.PausedTriggers = st.QueueDepth, st.Paused, st.PausedTriggers
 	case triggers.StateRunning:
-		p.Phase = PhasePreparing
 		if st.Running != nil && st.Running.Trigger == s.ID {
 			p.Phase = st.Running.Phase
 		}

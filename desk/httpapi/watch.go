@@ -33,8 +33,9 @@ func (c *Client) WatchTrigger(ctx context.Context, deskName, id string, timeout 
 	wake, stop := c.wakeOnEvents(ctx, deskName)
 	defer stop()
 	var last *desk.TriggerProgress
+	readDesk := true
 	for {
-		p, err := c.progress(ctx, deskName, id)
+		p, err := c.progress(ctx, deskName, id, &readDesk)
 		if err != nil {
 			return p.Trigger, err
 		}
@@ -58,18 +59,25 @@ func (c *Client) WatchTrigger(ctx context.Context, deskName, id string, timeout 
 	}
 }
 
-// progress reads a trigger's status and its desk's, and what they say of
-// the trigger's progress.
-func (c *Client) progress(ctx context.Context, deskName, id string) (desk.TriggerProgress, error) {
+// progress reads a trigger's status and, while *readDesk, its desk's, and
+// returns what they say of the trigger's progress. A credential that may
+// not read the desk (a feed's token) clears *readDesk: the trigger's own
+// state is reported then, without its queue, pause and phase.
+func (c *Client) progress(ctx context.Context, deskName, id string, readDesk *bool) (desk.TriggerProgress, error) {
 	var s desk.TriggerStatus
 	if err := c.do(ctx, http.MethodGet, deskPath(deskName, "triggers")+"/"+url.PathEscape(id), nil, &s); err != nil {
 		return desk.TriggerProgress{Trigger: s}, err
 	}
-	if s.Final() {
-		return desk.ProgressOf(s, desk.Status{}), nil
-	}
 	var st desk.Status
-	if err := c.do(ctx, http.MethodGet, "/v1/desks/"+url.PathEscape(deskName), nil, &st); err != nil {
+	if s.Final() || !*readDesk {
+		return desk.ProgressOf(s, st), nil
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/desks/"+url.PathEscape(deskName), nil, &st)
+	var e *Error
+	if errors.As(err, &e) && (e.Status == http.StatusForbidden || e.Status == http.StatusUnauthorized) {
+		*readDesk, err = false, nil
+	}
+	if err != nil {
 		return desk.TriggerProgress{Trigger: s}, err
 	}
 	return desk.ProgressOf(s, st), nil
