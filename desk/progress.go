@@ -68,7 +68,9 @@ func ProgressOf(s TriggerStatus, st Status) TriggerProgress {
 	p := TriggerProgress{Trigger: s}
 	switch s.State {
 	case triggers.StateQueued:
-		p.Depth, p.Paused, p.PausedTriggers = st.QueueDepth, st.Paused, st.PausedTriggers
+		// The two are read one after the other: the queue may have moved
+		// in between, but the trigger is in it.
+		p.Depth, p.Paused, p.PausedTriggers = max(st.QueueDepth, s.Position), st.Paused, st.PausedTriggers
 	case triggers.StateRunning:
 		if st.Running != nil && st.Running.Trigger == s.ID {
 			p.Phase = st.Running.Phase
@@ -78,8 +80,13 @@ func ProgressOf(s TriggerStatus, st Status) TriggerProgress {
 }
 
 // Same reports whether p and q show the same progress: a watcher reports
-// only changes.
+// only changes. A queued trigger without a position has just been taken
+// from the queue (its ledger says running a moment later): no news.
 func (p TriggerProgress) Same(q TriggerProgress) bool {
+	if p.Trigger.State == triggers.StateQueued && q.Trigger.State == triggers.StateQueued &&
+		(p.Trigger.Position == 0 || q.Trigger.Position == 0) {
+		return (p.Paused == nil) == (q.Paused == nil)
+	}
 	return p.Trigger.State == q.Trigger.State && p.Trigger.Position == q.Trigger.Position && p.Depth == q.Depth &&
 		p.Phase == q.Phase && (p.Paused == nil) == (q.Paused == nil)
 }

@@ -236,3 +236,31 @@ func TestLazyRolloverShowsItsPhasesInTheTurn(t *testing.T) {
 		t.Errorf("turn.completed = %+v, want t2", c)
 	}
 }
+
+// TestTriggerProgressSame: what a watcher counts as a change.
+func TestTriggerProgressSame(t *testing.T) {
+	queued := func(pos, depth int) desk.TriggerProgress {
+		return desk.TriggerProgress{Trigger: desk.TriggerStatus{ID: "t", State: triggers.StateQueued, Position: pos}, Depth: depth}
+	}
+	running := func(ph desk.Phase) desk.TriggerProgress {
+		return desk.TriggerProgress{Trigger: desk.TriggerStatus{ID: "t", State: triggers.StateRunning}, Phase: ph}
+	}
+	paused := queued(1, 1)
+	paused.Paused = &desk.Pause{By: "alice"}
+	for _, tt := range []struct {
+		name string
+		p, q desk.TriggerProgress
+		same bool
+	}{
+		{"same place", queued(2, 3), queued(2, 3), true},
+		{"moved up", queued(2, 3), queued(1, 3), false},
+		{"taken from the queue", queued(1, 1), queued(0, 0), true},
+		{"paused", queued(1, 1), paused, false},
+		{"next phase", running(desk.PhaseSummarising), running(desk.PhaseModel), false},
+		{"started", queued(1, 1), running(""), false},
+	} {
+		if got := tt.p.Same(tt.q); got != tt.same {
+			t.Errorf("%s: Same = %v, want %v", tt.name, got, tt.same)
+		}
+	}
+}
