@@ -59,12 +59,14 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 	if dc.Rollover == keeper.RolloverTradingDay {
 		kr = TradingDayRouter(r, cfg.CalendarOf(dc.Calendar), cfg.Day, clk)
 	}
+	var d *Desk // the keeper reports its progress to the desk, made next
 	k := keeper.New(keeper.Options{
 		Desk: dc.Name, Router: kr, Folder: folder, Curator: cur, Bus: bus, Clock: clk, Day: cfg.Day,
 		Disabled: dc.Rollover == keeper.RolloverOff,
 		Guard:    memory.FoldGuard{MaxBytes: dc.Memory.MaxBytes, MinKept: dc.Memory.MinKept},
+		Progress: func(p keeper.Progress) { d.KeeperProgress(p) }, StillEvery: keeper.DefaultStillEvery,
 	})
-	d, err := New(Options{
+	d, err = New(Options{
 		Name: dc.Name, Keeper: k, Router: r, Ledger: ledger, Schedules: cfg.Entries(dc), Clock: clk, Bus: bus,
 		QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce.ByKey(), Calendar: cfg.CalendarOf(dc.Calendar),
 		ShutdownTimeout: cfg.ShutdownTimeout, PauseFile: folder.Path(PauseFile),

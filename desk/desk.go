@@ -108,8 +108,11 @@ const (
 	StateStarting State = "starting"
 	StateIdle     State = "idle"
 	StateRunning  State = "running"
-	StatePaused   State = "paused"
-	StateStopped  State = "stopped"
+	// StateRollingOver: a rollover runs outside a turn (at the trading
+	// day's boundary, or asked for); Running's kind is KindRollover.
+	StateRollingOver State = "rolling_over"
+	StatePaused      State = "paused"
+	StateStopped     State = "stopped"
 )
 
 // Phase is the step a running turn is at (Running.Phase).
@@ -122,7 +125,15 @@ const (
 	PhasePreparing Phase = "preparing"
 	// PhaseModel: the model router has the turn.
 	PhaseModel Phase = "model"
+	// PhaseSummarising, PhaseFolding and PhaseCurating: the keeper is at
+	// that step of a rollover (keeper.Phase).
+	PhaseSummarising Phase = "summarising"
+	PhaseFolding     Phase = "folding"
+	PhaseCurating    Phase = "curating"
 )
+
+// KindRollover is Running's kind while a rollover runs outside a turn.
+const KindRollover triggers.Kind = "rollover"
 
 // Options configures a Desk. Every field is required but QueueLimit,
 // Coalesce, Calendar, KeepFor, ShutdownTimeout, PauseFile and RefusePaused.
@@ -227,14 +238,17 @@ type sessionView struct {
 	spend     router.Spend
 }
 
-// Running is the turn a desk is running.
+// Running is the turn a desk is running, or the rollover it runs outside
+// a turn (Trigger "", Kind KindRollover, state rolling_over).
 type Running struct {
 	Trigger string        `json:"trigger"`
 	Kind    triggers.Kind `json:"kind"`
 	Since   time.Time     `json:"since"`
-	// Phase is preparing (the keeper may be rolling the session over) or
-	// model (the model router has the turn).
-	Phase Phase `json:"phase"`
+	// Phase is preparing (the keeper may be rolling the session over),
+	// summarising, folding or curating (the keeper is rolling it over) or
+	// model (the model router has the turn); PhaseSince is when it began.
+	Phase      Phase     `json:"phase"`
+	PhaseSince time.Time `json:"phase_since"`
 }
 
 type rolloverRequest struct {
@@ -444,7 +458,7 @@ type Status struct {
 	Session     string `json:"session"`
 	TradingDate string `json:"trading_date"`
 	Exchanges   int    `json:"exchanges"`
-	// State is starting, idle, running, paused or stopped.
+	// State is starting, idle, running, rolling_over, paused or stopped.
 	State      State               `json:"state"`
 	QueueDepth int                 `json:"queue_depth"`
 	QueueLimit int                 `json:"queue_limit"`
@@ -729,8 +743,7 @@ func (d *Desk) Run(ctx context.Context) error {
 			return
 		}
 		tried = d.o.Router.SessionID()
-		_, _ = d.o.Keeper.RollOver(work, event.ReasonDailyRollover)
-		d.look()
+		_, _ = d.rollOver(work, event.ReasonDailyRollover)
 	}
 	eager() // triggers may arrive meanwhile; they wait in the queue
 
@@ -820,7 +833,7 @@ func (d *Desk) Run(ctx context.Context) error {
 					event.Publish(d.o.Bus, event.SessionStarted{Header: d.header(), Session: id, Reason: event.ReasonFork, Previous: prev})
 				}
 			} else {
-				id, err = d.o.Keeper.RollOver(work, event.ReasonManualRollover)
+				id, err = d.rollOver(work, event.ReasonManualRollover)
 			}
 			d.look()
 			req.reply <- rolloverResult{previous: prev, session: id, err: err}
@@ -917,7 +930,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		d.storageFailed(err)
 		return
 	}
-	d.setRunning(&Running{Trigger: t.ID, Kind: t.Kind, Since: now, Phase: PhasePreparing})
+	d.setRunning(&Running{Trigger: t.ID, Kind: t.Kind, Since: now, Phase: PhasePreparing, PhaseSince: now})
 	defer d.setRunning(nil)
 
 	msg := t
@@ -1063,6 +1076,9 @@ func (d *Desk) setRunning(r *Running) {
 	}
 	if r != nil {
 		d.state = StateRunning
+		if r.Kind == KindRollover {
+			d.state = StateRollingOver
+		}
 	} else {
 		d.state = idle
 	}
@@ -1072,7 +1088,7 @@ func (d *Desk) setPhase(p Phase) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.running != nil {
-		d.running.Phase = p
+		d.running.Phase, d.running.PhaseSince = p, d.o.Clock.Now()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,8 +29,33 @@ func LogEvents(b *event.Bus, log zerolog.Logger) (cancel func()) {
 		if err != nil {
 			entry = entry.AnErr("encode_error", err)
 		}
-		entry.Fields(fields).Msg(e.Topic())
+		entry.Fields(fields).Msg(logMessage(e))
 	})
+}
+
+// logMessage is an event's log message: its topic, or for a rollover
+// step's progress a sentence that says how long it has run.
+func logMessage(e event.Event) string {
+	p, ok := e.(event.RolloverProgress)
+	if !ok {
+		return e.Topic()
+	}
+	elapsed := (time.Duration(p.ElapsedMS) * time.Millisecond).Round(100 * time.Millisecond)
+	switch p.State {
+	case event.ProgressStarted:
+		return fmt.Sprintf("rollover of desk %s: %s session %s (%s)", p.Desk, p.Phase, p.Session, p.Date)
+	case event.ProgressRunning:
+		return fmt.Sprintf("rollover of desk %s: still %s after %s", p.Desk, p.Phase, elapsed.Round(time.Second))
+	}
+	return fmt.Sprintf("rollover of desk %s: %s in %s", p.Desk, pastTense(p.Phase), elapsed)
+}
+
+// pastTense turns a rollover phase (summarising) into its end (summarised).
+func pastTense(phase string) string {
+	if stem, ok := strings.CutSuffix(phase, "ing"); ok {
+		return stem + "ed" // summaris+ed, fold+ed, curat+ed
+	}
+	return phase + " done"
 }
 
 func levelOf(e event.Event) zerolog.Level {

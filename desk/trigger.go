@@ -37,6 +37,8 @@ type TriggerStatus struct {
 	// Acknowledged is the operator's acknowledgement of an interrupted
 	// trigger (Acknowledge); the trigger then leaves Status.Interrupted.
 	Acknowledged *triggers.Ack `json:"acknowledged,omitempty"`
+	// Position is a queued trigger's place in the desk's queue (1: next).
+	Position int `json:"position,omitempty"`
 }
 
 // Final reports whether the trigger's state will not change any more.
@@ -70,7 +72,11 @@ func (d *Desk) Trigger(id string) (TriggerStatus, bool) {
 	if !ok {
 		return TriggerStatus{}, false
 	}
-	return statusOf(d.o.Name, own, answer), true
+	s := statusOf(d.o.Name, own, answer)
+	if s.State == triggers.StateQueued {
+		s.Position = d.queuePosition(answer.Trigger.ID)
+	}
+	return s, true
 }
 
 // WaitTrigger waits until trigger id reaches a final state, ctx is done

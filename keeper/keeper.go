@@ -106,6 +106,14 @@ type Options struct {
 	// error stops the rollover there as a crash would. Tests use it to
 	// crash a rollover at every step.
 	AfterStep func(Step) error
+	// Progress, if set, is told of each rollover step as it starts, every
+	// StillEvery while it runs, and as it ends (each is announced as
+	// rollover.progress too). It runs on the rollover's goroutine, or the
+	// still-running report's, and must not block.
+	Progress func(Progress)
+	// StillEvery is how often a running step is reported as still running
+	// (DefaultStillEvery in deskd); zero reports only starts and ends.
+	StillEvery time.Duration
 }
 
 // Keeper looks after one desk's sessions. It is driven by the desk's loop,
@@ -271,13 +279,13 @@ func (k *Keeper) rollOver(ctx context.Context, reason event.SessionReason) (stri
 		j = journal{Rollover: memory.Rollover{Session: prev, Date: date, Reason: string(reason)}}
 	}
 	if ok && k.o.Router.Exchanges() > 0 {
-		if err := k.summarise(ctx, &j); err != nil {
+		if err := k.step(&j, PhaseSummarising, func() error { return k.summarise(ctx, &j) }); err != nil {
 			return "", StepSummarised, err
 		}
-		if err := k.fold(ctx, &j); err != nil {
+		if err := k.step(&j, PhaseFolding, func() error { return k.fold(ctx, &j) }); err != nil {
 			return "", StepFolded, err
 		}
-		if err := k.curate(ctx, &j); err != nil {
+		if err := k.step(&j, PhaseCurating, func() error { return k.curate(ctx, &j) }); err != nil {
 			return "", StepCurated, err
 		}
 	}

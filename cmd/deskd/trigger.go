@@ -63,7 +63,7 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 				}
 				return nil
 			}
-			s, err := c.WaitTrigger(ctx, args[0], acc.ID, timeout)
+			s, err := c.WatchTrigger(ctx, args[0], acc.ID, timeout, func(p desk.TriggerProgress) { termview.Progress(stderr, args[0], p) })
 			if err != nil {
 				return err
 			}
@@ -84,7 +84,7 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&kind, "kind", string(triggers.Market), "market or manual: market text reaches the model as untrusted data; manual, as the operator's own words, needs the operator's credential (the token of auth_token_file, or the unix socket)")
 	cmd.Flags().StringVar(&id, "id", "", "idempotency key: the same id twice queues once")
 	cmd.Flags().StringVar(&key, "key", "", "coalescing key of a market trigger (a symbol, say)")
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the answer and print the reply")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the answer and print the reply; each change of the trigger's state goes to stderr")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "with --wait: give up after this long (exit 4)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
 	return cmd

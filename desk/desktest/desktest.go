@@ -87,6 +87,9 @@ type Options struct {
 	// FS is the file layer of the desk's folder and ledger (nil: the
 	// real one).
 	FS durable.FS
+	// StillEvery is the keeper's Options.StillEvery (zero: no reports of
+	// a rollover step still running).
+	StillEvery time.Duration
 	// NoStart leaves the desk's loop to the test: call Start, or run
 	// Desk.Run itself.
 	NoStart bool
@@ -146,7 +149,8 @@ func New(tb testing.TB, o Options) *Desk {
 	if o.TradingDay {
 		kr = desk.TradingDayRouter(d.Router, o.Calendar, Day(), d.Clock)
 	}
-	d.Keeper = keeper.New(keeper.Options{Desk: Name, Router: kr, Folder: d.Folder, Bus: d.Bus, Clock: d.Clock, Day: Day()})
+	d.Keeper = keeper.New(keeper.Options{Desk: Name, Router: kr, Folder: d.Folder, Bus: d.Bus, Clock: d.Clock, Day: Day(),
+		Progress: func(p keeper.Progress) { d.Desk.KeeperProgress(p) }, StillEvery: o.StillEvery})
 	d.Ledger, err = triggers.OpenLedgerOn(o.FS, d.Folder.Path(triggers.LedgerFile))
 	if err != nil {
 		tb.Fatalf("desktest: %v", err)

@@ -122,6 +122,29 @@ type RolloverFailed struct {
 	Error   string `json:"error"`
 }
 
+// RolloverProgress: a rollover step (phase summarising, folding or
+// curating) started, is still running (every 10 s), or is done. Since is
+// when the step started; ElapsedMS how long it has run.
+type RolloverProgress struct {
+	Header
+	Session   string        `json:"session"`
+	Date      string        `json:"date"`
+	Phase     string        `json:"phase"`
+	State     ProgressState `json:"state"`
+	Since     time.Time     `json:"since"`
+	ElapsedMS int64         `json:"elapsed_ms"`
+}
+
+// ProgressState is where a rollover step is (rollover.progress's state).
+type ProgressState string
+
+// The states of rollover.progress.
+const (
+	ProgressStarted ProgressState = "started"
+	ProgressRunning ProgressState = "running"
+	ProgressDone    ProgressState = "done"
+)
+
 // TriggerQueued: a trigger is durably recorded in the desk's ledger and in
 // its queue.
 type TriggerQueued struct {
@@ -327,6 +350,9 @@ func (SkillsReviewed) Topic() string { return "skills.reviewed" }
 // Topic returns "rollover.failed".
 func (RolloverFailed) Topic() string { return "rollover.failed" }
 
+// Topic returns "rollover.progress".
+func (RolloverProgress) Topic() string { return "rollover.progress" }
+
 // Topic returns "trigger.queued".
 func (TriggerQueued) Topic() string { return "trigger.queued" }
 
@@ -409,7 +435,7 @@ func Topics() []string {
 	return []string{
 		DeskStarted{}.Topic(), DeskStopped{}.Topic(), SessionStarted{}.Topic(),
 		SessionSummarized{}.Topic(), SessionTorn{}.Topic(), MemoryFolded{}.Topic(),
-		SkillsReviewed{}.Topic(), RolloverFailed{}.Topic(), TriggerQueued{}.Topic(),
+		SkillsReviewed{}.Topic(), RolloverFailed{}.Topic(), RolloverProgress{}.Topic(), TriggerQueued{}.Topic(),
 		TriggerDropped{}.Topic(), InboxRejected{}.Topic(), TurnStarted{}.Topic(), TurnCompleted{}.Topic(), ModelFailed{}.Topic(),
 		TurnFailed{}.Topic(), TurnInterrupted{}.Topic(), ScheduleMissed{}.Topic(),
 		BudgetExceeded{}.Topic(), DeskPaused{}.Topic(), DeskResumed{}.Topic(),

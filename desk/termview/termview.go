@@ -37,14 +37,19 @@ func JSON(w io.Writer, v any) error {
 // Status prints one line per desk, then the interrupted triggers.
 // Every value from the daemon passes through termsafe.Line: none holds a
 // control character, a tab or a line break when it reaches the screen.
-func Status(w io.Writer, desks []desk.Status) {
+func Status(w io.Writer, desks []desk.Status) { StatusAt(w, desks, time.Now()) }
+
+// StatusAt is Status with the running entries' elapsed time reckoned at
+// now: "t-12 (market, model, 25s)", "rollover (summarising, 25s)" for a
+// rollover outside a turn.
+func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 	p := termsafe.Line
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DESK\tSTATE\tSESSION\tTRADING DATE\tEXCHANGES\tQUEUE\tRUNNING\tNEXT SLOT\tMARKET\tMODEL")
 	for _, s := range desks {
 		running := "-"
 		if s.Running != nil {
-			running = fmt.Sprintf("%s (%s, %s)", s.Running.Trigger, s.Running.Kind, s.Running.Phase)
+			running = runningText(*s.Running, now)
 		}
 		next := "-"
 		if s.NextSchedule != "" {
