@@ -825,6 +825,8 @@
       err.textContent = res.status === 401 ? "Wrong token: deskd refused it. " + (res.error || "") : "Sign-in failed: " + res.error;
       if (res.status === 404) err.textContent = "This deskd has no console sign-in (POST /v1/login: " + res.error + ").";
       err.hidden = false;
+      $("signin-token").value = "";
+      $("signin-token").focus();
       return;
     }
     $("signin-token").value = "";
