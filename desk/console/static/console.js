@@ -314,9 +314,9 @@
       box.append(el("div", { class: "small" }, "elapsed ", el("span", { class: "mono", dataset: { since: r.since } }, fmtElapsed(r.since)),
         r.phase_since ? el("span", { class: "muted" }, " · phase ", el("span", { class: "mono", dataset: { since: r.phase_since } }, fmtElapsed(r.phase_since))) : null));
     } else {
-      box.append(el("span", { class: "muted" }, "no turn running"));
+      box.append(el("span", { class: "muted" }, "idle"));
     }
-    box.append(el("div", { class: "small muted" }, "turns this session: ", el("span", { class: "turns mono" }, String(s.exchanges ?? 0))));
+    box.append(el("div", { class: "small muted" }, "turns: ", el("span", { class: "turns mono" }, String(s.exchanges ?? 0))));
     return box;
   }
 
@@ -334,7 +334,7 @@
     const p = s.paused;
     if (!p) return null;
     return el("div", { class: "paused-info" },
-      el("strong", {}, "PAUSED"), " by ", el("span", { class: "mono" }, p.by || "?"), " at " + fmtTime(p.at),
+      "by ", el("span", { class: "mono" }, p.by || "?"), " at " + fmtTime(p.at),
       p.reason ? el("div", { class: "reason" }, "“", p.reason, "”") : null);
   }
 
@@ -353,20 +353,26 @@
       el("button", { type: "button", class: "btn btn-small", "data-action": "ack", on: { click: () => ackTrigger(s.name, t) } }, "Acknowledge"))));
   }
 
+  // shortSession is the tail of a session id (its random part), enough to
+  // tell sessions apart in a row; the full id is the element's title.
+  function shortSession(id) {
+    if (!id) return "no session";
+    const i = id.lastIndexOf("-");
+    return i > 0 ? "…" + id.slice(i + 1) : id.slice(0, 16);
+  }
+
   function deskRow(s) {
     const probs = problems(s);
     const sev = severity(s);
     const tr = el("tr", { class: "desk-row sev-" + sev, "data-desk": s.name });
     const cell = (label, ...c) => el("td", { "data-label": label }, el("div", { class: "cell" }, ...c));
     tr.append(
-      cell("Desk", el("a", { class: "desk-name", href: "#/desk/" + encodeURIComponent(s.name) }, s.name)),
-      cell("State", stateBadge(s), pausedInfo(s)),
+      cell("Desk", el("a", { class: "desk-name", href: "#/desk/" + encodeURIComponent(s.name) }, s.name), " ", stateBadge(s), pausedInfo(s)),
       cell("Turn", turnCell(s)),
       cell("Model", modelCell(s)),
       cell("Queue", queueCell(s)),
-      cell("Session", el("div", { class: "mono small" }, s.session ? s.session.slice(0, 12) : "none"), el("div", { class: "small muted" }, s.trading_date || "")),
-      cell("Next slot", s.next_slot ? el("div", {}, el("div", { class: "small" }, s.next_schedule || ""), el("div", { class: "mono small" }, fmtTime(s.next_slot))) : el("span", { class: "muted" }, "none")),
-      cell("Market", marketCell(s)),
+      cell("Session", el("div", {}, s.trading_date || "not available"), el("div", { class: "mono small muted", title: s.session || "" }, shortSession(s.session))),
+      cell("Schedule", s.next_slot ? el("div", {}, el("span", { class: "small" }, "next " + (s.next_schedule || "slot") + " "), el("span", { class: "mono small" }, fmtTime(s.next_slot))) : el("div", { class: "muted small" }, "no next slot"), el("div", { class: "small" }, marketCell(s))),
       cell("Attention", probs.length
         ? el("ul", { class: "problems" }, probs.map((p) => el("li", { class: "problem problem-" + p.level }, el("span", { class: "problem-tag" }, p.level === "bad" ? "PROBLEM" : "WARNING"), " ", p.text)))
         : el("span", { class: "ok-text" }, "✓ OK"), interruptedList(s)),
@@ -567,7 +573,7 @@
     const box = clear($("dv-status"));
     if (!s) { box.append(el("p", { class: "muted" }, "Desk " + name + " is not known to deskd.")); return; }
     const probs = problems(s);
-    box.append(
+    box.append(...[
       el("div", { class: "dv-head" },
         el("h1", {}, s.name), stateBadge(s), el("span", { class: "spacer" }),
         killSwitch(s),
@@ -580,7 +586,7 @@
         fact("Spend today", s.spend ? (s.spend.day_tokens ?? 0) + " tokens" + (s.spend.day_cost ? " · $" + Number(s.spend.day_cost).toFixed(4) : "") : "not available"),
         fact("Paused triggers", s.paused_triggers || "not available")),
       probs.length ? el("ul", { class: "problems" }, probs.map((p) => el("li", { class: "problem problem-" + p.level }, el("span", { class: "problem-tag" }, p.level === "bad" ? "PROBLEM" : "WARNING"), " ", p.text))) : null,
-      interruptedList(s));
+      interruptedList(s)].filter(Boolean));
   }
 
   function fact(k, v) { return el("div", { class: "fact" }, el("dt", {}, k), el("dd", {}, v)); }
