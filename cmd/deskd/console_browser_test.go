@@ -281,4 +281,11 @@ func TestConsoleBrowserSignIn(t *testing.T) {
 	if n := evalJS[int](t, p, `localStorage.length + sessionStorage.length`); n != 0 {
 		t.Errorf("the page stored %d items in the browser's storage", n)
 	}
+	// Signing out forgets the cookie: the form is back, and the server
+	// refuses the next call.
+	p.do(t, "sign out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("signin-token")))
+	who, err := chromedp.Run(p.ctx, chromedp.Evaluate[int](`fetch("/v1/whoami", {credentials: "same-origin"}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+	if err != nil || who != http.StatusUnauthorized {
+		t.Errorf("GET /v1/whoami from the page after signing out = %d (%v), want 401", who, err)
+	}
 }
