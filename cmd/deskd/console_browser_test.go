@@ -196,6 +196,11 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Errorf("desk fx shows paused too:\n%s", row)
 	}
 
+	// At 1280 px the desks' table fits its box.
+	if sw, cw := evalJS[int](t, p, `document.querySelector("#desks").parentElement.scrollWidth`), evalJS[int](t, p, `document.querySelector("#desks").parentElement.clientWidth`); sw > cw {
+		t.Errorf("at 1280 px the desks' table is %d px wide in a box of %d px: it scrolls", sw, cw)
+	}
+
 	// 5. The screenshot at 1280 px.
 	shot, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
 	if err != nil {

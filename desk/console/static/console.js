@@ -322,7 +322,7 @@
 
   function queueCell(s) {
     const full = s.queue_limit && s.queue_depth >= s.queue_limit;
-    return el("span", { class: "mono" + (full ? " text-bad" : "") }, (s.queue_depth ?? 0) + " / " + (s.queue_limit ?? "?") + (full ? " FULL" : ""));
+    return el("span", { class: "mono nowrap" + (full ? " text-bad" : "") }, (s.queue_depth ?? 0) + " / " + (s.queue_limit ?? "?") + (full ? " FULL" : ""));
   }
 
   function marketCell(s) {
