@@ -294,3 +294,46 @@ func TestConsoleBrowserSignIn(t *testing.T) {
 		t.Errorf("GET /v1/whoami from the page after signing out = %d (%v), want 401", who, err)
 	}
 }
+
+// TestConsoleBrowserDeskPage: a desk's page shows the current session's
+// transcript (the scripted reply labelled), its sessions with an export
+// link, Memory.md and the day's notes; a trigger sent from the page is
+// answered and its reply appears in the transcript without a reload.
+func TestConsoleBrowserDeskPage(t *testing.T) {
+	t.Parallel()
+	d, base := consoleDaemon(t, "")
+	status, tr := d.post(t, `{"text": "Morning brief, please.", "kind": "manual", "id": "brief-1"}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("POST trigger = %d %+v", status, tr)
+	}
+	if got := d.trigger(t, "brief-1"); got["state"] != "answered" {
+		t.Fatalf("brief-1 = %v", got)
+	}
+	if code, _ := d.call(t, http.MethodGet, "/v1/desks/main/sessions/current/transcript", "", ""); code == http.StatusNotFound {
+		t.Skip("the desk page's endpoints not merged yet")
+	}
+	p := openConsole(t, 1280, 900)
+	p.do(t, "open desk main's page", chromedp.Navigate(base+"/#/desk/main"))
+	transcript := `document.getElementById("dv-transcript").innerText`
+	p.waitTrue(t, "the transcript shows the trigger and the scripted reply",
+		transcript+`.includes("Morning brief, please.") && document.querySelector("#dv-transcript .entry-assistant .badge-scripted") !== null`)
+	if label := evalJS[string](t, p, `document.querySelector("#dv-transcript .entry-assistant .badge-scripted").textContent`); label != "SCRIPTED (offline test model)" {
+		t.Errorf("the scripted reply is labelled %q", label)
+	}
+	p.waitTrue(t, "the sessions list links the session's export", `[...document.querySelectorAll("#dv-sessions a")].some(a => a.getAttribute("href").endsWith("/export"))`)
+	href := evalJS[string](t, p, `[...document.querySelectorAll("#dv-sessions a")].find(a => a.getAttribute("href").endsWith("/export")).getAttribute("href")`)
+	if code, body := d.call(t, http.MethodGet, href, "", ""); code != http.StatusOK || !strings.Contains(body, "Morning brief, please.") {
+		t.Errorf("the export link %s = %d %.200s", href, code, body)
+	}
+	p.waitTrue(t, "Memory.md and the notes are shown", `document.getElementById("dv-memory").textContent !== "" && document.getElementById("dv-notes").textContent !== ""`)
+	if audit := evalJS[string](t, p, `document.getElementById("dv-audit-link").getAttribute("href")`); !strings.HasPrefix(audit, "/v1/desks/main/audit?date=2026-03-02") {
+		t.Errorf("the audit link is %q, want the desk's trading date", audit)
+	}
+
+	p.do(t, "send a trigger from the page",
+		chromedp.SendKeys(chromedp.ID("dv-trigger-text"), "What is the NIFTY doing?"),
+		chromedp.Click(chromedp.CSS(`#dv-trigger-form button[type="submit"]`)),
+	)
+	p.waitTrue(t, "the page says the trigger is queued", `document.getElementById("dv-trigger-result").textContent.startsWith("Queued as ")`)
+	p.waitTrue(t, "the reply appears in the transcript", `document.querySelectorAll("#dv-transcript .entry-assistant").length === 2 && `+transcript+`.includes("What is the NIFTY doing?")`)
+}

@@ -617,7 +617,7 @@
     const entries = (res.data && res.data.entries) || [];
     clear(box);
     const sess = res.data.session;
-    if (sess) box.append(el("p", { class: "small muted" }, "Session ", el("span", { class: "mono" }, sess.id || ""), " · " + (sess.trading_date || "") + " · " + (sess.turns ?? 0) + " turns", sess.scripted ? el("span", { class: "badge badge-scripted" }, SCRIPTED_LABEL) : null));
+    if (sess) box.append(el("p", { class: "small muted" }, "Session ", el("span", { class: "mono" }, sess.id || ""), " · " + (sess.trading_date || "") + " · " + (sess.turns ?? 0) + " turns ", sess.scripted ? el("span", { class: "badge badge-scripted" }, SCRIPTED_LABEL) : null));
     if (!entries.length) box.append(el("p", { class: "muted" }, "No entries yet."));
     for (const e of entries) box.append(entryView(e));
   }
@@ -636,7 +636,7 @@
     clear(box);
     if (!list.length) { box.append(el("p", { class: "muted" }, "No sessions.")); return; }
     box.append(table(["Session", "Trading date", "Title", "Turns", "Tokens", "State", "Export"], list.map((s) => [
-      el("span", { class: "mono small" }, s.id), s.trading_date || "", el("span", {}, s.title || "", s.scripted ? el("span", { class: "badge badge-scripted" }, SCRIPTED_LABEL) : null),
+      el("span", { class: "mono small" }, s.id), s.trading_date || "", el("span", {}, s.title || "", " ", s.scripted ? el("span", { class: "badge badge-scripted" }, SCRIPTED_LABEL) : null),
       String(s.turns ?? ""), String(s.tokens ?? ""), s.state || "",
       el("a", { class: "btn btn-small", href: deskPath(name, "/sessions/" + encodeURIComponent(s.id) + "/export"), download: (s.id || "session") + ".html" }, "Export HTML")])));
   }
