@@ -25,6 +25,7 @@
     feedPaused: false,
     source: null,
     refreshTimers: new Map(),
+    seenIds: new Set(),    // event ids already shown
     route: { view: "overview", desk: "" },
     by: "console",
   };
@@ -509,7 +510,18 @@
     $("event-count").textContent = list.children.length + " shown";
   }
 
+  // seen reports whether the stream delivered the event id before (a new
+  // EventSource after a closed one replays the ring), and remembers it.
+  function seen(id) {
+    if (!id) return false;
+    if (state.seenIds.has(id)) return true;
+    state.seenIds.add(id);
+    if (state.seenIds.size > 8192) state.seenIds.delete(state.seenIds.values().next().value);
+    return false;
+  }
+
   function onEvent(msg) {
+    if (seen(msg.lastEventId)) return;
     let d;
     try { d = JSON.parse(msg.data); } catch { return; }
     if (!d || typeof d !== "object") return;
