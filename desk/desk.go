@@ -288,6 +288,11 @@ func (d *Desk) scheduler(entries []triggers.Entry) *triggers.Scheduler {
 		Arm:    d.arm,
 		Fire:   d.claim,
 		Missed: d.missed,
+		MissedRun: func(e triggers.Entry, n int, first, last time.Time, reason string) {
+			event.Publish(d.o.Bus, event.ScheduleMissed{
+				Header: d.header(), Schedule: e.Name, Slot: first, Reason: reason, Count: n, First: first, Last: last,
+			})
+		},
 	}
 }
 
@@ -616,18 +621,20 @@ func (d *Desk) claim(e triggers.Entry, slot time.Time, t triggers.Trigger) {
 		d.write(triggers.Record{
 			At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateDropped, Trigger: &t, Schedule: e.Name, Slot: slot, Reason: reason,
 		})
-		event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: reason})
+		event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: reason, Count: 1, First: slot, Last: slot})
 	} else if err != nil {
-		event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: err.Error()})
+		event.Publish(d.o.Bus, event.ScheduleMissed{
+			Header: d.header(), Schedule: e.Name, Slot: slot, Reason: err.Error(), Count: 1, First: slot, Last: slot,
+		})
 	}
 }
 
-// missed records and announces a slot that will not run.
+// missed records a slot that will not run; the scheduler's MissedRun
+// announces the slots of one schedule missed at once in one event.
 func (d *Desk) missed(e triggers.Entry, slot time.Time, reason string) {
 	d.write(triggers.Record{
 		At: d.o.Clock.Now(), ID: triggers.SlotID(e.Name, slot), State: triggers.StateMissed, Schedule: e.Name, Slot: slot, Reason: reason,
 	})
-	event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: reason})
 }
 
 // RollOver rolls the desk over to a new session now, between turns, and

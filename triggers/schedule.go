@@ -122,6 +122,11 @@ type Scheduler struct {
 	Fire func(e Entry, slot time.Time, t Trigger)
 	// Missed is told of each slot that will not run, and why.
 	Missed func(e Entry, slot time.Time, reason string)
+	// MissedRun, if set, is told once per schedule of the slots found
+	// missed at once (a start after downtime, a clock that jumped): how
+	// many, the first and the last, and the last one's reason; after the
+	// calls to Missed of each of them. May be nil.
+	MissedRun func(e Entry, count int, first, last time.Time, reason string)
 	// Grace is how late a slot may fire while the scheduler runs (default
 	// DefaultGrace); a schedule's RunWithin, if longer, wins.
 	Grace time.Duration
@@ -200,8 +205,12 @@ func (s *Scheduler) settle(e Entry, after, now time.Time, window time.Duration, 
 		after = floor // down for more than a year: look back no further
 	}
 	var recent []time.Time // the latest maxReported+1 slots
+	var first time.Time
 	total := 0
 	for slot := e.Next(after); !slot.IsZero() && !slot.After(now); slot = e.Next(slot) {
+		if total == 0 {
+			first = slot
+		}
 		total++
 		recent = append(recent, slot)
 		if len(recent) > maxReported+1 {
@@ -232,6 +241,10 @@ func (s *Scheduler) settle(e Entry, after, now time.Time, window time.Duration, 
 		if s.Missed != nil {
 			s.Missed(e, slot, reason)
 		}
+	}
+	if n := len(missed); n > 0 && s.MissedRun != nil {
+		last := missed[n-1]
+		s.MissedRun(e, n+earlier, first, last, missReason(e, last, latest, now, fire, startup))
 	}
 	if fire {
 		s.Fire(e, latest, Trigger{

@@ -58,7 +58,7 @@ func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
 // the metrics, systemd's notifier, the debug listener (debug_listen), and
 // the HTTP API as the front end.
 func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr io.Writer, signals signalSource) error {
-	log, level, err := desk.NewLogger(cfg.Log, stderr, clk)
+	log, level, err := desk.NewLogger(cfg.Log, cfg.Location, stderr, clk)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 			bus.Close()
 		}
 	}()
-	stopLog := desk.LogEvents(bus, log)
+	stopLog := desk.LogEvents(bus, log, cfg.Location)
 	defer stopLog()
 	met := metrics.New(bus)
 	defer met.Close()
