@@ -443,7 +443,10 @@ type Status struct {
 	Name        string `json:"name"`
 	Session     string `json:"session"`
 	TradingDate string `json:"trading_date"`
-	Exchanges   int    `json:"exchanges"`
+	// Exchanges is the turns of the current session; Turns is the same
+	// count under a clearer name (exchanges is kept for compatibility).
+	Exchanges int `json:"exchanges"`
+	Turns     int `json:"turns"`
 	// State is starting, idle, running, paused or stopped.
 	State      State               `json:"state"`
 	QueueDepth int                 `json:"queue_depth"`
@@ -499,7 +502,7 @@ func (d *Desk) Status() Status {
 	d.mu.Unlock()
 	now := d.o.Clock.Now()
 	s := Status{
-		Name: d.o.Name, Session: seen.session, TradingDate: seen.date, Exchanges: seen.exchanges,
+		Name: d.o.Name, Session: seen.session, TradingDate: seen.date, Exchanges: seen.exchanges, Turns: seen.exchanges,
 		State: state, QueueDepth: d.queue.Len(), QueueLimit: d.queue.Limit(), Running: running,
 		Model: seen.model.Name, Provider: seen.model.Provider, Scripted: seen.model.Scripted(), Interrupted: []TriggerStatus{},
 		Spend: seen.spend,
