@@ -28,6 +28,7 @@ import (
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
+	"github.com/rs/zerolog"
 )
 
 // DefaultKeepFor is how long the ledger keeps finished triggers (and so
@@ -157,6 +158,9 @@ type Options struct {
 	// RefusePaused makes a paused desk refuse triggers (ErrPaused) instead
 	// of queueing them for when it is resumed.
 	RefusePaused bool
+	// Log receives the desk's debug lines (each trigger accepted, each
+	// next slot of its schedules); the zero Logger writes none.
+	Log zerolog.Logger
 }
 
 // Desk is one desk's runtime.
@@ -288,6 +292,9 @@ func (d *Desk) scheduler(entries []triggers.Entry) *triggers.Scheduler {
 		Arm:    d.arm,
 		Fire:   d.claim,
 		Missed: d.missed,
+		Planned: func(name string, at time.Time) {
+			d.o.Log.Debug().Str("desk", d.o.Name).Str("schedule", name).Time("slot", at).Msg("schedule's next slot")
+		},
 		MissedRun: func(e triggers.Entry, n int, first, last time.Time, reason string) {
 			event.Publish(d.o.Bus, event.ScheduleMissed{
 				Header: d.header(), Schedule: e.Name, Slot: first, Reason: reason, Count: n, First: first, Last: last,
@@ -604,6 +611,8 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		a.Replaced, ev.Replaced = replaced.ID, replaced.ID
 	}
 	event.Publish(d.o.Bus, ev)
+	d.o.Log.Debug().Str("desk", d.o.Name).Str("trigger", t.ID).Str("source", t.Source).Str("kind", string(t.Kind)).
+		Str("schedule", schedule).Int("depth", ev.Depth).Msg("trigger accepted")
 	return a, nil
 }
 

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -129,4 +131,14 @@ func (h clockHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 	e.Str(zerolog.TimestampFieldName, h.wall().UTC().Format(logTime)).
 		Time("clock", now).
 		Str("trading_time", now.In(h.loc).Format(logTime))
+}
+
+// logConfigRead says, at debug level, which config files cfg was read
+// from: the main file and each desk file, in name order.
+func logConfigRead(log zerolog.Logger, cfg *config.Config) {
+	files := []string{cfg.Path}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Desks)) {
+		files = append(files, cfg.Desks[name].Path)
+	}
+	log.Debug().Str("config", cfg.Path).Strs("files", files).Int("desks", len(cfg.Desks)).Msg("config files read")
 }

@@ -32,6 +32,9 @@ import (
 // returns the plan, or the problems.
 func (d *Daemon) load(cur *config.Config) (config.Reload, config.Problems) {
 	c, err := config.Load(cur.Path)
+	if err == nil {
+		logConfigRead(d.o.Log, c)
+	}
 	if err != nil {
 		var problems config.Problems
 		if !errors.As(err, &problems) {

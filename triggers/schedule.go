@@ -122,6 +122,9 @@ type Scheduler struct {
 	Fire func(e Entry, slot time.Time, t Trigger)
 	// Missed is told of each slot that will not run, and why.
 	Missed func(e Entry, slot time.Time, reason string)
+	// Planned, if set, is told of the next slot the scheduler waits for
+	// and its schedule's name, each time it computes it. May be nil.
+	Planned func(name string, at time.Time)
 	// MissedRun, if set, is told once per schedule of the slots found
 	// missed at once (a start after downtime, a clock that jumped): how
 	// many, the first and the last, and the last one's reason; after the
@@ -174,14 +177,18 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 	for {
 		var next time.Time
+		var name string
 		for i, e := range s.Entries {
 			if n := e.Next(cursor[i]); !n.IsZero() && (next.IsZero() || n.Before(next)) {
-				next = n
+				next, name = n, e.Name
 			}
 		}
 		if next.IsZero() {
 			<-ctx.Done()
 			return
+		}
+		if s.Planned != nil {
+			s.Planned(name, next)
 		}
 		t := s.Clock.NewTimer(next.Sub(s.Clock.Now()))
 		select {

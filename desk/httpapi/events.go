@@ -44,6 +44,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	defer s.traceSSE(r, only, follow)()
 	rc := http.NewResponseController(w)
 	if restarted {
 		fmt.Fprintf(w, ": deskd restarted since event %s; replaying what this deskd holds\n\n", r.Header.Get("Last-Event-ID"))

@@ -133,8 +133,13 @@ func (s *Server) Refuse() { s.stopping.Store(true) }
 // ServeHTTP answers 503 to mutations once deskd is shutting down; then,
 // for every endpoint but /healthz, finds the request's credential,
 // answers 401 without one and 403 when it does not reach the endpoint;
-// then routes.
+// then routes. Each request is logged at trace level when it ends.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.traced(w, r, s.serve)
+}
+
+// serve is ServeHTTP's body.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	mutation := r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
 	if s.stopping.Load() && (mutation || r.URL.Path == "/healthz") {
 		writeError(w, http.StatusServiceUnavailable, "deskd is shutting down")
