@@ -25,6 +25,7 @@ import (
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -593,7 +594,7 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		return d.ledger.Append(rec)
 	})
 	if errors.Is(err, triggers.ErrQueueFull) {
-		reason := fmt.Sprintf("queue full (%d triggers)", d.queue.Limit())
+		reason := fmt.Sprintf("queue full (%s)", termsafe.Plural(d.queue.Limit(), "trigger"))
 		event.Publish(d.o.Bus, event.TriggerDropped{Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Reason: reason})
 		return Accepted{ID: t.ID}, fmt.Errorf("desk %s: queue trigger %s: %w", d.o.Name, t.ID, err)
 	}
@@ -626,7 +627,7 @@ func (d *Desk) arm(e triggers.Entry, from time.Time) {
 func (d *Desk) claim(e triggers.Entry, slot time.Time, t triggers.Trigger) {
 	_, err := d.submit(t, e.Name, slot)
 	if errors.Is(err, triggers.ErrQueueFull) || errors.Is(err, ErrPaused) {
-		reason := fmt.Sprintf("queue full (%d triggers)", d.queue.Limit())
+		reason := fmt.Sprintf("queue full (%s)", termsafe.Plural(d.queue.Limit(), "trigger"))
 		if errors.Is(err, ErrPaused) {
 			reason = err.Error()
 		}

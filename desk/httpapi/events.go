@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/termsafe"
 )
 
 // RingSize is how many events the ring of a running deskd holds, so that
@@ -52,7 +53,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	for {
 		evs, missed, changed := ring.since(cursor)
 		if missed > 0 {
-			fmt.Fprintf(w, ": %d events were missed: the ring holds the last %d\n\n", missed, ring.size())
+			fmt.Fprintf(w, ": %s missed: the ring holds the last %d\n\n", termsafe.Plural(int(missed), "event"), ring.size())
 		}
 		for _, e := range evs {
 			cursor = e.seq
