@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/rs/zerolog"
+
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/curator"
 	"github.com/deskd/deskd/desk/clock"
@@ -20,7 +22,6 @@ import (
 	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
-	"github.com/rs/zerolog"
 )
 
 // assembled is one desk built from its config: the loop, and the parts of

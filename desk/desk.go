@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
@@ -29,7 +31,6 @@ import (
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
-	"github.com/rs/zerolog"
 )
 
 // DefaultKeepFor is how long the ledger keeps finished triggers (and so
