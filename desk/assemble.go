@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/rs/zerolog"
+
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/curator"
 	"github.com/deskd/deskd/desk/clock"
@@ -34,12 +36,12 @@ type assembled struct {
 // model route, router, curator, keeper and loop. Its model clients make
 // their calls through pool (nil: each a client of its own).
 func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger *triggers.Ledger, clk clock.Clock,
-	bus *event.Bus, pool *router.Pool) (assembled, error) {
+	bus *event.Bus, pool *router.Pool, log zerolog.Logger) (assembled, error) {
 	settings, err := routerSettings(cfg, dc, folder, clk, pool)
 	if err != nil {
 		return assembled{}, fmt.Errorf("desk %s: %w", dc.Name, err)
 	}
-	r, err := router.New(router.Options{Desk: dc.Name, Folder: folder, Clock: clk, Day: cfg.Day, Bus: bus, Settings: settings})
+	r, err := router.New(router.Options{Desk: dc.Name, Folder: folder, Clock: clk, Day: cfg.Day, Bus: bus, Log: log, Settings: settings})
 	if err != nil {
 		return assembled{}, err
 	}
@@ -70,7 +72,7 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 		Name: dc.Name, Keeper: k, Router: r, Ledger: ledger, Schedules: cfg.Entries(dc), Clock: clk, Bus: bus,
 		QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce.ByKey(), Calendar: cfg.CalendarOf(dc.Calendar),
 		ShutdownTimeout: cfg.ShutdownTimeout, PauseFile: folder.Path(PauseFile),
-		RefusePaused: dc.PausedTriggers.Refuse(),
+		RefusePaused: dc.PausedTriggers.Refuse(), Log: log,
 	})
 	if err != nil {
 		_ = r.Close()

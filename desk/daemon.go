@@ -204,6 +204,7 @@ func (d *Daemon) Run(ctx context.Context, sigs <-chan os.Signal) error {
 // d.stop where it is.
 func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	cfg, clk, log := d.cur.Load(), d.o.Clock, d.o.Log
+	logConfigRead(log, cfg)
 	lock, err := memory.LockStateDir(cfg.StateDir, clk.Now())
 	if err != nil {
 		return err

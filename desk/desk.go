@@ -23,9 +23,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -169,6 +172,9 @@ type Options struct {
 	// RefusePaused makes a paused desk refuse triggers (ErrPaused) instead
 	// of queueing them for when it is resumed.
 	RefusePaused bool
+	// Log receives the desk's debug lines (each trigger accepted, each
+	// next slot of its schedules); the zero Logger writes none.
+	Log zerolog.Logger
 }
 
 // Desk is one desk's runtime.
@@ -307,6 +313,14 @@ func (d *Desk) scheduler(entries []triggers.Entry) *triggers.Scheduler {
 		Arm:    d.arm,
 		Fire:   d.claim,
 		Missed: d.missed,
+		Planned: func(name string, at time.Time) {
+			d.o.Log.Debug().Str("desk", d.o.Name).Str("schedule", name).Time("slot", at).Msg("schedule's next slot")
+		},
+		MissedRun: func(e triggers.Entry, n int, first, last time.Time, reason string) {
+			event.Publish(d.o.Bus, event.ScheduleMissed{
+				Header: d.header(), Schedule: e.Name, Slot: first, Reason: reason, Count: n, First: first, Last: last,
+			})
+		},
 	}
 }
 
@@ -457,7 +471,10 @@ type Status struct {
 	Name        string `json:"name"`
 	Session     string `json:"session"`
 	TradingDate string `json:"trading_date"`
-	Exchanges   int    `json:"exchanges"`
+	// Exchanges is the turns of the current session; Turns is the same
+	// count under a clearer name (exchanges is kept for compatibility).
+	Exchanges int `json:"exchanges"`
+	Turns     int `json:"turns"`
 	// State is starting, idle, running, rolling_over, paused or stopped.
 	State      State               `json:"state"`
 	QueueDepth int                 `json:"queue_depth"`
@@ -516,7 +533,7 @@ func (d *Desk) Status() Status {
 	d.mu.Unlock()
 	now := d.o.Clock.Now()
 	s := Status{
-		Name: d.o.Name, Session: seen.session, TradingDate: seen.date, Exchanges: seen.exchanges,
+		Name: d.o.Name, Session: seen.session, TradingDate: seen.date, Exchanges: seen.exchanges, Turns: seen.exchanges,
 		State: state, QueueDepth: d.queue.Len(), QueueLimit: d.queue.Limit(), Running: running,
 		Model: seen.model.Name, Provider: seen.model.Provider, Scripted: seen.model.Scripted(), Interrupted: []TriggerStatus{},
 		Spend: seen.spend,
@@ -601,7 +618,7 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		return d.ledger.Append(rec)
 	})
 	if errors.Is(err, triggers.ErrQueueFull) {
-		reason := fmt.Sprintf("queue full (%d triggers)", d.queue.Limit())
+		reason := fmt.Sprintf("queue full (%s)", termsafe.Plural(d.queue.Limit(), "trigger"))
 		event.Publish(d.o.Bus, event.TriggerDropped{Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Reason: reason})
 		return Accepted{ID: t.ID}, fmt.Errorf("desk %s: queue trigger %s: %w", d.o.Name, t.ID, err)
 	}
@@ -619,6 +636,8 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		a.Replaced, ev.Replaced = replaced.ID, replaced.ID
 	}
 	event.Publish(d.o.Bus, ev)
+	d.o.Log.Debug().Str("desk", d.o.Name).Str("trigger", t.ID).Str("source", t.Source).Str("kind", string(t.Kind)).
+		Str("schedule", schedule).Int("depth", ev.Depth).Msg("trigger accepted")
 	return a, nil
 }
 
@@ -632,25 +651,27 @@ func (d *Desk) arm(e triggers.Entry, from time.Time) {
 func (d *Desk) claim(e triggers.Entry, slot time.Time, t triggers.Trigger) {
 	_, err := d.submit(t, e.Name, slot)
 	if errors.Is(err, triggers.ErrQueueFull) || errors.Is(err, ErrPaused) {
-		reason := fmt.Sprintf("queue full (%d triggers)", d.queue.Limit())
+		reason := fmt.Sprintf("queue full (%s)", termsafe.Plural(d.queue.Limit(), "trigger"))
 		if errors.Is(err, ErrPaused) {
 			reason = err.Error()
 		}
 		d.write(triggers.Record{
 			At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateDropped, Trigger: &t, Schedule: e.Name, Slot: slot, Reason: reason,
 		})
-		event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: reason})
+		event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: reason, Count: 1, First: slot, Last: slot})
 	} else if err != nil {
-		event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: err.Error()})
+		event.Publish(d.o.Bus, event.ScheduleMissed{
+			Header: d.header(), Schedule: e.Name, Slot: slot, Reason: err.Error(), Count: 1, First: slot, Last: slot,
+		})
 	}
 }
 
-// missed records and announces a slot that will not run.
+// missed records a slot that will not run; the scheduler's MissedRun
+// announces the slots of one schedule missed at once in one event.
 func (d *Desk) missed(e triggers.Entry, slot time.Time, reason string) {
 	d.write(triggers.Record{
 		At: d.o.Clock.Now(), ID: triggers.SlotID(e.Name, slot), State: triggers.StateMissed, Schedule: e.Name, Slot: slot, Reason: reason,
 	})
-	event.Publish(d.o.Bus, event.ScheduleMissed{Header: d.header(), Schedule: e.Name, Slot: slot, Reason: reason})
 }
 
 // RollOver rolls the desk over to a new session now, between turns, and

@@ -155,7 +155,7 @@ func (f *fleet) prepare(cfg *config.Config, dc *config.Desk, reuse *deskRun) (*d
 		}
 		run = &deskRun{name: dc.Name, folder: folder, ledger: ledger}
 	}
-	a, err := assemble(cfg, dc, run.folder, run.ledger, f.clk, f.bus, f.pool)
+	a, err := assemble(cfg, dc, run.folder, run.ledger, f.clk, f.bus, f.pool, f.log)
 	if err != nil {
 		if reuse == nil {
 			_ = run.ledger.Close()

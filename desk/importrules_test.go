@@ -52,7 +52,7 @@ var allowedImports = map[string][]string{
 	// packages that own each setting.
 	"config": {"curator", "desk/clock", "keeper", "memory", "memory/durable", "router", "triggers"},
 	// desk runs one desk and the set of desks, on a config plan.
-	"desk": {"config", "curator", "desk/clock", "desk/event", "keeper", "memory", "memory/durable", "router", "triggers"},
+	"desk": {"config", "curator", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory", "memory/durable", "router", "triggers"},
 
 	// What a person reads of a session: its records (memory) in the
 	// router's roles and tool-call format, its triggers' kinds.

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,9 +19,11 @@ import (
 )
 
 // LogEvents logs every event on b as one line whose field "event" is the
-// topic, with the payload's fields beside it. Failures log at warn or error
-// level, everything else at info. It returns the cancel of its subscription.
-func LogEvents(b *event.Bus, log zerolog.Logger) (cancel func()) {
+// topic, with the payload's fields beside it, and whose message is the
+// event's sentence (Describe, instants in loc, the trading time zone).
+// Failures log at warn or error level, everything else at info. It
+// returns the cancel of its subscription.
+func LogEvents(b *event.Bus, log zerolog.Logger, loc *time.Location) (cancel func()) {
 	return event.SubscribeAll(b, func(e event.Event) {
 		var fields map[string]any
 		raw, err := json.Marshal(e)
@@ -29,17 +34,13 @@ func LogEvents(b *event.Bus, log zerolog.Logger) (cancel func()) {
 		if err != nil {
 			entry = entry.AnErr("encode_error", err)
 		}
-		entry.Fields(fields).Msg(logMessage(e))
+		entry.Fields(fields).Msg(Describe(e, loc))
 	})
 }
 
-// logMessage is an event's log message: its topic, or for a rollover
-// step's progress a sentence that says how long it has run.
-func logMessage(e event.Event) string {
-	p, ok := e.(event.RolloverProgress)
-	if !ok {
-		return e.Topic()
-	}
+// describeProgress is the sentence of a rollover step's progress: what
+// it does, or how long it has run.
+func describeProgress(p event.RolloverProgress) string {
 	elapsed := (time.Duration(p.ElapsedMS) * time.Millisecond).Round(100 * time.Millisecond)
 	switch p.State {
 	case event.ProgressStarted:
@@ -76,19 +77,39 @@ func levelOf(e event.Event) zerolog.Level {
 // NewLogger returns the daemon's logger, writing to w in the configured
 // format, and the filter that holds its level: a reload changes the level
 // through it (zerolog's own level is fixed per logger value, and its
-// global level is a package global).
-func NewLogger(cfg config.Log, w io.Writer, clk clock.Clock) (zerolog.Logger, *LevelFilter, error) {
+// global level is a package global). Every line carries "time" (the wall
+// clock, UTC, RFC3339 with milliseconds), "clock" (deskd's clock) and
+// "trading_time" (deskd's clock in loc, the trading time zone). The
+// console format is coloured only when w is a terminal.
+func NewLogger(cfg config.Log, loc *time.Location, w io.Writer, clk clock.Clock) (zerolog.Logger, *LevelFilter, error) {
 	level, err := zerolog.ParseLevel(cfg.Level)
 	if err != nil {
 		return zerolog.Logger{}, nil, fmt.Errorf("log level %q: %w", cfg.Level, err)
 	}
+	if loc == nil {
+		loc = time.UTC
+	}
 	if cfg.Format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isTerminal(w)}
 	}
 	f := &LevelFilter{w: w}
 	f.Set(level)
-	return zerolog.New(f).Level(zerolog.TraceLevel).With().Timestamp().Logger().Hook(clockHook{clk}), f, nil
+	return zerolog.New(f).Level(zerolog.TraceLevel).Hook(clockHook{clk: clk, loc: loc, wall: time.Now}), f, nil
 }
+
+// isTerminal reports whether w is a character device (a terminal), where
+// colour codes are read as colours, not written into a file or a pipe.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// logTime is the layout of a log line's instants: RFC3339 with milliseconds.
+const logTime = "2006-01-02T15:04:05.000Z07:00"
 
 // LevelFilter passes on the log lines at or above its level, which may be
 // changed at any time. zerolog hands it each line with its level
@@ -117,11 +138,29 @@ func (f *LevelFilter) WriteLevel(l zerolog.Level, p []byte) (int, error) {
 	return f.w.Write(p)
 }
 
-// clockHook stamps each line with deskd's clock, which --clock-start may
-// have moved, beside zerolog's wall-clock "time".
-type clockHook struct{ clk clock.Clock }
+// clockHook stamps each line with the wall clock's "time", deskd's
+// clock, which --clock-start may have moved, and deskd's clock in the
+// trading time zone.
+type clockHook struct {
+	clk  clock.Clock
+	loc  *time.Location
+	wall func() time.Time
+}
 
-// Run adds the clock field.
+// Run adds the time fields.
 func (h clockHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
-	e.Time("clock", h.clk.Now())
+	now := h.clk.Now()
+	e.Str(zerolog.TimestampFieldName, h.wall().UTC().Format(logTime)).
+		Time("clock", now).
+		Str("trading_time", now.In(h.loc).Format(logTime))
+}
+
+// logConfigRead says, at debug level, which config files cfg was read
+// from: the main file and each desk file, in name order.
+func logConfigRead(log zerolog.Logger, cfg *config.Config) {
+	files := []string{cfg.Path}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Desks)) {
+		files = append(files, cfg.Desks[name].Path)
+	}
+	log.Debug().Str("config", cfg.Path).Strs("files", files).Int("desks", len(cfg.Desks)).Msg("config files read")
 }

@@ -42,6 +42,9 @@ import (
 // that refuse the whole reload.
 func (d *Daemon) load(cur *config.Config) (config.Reload, []config.Rejected, config.Problems) {
 	loaded, err := config.LoadKeeping(cur.Path, cur)
+	if err == nil {
+		logConfigRead(d.o.Log, loaded.Config)
+	}
 	if err != nil {
 		var problems config.Problems
 		if !errors.As(err, &problems) {

@@ -38,9 +38,9 @@ func TestPrepareFirstMessageCarriesSummary(t *testing.T) {
 	}{
 		{
 			name: "scripted digest",
-			file: "1 exchanges:\n- Should we buy NIFTY? -> [scripted] Received: \"Should we buy NIFTY?\"\n",
+			file: "1 exchange:\n- Should we buy NIFTY? -> [scripted] Received: \"Should we buy NIFTY?\"\n",
 			want: "[This is the first message of a new session. Summary of your previous session, from 2026-03-01:]\n" +
-				"1 exchanges:\n" +
+				"1 exchange:\n" +
 				"- Should we buy NIFTY? -> [scripted] Received: \"Should we buy NIFTY?\"\n" +
 				"[End of the summary. Your lasting lessons are in Memory.md. The message follows.]\n" +
 				"\n" +
@@ -542,7 +542,7 @@ func TestRollOverDegradesWhenTheModelFails(t *testing.T) {
 
 	summaryPath := p.folder.Path("summaries/2026-03-01.md")
 	summary := readFile(t, summaryPath)
-	const digest = "\n\n1 exchanges:\n- Should we buy NIFTY? -> [scripted] Received: \"Should we buy NIFTY?\"\n"
+	const digest = "\n\n1 exchange:\n- Should we buy NIFTY? -> [scripted] Received: \"Should we buy NIFTY?\"\n"
 	if !strings.HasPrefix(summary, "[Degraded summary") || !strings.HasSuffix(summary, digest) {
 		t.Errorf("summary = %q, want [Degraded summary ... then the digest", summary)
 	}

@@ -138,7 +138,7 @@ func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, curren
 	}
 	data, _ := json.Marshal(map[string]any{"estimated_tokens": est, "context_window": window, "compact_at_tokens": r.set.CompactAtTokens,
 		"bound": bound, "messages": len(r.history)})
-	if err := r.log.Append(memory.Record{Type: memory.RecordCheckpoint, At: r.clock.Now(), Text: text, Trigger: trigger, Data: data}); err != nil {
+	if err := r.appendLocked(memory.Record{Type: memory.RecordCheckpoint, At: r.clock.Now(), Text: text, Trigger: trigger, Data: data}); err != nil {
 		return fmt.Errorf("record checkpoint of %s: %w", r.desk, err)
 	}
 	r.history, r.checkpoint, r.compacted = nil, text, true

@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory"
@@ -194,6 +196,9 @@ type Options struct {
 	Day memory.TradingDay
 	// Bus receives the router's events.
 	Bus *event.Bus
+	// Log receives the router's debug lines (each model request, each
+	// session record written); the zero Logger writes none.
+	Log zerolog.Logger
 	Settings
 }
 
@@ -230,6 +235,7 @@ type Router struct {
 	clock  clock.Clock
 	day    memory.TradingDay
 	bus    *event.Bus
+	logger zerolog.Logger
 
 	mu  sync.Mutex
 	set Settings
@@ -264,7 +270,7 @@ type Router struct {
 
 // New returns a router with no session; call RestoreSession first.
 func New(o Options) (*Router, error) {
-	r := &Router{desk: o.Desk, folder: o.Folder, clock: o.Clock, day: o.Day, bus: o.Bus}
+	r := &Router{desk: o.Desk, folder: o.Folder, clock: o.Clock, day: o.Day, bus: o.Bus, logger: o.Log}
 	if err := r.Configure(o.Settings); err != nil {
 		return nil, err
 	}
@@ -780,7 +786,7 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 		return Reply{}, err
 	}
 	at := r.clock.Now()
-	if err := r.log.Append(memory.Record{Type: memory.RecordMessage, At: at, Role: RoleUser, Text: t.Text, Trigger: t.ID, Kind: string(t.Kind)}); err != nil {
+	if err := r.appendLocked(memory.Record{Type: memory.RecordMessage, At: at, Role: RoleUser, Text: t.Text, Trigger: t.ID, Kind: string(t.Kind)}); err != nil {
 		return Reply{}, fmt.Errorf("record trigger %s of %s: %w: %w", t.ID, r.desk, ErrNotSent, err)
 	}
 	r.lastTurn, r.open, r.trigger = r.day.DateOf(at), true, t.ID
@@ -863,7 +869,7 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 		}
 		reply.Text, reply.Model, reply.Provider, reply.Scripted = text, model.Name, model.Provider, model.Scripted()
 		usage := resp.Usage
-		if err := r.log.Append(memory.Record{
+		if err := r.appendLocked(memory.Record{
 			Type: memory.RecordMessage, At: at, Role: RoleAssistant, Text: text, Trigger: trigger,
 			Model: model.Name, Provider: string(model.Provider), Scripted: model.Scripted(), Usage: &usage, Cost: cost,
 			DurationMS: at.Sub(callStart).Milliseconds(), ToolCalls: encodeCalls(calls), Silent: silent,
@@ -887,7 +893,7 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 			} else {
 				result, isErr = notRun(call, len(calls), r.set.MaxToolCalls), true
 			}
-			if err := r.log.Append(memory.Record{
+			if err := r.appendLocked(memory.Record{
 				Type: memory.RecordTool, At: r.clock.Now(), Role: RoleTool, Text: result, Trigger: trigger,
 				ToolCallID: call.ID, ToolName: call.Name, IsError: isErr, Silent: silent,
 			}); err != nil {
@@ -985,7 +991,7 @@ func (r *Router) answerLocked(ctx context.Context, req Request) (string, error) 
 	at := r.clock.Now()
 	cost := r.chargeLocked(model, resp.Usage, at)
 	usage := resp.Usage
-	if err := r.log.Append(memory.Record{Type: memory.RecordEvent, At: at, Kind: string(req.Task), Text: resp.Text,
+	if err := r.appendLocked(memory.Record{Type: memory.RecordEvent, At: at, Kind: string(req.Task), Text: resp.Text,
 		Model: model.Name, Provider: string(model.Provider), Scripted: model.Scripted(), Usage: &usage, Cost: cost, Truncated: resp.Truncated}); err != nil {
 		r.unrecordedLocked()
 	}
@@ -1041,6 +1047,7 @@ func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Mod
 	var errs []error
 	for _, m := range r.set.Route {
 		call := func(ctx context.Context) (Response, error) {
+			r.debugRequest(m, req)
 			resp, err := m.Client.Complete(ctx, req)
 			if err != nil && ctx.Err() == nil {
 				ev := event.ModelFailed{Header: event.Header{At: r.clock.Now(), Desk: r.desk}, Model: m.Name, Error: err.Error()}
@@ -1264,7 +1271,7 @@ func skillsIndex(folder *memory.Folder, found map[string]unreadableFile) string 
 // caller does (the failure is also announced or returned elsewhere).
 func (r *Router) recordLocked(rec memory.Record) {
 	rec.At = r.clock.Now()
-	_ = r.log.Append(rec)
+	_ = r.appendLocked(rec)
 }
 
 func specs(tools []Tool) []ToolSpec {

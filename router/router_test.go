@@ -382,13 +382,13 @@ func TestDigest(t *testing.T) {
 		{"no exchanges", nil, "No exchanges.\n"},
 		{"first lines only", []router.Message{
 			{Role: "user", Text: "Buy NIFTY?\nLTP 22000"}, {Role: "assistant", Text: "Yes.\nSize 10."},
-		}, "1 exchanges:\n- Buy NIFTY? -> Yes.\n"},
+		}, "1 exchange:\n- Buy NIFTY? -> Yes.\n"},
 		{"unanswered message", []router.Message{
 			{Role: "user", Text: "a"}, {Role: "assistant", Text: "b"}, {Role: "user", Text: "c"},
 		}, "2 exchanges:\n- a -> b\n- c -> (no reply)\n"},
 		{"first message of a session shows its own text", []router.Message{
 			{Role: "user", Text: first}, {Role: "assistant", Text: "Morning."},
-		}, "1 exchanges:\n- Good morning. -> Morning.\n"},
+		}, "1 exchange:\n- Good morning. -> Morning.\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -134,6 +134,9 @@ func Digest(msgs []Message) string {
 	if n == 0 {
 		return "No exchanges.\n"
 	}
+	if n == 1 {
+		return "1 exchange:\n" + b.String()
+	}
 	return fmt.Sprintf("%d exchanges:\n%s", n, b.String())
 }
 

@@ -47,7 +47,7 @@ func TestScriptedSummaryAndFold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "1 exchanges:\n- Buy NIFTY? -> [scripted] Received: \"Buy NIFTY?\"\n"; resp.Text != want {
+	if want := "1 exchange:\n- Buy NIFTY? -> [scripted] Received: \"Buy NIFTY?\"\n"; resp.Text != want {
 		t.Errorf("summary = %q, want the digest without the prompt: %q", resp.Text, want)
 	}
 

@@ -122,6 +122,14 @@ type Scheduler struct {
 	Fire func(e Entry, slot time.Time, t Trigger)
 	// Missed is told of each slot that will not run, and why.
 	Missed func(e Entry, slot time.Time, reason string)
+	// Planned, if set, is told of the next slot the scheduler waits for
+	// and its schedule's name, each time it computes it. May be nil.
+	Planned func(name string, at time.Time)
+	// MissedRun, if set, is told once per schedule of the slots found
+	// missed at once (a start after downtime, a clock that jumped): how
+	// many, the first and the last, and the last one's reason; after the
+	// calls to Missed of each of them. May be nil.
+	MissedRun func(e Entry, count int, first, last time.Time, reason string)
 	// Grace is how late a slot may fire while the scheduler runs (default
 	// DefaultGrace); a schedule's RunWithin, if longer, wins.
 	Grace time.Duration
@@ -169,14 +177,18 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 	for {
 		var next time.Time
+		var name string
 		for i, e := range s.Entries {
 			if n := e.Next(cursor[i]); !n.IsZero() && (next.IsZero() || n.Before(next)) {
-				next = n
+				next, name = n, e.Name
 			}
 		}
 		if next.IsZero() {
 			<-ctx.Done()
 			return
+		}
+		if s.Planned != nil {
+			s.Planned(name, next)
 		}
 		t := s.Clock.NewTimer(next.Sub(s.Clock.Now()))
 		select {
@@ -200,8 +212,12 @@ func (s *Scheduler) settle(e Entry, after, now time.Time, window time.Duration, 
 		after = floor // down for more than a year: look back no further
 	}
 	var recent []time.Time // the latest maxReported+1 slots
+	var first time.Time
 	total := 0
 	for slot := e.Next(after); !slot.IsZero() && !slot.After(now); slot = e.Next(slot) {
+		if total == 0 {
+			first = slot
+		}
 		total++
 		recent = append(recent, slot)
 		if len(recent) > maxReported+1 {
@@ -232,6 +248,10 @@ func (s *Scheduler) settle(e Entry, after, now time.Time, window time.Duration, 
 		if s.Missed != nil {
 			s.Missed(e, slot, reason)
 		}
+	}
+	if n := len(missed); n > 0 && s.MissedRun != nil {
+		last := missed[n-1]
+		s.MissedRun(e, n+earlier, first, last, missReason(e, last, latest, now, fire, startup))
 	}
 	if fire {
 		s.Fire(e, latest, Trigger{

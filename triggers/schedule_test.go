@@ -303,3 +303,51 @@ func TestSchedulerCountsFromWhenItsSchedulesTookEffect(t *testing.T) {
 	expect(t, armed, "armed", "tape@08:59:59")
 	expect(t, fired, "fired", "tape@09:00")
 }
+
+// TestSchedulerMissedRun: the slots of a long outage are summed up once
+// per schedule for MissedRun: the count of all of them (not only those
+// listed one by one), the first and the last.
+func TestSchedulerMissedRun(t *testing.T) {
+	clk := clock.NewFake(istAt(2026, 3, 2, 12, 0))
+	type run struct {
+		name        string
+		n           int
+		first, last time.Time
+		reason      string
+	}
+	runs, fired := make(chan run, 10), make(chan string, 10)
+	s := &triggers.Scheduler{
+		Desk: "main", Clock: clk,
+		Entries: []triggers.Entry{{Name: "tick", Spec: spec(t, "* * * * *")}, {Name: "open", Spec: spec(t, "15 9 * * *")}},
+		Last: func(name string) (time.Time, bool) {
+			if name == "tick" {
+				return istAt(2026, 3, 2, 9, 0), true
+			}
+			return istAt(2026, 3, 1, 9, 15), true
+		},
+		Fire:   func(e triggers.Entry, slot time.Time, _ triggers.Trigger) { fired <- e.Name },
+		Missed: func(triggers.Entry, time.Time, string) {},
+		MissedRun: func(e triggers.Entry, n int, first, last time.Time, reason string) {
+			runs <- run{e.Name, n, first, last, reason}
+		},
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	got := <-runs
+	if got.name != "tick" || got.n != 179 || !got.first.Equal(istAt(2026, 3, 2, 9, 1)) || !got.last.Equal(istAt(2026, 3, 2, 11, 59)) ||
+		!strings.Contains(got.reason, "policy is skip") {
+		t.Errorf("MissedRun = %+v, want tick: 179 slots from 09:01 to 11:59", got)
+	}
+	expect(t, fired, "fired", "tick")
+	got = <-runs
+	if got.name != "open" || got.n != 1 || !got.first.Equal(istAt(2026, 3, 2, 9, 15)) || !got.last.Equal(got.first) {
+		t.Errorf("MissedRun = %+v, want open: 1 slot at 09:15", got)
+	}
+	select {
+	case r := <-runs:
+		t.Errorf("a third MissedRun: %+v", r)
+	default:
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/audit"
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/memory"
 )
 
@@ -51,8 +52,8 @@ func newAuditCommand(stdout io.Writer) *cobra.Command {
 			if err := memory.WriteFileAtomic(out, data, 0o640); err != nil {
 				return fmt.Errorf("audit %s %s: %w", folder.Desk(), date, err)
 			}
-			fmt.Fprintf(stdout, "wrote %s: desk %s, trading date %s, %d sessions, %d files, %d bytes\n",
-				out, folder.Desk(), date, b.Sessions(), len(b.Files()), len(data))
+			fmt.Fprintf(stdout, "wrote %s: desk %s, trading date %s, %s, %s, %s\n", out, folder.Desk(), date,
+				termsafe.Plural(b.Sessions(), "session"), termsafe.Plural(len(b.Files()), "file"), termsafe.Plural(len(data), "byte"))
 			for _, f := range b.Files() {
 				fmt.Fprintf(stdout, "  %-48s %8d  %s\n", f.Name, len(f.Data), f.What)
 			}

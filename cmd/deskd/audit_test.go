@@ -54,7 +54,7 @@ func TestAuditCommand(t *testing.T) {
 		t.Errorf("bundle file mode %v, want 0640", fi.Mode().Perm())
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if want := fmt.Sprintf("wrote %s: desk main, trading date 2026-03-02, 1 sessions, 13 files, %d bytes", path, fi.Size()); lines[0] != want {
+	if want := fmt.Sprintf("wrote %s: desk main, trading date 2026-03-02, 1 session, 13 files, %d bytes", path, fi.Size()); lines[0] != want {
 		t.Errorf("deskd audit printed %q, want %q", lines[0], want)
 	}
 	files := readBundle(t, path)

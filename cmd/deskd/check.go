@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/termsafe"
 )
@@ -43,7 +44,10 @@ now would be refused. Exit status 1 when no deskd answers.`,
 				return err
 			}
 			names := sortedNames(cfg.Desks)
-			fmt.Fprintf(stdout, "%s: ok, %d desks %v\n", termsafe.Line(cfg.Path), len(names), names)
+			fmt.Fprintf(stdout, "%s: ok, %s %v\n", termsafe.Line(cfg.Path), termsafe.Plural(len(names), "desk"), names)
+			for _, w := range config.Warnings(cfg, clock.Real().Now()) {
+				fmt.Fprintln(stdout, "warning: "+termsafe.Line(w.String()))
+			}
 			return nil
 		},
 	}
@@ -74,8 +78,8 @@ func checkDiff(cmd *cobra.Command, f *clientFlags, stdout io.Writer) error {
 		for _, p := range out.Problems {
 			fmt.Fprintln(stdout, termsafe.Line(p))
 		}
-		return &exitError{code: 2, err: fmt.Errorf("config has %d problems: the files named would be refused by a reload now "+
-			"(a desk file alone, its desk kept on its last good config; any other problem refuses the whole reload)", len(out.Problems))}
+		return &exitError{code: 2, err: fmt.Errorf("config has %s: the files named would be refused by a reload now "+
+			"(a desk file alone, its desk kept on its last good config; any other problem refuses the whole reload)", termsafe.Plural(len(out.Problems), "problem"))}
 	}
 	if len(out.Changes) == 0 {
 		fmt.Fprintf(stdout, "%s: no changes against the running deskd\n", termsafe.Line(out.Config))
@@ -101,7 +105,7 @@ func loadConfig(path string) (*config.Config, error) {
 func configError(err error) error {
 	var problems config.Problems
 	if errors.As(err, &problems) {
-		return &exitError{code: 2, err: fmt.Errorf("config has %d problems:\n%w", len(problems), err)}
+		return &exitError{code: 2, err: fmt.Errorf("config has %s:\n%w", termsafe.Plural(len(problems), "problem"), err)}
 	}
 	return &exitError{code: 2, err: err}
 }

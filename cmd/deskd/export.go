@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/transcript"
 )
@@ -45,7 +46,8 @@ func newExportCommand(stdout io.Writer) *cobra.Command {
 			if err := memory.WriteFileAtomic(out, page, 0o640); err != nil {
 				return fmt.Errorf("export session %s: %w", sess.Info.ID, err)
 			}
-			fmt.Fprintf(stdout, "wrote %s: session %s of desk %s, %d records, %d bytes\n", out, sess.Info.ID, sess.Desk, len(sess.Entries), len(page))
+			fmt.Fprintf(stdout, "wrote %s: session %s of desk %s, %s, %s\n", out, sess.Info.ID, sess.Desk,
+				termsafe.Plural(len(sess.Entries), "record"), termsafe.Plural(len(page), "byte"))
 			return nil
 		},
 	}

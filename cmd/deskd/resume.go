@@ -37,7 +37,8 @@ func newResumeCommand(stdout io.Writer) *cobra.Command {
 				fmt.Fprintf(stdout, "desk %s was not paused\n", termsafe.Line(out.Desk))
 				return nil
 			}
-			fmt.Fprintf(stdout, "desk %s resumed (it was paused %s); %d triggers waiting\n", termsafe.Line(out.Desk), termview.Pause(*out.Was), out.Queued)
+			fmt.Fprintf(stdout, "desk %s resumed (it was paused %s); %s waiting\n", termsafe.Line(out.Desk), termview.Pause(*out.Was),
+				termsafe.Plural(out.Queued, "trigger"))
 			return nil
 		},
 	}

@@ -72,7 +72,7 @@ func runDaemon(ctx context.Context, cfg *config.Config, clk clock.Clock, stderr 
 // runLoaded is runDaemon on a config whose refused desk files are in loaded.Rejected.
 func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stderr io.Writer, signals signalSource) error {
 	cfg := loaded.Config
-	log, level, err := desk.NewLogger(cfg.Log, stderr, clk)
+	log, level, err := desk.NewLogger(cfg.Log, cfg.Location, stderr, clk)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 			bus.Close()
 		}
 	}()
-	stopLog := desk.LogEvents(bus, log)
+	stopLog := desk.LogEvents(bus, log, cfg.Location)
 	defer stopLog()
 	met := metrics.New(bus)
 	defer met.Close()

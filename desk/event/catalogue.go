@@ -245,12 +245,17 @@ type TurnInterrupted struct {
 	Reason  string `json:"reason"`
 }
 
-// ScheduleMissed: a schedule slot passed without a turn.
+// ScheduleMissed: schedule slots passed without a turn. A start after
+// downtime, or a clock that jumped, announces one per schedule: Count
+// slots from First to Last (Slot is First, for compatibility).
 type ScheduleMissed struct {
 	Header
 	Schedule string    `json:"schedule"`
 	Slot     time.Time `json:"slot"`
 	Reason   string    `json:"reason"`
+	Count    int       `json:"count"`
+	First    time.Time `json:"first"`
+	Last     time.Time `json:"last"`
 }
 
 // BudgetExceeded: a turn stopped, or was refused, because a budget is spent.

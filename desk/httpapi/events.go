@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/termsafe"
 )
 
 // RingSize is how many events the ring of a running deskd holds, so that
@@ -44,6 +45,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	defer s.traceSSE(r, only, follow)()
 	rc := http.NewResponseController(w)
 	if restarted {
 		fmt.Fprintf(w, ": deskd restarted since event %s; replaying what this deskd holds\n\n", r.Header.Get("Last-Event-ID"))
@@ -51,7 +53,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	for {
 		evs, missed, changed := ring.since(cursor)
 		if missed > 0 {
-			fmt.Fprintf(w, ": %d events were missed: the ring holds the last %d\n\n", missed, ring.size())
+			fmt.Fprintf(w, ": %s missed: the ring holds the last %d\n\n", termsafe.Plural(int(missed), "event"), ring.size())
 		}
 		for _, e := range evs {
 			cursor = e.seq

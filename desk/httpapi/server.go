@@ -166,8 +166,14 @@ func (s *Server) Refuse() { s.stopping.Store(true) }
 // cookie-credentialed ones that are not JSON); then, for every endpoint
 // but /healthz, the console and POST /v1/login, finds the request's
 // credential, answers 401 without one and 403 when it does not reach the
-// endpoint; then routes.
+// endpoint; then routes. Each request is logged at trace level when it
+// ends.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.traced(w, r, s.serve)
+}
+
+// serve is ServeHTTP's body.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if s.stopping.Load() && (mutation(r) || r.URL.Path == "/healthz") {
 		writeError(w, http.StatusServiceUnavailable, "deskd is shutting down")
 		return

@@ -46,7 +46,8 @@ func TestAPITriggerLifecycle(t *testing.T) {
 	}
 	status, _, body = h.Call("GET", "/v1/desks", "")
 	list := httpapitest.Decode[httpapi.DesksResponse](t, body)
-	if status != 200 || len(list.Desks) != 1 || list.Desks[0].Name != "main" || list.Desks[0].Exchanges != 1 || list.Desks[0].Session != s.Session {
+	if status != 200 || len(list.Desks) != 1 || list.Desks[0].Name != "main" || list.Desks[0].Exchanges != 1 || list.Desks[0].Session != s.Session ||
+		!strings.Contains(body, `"turns": 1,`) {
 		t.Errorf("GET /v1/desks = %d %s", status, body)
 	}
 	if status, _, body = h.Call("GET", "/healthz", ""); status != 200 || !strings.Contains(body, "ok") {

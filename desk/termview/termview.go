@@ -45,7 +45,7 @@ func Status(w io.Writer, desks []desk.Status) { StatusAt(w, desks, time.Now()) }
 func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 	p := termsafe.Line
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DESK\tSTATE\tSESSION\tTRADING DATE\tEXCHANGES\tQUEUE\tRUNNING\tNEXT SLOT\tMARKET\tMODEL")
+	fmt.Fprintln(tw, "DESK\tSTATE\tSESSION\tTRADING DATE\tTURNS\tQUEUE\tRUNNING\tNEXT SLOT\tMARKET\tMODEL")
 	for _, s := range desks {
 		running := "-"
 		if s.Running != nil {
@@ -95,7 +95,7 @@ func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 		if len(s.Interrupted) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\ndesk %s: %d interrupted triggers (their turns reached the model, which may have acted; not run again):\n", p(s.Name), len(s.Interrupted))
+		fmt.Fprintf(w, "\ndesk %s: %s (their turns reached the model, which may have acted; not run again):\n", p(s.Name), termsafe.Plural(len(s.Interrupted), "interrupted trigger"))
 		for _, t := range s.Interrupted {
 			fmt.Fprintf(w, "  %s  %s  session %s  %s\n", p(t.ID), p(string(t.Kind)), p(t.Session), p(firstLine(t.Text, 60)))
 		}

@@ -30,7 +30,8 @@ func WriteText(w io.Writer, s Session, loc *time.Location, full bool) error {
 	}
 	b.WriteString("\n")
 	if info.Carried > 0 {
-		fmt.Fprintf(&b, "carries %d records copied by a fork, as they were written (marked \"copied from\"; their turns and tokens count where they were written)\n", info.Carried)
+		fmt.Fprintf(&b, "carries %s copied by a fork, as they were written (marked \"copied from\"; their turns and tokens count where they were written)\n",
+			termsafe.Plural(info.Carried, "record"))
 	}
 	if info.Scripted {
 		b.WriteString("SCRIPTED: answers in this session come from the offline scripted model, not a real LLM\n")
@@ -42,8 +43,8 @@ func WriteText(w io.Writer, s Session, loc *time.Location, full bool) error {
 			if full {
 				fmt.Fprintf(&b, "[summary of the previous session, from %s:]\n%s\n[end of the summary]\n", p(e.PreambleDate), termsafe.Text(e.Preamble))
 			} else {
-				fmt.Fprintf(&b, "[carries the summary of the previous session, from %s: %d lines; --full prints it]\n",
-					p(e.PreambleDate), strings.Count(e.Preamble, "\n")+1)
+				fmt.Fprintf(&b, "[carries the summary of the previous session, from %s: %s; --full prints it]\n",
+					p(e.PreambleDate), termsafe.Plural(strings.Count(e.Preamble, "\n")+1, "line"))
 			}
 		}
 		if text := strings.TrimRight(e.Text, "\n"); text != "" {

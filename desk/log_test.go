@@ -1,0 +1,180 @@
+package desk_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/event"
+)
+
+// lines is an io.Writer that hands each line written to it to a channel.
+type lines chan map[string]any
+
+func (l lines) Write(p []byte) (int, error) {
+	var m map[string]any
+	if err := json.Unmarshal(p, &m); err != nil {
+		m = map[string]any{"unparsed": string(p)}
+	}
+	l <- m
+	return len(p), nil
+}
+
+func (l lines) next(t *testing.T) map[string]any {
+	t.Helper()
+	select {
+	case m := <-l:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no log line within 10s")
+		return nil
+	}
+}
+
+func kolkata(t *testing.T) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+// TestLogEventsSentences: an event's log line says what happened in a
+// sentence from its payload, its topic in "event"; a summed-up
+// schedule.missed gives its count and its first and last slot in the
+// trading time zone.
+func TestLogEventsSentences(t *testing.T) {
+	ist := kolkata(t)
+	at := time.Date(2026, 3, 2, 4, 30, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		pub   func(b *event.Bus)
+		topic string
+		want  string
+		field string
+	}{
+		{"turn completed", func(b *event.Bus) {
+			event.Publish(b, event.TurnCompleted{Header: event.Header{At: at, Desk: "main"}, Session: "s-1", Turn: 3, Model: "gpt-4o",
+				DurationMS: 1234, InputTokens: 1, OutputTokens: 20})
+		}, "turn.completed", "turn 3 of session s-1 answered by gpt-4o in 1.2s (1 token in, 20 tokens out)", "model"},
+		{"missed summary", func(b *event.Bus) {
+			first := time.Date(2026, 3, 2, 4, 30, 0, 0, time.UTC)
+			last := first.Add(99 * time.Minute)
+			event.Publish(b, event.ScheduleMissed{Header: event.Header{At: at, Desk: "main"}, Schedule: "every-minute",
+				Slot: first, First: first, Last: last, Count: 100, Reason: "deskd was not running at the slot"})
+		}, "schedule.missed", "schedule every-minute missed 100 slots from 2026-03-02 10:00 IST to 2026-03-02 11:39 IST: deskd was not running at the slot", "count"},
+		{"one missed slot", func(b *event.Bus) {
+			slot := time.Date(2026, 3, 2, 3, 45, 0, 0, time.UTC)
+			event.Publish(b, event.ScheduleMissed{Header: event.Header{At: at, Desk: "main"}, Schedule: "open", Slot: slot, Count: 1,
+				First: slot, Last: slot, Reason: "desk paused"})
+		}, "schedule.missed", "schedule open missed the slot of 2026-03-02 09:15 IST: desk paused", "slot"},
+		{"config reloaded", func(b *event.Bus) {
+			event.Publish(b, event.ConfigReloaded{Header: event.Header{At: at}, Changes: []string{"desk fx: desk added"}})
+		}, "config.reloaded", "config reloaded: 1 change: desk fx: desk added", "changes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := make(lines, 4)
+			log, _, err := desk.NewLogger(config.Log{Level: "info", Format: "json"}, ist, out, clock.NewFake(at))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := event.New()
+			stop := desk.LogEvents(b, log, ist)
+			tt.pub(b)
+			m := out.next(t)
+			stop()
+			b.Close()
+			if m["event"] != tt.topic || m["message"] != tt.want {
+				t.Errorf("line event %q message %q, want %q %q", m["event"], m["message"], tt.topic, tt.want)
+			}
+			if _, ok := m[tt.field]; !ok {
+				t.Errorf("line %v has no payload field %q", m, tt.field)
+			}
+		})
+	}
+}
+
+// TestLoggerTimeFields: every line carries "time" (UTC, milliseconds),
+// "clock" and "trading_time", deskd's clock in the configured trading time
+// zone (not a hard-coded IST).
+func TestLoggerTimeFields(t *testing.T) {
+	at := time.Date(2026, 3, 2, 3, 45, 0, 0, time.UTC)
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		loc  *time.Location
+		want string
+	}{
+		{kolkata(t), "2026-03-02T09:15:00.000+05:30"},
+		{ny, "2026-03-01T22:45:00.000-05:00"},
+	} {
+		out := make(lines, 1)
+		log, _, err := desk.NewLogger(config.Log{Level: "info", Format: "json"}, tt.loc, out, clock.NewFake(at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info().Msg("hello")
+		m := out.next(t)
+		if m["trading_time"] != tt.want {
+			t.Errorf("trading_time in %s = %v, want %s", tt.loc, m["trading_time"], tt.want)
+		}
+		wall, _ := m["time"].(string)
+		if _, err := time.Parse("2006-01-02T15:04:05.000Z", wall); err != nil {
+			t.Errorf("time = %q, want UTC RFC3339 with milliseconds: %v", wall, err)
+		}
+		if m["clock"] != "2026-03-02T03:45:00Z" {
+			t.Errorf("clock = %v", m["clock"])
+		}
+	}
+}
+
+// TestConsoleLogNoColourOffTerminal: the console format writes no colour
+// codes into a file or a pipe.
+func TestConsoleLogNoColourOffTerminal(t *testing.T) {
+	file, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var fromPipe bytes.Buffer
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _, _ = fromPipe.ReadFrom(r) }()
+	for _, out := range []*os.File{file, w} {
+		log, _, err := desk.NewLogger(config.Log{Level: "info", Format: "console"}, kolkata(t), out, clock.NewFake(time.Unix(0, 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Warn().Str("desk", "main").Msg("storage failed")
+	}
+	w.Close()
+	wg.Wait()
+	inFile, err := os.ReadFile(file.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]string{"file": string(inFile), "pipe": fromPipe.String()} {
+		if !strings.Contains(got, "storage failed") {
+			t.Errorf("%s: %q lacks the message", name, got)
+		}
+		if strings.Contains(got, "\x1b[") {
+			t.Errorf("%s: colour codes in %q", name, got)
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package desk
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/termsafe"
+)
+
+// Describe returns the human sentence of an event's log line ("turn 3 of
+// session s-1 answered by gpt-4o in 1.2s"): what happened, from the
+// payload; the topic stays in the line's "event" field. Instants are
+// shown in loc, the trading time zone. An event it has no sentence for is
+// described by its topic.
+func Describe(e event.Event, loc *time.Location) string {
+	var s string
+	switch e := e.(type) {
+	case event.DeskStarted:
+		s = fmt.Sprintf("desk started on model %s (%s)", e.Model, e.Provider)
+	case event.RolloverProgress:
+		s = describeProgress(e)
+	case event.DeskStopped:
+		s = "desk stopped: " + e.Reason
+	case event.SessionStarted:
+		s = fmt.Sprintf("session %s started (%s)", e.Session, e.Reason)
+		if e.Previous != "" {
+			s += " after " + e.Previous
+		}
+	case event.SessionSummarized:
+		s = fmt.Sprintf("session %s summarised for %s", e.Session, e.Date)
+		if e.Degraded {
+			s += fmt.Sprintf(" (degraded after %s: %s)", termsafe.Plural(e.Attempts, "attempt"), e.Error)
+		}
+	case event.SessionTorn:
+		s = fmt.Sprintf("session %s had a torn tail of %s at offset %d, saved to %s", e.Session, termsafe.Plural(e.Bytes, "byte"), e.Offset, e.SavedTo)
+	case event.MemoryFolded:
+		s = describeFold(e)
+	case event.SkillsReviewed:
+		s = fmt.Sprintf("skills reviewed for %s: %s", e.Date, termsafe.Plural(len(e.Changes), "change"))
+		if e.Skipped != "" {
+			s = fmt.Sprintf("skills review for %s skipped: %s", e.Date, e.Skipped)
+		}
+	case event.RolloverFailed:
+		s = fmt.Sprintf("rollover of session %s failed at %s: %s", e.Session, e.Step, e.Error)
+	case event.TriggerQueued:
+		s = fmt.Sprintf("%s trigger %s from %s queued (%s waiting)", e.Kind, e.Trigger, e.Source, termsafe.Plural(e.Depth, "trigger"))
+	case event.TriggerDropped:
+		s = fmt.Sprintf("%s trigger %s dropped: %s", e.Kind, e.Trigger, e.Reason)
+	case event.InboxRejected:
+		s = fmt.Sprintf("inbox file %s rejected: %s", e.File, e.Reason)
+	case event.TurnStarted:
+		s = fmt.Sprintf("turn %d of session %s started for %s trigger %s", e.Turn, e.Session, e.Kind, e.Trigger)
+	case event.TurnCompleted:
+		s = fmt.Sprintf("turn %d of session %s answered by %s in %s (%s in, %s out)", e.Turn, e.Session, e.Model,
+			(time.Duration(e.DurationMS) * time.Millisecond).Round(100*time.Millisecond),
+			termsafe.Plural(e.InputTokens, "token"), termsafe.Plural(e.OutputTokens, "token"))
+	case event.ModelFailed:
+		s = fmt.Sprintf("model %s failed (status %d, retryable %t): %s", e.Model, e.Status, e.Retryable, e.Error)
+	case event.TurnFailed:
+		s = fmt.Sprintf("turn %d of session %s failed for trigger %s: %s", e.Turn, e.Session, e.Trigger, e.Error)
+	case event.TurnInterrupted:
+		s = fmt.Sprintf("turn of session %s for trigger %s interrupted: %s", e.Session, e.Trigger, e.Reason)
+	case event.ScheduleMissed:
+		s = describeMissed(e, loc)
+	case event.BudgetExceeded:
+		s = fmt.Sprintf("budget %s spent: %d used of %d", e.Budget, e.Used, e.Limit)
+	case event.DeskPaused:
+		s = "desk paused by " + e.By
+		if e.Reason != "" {
+			s += ": " + e.Reason
+		}
+	case event.DeskResumed:
+		s = "desk resumed by " + e.By
+	case event.ConfigReloaded:
+		s = "config reloaded: " + termsafe.Plural(len(e.Changes), "change")
+		if len(e.Changes) > 0 {
+			s += ": " + strings.Join(e.Changes, "; ")
+		}
+	case event.ConfigRejected:
+		s = fmt.Sprintf("config %s rejected: %s", e.Path, e.Reason)
+		if e.Field != "" {
+			s = fmt.Sprintf("config %s rejected: %s: %s", e.Path, e.Field, e.Reason)
+		}
+	case event.StorageFailed:
+		s = "storage failed: " + e.Error
+	case event.StorageRecovered:
+		s = fmt.Sprintf("storage works again (failing since %s); %s requeued", e.Since.In(loc).Format(time.DateTime), termsafe.Plural(e.Requeued, "trigger"))
+	case event.FileTorn:
+		s = fmt.Sprintf("file %s was torn; its damaged part saved to %s", e.Path, e.SavedTo)
+	case event.MemoryUnreadable:
+		s = fmt.Sprintf("memory file %s is unreadable: %s", e.Path, e.Error)
+	default:
+		return e.Topic()
+	}
+	return s
+}
+
+func describeFold(e event.MemoryFolded) string {
+	if !e.Folded {
+		return fmt.Sprintf("session %s's notes for %s not folded into Memory.md: %s", e.Session, e.Date, e.Reason)
+	}
+	return fmt.Sprintf("session %s's notes for %s folded into Memory.md (+%d -%d lines)", e.Session, e.Date, e.LinesAdded, e.LinesRemoved)
+}
+
+// describeMissed says how many slots of a schedule were missed, and when.
+func describeMissed(e event.ScheduleMissed, loc *time.Location) string {
+	first, last, n := e.First, e.Last, e.Count
+	if first.IsZero() {
+		first = e.Slot
+	}
+	if last.IsZero() {
+		last = first
+	}
+	if n <= 1 {
+		return fmt.Sprintf("schedule %s missed the slot of %s: %s", e.Schedule, slotTime(first, loc), e.Reason)
+	}
+	return fmt.Sprintf("schedule %s missed %d slots from %s to %s: %s", e.Schedule, n, slotTime(first, loc), slotTime(last, loc), e.Reason)
+}
+
+// slotTime shows an instant in loc, with its zone's abbreviation.
+func slotTime(t time.Time, loc *time.Location) string {
+	return t.In(loc).Format("2006-01-02 15:04 MST")
+}
