@@ -157,6 +157,9 @@ type Options struct {
 	// RefusePaused makes a paused desk refuse triggers (ErrPaused) instead
 	// of queueing them for when it is resumed.
 	RefusePaused bool
+	// Folder is the desk's folder, which Folder returns to the desk
+	// page's API (files.go); nil: the desk has none to show.
+	Folder *memory.Folder
 }
 
 // Desk is one desk's runtime.
@@ -173,6 +176,9 @@ type Desk struct {
 	closed bool
 
 	rollovers chan rolloverRequest
+	// tasks are the operator's changes of the desk's files, done on the
+	// loop between turns (files.go).
+	tasks chan func()
 	// wake tells the loop that settings are pending or the pause changed.
 	wake    chan struct{}
 	started chan struct{}
@@ -261,7 +267,7 @@ func New(o Options) (*Desk, error) {
 	}
 	d := &Desk{
 		o: o, queue: triggers.NewQueue(o.QueueLimit, o.Coalesce), ledger: o.Ledger,
-		rollovers: make(chan rolloverRequest), wake: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{}),
+		rollovers: make(chan rolloverRequest), tasks: make(chan func()), wake: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{}),
 		hurry: make(chan struct{}), state: StateStarting, calendar: o.Calendar, refusePaused: o.RefusePaused,
 	}
 	p, err := loadPause(o.PauseFile)
@@ -815,6 +821,9 @@ func (d *Desk) Run(ctx context.Context) error {
 			}
 			d.look()
 			req.reply <- rolloverResult{previous: prev, session: id, err: err}
+		case task := <-d.tasks:
+			boundary.Stop()
+			task()
 		case <-ready:
 			boundary.Stop()
 			applyPending()

@@ -50,7 +50,7 @@ func newMemoryCommand(stdout io.Writer) *cobra.Command {
 				fmt.Fprint(stdout, termsafe.Text(diff.Unified("Memory.md@"+against, "Memory.md", old, cur)))
 				return nil
 			case restore != "":
-				hist, err := folder.RestoreMemory(restore)
+				_, hist, err := folder.RestoreMemory(restore)
 				if err != nil {
 					return err
 				}
