@@ -61,7 +61,7 @@ var allowedImports = map[string][]string{
 	"memory/diff": {},
 
 	// Adapters below desk: only cmd imports them.
-	"desk/httpapi": {"config", "curator", "desk", "desk/audit", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory",
+	"desk/httpapi": {"config", "curator", "desk", "desk/audit", "desk/clock", "desk/event", "desk/termsafe", "desk/termview", "keeper", "memory",
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
 	// Text renderings of the API's answers for a terminal.

@@ -18,6 +18,10 @@ import (
 // ErrUnknownVersion is the error of a name that names no kept version.
 var ErrUnknownVersion = errors.New("no such version of Memory.md")
 
+// ErrBadVersionName is the error of a name that cannot name a version:
+// empty, or with a slash or a leading dot.
+var ErrBadVersionName = errors.New("not a version id")
+
 // ErrAmbiguousVersion is the error of a prefix that several kept versions
 // share.
 var ErrAmbiguousVersion = errors.New("more than one version of Memory.md matches")
@@ -60,7 +64,7 @@ func (e *VersionError) Unwrap() error { return e.kind }
 // that names none or several is a *VersionError.
 func (f *Folder) ResolveMemoryVersion(name string) (MemoryVersion, error) {
 	if name == "" || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
-		return MemoryVersion{}, fmt.Errorf("version %q of Memory.md: not a version id", name)
+		return MemoryVersion{}, fmt.Errorf("version %q of Memory.md: %w", name, ErrBadVersionName)
 	}
 	versions, err := f.MemoryHistory()
 	if err != nil {
