@@ -87,7 +87,7 @@ var onlyImportedBy = map[string][]string{
 	"desk/httpapi":             {"cmd", "desk/httpapi"}, // its test helper below it
 	"desk/metrics":             {"cmd", "desk/metrics", "desk/httpapi/httpapitest"},
 	"desk/audit":               {"cmd", "desk/httpapi"},
-	"desk/termview":            {"cmd"},
+	"desk/termview":            {"cmd", "desk/httpapi"}, // httpapi: the sessions' rows (SessionRow)
 	"desk/console":             {"cmd"},
 	"desk/event/eventtest":     {"desk/desktest"},
 	"router/routertest":        {"desk/desktest"},

@@ -40,7 +40,7 @@ type Files struct {
 	// Version is deskd's version, named in exports and audit bundles.
 	Version string
 	// AuditConfig, if set, says where the audit of a desk finds the config
-	// in force on the day; nil: the bundles carry no config.
+	// in force on the day; nil: GET .../audit answers 501.
 	AuditConfig func(desk string) (audit.Config, error)
 }
 
@@ -496,13 +496,14 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var ac audit.Config
-	if s.o.Files.AuditConfig != nil {
-		var err error
-		if ac, err = s.o.Files.AuditConfig(d.Name()); err != nil {
-			s.fileError(w, r, fmt.Errorf("audit %s %s: %w", d.Name(), date, err))
-			return
-		}
+	if s.o.Files.AuditConfig == nil {
+		writeError(w, http.StatusNotImplemented, "this deskd cannot find its config for an audit bundle")
+		return
+	}
+	ac, err := s.o.Files.AuditConfig(d.Name())
+	if err != nil {
+		s.fileError(w, r, fmt.Errorf("audit %s %s: %w", d.Name(), date, err))
+		return
 	}
 	now := s.o.Clock.Now()
 	b, err := audit.Build(audit.Request{Folder: f, Date: date, Day: s.day(), Now: now, Version: s.o.Files.Version, Config: ac})
