@@ -65,7 +65,7 @@ var allowedImports = map[string][]string{
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
 	// Text renderings of the API's answers for a terminal.
-	"desk/termview": {"desk", "desk/termsafe", "memory", "memory/transcript", "router", "triggers"},
+	"desk/termview": {"curator", "desk", "desk/termsafe", "memory", "memory/transcript", "router", "triggers"},
 	"desk/audit": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory",
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 

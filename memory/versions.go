@@ -136,13 +136,13 @@ func (f *Folder) readVersion(v MemoryVersion) ([]byte, error) {
 // Memory.md): the current text is kept first, so a restore can itself be
 // undone.
 func (f *Folder) RestoreMemory(name string) (restored MemoryVersion, keptAs string, err error) {
-	v, err := f.ResolveMemoryVersion(name)
+	v, err := f.ResolveMemoryVersion(name) // its errors name the version and Memory.md
 	if err != nil {
-		return MemoryVersion{}, "", fmt.Errorf("restore Memory.md: %w", err)
+		return MemoryVersion{}, "", err
 	}
 	text, err := f.readVersion(v)
 	if err != nil {
-		return MemoryVersion{}, "", fmt.Errorf("restore Memory.md: %w", err)
+		return MemoryVersion{}, "", err
 	}
 	hist, err := f.WriteMemory(string(text))
 	if err != nil {
