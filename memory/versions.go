@@ -66,6 +66,11 @@ func (f *Folder) ResolveMemoryVersion(name string) (MemoryVersion, error) {
 	if name == "" || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
 		return MemoryVersion{}, fmt.Errorf("version %q of Memory.md: %w", name, ErrBadVersionName)
 	}
+	path := filepath.Join(f.Path(HistoryDir), "memory", name+".md")
+	if info, err := os.Stat(path); err == nil && info.Mode().IsRegular() && !isTempName(info.Name()) {
+		at, seq, _ := ParseHistoryName(info.Name(), ".md")
+		return MemoryVersion{ID: name, Path: path, Size: info.Size(), At: at, Seq: seq}, nil // a whole id: no listing
+	}
 	versions, err := f.MemoryHistory()
 	if err != nil {
 		return MemoryVersion{}, fmt.Errorf("find version %s of Memory.md: %w", name, withoutPath(err))
@@ -73,7 +78,7 @@ func (f *Folder) ResolveMemoryVersion(name string) (MemoryVersion, error) {
 	prefix := normalVersion(name)
 	var matches []MemoryVersion
 	for _, v := range versions {
-		if v.ID == name || v.ID == prefix {
+		if v.ID == prefix {
 			return v, nil
 		}
 		if strings.HasPrefix(v.ID, prefix) {
