@@ -334,6 +334,17 @@ func (c *Reviewer) retire(e LedgerEntry, name string) error {
 	return c.record(e)
 }
 
+// The errors of Undo, for errors.Is.
+var (
+	// ErrNoSuchChange: the ledger has no entry of that id.
+	ErrNoSuchChange = errors.New("no such ledger entry")
+	// ErrAlreadyUndone: a later entry undid it already.
+	ErrAlreadyUndone = errors.New("already undone")
+	// ErrCannotUndo: the change is of a kind that cannot be undone (an
+	// undo), or what it would restore is in the way.
+	ErrCannotUndo = errors.New("cannot be undone")
+)
+
 // Undo reverses ledger entry id: a patch or create gets its previous
 // content back (a created skill is archived), a retired skill comes back
 // from the archive. The undo is itself recorded.
@@ -348,11 +359,11 @@ func (c *Reviewer) Undo(id string) (LedgerEntry, error) {
 			target = &entries[i]
 		}
 		if entries[i].Undoes == id {
-			return LedgerEntry{}, fmt.Errorf("undo %s: already undone by %s", id, entries[i].ID)
+			return LedgerEntry{}, fmt.Errorf("undo %s: %w by %s", id, ErrAlreadyUndone, entries[i].ID)
 		}
 	}
 	if target == nil {
-		return LedgerEntry{}, fmt.Errorf("undo %s: no such ledger entry", id)
+		return LedgerEntry{}, fmt.Errorf("undo %s: %w", id, ErrNoSuchChange)
 	}
 	e := LedgerEntry{Date: target.Date, Action: "undo", Skill: target.Skill, Reason: "undo " + target.Action + " " + id, Undoes: id}
 	switch target.Action {
@@ -377,14 +388,14 @@ func (c *Reviewer) Undo(id string) (LedgerEntry, error) {
 	case "retire":
 		dst := c.Folder.Path(filepath.Join(memory.SkillsDir, target.Skill))
 		if _, err := os.Stat(dst); err == nil {
-			return LedgerEntry{}, fmt.Errorf("undo %s: a skill %s exists again; move it away first", id, target.Skill)
+			return LedgerEntry{}, fmt.Errorf("undo %s: it %w now: a skill %s exists again; move it away first", id, ErrCannotUndo, target.Skill)
 		}
 		if err := durable.Or(c.Folder.FS).Rename(c.Folder.Path(target.ArchivedTo), dst); err != nil {
 			return LedgerEntry{}, fmt.Errorf("undo %s: %w", id, err)
 		}
 		e.After = target.Before
 	default:
-		return LedgerEntry{}, fmt.Errorf("undo %s: a %s cannot be undone", id, target.Action)
+		return LedgerEntry{}, fmt.Errorf("undo %s: a %s %w", id, target.Action, ErrCannotUndo)
 	}
 	if err := c.record(e); err != nil {
 		return LedgerEntry{}, err

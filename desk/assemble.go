@@ -72,7 +72,7 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 		Name: dc.Name, Keeper: k, Router: r, Ledger: ledger, Schedules: cfg.Entries(dc), Clock: clk, Bus: bus,
 		QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce.ByKey(), Calendar: cfg.CalendarOf(dc.Calendar),
 		ShutdownTimeout: cfg.ShutdownTimeout, PauseFile: folder.Path(PauseFile),
-		RefusePaused: dc.PausedTriggers.Refuse(), Log: log,
+		RefusePaused: dc.PausedTriggers.Refuse(), Log: log, Folder: folder,
 	})
 	if err != nil {
 		_ = r.Close()

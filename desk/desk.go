@@ -175,6 +175,9 @@ type Options struct {
 	// Log receives the desk's debug lines (each trigger accepted, each
 	// next slot of its schedules); the zero Logger writes none.
 	Log zerolog.Logger
+	// Folder is the desk's folder, which Folder returns to the desk
+	// page's API (files.go); nil: the desk has none to show.
+	Folder *memory.Folder
 }
 
 // Desk is one desk's runtime.
@@ -195,6 +198,9 @@ type Desk struct {
 	closed bool
 
 	rollovers chan rolloverRequest
+	// tasks are the operator's changes of the desk's files, done on the
+	// loop between turns (files.go).
+	tasks chan func()
 	// wake tells the loop that settings are pending or the pause changed.
 	wake    chan struct{}
 	started chan struct{}
@@ -286,7 +292,7 @@ func New(o Options) (*Desk, error) {
 	}
 	d := &Desk{
 		o: o, queue: triggers.NewQueue(o.QueueLimit, o.Coalesce), ledger: o.Ledger,
-		rollovers: make(chan rolloverRequest), wake: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{}),
+		rollovers: make(chan rolloverRequest), tasks: make(chan func()), wake: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{}),
 		hurry: make(chan struct{}), state: StateStarting, calendar: o.Calendar, refusePaused: o.RefusePaused,
 	}
 	p, err := loadPause(o.PauseFile)
@@ -858,6 +864,9 @@ func (d *Desk) Run(ctx context.Context) error {
 			}
 			d.look()
 			req.reply <- rolloverResult{previous: prev, session: id, err: err}
+		case task := <-d.tasks:
+			boundary.Stop()
+			task()
 		case <-ready:
 			boundary.Stop()
 			applyPending()

@@ -61,11 +61,11 @@ var allowedImports = map[string][]string{
 	"memory/diff": {},
 
 	// Adapters below desk: only cmd imports them.
-	"desk/httpapi": {"config", "curator", "desk", "desk/audit", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory",
+	"desk/httpapi": {"config", "curator", "desk", "desk/audit", "desk/clock", "desk/event", "desk/termsafe", "desk/termview", "keeper", "memory",
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
 	// Text renderings of the API's answers for a terminal.
-	"desk/termview": {"desk", "desk/termsafe", "memory", "memory/transcript", "router", "triggers"},
+	"desk/termview": {"curator", "desk", "desk/termsafe", "memory", "memory/transcript", "router", "triggers"},
 	"desk/audit": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory",
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 
@@ -87,7 +87,7 @@ var onlyImportedBy = map[string][]string{
 	"desk/httpapi":             {"cmd", "desk/httpapi"}, // its test helper below it
 	"desk/metrics":             {"cmd", "desk/metrics", "desk/httpapi/httpapitest"},
 	"desk/audit":               {"cmd", "desk/httpapi"},
-	"desk/termview":            {"cmd"},
+	"desk/termview":            {"cmd", "desk/httpapi"}, // httpapi: the sessions' rows (SessionRow)
 	"desk/console":             {"cmd"},
 	"desk/event/eventtest":     {"desk/desktest"},
 	"router/routertest":        {"desk/desktest"},

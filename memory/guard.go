@@ -156,25 +156,3 @@ func (f *Folder) MemoryHistory() ([]MemoryVersion, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
-
-// ReadMemoryVersion returns the text of a kept version.
-func (f *Folder) ReadMemoryVersion(id string) (string, error) {
-	if id == "" || strings.ContainsAny(id, `/\`) || strings.HasPrefix(id, ".") {
-		return "", fmt.Errorf("memory version %q: not a version id", id)
-	}
-	b, err := os.ReadFile(f.Path(filepath.Join(HistoryDir, "memory", id+".md")))
-	if err != nil {
-		return "", fmt.Errorf("memory version %s: %w", id, err)
-	}
-	return string(b), nil
-}
-
-// RestoreMemory makes kept version id the current Memory.md; the current
-// one is kept in history first, so a restore can itself be undone.
-func (f *Folder) RestoreMemory(id string) (historyPath string, err error) {
-	text, err := f.ReadMemoryVersion(id)
-	if err != nil {
-		return "", fmt.Errorf("restore memory: %w", err)
-	}
-	return f.WriteMemory(text)
-}

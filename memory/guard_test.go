@@ -75,7 +75,7 @@ func TestReplaceMemoryIsCompareAndSwap(t *testing.T) {
 	if err != nil || len(versions) != 2 {
 		t.Fatalf("MemoryHistory = %v, %v; want 2 versions", versions, err)
 	}
-	if _, err := f.RestoreMemory(versions[0].ID); err != nil {
+	if _, _, err := f.RestoreMemory(versions[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := f.ReadMemory(); got != "v1\n" {

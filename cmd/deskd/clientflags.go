@@ -5,6 +5,7 @@ package main
 // deskd and its token.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -100,4 +101,18 @@ func pickAddr(listens []string) string {
 		return listens[0]
 	}
 	return config.DefaultListen
+}
+
+// viaDaemon runs remote against the running deskd, which announces it, or
+// (saying so) local on the desk's folder when none answers.
+func viaDaemon(stdout io.Writer, cf *clientFlags, remote func(*httpapi.Client) error, local func() error) error {
+	c, err := cf.newClient()
+	if err == nil {
+		var refused *httpapi.Error
+		if err = remote(c); err == nil || errors.As(err, &refused) {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "no running deskd answered (%s): done on the desk's folder directly, and no event announced it\n", termsafe.Line(err.Error()))
+	return local()
 }

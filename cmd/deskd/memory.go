@@ -6,22 +6,26 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/termsafe"
+	"github.com/deskd/deskd/desk/termview"
 	"github.com/deskd/deskd/memory/diff"
 )
 
 // `deskd memory DESK` shows a desk's Memory.md, its kept versions, a diff
-// against one (memory/diff), or restores one.
+// against one (memory/diff), or restores one: through the running deskd,
+// which announces it, or on the folder when none answers.
 
 func newMemoryCommand(stdout io.Writer) *cobra.Command {
-	var path, against, restore string
+	var cf clientFlags
+	var against, restore string
 	var history bool
 	cmd := &cobra.Command{
 		Use:   "memory DESK",
-		Short: "Show a desk's Memory.md, its kept versions (--history), a diff against one (--diff V), or restore one (--restore V)",
+		Short: "Show a desk's Memory.md, its kept versions (--history), a diff against one (--diff V), or restore one (--restore V); V: an id or a unique prefix",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, folder, err := openDeskState(path, args[0])
+			_, folder, err := openDeskState(cf.config, args[0])
 			if err != nil {
 				return err
 			}
@@ -31,13 +35,7 @@ func newMemoryCommand(stdout io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if len(versions) == 0 {
-					fmt.Fprintln(stdout, "no earlier versions of Memory.md")
-				}
-				for _, v := range versions {
-					fmt.Fprintf(stdout, "%s\t%d bytes\n", termsafe.Line(v.ID), v.Size)
-				}
-				return nil
+				return termview.MemoryVersions(stdout, versions)
 			case against != "":
 				old, err := folder.ReadMemoryVersion(against)
 				if err != nil {
@@ -50,12 +48,19 @@ func newMemoryCommand(stdout io.Writer) *cobra.Command {
 				fmt.Fprint(stdout, termsafe.Text(diff.Unified("Memory.md@"+against, "Memory.md", old, cur)))
 				return nil
 			case restore != "":
-				hist, err := folder.RestoreMemory(restore)
-				if err != nil {
+				var res httpapi.RestoreResponse
+				err := viaDaemon(stdout, &cf, func(c *httpapi.Client) (err error) {
+					res, err = c.RestoreMemory(cmd.Context(), args[0], httpapi.RestoreRequest{Version: restore, By: operator()})
 					return err
+				}, func() (err error) {
+					v, keptAs, err := folder.RestoreMemory(restore)
+					res = httpapi.RestoreResponse{Restored: v.ID, KeptAs: keptAs}
+					return err
+				})
+				if err == nil {
+					fmt.Fprintf(stdout, "restored Memory.md from %s; the replaced version is kept as %s\n", termsafe.Line(res.Restored), termsafe.Line(res.KeptAs))
 				}
-				fmt.Fprintf(stdout, "restored Memory.md from %s; the replaced version is kept as %s\n", termsafe.Line(restore), termsafe.Line(hist))
-				return nil
+				return err
 			}
 			text, err := folder.ReadMemory()
 			if err != nil {
@@ -65,8 +70,8 @@ func newMemoryCommand(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
-	cmd.Flags().BoolVar(&history, "history", false, "list the kept versions")
+	cf.register(cmd)
+	cmd.Flags().BoolVar(&history, "history", false, "list the kept versions, with the shortest prefix that names each")
 	cmd.Flags().StringVar(&against, "diff", "", "show the changes from version V to the current Memory.md")
 	cmd.Flags().StringVar(&restore, "restore", "", "make version V the current Memory.md (the current one is kept)")
 	cmd.MarkFlagsMutuallyExclusive("history", "diff", "restore")

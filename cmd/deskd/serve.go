@@ -15,6 +15,7 @@ import (
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/audit"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/console"
 	"github.com/deskd/deskd/desk/httpapi"
@@ -52,7 +53,8 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 		}
 	}
 	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check,
-		Console: console.Handler()})
+		Console: console.Handler(), Files: httpapi.Files{Day: cfg.Day, Version: version(),
+			AuditConfig: func(name string) (audit.Config, error) { return auditConfig(cfg, name) }}})
 	for pattern, h := range extra {
 		a.Handle(pattern, h)
 	}

@@ -1,64 +1,61 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/curator"
 	"github.com/deskd/deskd/desk"
-	"github.com/deskd/deskd/desk/termsafe"
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/termview"
 )
 
 // `deskd skills DESK` lists a desk's skills and the curator's changes, or
-// undoes one.
+// undoes one: through the running deskd, which announces it, or on the
+// folder when none answers.
 
 func newSkillsCommand(stdout io.Writer) *cobra.Command {
-	var path, undo string
+	var cf clientFlags
+	var undo string
 	cmd := &cobra.Command{
 		Use:   "skills DESK",
 		Short: "List a desk's skills and the curator's changes, or undo one (--undo ID)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, folder, err := openDeskState(path, args[0])
+			cfg, folder, err := openDeskState(cf.config, args[0])
 			if err != nil {
 				return err
 			}
 			if undo != "" {
-				r := &curator.Reviewer{Folder: folder, Now: folder.Now, ScheduleTexts: desk.ScheduleTexts(cfg.Desks[args[0]])}
-				e, err := r.Undo(undo)
-				if err != nil {
+				var e httpapi.SkillChange
+				err := viaDaemon(stdout, &cf, func(c *httpapi.Client) (err error) {
+					e, err = c.UndoSkillChange(cmd.Context(), args[0], httpapi.UndoRequest{Change: undo, By: operator()})
 					return err
+				}, func() error {
+					r := &curator.Reviewer{Folder: folder, Now: folder.Now, ScheduleTexts: desk.ScheduleTexts(cfg.Desks[args[0]])}
+					le, err := r.Undo(undo)
+					e = httpapi.SkillChange{ID: le.ID, Skill: le.Skill, Reason: le.Reason}
+					return err
+				})
+				if err == nil {
+					termview.SkillUndone(stdout, e.ID, e.Reason, e.Skill)
 				}
-				fmt.Fprintf(stdout, "%s: %s (%s)\n", termsafe.Line(e.ID), termsafe.Line(e.Reason), termsafe.Line(e.Skill))
-				return nil
+				return err
 			}
 			skills, err := folder.Skills()
 			if err != nil {
 				return err
 			}
-			for _, s := range skills {
-				pinned := ""
-				if s.Pinned {
-					pinned = " [pinned]"
-				}
-				fmt.Fprintf(stdout, "%s%s: %s\n", termsafe.Line(s.Name), pinned, termsafe.Line(s.Description))
-			}
 			entries, err := curator.ReadLedger(folder)
 			if err != nil {
 				return err
 			}
-			if len(entries) > 0 {
-				fmt.Fprintln(stdout, "\ncurator changes:")
-			}
-			for _, e := range entries {
-				fmt.Fprintf(stdout, "%s\t%s\t%s %s\t%s\n", termsafe.Line(e.ID), e.At.UTC().Format("2006-01-02 15:04"), termsafe.Line(string(e.Action)), termsafe.Line(e.Skill), termsafe.Line(e.Reason))
-			}
+			termview.Skills(stdout, args[0], skills, entries)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
+	cf.register(cmd)
 	cmd.Flags().StringVar(&undo, "undo", "", "undo the curator's change ID")
 	return cmd
 }

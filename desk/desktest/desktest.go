@@ -162,7 +162,7 @@ func New(tb testing.TB, o Options) *Desk {
 	d.Desk, err = desk.New(desk.Options{
 		Name: Name, Keeper: d.Keeper, Router: d.Router, Ledger: d.Ledger, Schedules: o.Schedules, Clock: d.Clock, Bus: d.Bus,
 		QueueLimit: o.QueueLimit, Coalesce: o.Coalesce, Calendar: o.Calendar, ShutdownTimeout: ShutdownTimeout,
-		PauseFile: pauseFile, RefusePaused: o.RefusePaused,
+		PauseFile: pauseFile, RefusePaused: o.RefusePaused, Folder: d.Folder,
 	})
 	if err != nil {
 		tb.Fatalf("desktest: %v", err)

@@ -435,6 +435,33 @@ type TriggerAcknowledged struct {
 // Topic returns "trigger.acknowledged".
 func (TriggerAcknowledged) Topic() string { return "trigger.acknowledged" }
 
+// MemoryRestored: an operator made a kept version of a desk's Memory.md
+// the current one, through the running deskd; the text it replaced is
+// kept as KeptAs (empty when there was no Memory.md).
+type MemoryRestored struct {
+	Header
+	Version string `json:"version"`
+	KeptAs  string `json:"kept_as,omitempty"`
+	By      string `json:"by"`
+}
+
+// Topic returns "memory.restored".
+func (MemoryRestored) Topic() string { return "memory.restored" }
+
+// SkillsUndone: an operator undid one of the skill curator's changes,
+// through the running deskd; Change is the change reversed and Undo the
+// undo's own entry in the curator's ledger.
+type SkillsUndone struct {
+	Header
+	Change string `json:"change"`
+	Undo   string `json:"undo"`
+	Skill  string `json:"skill"`
+	By     string `json:"by"`
+}
+
+// Topic returns "skills.undone".
+func (SkillsUndone) Topic() string { return "skills.undone" }
+
 // Topics lists every topic of the catalogue, in the order above.
 func Topics() []string {
 	return []string{
@@ -447,6 +474,6 @@ func Topics() []string {
 		ConfigReloaded{}.Topic(), ConfigRejected{}.Topic(),
 		StorageFailed{}.Topic(), StorageRecovered{}.Topic(), FileTorn{}.Topic(),
 		MemoryUnreadable{}.Topic(),
-		TriggerAcknowledged{}.Topic(),
+		TriggerAcknowledged{}.Topic(), MemoryRestored{}.Topic(), SkillsUndone{}.Topic(),
 	}
 }

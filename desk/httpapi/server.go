@@ -89,6 +89,9 @@ type Options struct {
 	// and GET /console/... without a credential, since the page holds no
 	// data; what it shows it asks the API for, with the operator's.
 	Console http.Handler
+	// Files is what the desk page's endpoints need beyond the desks'
+	// folders (deskfiles.go).
+	Files Files
 }
 
 // Server serves the HTTP API. Extra handlers (GET /metrics) may be added
@@ -144,6 +147,7 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /v1/desks/{desk}/triggers/{id}/ack", s.postAck)
 
 	s.mux.HandleFunc("GET /v1/events", s.events) // events.go
+	s.routeFiles()                               // deskfiles.go
 	if o.Console != nil {
 		s.mux.Handle("GET /{$}", o.Console)
 		s.mux.Handle("GET /console/", o.Console)

@@ -165,6 +165,14 @@ type SessionRow struct {
 
 // SessionsJSON prints the sessions as JSON rows.
 func SessionsJSON(w io.Writer, infos []memory.SessionInfo) error {
+	if err := JSON(w, SessionRows(infos)); err != nil {
+		return fmt.Errorf("print sessions: %w", err)
+	}
+	return nil
+}
+
+// SessionRows returns the sessions as rows, in their order.
+func SessionRows(infos []memory.SessionInfo) []SessionRow {
 	rows := make([]SessionRow, 0, len(infos))
 	for _, info := range infos {
 		title, byOperator := transcript.Title(info)
@@ -179,10 +187,7 @@ func SessionsJSON(w io.Writer, infos []memory.SessionInfo) error {
 			Started: info.Started.Format(time.RFC3339), Updated: info.Updated.Format(time.RFC3339),
 		})
 	}
-	if err := JSON(w, rows); err != nil {
-		return fmt.Errorf("print sessions: %w", err)
-	}
-	return nil
+	return rows
 }
 
 // Sessions prints the sessions as a table, newest last.

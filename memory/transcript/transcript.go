@@ -107,13 +107,20 @@ func Pick(desk string, infos []memory.SessionInfo, name string) (memory.SessionI
 	case 0:
 		return memory.SessionInfo{}, &pickError{ErrUnknownSession, fmt.Sprintf("desk %s has no session %q", desk, name)}
 	}
-	ids := make([]string, len(found))
+	var ids []string
 	for i, info := range found {
-		ids[i] = info.ID
+		if i == maxCandidates {
+			ids = append(ids, fmt.Sprintf("and %d more", len(found)-i))
+			break
+		}
+		ids = append(ids, info.ID)
 	}
 	return memory.SessionInfo{}, &pickError{ErrAmbiguousSession,
 		fmt.Sprintf("desk %s: %q names %d sessions: %s", desk, name, len(found), strings.Join(ids, ", "))}
 }
+
+// maxCandidates bounds the sessions an ambiguous name's error lists.
+const maxCandidates = 5
 
 // maxDefaultTitle is the length, in characters, of a title derived from a
 // session's first message.
@@ -197,37 +204,64 @@ const (
 	Event      Kind = "event"
 )
 
-// Entry is one record of a session, ready to show.
+// Entry is one record of a session, ready to show. Its JSON (the desk
+// page's API) names each field in snake_case, leaves the empty ones out
+// and gives Duration in milliseconds, as duration_ms.
 type Entry struct {
 	// Kind is who wrote it: User, Assistant, Tool, Checkpoint, Event.
-	Kind Kind
+	Kind Kind `json:"kind"`
 	// At is the record's time.
-	At time.Time
+	At time.Time `json:"at,omitzero"`
 	// Text is the message's own text; for a new session's first message,
 	// without the previous summary, which is in Preamble.
-	Text         string
-	Preamble     string // the previous session's summary, as the first message carries it
-	PreambleDate string // the date that summary is of
-	Trigger      string // the trigger the record is of
-	TriggerKind  string // user: schedule, market, manual
-	Model        string // the model that wrote it
-	Provider     string // and its provider
-	Scripted     bool   // written by the offline scripted model
-	Silent       bool   // part of a silent turn
-	Usage        *memory.Usage
-	Duration     time.Duration
-	Calls        []Call // assistant: the tools it asked for
-	ToolName     string // tool
-	ToolCallID   string // tool
-	IsError      bool   // tool
-	EventKind    string // event: the topic or router.Task (summary, fold, turn.failed, ...)
-	CopiedFrom   string // a record a fork copied: the session it was first written in
+	Text         string        `json:"text,omitempty"`
+	Preamble     string        `json:"preamble,omitempty"`      // the previous session's summary, as the first message carries it
+	PreambleDate string        `json:"preamble_date,omitempty"` // the date that summary is of
+	Trigger      string        `json:"trigger,omitempty"`       // the trigger the record is of
+	TriggerKind  string        `json:"trigger_kind,omitempty"`  // user: schedule, market, manual
+	Model        string        `json:"model,omitempty"`         // the model that wrote it
+	Provider     string        `json:"provider,omitempty"`      // and its provider
+	Scripted     bool          `json:"scripted,omitempty"`      // written by the offline scripted model
+	Silent       bool          `json:"silent,omitempty"`        // part of a silent turn
+	Usage        *memory.Usage `json:"usage,omitempty"`
+	Duration     time.Duration `json:"-"`                      // in JSON: duration_ms
+	Calls        []Call        `json:"calls,omitempty"`        // assistant: the tools it asked for
+	ToolName     string        `json:"tool_name,omitempty"`    // tool
+	ToolCallID   string        `json:"tool_call_id,omitempty"` // tool
+	IsError      bool          `json:"is_error,omitempty"`     // tool
+	EventKind    string        `json:"event_kind,omitempty"`   // event: the topic or router.Task (summary, fold, turn.failed, ...)
+	CopiedFrom   string        `json:"copied_from,omitempty"`  // a record a fork copied: the session it was first written in
+}
+
+// MarshalJSON gives the entry's fields and its duration_ms.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	type fields Entry // without this method
+	return json.Marshal(struct {
+		fields
+		DurationMS int64 `json:"duration_ms,omitempty"`
+	}{fields(e), e.Duration.Milliseconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *Entry) UnmarshalJSON(b []byte) error {
+	type fields Entry
+	var v struct {
+		fields
+		DurationMS int64 `json:"duration_ms,omitempty"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*e = Entry(v.fields)
+	e.Duration = time.Duration(v.DurationMS) * time.Millisecond
+	return nil
 }
 
 // Call is one tool call of an assistant message.
 type Call struct {
-	ID, Name string
-	Args     string // the arguments, indented JSON
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+	Args string `json:"args,omitempty"` // the arguments, indented JSON
 }
 
 // Decode turns a session's records into entries; the header is left out.

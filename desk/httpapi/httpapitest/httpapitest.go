@@ -49,9 +49,14 @@ type Options struct {
 	FS durable.FS
 	// Token, FeedToken and MetricsToken are the API's (httpapi.Options).
 	Token, FeedToken, MetricsToken string
-	// Dir, if set, is the state folder (desktest.Options.Dir): the desk's
-	// folder is Dir/main, and may hold its files already.
-	Dir string
+	// Dir and Clock are desktest's: the state folder (the desk's folder
+	// is Dir/main; empty: a new one) and the clock (nil: a fake one at
+	// desktest.Start).
+	Dir   string
+	Clock *clock.Fake
+	// Files is the API's (httpapi.Options); its zero Day is desktest.Day
+	// and its empty Version "test".
+	Files httpapi.Files
 }
 
 // Harness is one running desk behind the API.
@@ -79,7 +84,7 @@ type Harness struct {
 func Start(tb testing.TB, o Options) *Harness {
 	tb.Helper()
 	d := desktest.New(tb, desktest.Options{Model: o.Model, FS: o.FS, QueueLimit: o.QueueLimit, Coalesce: o.Coalesce,
-		RefusePaused: o.RefusePaused, Schedules: o.Schedules, PauseFile: o.PauseFile, Dir: o.Dir})
+		RefusePaused: o.RefusePaused, Schedules: o.Schedules, PauseFile: o.PauseFile, Dir: o.Dir, Clock: o.Clock})
 	events := make(chan event.Event, 1000)
 	h := &Harness{t: tb, Clock: d.Clock, Bus: d.Bus, Desk: d.Desk, Dir: d.Folder.Dir(), Events: events}
 	unsub := event.SubscribeAll(h.Bus, func(e event.Event) {
@@ -93,7 +98,7 @@ func Start(tb testing.TB, o Options) *Harness {
 	met := metrics.New(h.Bus)
 	met.SetGauges(metrics.DeskGauges(set))
 	h.API = httpapi.New(httpapi.Options{Desks: set, Token: o.Token, FeedToken: o.FeedToken, MetricsToken: o.MetricsToken,
-		Clock: h.Clock, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(tb)).Level(zerolog.DebugLevel)}) // the trace of each request: not into a fuzz target's F
+		Clock: h.Clock, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(tb)).Level(zerolog.DebugLevel), Files: files(o.Files)}) // the trace of each request: not into a fuzz target's F
 	h.API.Handle("GET /metrics", met.Handler())
 	h.Server = httptest.NewServer(h.API)
 	tb.Cleanup(func() { // before desktest's, which stops the desk and closes the bus
@@ -104,6 +109,17 @@ func Start(tb testing.TB, o Options) *Harness {
 		unsub()
 	})
 	return h
+}
+
+// files fills in f's Day and Version.
+func files(f httpapi.Files) httpapi.Files {
+	if f.Day.Location == nil {
+		f.Day = desktest.Day()
+	}
+	if f.Version == "" {
+		f.Version = "test"
+	}
+	return f
 }
 
 // SocketDir returns a fresh folder with a short path (a unix socket's path

@@ -1,0 +1,581 @@
+package httpapi
+
+// The desk page's endpoints: a desk's sessions and their transcripts and
+// exports, its Memory.md and kept versions (and a restore of one), its
+// notes, summaries, skills and curator's changes (and an undo of one),
+// and a day's audit bundle. Reads go to the desk's folder; a restore and
+// an undo go through the desk (desk.Desk.RestoreMemory, UndoSkillChange),
+// which does them between turns and announces them. Errors name what was
+// asked for, never a file's path: 404 an unknown desk, session or
+// version; 409 an ambiguous prefix (the matching ids, at most 5); 400 a
+// bad date or body.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/deskd/deskd/curator"
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/audit"
+	"github.com/deskd/deskd/desk/termview"
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/diff"
+	"github.com/deskd/deskd/memory/transcript"
+	"github.com/deskd/deskd/triggers"
+)
+
+// Files is what the desk page's endpoints need beyond a desk's folder.
+type Files struct {
+	// Day maps instants to trading dates (the default date of the notes
+	// and of an audit); its Location shows the times of an export. Zero:
+	// UTC dates from midnight.
+	Day memory.TradingDay
+	// Version is deskd's version, named in exports and audit bundles.
+	Version string
+	// AuditConfig, if set, says where the audit of a desk finds the config
+	// in force on the day; nil: GET .../audit answers 501.
+	AuditConfig func(desk string) (audit.Config, error)
+}
+
+// MaxFilesBody bounds the body of a restore or an undo.
+const MaxFilesBody = 64 << 10
+
+// SessionsResponse is the body of GET /v1/desks/{desk}/sessions.
+type SessionsResponse struct {
+	// Sessions are the desk's sessions, oldest first.
+	Sessions []termview.SessionRow `json:"sessions"`
+}
+
+// TranscriptResponse is the body of GET
+// /v1/desks/{desk}/sessions/{session}/transcript.
+type TranscriptResponse struct {
+	Desk    string              `json:"desk"`
+	Session termview.SessionRow `json:"session"`
+	Entries []transcript.Entry  `json:"entries"`
+}
+
+// MemoryVersionRow is one kept version of Memory.md.
+type MemoryVersionRow struct {
+	// ID is the version's id; a unique prefix of it names it too.
+	ID   string `json:"id"`
+	Size int64  `json:"size"`
+	// At is when it was replaced.
+	At time.Time `json:"at,omitzero"`
+}
+
+// MemoryResponse is the body of GET /v1/desks/{desk}/memory.
+type MemoryResponse struct {
+	// Text is Memory.md ("" when there is none).
+	Text string `json:"text"`
+	// Versions are the kept versions, newest first.
+	Versions []MemoryVersionRow `json:"versions"`
+}
+
+// MemoryVersionResponse is the body of GET
+// /v1/desks/{desk}/memory/versions/{version}.
+type MemoryVersionResponse struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+	// Diff is the unified diff from the version to the current Memory.md.
+	Diff string `json:"diff"`
+}
+
+// RestoreRequest is the body of POST /v1/desks/{desk}/memory/restore.
+type RestoreRequest struct {
+	// Version is a kept version's id or a unique prefix of one.
+	Version string `json:"version"`
+	// By names who restores (memory.restored); default "api".
+	By string `json:"by,omitempty"`
+}
+
+// RestoreResponse is the answer of POST /v1/desks/{desk}/memory/restore.
+type RestoreResponse struct {
+	// Restored is the id of the version that is now Memory.md.
+	Restored string `json:"restored"`
+	// KeptAs is the id the replaced text is kept as ("" when there was no
+	// Memory.md).
+	KeptAs string `json:"kept_as"`
+}
+
+// NotesResponse is the body of GET /v1/desks/{desk}/notes.
+type NotesResponse struct {
+	Date string `json:"date"`
+	// Text is the date's notes, "" when there are none.
+	Text string `json:"text"`
+}
+
+// SummaryRow is one summary of GET /v1/desks/{desk}/summaries.
+type SummaryRow struct {
+	Date string `json:"date"`
+	// Session is the session summarised ("" when none is known).
+	Session string `json:"session,omitempty"`
+	// Path is the file that holds the text, inside the desk's folder
+	// (summaries/YYYY-MM-DD.md, or a version kept under history/).
+	Path string `json:"path,omitempty"`
+	Text string `json:"text"`
+	// Model wrote it; Scripted when that is the offline scripted model.
+	Model    string `json:"model,omitempty"`
+	Scripted bool   `json:"scripted,omitempty"`
+}
+
+// SummariesResponse is the body of GET /v1/desks/{desk}/summaries.
+type SummariesResponse struct {
+	// Summaries are newest first.
+	Summaries []SummaryRow `json:"summaries"`
+}
+
+// SkillRow is one of a desk's skills.
+type SkillRow struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Pinned      bool   `json:"pinned,omitempty"`
+}
+
+// SkillChange is one change of the curator's ledger.
+type SkillChange struct {
+	ID     string    `json:"id"`
+	At     time.Time `json:"at"`
+	Action string    `json:"action"`
+	Skill  string    `json:"skill"`
+	Reason string    `json:"reason"`
+}
+
+// SkillsResponse is the body of GET /v1/desks/{desk}/skills.
+type SkillsResponse struct {
+	Skills []SkillRow `json:"skills"`
+	// Changes are the curator's changes, newest first.
+	Changes []SkillChange `json:"changes"`
+}
+
+// UndoRequest is the body of POST /v1/desks/{desk}/skills/undo.
+type UndoRequest struct {
+	// Change is the id of the curator's change to undo.
+	Change string `json:"change"`
+	// By names who undoes it (skills.undone); default "api".
+	By string `json:"by,omitempty"`
+}
+
+// routeFiles adds the desk page's endpoints.
+func (s *Server) routeFiles() {
+	s.mux.HandleFunc("GET /v1/desks/{desk}/sessions", s.getSessions)
+	s.mux.HandleFunc("GET /v1/desks/{desk}/sessions/{session}/transcript", s.getTranscript)
+	s.mux.HandleFunc("GET /v1/desks/{desk}/sessions/{session}/export", s.getExport)
+	s.mux.HandleFunc("GET /v1/desks/{desk}/memory", s.getMemory)
+	s.mux.HandleFunc("GET /v1/desks/{desk}/memory/versions/{version}", s.getMemoryVersion)
+	s.mux.HandleFunc("POST /v1/desks/{desk}/memory/restore", s.postRestore)
+	s.mux.HandleFunc("GET /v1/desks/{desk}/notes", s.getNotes)
+	s.mux.HandleFunc("GET /v1/desks/{desk}/summaries", s.getSummaries)
+	s.mux.HandleFunc("GET /v1/desks/{desk}/skills", s.getSkills)
+	s.mux.HandleFunc("POST /v1/desks/{desk}/skills/undo", s.postUndo)
+	s.mux.HandleFunc("GET /v1/desks/{desk}/audit", s.getAudit)
+}
+
+// folder returns the desk the path names and its folder, or answers 404.
+func (s *Server) folder(w http.ResponseWriter, r *http.Request) (*desk.Desk, *memory.Folder, bool) {
+	d, ok := s.desk(w, r)
+	if !ok {
+		return nil, nil, false
+	}
+	f := d.Folder()
+	if f == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("desk %s has no folder to show", d.Name()))
+		return nil, nil, false
+	}
+	return d, f, true
+}
+
+// fileError answers err of a read or change of a desk's files: 404 for
+// what is not there, 409 for an ambiguous name or a change that cannot be
+// made, 400 for a name that is not one, 503 when the desk stopped; 500
+// (logged) for anything else.
+func (s *Server) fileError(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, transcript.ErrNoSessions), errors.Is(err, transcript.ErrUnknownSession),
+		errors.Is(err, memory.ErrUnknownVersion), errors.Is(err, curator.ErrNoSuchChange):
+		status = http.StatusNotFound
+	case errors.Is(err, transcript.ErrAmbiguousSession), errors.Is(err, memory.ErrAmbiguousVersion),
+		errors.Is(err, curator.ErrAlreadyUndone), errors.Is(err, curator.ErrCannotUndo):
+		status = http.StatusConflict
+	case errors.Is(err, memory.ErrBadVersionName):
+		status = http.StatusBadRequest
+	case errors.Is(err, desk.ErrStopped):
+		status = http.StatusServiceUnavailable
+	default:
+		s.o.Log.Error().Err(err).Str("path", r.URL.Path).Msg("desk files")
+	}
+	writeError(w, status, err.Error())
+}
+
+func (s *Server) getSessions(w http.ResponseWriter, r *http.Request) {
+	_, f, ok := s.folder(w, r)
+	if !ok {
+		return
+	}
+	infos, err := f.ListSessions()
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, SessionsResponse{Sessions: termview.SessionRows(infos)})
+}
+
+// session reads the session the path names: "current", an id, or a
+// unique prefix of one.
+func (s *Server) session(w http.ResponseWriter, r *http.Request) (*memory.Folder, transcript.Session, bool) {
+	_, f, ok := s.folder(w, r)
+	if !ok {
+		return nil, transcript.Session{}, false
+	}
+	name := r.PathValue("session")
+	if name == "current" {
+		name = ""
+	}
+	sess, err := transcript.Load(f, name)
+	if err != nil {
+		s.fileError(w, r, err)
+		return nil, transcript.Session{}, false
+	}
+	return f, sess, true
+}
+
+func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request) {
+	_, sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	entries := sess.Entries
+	if entries == nil {
+		entries = []transcript.Entry{}
+	}
+	writeJSON(w, http.StatusOK, TranscriptResponse{Desk: sess.Desk, Session: termview.SessionRows([]memory.SessionInfo{sess.Info})[0], Entries: entries})
+}
+
+func (s *Server) getExport(w http.ResponseWriter, r *http.Request) {
+	f, sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	page, err := transcript.HTML(f, sess, s.location(), s.o.Clock.Now(), s.o.Files.Version)
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	writeAttachment(w, "text/html; charset=utf-8", sess.Desk+"-"+sess.Info.ID+".html", page)
+}
+
+func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
+	_, f, ok := s.folder(w, r)
+	if !ok {
+		return
+	}
+	text, err := f.ReadMemory()
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	versions, err := f.MemoryHistory()
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	out := MemoryResponse{Text: text, Versions: []MemoryVersionRow{}}
+	for i := len(versions) - 1; i >= 0; i-- {
+		v := versions[i]
+		out.Versions = append(out.Versions, MemoryVersionRow{ID: v.ID, Size: v.Size, At: v.At})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getMemoryVersion(w http.ResponseWriter, r *http.Request) {
+	_, f, ok := s.folder(w, r)
+	if !ok {
+		return
+	}
+	v, err := f.ResolveMemoryVersion(r.PathValue("version"))
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	old, err := f.ReadMemoryVersion(v.ID)
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	cur, err := f.ReadMemory()
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, MemoryVersionResponse{ID: v.ID, Text: old, Diff: diff.Unified("Memory.md@"+v.ID, "Memory.md", old, cur)})
+}
+
+func (s *Server) postRestore(w http.ResponseWriter, r *http.Request) {
+	d, _, ok := s.folder(w, r)
+	if !ok {
+		return
+	}
+	var req RestoreRequest
+	if !readFilesBody(w, r, &req, `{"version": "...", "by": "..."}`) {
+		return
+	}
+	if req.Version = strings.TrimSpace(req.Version); req.Version == "" {
+		writeError(w, http.StatusBadRequest, `want a JSON body {"version": "..."}: the version to restore is missing`)
+		return
+	}
+	v, keptAs, err := d.RestoreMemory(r.Context(), req.Version, byOrAPI(req.By))
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, RestoreResponse{Restored: v.ID, KeptAs: keptAs})
+}
+
+func (s *Server) getNotes(w http.ResponseWriter, r *http.Request) {
+	_, f, ok := s.folder(w, r)
+	if !ok {
+		return
+	}
+	date, ok := s.date(w, r)
+	if !ok {
+		return
+	}
+	text, _, err := f.ReadNotes(date)
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, NotesResponse{Date: date.String(), Text: text})
+}
+
+func (s *Server) getSummaries(w http.ResponseWriter, r *http.Request) {
+	_, f, ok := s.folder(w, r)
+	if !ok {
+		return
+	}
+	rows, err := summaries(f)
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, SummariesResponse{Summaries: rows})
+}
+
+// summaries returns the summary of each session that has one, then the
+// summary files no session is known to have written, newest date first.
+func summaries(f *memory.Folder) ([]SummaryRow, error) {
+	infos, err := f.ListSessions()
+	if err != nil {
+		return nil, err
+	}
+	rows := []SummaryRow{}
+	seen := map[string]bool{} // the files (or dates) a session's summary came from
+	for _, info := range infos {
+		ss, ok, err := f.SessionSummary(info.ID)
+		if errors.Is(err, fs.ErrNotExist) || err == nil && !ok {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		row := SummaryRow{Date: ss.Date.String(), Session: info.ID, Path: relPath(f, ss.Path), Text: ss.Text}
+		row.Model, row.Scripted = summaryModel(f, info.ID)
+		seen[row.Path] = true
+		rows = append(rows, row)
+	}
+	dates, err := f.SummaryDates()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dates {
+		sum, ok, err := f.ReadSummary(d)
+		if err != nil {
+			return nil, err
+		}
+		if ok && !seen[relPath(f, sum.Path)] {
+			rows = append(rows, SummaryRow{Date: d.String(), Path: relPath(f, sum.Path), Text: sum.Text})
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Date > rows[j].Date })
+	return rows, nil
+}
+
+// summaryModel returns the model that wrote session id's summary, as the
+// session's summary record says.
+func summaryModel(f *memory.Folder, id string) (model string, scripted bool) {
+	recs, err := f.ReadSession(id)
+	if err != nil {
+		return "", false
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if rec := recs[i]; rec.Type == memory.RecordEvent && rec.Kind == memory.SummaryKind && rec.ForkedFrom == "" {
+			return rec.Model, rec.Scripted
+		}
+	}
+	return "", false
+}
+
+// relPath returns path inside the desk's folder, slash-separated; "" for
+// "" or a path outside it.
+func relPath(f *memory.Folder, path string) string {
+	if path == "" {
+		return ""
+	}
+	rel, err := filepath.Rel(f.Dir(), path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return ""
+	}
+	return filepath.ToSlash(rel)
+}
+
+func (s *Server) getSkills(w http.ResponseWriter, r *http.Request) {
+	_, f, ok := s.folder(w, r)
+	if !ok {
+		return
+	}
+	skills, err := f.Skills()
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	entries, err := curator.ReadLedger(f)
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	out := SkillsResponse{Skills: []SkillRow{}, Changes: []SkillChange{}}
+	for _, sk := range skills {
+		out.Skills = append(out.Skills, SkillRow{Name: sk.Name, Description: sk.Description, Pinned: sk.Pinned})
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		if e := entries[i]; e.ID != "" {
+			out.Changes = append(out.Changes, skillChange(e))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func skillChange(e curator.LedgerEntry) SkillChange {
+	return SkillChange{ID: e.ID, At: e.At, Action: e.Action, Skill: e.Skill, Reason: e.Reason}
+}
+
+func (s *Server) postUndo(w http.ResponseWriter, r *http.Request) {
+	d, _, ok := s.folder(w, r)
+	if !ok {
+		return
+	}
+	var req UndoRequest
+	if !readFilesBody(w, r, &req, `{"change": "...", "by": "..."}`) {
+		return
+	}
+	if req.Change = strings.TrimSpace(req.Change); req.Change == "" {
+		writeError(w, http.StatusBadRequest, `want a JSON body {"change": "..."}: the change to undo is missing`)
+		return
+	}
+	e, err := d.UndoSkillChange(r.Context(), req.Change, byOrAPI(req.By))
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, skillChange(e))
+}
+
+func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
+	d, f, ok := s.folder(w, r)
+	if !ok {
+		return
+	}
+	date, ok := s.date(w, r)
+	if !ok {
+		return
+	}
+	if s.o.Files.AuditConfig == nil {
+		writeError(w, http.StatusNotImplemented, "this deskd cannot find its config for an audit bundle")
+		return
+	}
+	ac, err := s.o.Files.AuditConfig(d.Name())
+	if err != nil {
+		s.fileError(w, r, fmt.Errorf("audit %s %s: %w", d.Name(), date, err))
+		return
+	}
+	now := s.o.Clock.Now()
+	b, err := audit.Build(audit.Request{Folder: f, Date: date, Day: s.day(), Now: now, Version: s.o.Files.Version, Config: ac})
+	if err != nil {
+		s.fileError(w, r, err)
+		return
+	}
+	data, err := b.Archive(now)
+	if err != nil {
+		s.fileError(w, r, fmt.Errorf("audit %s %s: %w", d.Name(), date, err))
+		return
+	}
+	writeAttachment(w, "application/gzip", fmt.Sprintf("%s-%s.tar.gz", d.Name(), date), data)
+}
+
+// date returns ?date=YYYY-MM-DD, by default the trading date now, or
+// answers 400 with the reason.
+func (s *Server) date(w http.ResponseWriter, r *http.Request) (memory.Date, bool) {
+	q := r.URL.Query().Get("date")
+	if q == "" {
+		return s.day().DateOf(s.o.Clock.Now()), true
+	}
+	d, err := memory.ParseDate(q)
+	if err != nil || d.String() != q || !d.Valid() {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("date %q: want a trading date YYYY-MM-DD", q))
+		return memory.Date{}, false
+	}
+	return d, true
+}
+
+// day returns Files.Day, UTC when it has no location.
+func (s *Server) day() memory.TradingDay {
+	d := s.o.Files.Day
+	if d.Location == nil {
+		d.Location = time.UTC
+	}
+	return d
+}
+
+func (s *Server) location() *time.Location { return s.day().Location }
+
+// readFilesBody decodes a restore's or an undo's body strictly
+// (triggers.DecodeJSON), or answers 400 (413 past MaxFilesBody).
+func readFilesBody(w http.ResponseWriter, r *http.Request, v any, shape string) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxFilesBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxFilesBody))
+		return false
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
+		return false
+	}
+	if err := triggers.DecodeJSON(body, v); err != nil {
+		writeError(w, http.StatusBadRequest, "want a JSON body "+shape+": "+err.Error())
+		return false
+	}
+	return true
+}
+
+func byOrAPI(by string) string {
+	if by = strings.TrimSpace(by); by == "" {
+		return "api"
+	}
+	return by
+}
+
+// writeAttachment answers data as a file to save, named name.
+func writeAttachment(w http.ResponseWriter, contentType, name string, data []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}
