@@ -260,11 +260,6 @@ func TestConsoleBrowserSignIn(t *testing.T) {
 	cfg := apiConfig(t, dir, "{provider: scripted}", "auth_token_file: token\n", "")
 	d := startInProcess(t, "deskd", cfg, apiStart)
 	base := d.waitReady(t)
-	// With the token, POST /v1/login passes the API's credential check and
-	// reaches the route, or 404 where there is none.
-	if code, _ := d.call(t, http.MethodPost, "/v1/login", "console-operator", `{"token": "console-operator"}`); code == http.StatusNotFound {
-		t.Skip("console sign-in endpoints not merged yet")
-	}
 	p := openConsole(t, 1280, 900)
 	p.do(t, "open the console", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("signin-token")))
 	if main := evalJS[bool](t, p, `document.getElementById("main").hidden`); !main {
@@ -308,9 +303,6 @@ func TestConsoleBrowserDeskPage(t *testing.T) {
 	}
 	if got := d.trigger(t, "brief-1"); got["state"] != "answered" {
 		t.Fatalf("brief-1 = %v", got)
-	}
-	if code, _ := d.call(t, http.MethodGet, "/v1/desks/main/sessions/current/transcript", "", ""); code == http.StatusNotFound {
-		t.Skip("the desk page's endpoints not merged yet")
 	}
 	p := openConsole(t, 1280, 900)
 	p.do(t, "open desk main's page", chromedp.Navigate(base+"/#/desk/main"))
