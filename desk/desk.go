@@ -220,6 +220,7 @@ type sessionView struct {
 	exchanges int
 	model     router.Model
 	spend     router.Spend
+	answer    *LastAnswer
 }
 
 // Running is the turn a desk is running.
@@ -473,6 +474,8 @@ type Status struct {
 	// Storage is set while the desk cannot write to its disk: it takes no
 	// turn, and its triggers wait in the ledger, until a write succeeds.
 	Storage *StorageStatus `json:"storage,omitempty"`
+	// LastAnswer is the model that answered the last turn (nil before any).
+	LastAnswer *LastAnswer `json:"last_answer,omitempty"`
 }
 
 // StorageStatus is a desk's storage trouble.
@@ -497,7 +500,7 @@ func (d *Desk) Status() Status {
 		Name: d.o.Name, Session: seen.session, TradingDate: seen.date, Exchanges: seen.exchanges,
 		State: state, QueueDepth: d.queue.Len(), QueueLimit: d.queue.Limit(), Running: running,
 		Model: seen.model.Name, Provider: seen.model.Provider, Scripted: seen.model.Scripted(), Interrupted: []TriggerStatus{},
-		Spend: seen.spend,
+		Spend: seen.spend, LastAnswer: seen.answer,
 	}
 	d.mu.Lock()
 	sched, cal := d.sched, d.calendar
@@ -968,6 +971,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		Provider: string(reply.Provider), Scripted: reply.Scripted, InputTokens: reply.Usage.InputTokens,
 		OutputTokens: reply.Usage.OutputTokens, CachedTokens: reply.Usage.CachedTokens, CacheWriteTokens: reply.Usage.CacheWriteTokens, Cost: reply.Cost,
 		ToolCalls: reply.ToolCalls, DurationMS: reply.Duration.Milliseconds(),
+		Fallback: reply.Fallback, Primary: reply.Primary, PrimaryError: reply.PrimaryError,
 	})
 }
 
@@ -1002,7 +1006,7 @@ func (d *Desk) look() {
 	date, _ := d.o.Router.TradingDate()
 	v := sessionView{
 		session: d.o.Router.SessionID(), date: date.String(), exchanges: d.o.Router.Exchanges(), model: d.o.Router.Primary(),
-		spend: d.o.Router.Spend(),
+		spend: d.o.Router.Spend(), answer: lastAnswer(d.o.Router),
 	}
 	d.mu.Lock()
 	d.seen = v

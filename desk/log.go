@@ -15,8 +15,9 @@ import (
 )
 
 // LogEvents logs every event on b as one line whose field "event" is the
-// topic, with the payload's fields beside it. Failures log at warn or error
-// level, everything else at info. It returns the cancel of its subscription.
+// topic, with the payload's fields beside it. Failures, and a turn a
+// fallback model answered, log at warn or error level, everything else at
+// info (levelOf chooses, per topic). It returns the cancel of its subscription.
 func LogEvents(b *event.Bus, log zerolog.Logger) (cancel func()) {
 	return event.SubscribeAll(b, func(e event.Event) {
 		var fields map[string]any
@@ -28,7 +29,7 @@ func LogEvents(b *event.Bus, log zerolog.Logger) (cancel func()) {
 		if err != nil {
 			entry = entry.AnErr("encode_error", err)
 		}
-		entry.Fields(fields).Msg(e.Topic())
+		entry.Fields(fields).Msg(messageOf(e))
 	})
 }
 
@@ -37,14 +38,31 @@ func levelOf(e event.Event) zerolog.Level {
 	case event.ConfigRejected, event.RolloverFailed, event.StorageFailed, event.MemoryUnreadable:
 		return zerolog.ErrorLevel
 	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.ScheduleMissed, event.InboxRejected,
-		event.BudgetExceeded, event.SessionTorn, event.FileTorn:
+		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.ModelFailed:
 		return zerolog.WarnLevel
+	case event.TurnCompleted:
+		if e.Fallback {
+			return zerolog.WarnLevel
+		}
 	case event.SessionSummarized:
 		if e.Degraded {
 			return zerolog.WarnLevel
 		}
 	}
 	return zerolog.InfoLevel
+}
+
+// messageOf is an event's message: its topic, or a sentence where the
+// topic alone would hide what matters.
+func messageOf(e event.Event) string {
+	if tc, ok := e.(event.TurnCompleted); ok && tc.Fallback {
+		name := tc.Model
+		if tc.Scripted {
+			name += " (scripted)"
+		}
+		return fmt.Sprintf("desk %s: answered by fallback %s because primary %s failed: %s", tc.Desk, name, tc.Primary, tc.PrimaryError)
+	}
+	return e.Topic()
 }
 
 // NewLogger returns the daemon's logger, writing to w in the configured

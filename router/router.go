@@ -79,6 +79,9 @@ type mark struct {
 	// session's first use then decodes only the records from the latest
 	// one's turn on (see historyStart).
 	Compacted bool `json:"compacted,omitempty"`
+	// Answer is the last answer before Offset, or of the session before
+	// (nil when there is none).
+	Answer *Answer `json:"answer,omitempty"`
 }
 
 // markTail is how many bytes of records after the state's mark the
@@ -95,7 +98,8 @@ type turns struct {
 	lastTurn  memory.Date
 	open      bool
 	trigger   string
-	compacted bool // a checkpoint was seen
+	compacted bool    // a checkpoint was seen
+	answer    *Answer // the last answer seen
 }
 
 // add counts rec as Rebuild would: a turn's message opens a turn, the
@@ -111,6 +115,9 @@ func (t *turns) add(day memory.TradingDay, rec memory.Record) {
 	if rec.Type != memory.RecordMessage {
 		return
 	}
+	if a, ok := answerOf(rec); ok {
+		t.answer = &a
+	}
 	switch rec.Role {
 	case RoleUser:
 		t.open, t.trigger, t.lastTurn = true, rec.Trigger, day.DateOf(rec.At)
@@ -124,7 +131,7 @@ func (t *turns) add(day memory.TradingDay, rec memory.Record) {
 
 // markOf returns the mark at offset with t's counts.
 func markOf(offset int64, t turns) mark {
-	m := mark{Offset: offset, Exchanges: t.exchanges, Open: t.open, Compacted: t.compacted}
+	m := mark{Offset: offset, Exchanges: t.exchanges, Open: t.open, Compacted: t.compacted, Answer: t.answer}
 	if t.open {
 		m.Trigger = t.trigger
 	}
@@ -137,7 +144,7 @@ func markOf(offset int64, t turns) mark {
 
 // turnsOf returns the counts a mark holds.
 func turnsOf(m mark) turns {
-	t := turns{exchanges: m.Exchanges, open: m.Open, trigger: m.Trigger, compacted: m.Compacted}
+	t := turns{exchanges: m.Exchanges, open: m.Open, trigger: m.Trigger, compacted: m.Compacted, answer: m.Answer}
 	if m.LastTurn != nil {
 		t.lastTurn = *m.LastTurn
 	}
@@ -220,6 +227,11 @@ type Reply struct {
 	// the turn's last tool round (max_tool_rounds): those calls were not
 	// run, and Text ends with a line that says so.
 	ToolRoundsExceeded bool
+	// Fallback is true when Model is not the first of the route: Primary
+	// names that model and PrimaryError says how its call failed.
+	Fallback     bool
+	Primary      string
+	PrimaryError string
 }
 
 // Router runs one desk's model calls in its current session. Its methods
@@ -247,6 +259,7 @@ type Router struct {
 	open       bool        // the last turn's message has no answer yet
 	trigger    string      // the last turn's trigger
 	compacted  bool        // the session has a checkpoint
+	answer     *Answer     // the last turn's answer (of this session, or kept from the one before)
 	// mark is the mark of the state file as last written, and marked is
 	// true when the state file holds one for the current session. Until it
 	// does (an older state file that could not be rewritten), the state is
@@ -422,11 +435,14 @@ func (r *Router) resumeLocked(st state) error {
 // setTurnsLocked sets the counts of the session's turns.
 func (r *Router) setTurnsLocked(t turns) {
 	r.exchanges, r.lastTurn, r.open, r.trigger, r.compacted = t.exchanges, t.lastTurn, t.open, t.trigger, t.compacted
+	if t.answer != nil {
+		r.answer = t.answer
+	}
 }
 
 // turnsLocked returns the counts of the session's turns.
 func (r *Router) turnsLocked() turns {
-	return turns{exchanges: r.exchanges, lastTurn: r.lastTurn, open: r.open, trigger: r.trigger, compacted: r.compacted}
+	return turns{exchanges: r.exchanges, lastTurn: r.lastTurn, open: r.open, trigger: r.trigger, compacted: r.compacted, answer: r.answer}
 }
 
 // saveMarkLocked writes the state file with a mark at the end of the open
@@ -826,10 +842,11 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 			return turn, reply, err
 		}
 		callStart := r.clock.Now()
-		resp, model, err := r.completeLocked(ctx, req)
+		resp, model, failed, err := r.completeLocked(ctx, req)
 		if err != nil {
 			return turn, reply, err
 		}
+		reply.Fallback, reply.Primary, reply.PrimaryError = fallbackOf(r.set.Route[0], model, failed)
 		at := r.clock.Now()
 		cost := r.chargeLocked(model, resp.Usage, at)
 		turnUsed += int64(resp.Usage.InputTokens + resp.Usage.OutputTokens)
@@ -863,14 +880,18 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 		}
 		reply.Text, reply.Model, reply.Provider, reply.Scripted = text, model.Name, model.Provider, model.Scripted()
 		usage := resp.Usage
-		if err := r.log.Append(memory.Record{
+		rec := memory.Record{
 			Type: memory.RecordMessage, At: at, Role: RoleAssistant, Text: text, Trigger: trigger,
 			Model: model.Name, Provider: string(model.Provider), Scripted: model.Scripted(), Usage: &usage, Cost: cost,
 			DurationMS: at.Sub(callStart).Milliseconds(), ToolCalls: encodeCalls(calls), Silent: silent,
 			Truncated: resp.Truncated, Data: data,
-		}); err != nil {
+		}
+		if err := r.log.Append(rec); err != nil {
 			r.unrecordedLocked()
 			return turn, reply, fmt.Errorf("record reply to %s: %w", trigger, err)
+		}
+		if a, ok := answerOf(rec); ok {
+			r.answer = &a
 		}
 		turn = append(turn, Message{Role: RoleAssistant, Text: text, ToolCalls: calls})
 		if len(calls) == 0 {
@@ -978,7 +999,7 @@ func (r *Router) answerLocked(ctx context.Context, req Request) (string, error) 
 	if err := r.ensureLocked(); err != nil {
 		return "", err
 	}
-	resp, model, err := r.completeLocked(ctx, req)
+	resp, model, _, err := r.completeLocked(ctx, req)
 	if err != nil {
 		return "", err
 	}
@@ -1036,8 +1057,9 @@ func truncatedNote(n int) string {
 }
 
 // completeLocked tries each model of the route in turn, each with the
-// retry policy, and returns the first answer.
-func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Model, error) {
+// retry policy, and returns the first answer, with the errors of the
+// models tried before the one that answered.
+func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Model, []error, error) {
 	var errs []error
 	for _, m := range r.set.Route {
 		call := func(ctx context.Context) (Response, error) {
@@ -1060,7 +1082,7 @@ func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Mod
 			resp, err = call(ctx)
 		}
 		if err == nil {
-			return resp, m, nil
+			return resp, m, errs, nil
 		}
 		if !strings.Contains(err.Error(), m.Name) {
 			err = fmt.Errorf("model %s: %w", m.Name, err)
@@ -1070,7 +1092,7 @@ func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Mod
 			break
 		}
 	}
-	return Response{}, Model{}, errors.Join(errs...)
+	return Response{}, Model{}, nil, errors.Join(errs...)
 }
 
 // budgetLocked refuses a call of est tokens that would pass a budget, and
