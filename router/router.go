@@ -927,9 +927,12 @@ func (r *Router) Summarise(ctx context.Context, date memory.Date) (string, error
 	defer r.mu.Unlock()
 	prompt := fmt.Sprintf("Summarise this session of %s for your next session: what happened, what you decided, "+
 		"what is still open. Plain Markdown, at most 300 words.", date)
-	text, err := r.askLocked(ctx, TaskSummary, prompt, nil)
+	text, model, err := r.askModelLocked(ctx, TaskSummary, prompt, nil)
 	if err != nil {
 		return "", fmt.Errorf("summarise session %s of %s: %w", r.cur.Session, r.desk, err)
+	}
+	if model.Scripted() {
+		text = memory.ScriptedSummaryHeader(model.Name) + text
 	}
 	return text, nil
 }
@@ -979,15 +982,21 @@ func (r *Router) Ask(ctx context.Context, prompt string) (string, error) {
 // which the model may call no tool, and records the answer as an event of
 // the session. An answer cut at its cap is a failure.
 func (r *Router) askLocked(ctx context.Context, task Task, prompt string, fold *FoldInput) (string, error) {
+	text, _, err := r.askModelLocked(ctx, task, prompt, fold)
+	return text, err
+}
+
+// askModelLocked is askLocked, and returns the model that answered.
+func (r *Router) askModelLocked(ctx context.Context, task Task, prompt string, fold *FoldInput) (string, Model, error) {
 	if err := r.ensureLocked(); err != nil {
-		return "", err
+		return "", Model{}, err
 	}
 	req := r.requestLocked(task, []Message{{Role: RoleUser, Text: prompt}}, false)
 	req.Fold = fold
 	if err := r.budgetLocked(task, 0, requestTokens(req)); err != nil {
-		return "", err
+		return "", Model{}, err
 	}
-	return r.answerLocked(ctx, req)
+	return r.answerModelLocked(ctx, req)
 }
 
 // answerLocked makes the call req, whose answer is a text to use (a
@@ -996,12 +1005,18 @@ func (r *Router) askLocked(ctx context.Context, task Task, prompt string, fold *
 // is recorded as truncated and is a failure: half a Memory.md or half a
 // JSON plan is worse than none, and every caller has a fallback.
 func (r *Router) answerLocked(ctx context.Context, req Request) (string, error) {
+	text, _, err := r.answerModelLocked(ctx, req)
+	return text, err
+}
+
+// answerModelLocked is answerLocked, and returns the model that answered.
+func (r *Router) answerModelLocked(ctx context.Context, req Request) (string, Model, error) {
 	if err := r.ensureLocked(); err != nil {
-		return "", err
+		return "", Model{}, err
 	}
 	resp, model, _, err := r.completeLocked(ctx, req)
 	if err != nil {
-		return "", err
+		return "", Model{}, err
 	}
 	at := r.clock.Now()
 	cost := r.chargeLocked(model, resp.Usage, at)
@@ -1011,10 +1026,10 @@ func (r *Router) answerLocked(ctx context.Context, req Request) (string, error) 
 		r.unrecordedLocked()
 	}
 	if resp.Truncated {
-		return "", fmt.Errorf("model %s: the answer was truncated after %d bytes, at deskd's cap for its output limit, and is not used",
+		return "", Model{}, fmt.Errorf("model %s: the answer was truncated after %d bytes, at deskd's cap for its output limit, and is not used",
 			model.Name, len(resp.Text))
 	}
-	return resp.Text, nil
+	return resp.Text, model, nil
 }
 
 // requestLocked builds a request at the end of the session's
