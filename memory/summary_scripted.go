@@ -41,3 +41,34 @@ func withScriptedHeader(s Summary) Summary {
 	s.Model, s.Scripted = scriptedSummaryModel(s.Text)
 	return s
 }
+
+// withoutScriptedHeader returns text without the scripted header it may
+// begin with: the model's answer, as the session's summary record holds it.
+func withoutScriptedHeader(text string) string {
+	if _, ok := scriptedSummaryModel(text); !ok {
+		return text
+	}
+	_, rest, _ := strings.Cut(text, "\n\n")
+	return rest
+}
+
+// summaryRecordOf returns the session's own last summary event.
+func summaryRecordOf(recs []Record) (Record, bool) {
+	for i := len(recs) - 1; i >= 0; i-- {
+		r := recs[i]
+		if r.Type == RecordEvent && r.Kind == SummaryKind && r.ForkedFrom == "" && strings.TrimSpace(r.Text) != "" {
+			return r, true
+		}
+	}
+	return Record{}, false
+}
+
+// withRecordModel returns s with the model its summary record names, and
+// scripted when the record says so (the flag of the data, not the name).
+func withRecordModel(s SessionSummary, rec Record) SessionSummary {
+	if rec.Model != "" {
+		s.Model = rec.Model
+	}
+	s.Scripted = s.Scripted || rec.Scripted
+	return s
+}
