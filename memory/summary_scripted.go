@@ -18,9 +18,10 @@ func ScriptedSummaryHeader(model string) string {
 	return scriptedSummaryLead + strconv.Quote(model) + ", not a language model: it is a canned digest.\n\n"
 }
 
-// scriptedSummaryModel returns the model a summary's header names, and
-// whether text begins with such a header.
-func scriptedSummaryModel(text string) (string, bool) {
+// ScriptedSummaryModel returns the model a summary's header names, and
+// whether text begins with such a header (ScriptedSummaryHeader): whether
+// the offline scripted model wrote it.
+func ScriptedSummaryModel(text string) (string, bool) {
 	rest, ok := strings.CutPrefix(text, scriptedSummaryLead)
 	if !ok {
 		return "", false
@@ -38,14 +39,14 @@ func scriptedSummaryModel(text string) (string, bool) {
 
 // withScriptedHeader returns s with Scripted and Model read from its text.
 func withScriptedHeader(s Summary) Summary {
-	s.Model, s.Scripted = scriptedSummaryModel(s.Text)
+	s.Model, s.Scripted = ScriptedSummaryModel(s.Text)
 	return s
 }
 
 // withoutScriptedHeader returns text without the scripted header it may
 // begin with: the model's answer, as the session's summary record holds it.
 func withoutScriptedHeader(text string) string {
-	if _, ok := scriptedSummaryModel(text); !ok {
+	if _, ok := ScriptedSummaryModel(text); !ok {
 		return text
 	}
 	_, rest, _ := strings.Cut(text, "\n\n")
