@@ -621,7 +621,7 @@ func (r *Router) startLocked(parent string) error {
 	if err != nil {
 		return fmt.Errorf("start session of %s: %w", r.desk, err)
 	}
-	m := markOf(log.Size(), turns{})
+	m := markOf(log.Size(), turns{answer: r.answer}) // the last answer outlives its session
 	st.Mark = &m
 	if err := r.folder.WriteJSON(stateFile, st); err != nil {
 		_ = log.Close()
