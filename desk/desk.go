@@ -248,6 +248,7 @@ type sessionView struct {
 	exchanges int
 	model     router.Model
 	spend     router.Spend
+	answer    *LastAnswer
 }
 
 // Running is the turn a desk is running, or the rollover it runs outside
@@ -518,6 +519,8 @@ type Status struct {
 	// ConfigRejected is set while the desk's file is refused: the desk
 	// runs on its last good config.
 	ConfigRejected *ConfigRejected `json:"config_rejected,omitempty"`
+	// LastAnswer is the model that answered the last turn (nil before any).
+	LastAnswer *LastAnswer `json:"last_answer,omitempty"`
 }
 
 // StorageStatus is a desk's storage trouble.
@@ -542,7 +545,7 @@ func (d *Desk) Status() Status {
 		Name: d.o.Name, Session: seen.session, TradingDate: seen.date, Exchanges: seen.exchanges, Turns: seen.exchanges,
 		State: state, QueueDepth: d.queue.Len(), QueueLimit: d.queue.Limit(), Running: running,
 		Model: seen.model.Name, Provider: seen.model.Provider, Scripted: seen.model.Scripted(), Interrupted: []TriggerStatus{},
-		Spend: seen.spend,
+		Spend: seen.spend, LastAnswer: seen.answer,
 	}
 	d.mu.Lock()
 	sched, cal := d.sched, d.calendar
@@ -1020,6 +1023,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		Provider: string(reply.Provider), Scripted: reply.Scripted, InputTokens: reply.Usage.InputTokens,
 		OutputTokens: reply.Usage.OutputTokens, CachedTokens: reply.Usage.CachedTokens, CacheWriteTokens: reply.Usage.CacheWriteTokens, Cost: reply.Cost,
 		ToolCalls: reply.ToolCalls, DurationMS: reply.Duration.Milliseconds(),
+		Fallback: reply.Fallback, Primary: reply.Primary, PrimaryError: reply.PrimaryError,
 	})
 }
 
@@ -1054,7 +1058,7 @@ func (d *Desk) look() {
 	date, _ := d.o.Router.TradingDate()
 	v := sessionView{
 		session: d.o.Router.SessionID(), date: date.String(), exchanges: d.o.Router.Exchanges(), model: d.o.Router.Primary(),
-		spend: d.o.Router.Spend(),
+		spend: d.o.Router.Spend(), answer: lastAnswer(d.o.Router),
 	}
 	d.mu.Lock()
 	d.seen = v

@@ -21,7 +21,8 @@ import (
 // LogEvents logs every event on b as one line whose field "event" is the
 // topic, with the payload's fields beside it, and whose message is the
 // event's sentence (Describe, instants in loc, the trading time zone).
-// Failures log at warn or error level, everything else at info. It
+// Failures, and a turn a fallback model answered, log at warn or error
+// level, everything else at info (levelOf chooses, per topic). It
 // returns the cancel of its subscription.
 func LogEvents(b *event.Bus, log zerolog.Logger, loc *time.Location) (cancel func()) {
 	return event.SubscribeAll(b, func(e event.Event) {
@@ -64,8 +65,12 @@ func levelOf(e event.Event) zerolog.Level {
 	case event.ConfigRejected, event.RolloverFailed, event.StorageFailed, event.MemoryUnreadable:
 		return zerolog.ErrorLevel
 	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.ScheduleMissed, event.InboxRejected,
-		event.BudgetExceeded, event.SessionTorn, event.FileTorn:
+		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.ModelFailed:
 		return zerolog.WarnLevel
+	case event.TurnCompleted:
+		if e.Fallback {
+			return zerolog.WarnLevel
+		}
 	case event.SessionSummarized:
 		if e.Degraded {
 			return zerolog.WarnLevel

@@ -53,6 +53,10 @@ func Describe(e event.Event, loc *time.Location) string {
 	case event.TurnStarted:
 		s = fmt.Sprintf("turn %d of session %s started for %s trigger %s", e.Turn, e.Session, e.Kind, e.Trigger)
 	case event.TurnCompleted:
+		if e.Fallback {
+			s = describeFallback(e)
+			break
+		}
 		s = fmt.Sprintf("turn %d of session %s answered by %s in %s (%s in, %s out)", e.Turn, e.Session, e.Model,
 			(time.Duration(e.DurationMS) * time.Millisecond).Round(100*time.Millisecond),
 			termsafe.Plural(e.InputTokens, "token"), termsafe.Plural(e.OutputTokens, "token"))
@@ -122,4 +126,15 @@ func describeMissed(e event.ScheduleMissed, loc *time.Location) string {
 // slotTime shows an instant in loc, with its zone's abbreviation.
 func slotTime(t time.Time, loc *time.Location) string {
 	return t.In(loc).Format("2006-01-02 15:04 MST")
+}
+
+// describeFallback is the sentence of a turn a fallback model answered:
+// which, and why the primary did not.
+func describeFallback(e event.TurnCompleted) string {
+	name := e.Model
+	if e.Scripted {
+		name += " (scripted)"
+	}
+	return fmt.Sprintf("desk %s: turn %d of session %s answered by fallback %s because primary %s failed: %s",
+		e.Desk, e.Turn, e.Session, name, e.Primary, e.PrimaryError)
 }

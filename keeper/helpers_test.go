@@ -99,6 +99,10 @@ type env struct {
 	bus   *event.Bus
 	day   memory.TradingDay
 	model *model
+	// provider is the model's provider: scripted unless a test sets
+	// another (its summaries then read as a model's, without the
+	// scripted header).
+	provider router.ProviderName
 }
 
 // newEnv returns a desk environment whose clock reads start and whose
@@ -113,7 +117,7 @@ func newEnv(t *testing.T, start time.Time, rolloverAt time.Duration) *env {
 		clock: clock.NewFake(start),
 		bus:   bus,
 		day:   memory.TradingDay{Location: desktest.Kolkata(), Start: rolloverAt},
-		model: newModel(),
+		model: newModel(), provider: router.ScriptedProvider,
 	}
 }
 
@@ -136,7 +140,7 @@ func (e *env) open(o keeper.Options) *proc {
 	r, err := router.New(router.Options{
 		Desk: "main", Folder: folder, Clock: e.clock, Day: e.day, Bus: e.bus,
 		Settings: router.Settings{
-			Route:        []router.Model{{Name: "offline", Provider: "scripted", Client: e.model}},
+			Route:        []router.Model{{Name: "offline", Provider: e.provider, Client: e.model}},
 			Instructions: "You are a test desk.",
 		},
 	})

@@ -355,13 +355,8 @@ func hasSummaryEvent(recs []Record) bool {
 
 // summaryEventOf returns the text of the session's own last summary event.
 func summaryEventOf(recs []Record) (string, bool) {
-	for i := len(recs) - 1; i >= 0; i-- {
-		r := recs[i]
-		if r.Type == RecordEvent && r.Kind == SummaryKind && r.ForkedFrom == "" && strings.TrimSpace(r.Text) != "" {
-			return r.Text, true
-		}
-	}
-	return "", false
+	r, ok := summaryRecordOf(recs)
+	return r.Text, ok
 }
 
 // SessionSummary is the summary written when a session rolled over.
@@ -425,8 +420,9 @@ func (f *Folder) SessionSummary(id string) (SessionSummary, bool, error) {
 		}
 		return SessionSummary{Summary: s, Session: id, Source: source, Degraded: IsDegradedSummary(s.Text)}, true, nil
 	}
-	if text, ok := summaryEventOf(recs); ok {
-		return found(text, SummaryFromSession)
+	if rec, ok := summaryRecordOf(recs); ok {
+		s, ok, err := found(rec.Text, SummaryFromSession)
+		return withRecordModel(s, rec), ok, err
 	}
 	refs, err := f.readRefs()
 	if err != nil {
@@ -455,7 +451,11 @@ func (f *Folder) SessionSummary(id string) (SessionSummary, bool, error) {
 // or the newest kept version of it that holds it. With none, it returns
 // text itself with an empty Path.
 func (f *Folder) summaryHolding(d Date, text string) (Summary, error) {
-	same := func(b string) bool { return strings.TrimRight(b, "\n") == strings.TrimRight(text, "\n") }
+	// A summary file of the scripted model begins with a header its
+	// record does not hold.
+	same := func(b string) bool {
+		return strings.TrimRight(withoutScriptedHeader(b), "\n") == strings.TrimRight(withoutScriptedHeader(text), "\n")
+	}
 	cur, ok, err := f.ReadSummary(d)
 	if err != nil {
 		return Summary{}, err
@@ -469,10 +469,10 @@ func (f *Folder) summaryHolding(d Date, text string) (Summary, error) {
 	}
 	for i := len(kept) - 1; i >= 0; i-- {
 		if same(kept[i].Text) {
-			return Summary{Date: d, Text: kept[i].Text, Path: kept[i].Path}, nil
+			return withScriptedHeader(Summary{Date: d, Text: kept[i].Text, Path: kept[i].Path}), nil
 		}
 	}
-	return Summary{Date: d, Text: text}, nil
+	return withScriptedHeader(Summary{Date: d, Text: text}), nil
 }
 
 // titlePath returns the path of session id's title file, sessions/<id>.title.

@@ -13,6 +13,11 @@ type Summary struct {
 	Date Date   // the trading date summarised
 	Text string // the Markdown text, as stored
 	Path string // the file
+	// Scripted is true when the offline scripted model wrote it, as the
+	// header its text begins with says (ScriptedSummaryHeader); Model is
+	// then that model's name.
+	Scripted bool
+	Model    string
 }
 
 // WriteSummary writes text as the summary of date d, atomically, and
@@ -49,7 +54,7 @@ func (f *Folder) ReadSummary(d Date) (Summary, bool, error) {
 	if err != nil {
 		return Summary{}, false, fmt.Errorf("read summary %s: %w", path, err)
 	}
-	return Summary{Date: d, Text: string(b), Path: path}, true, nil
+	return withScriptedHeader(Summary{Date: d, Text: string(b), Path: path}), true, nil
 }
 
 // SummaryDates returns the dates that have a summary, sorted ascending.

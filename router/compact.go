@@ -168,7 +168,8 @@ func (r *Router) Context(summary string) (ContextReport, error) {
 		summary = ""
 	}
 	rep := ContextReport{
-		Desk: r.desk, Session: r.cur.Session, Model: r.set.Route[0].Name, Window: r.set.Route[0].ContextWindow, Estimate: true,
+		Desk: r.desk, Session: r.cur.Session, Model: r.set.Route[0].Name, Scripted: r.set.Route[0].Scripted(),
+		Window: r.set.Route[0].ContextWindow, Estimate: true,
 		Sources: contextReport(r.set.Instructions, mem, index, summary, r.checkpoint, r.history, r.set.Tools),
 	}
 	for _, s := range rep.Sources {

@@ -17,6 +17,8 @@ type ContextReport struct {
 	Desk    string `json:"desk"`
 	Session string `json:"session"`
 	Model   string `json:"model"`
+	// Scripted is true when Model is the offline scripted model.
+	Scripted bool `json:"scripted,omitempty"`
 	// Window is the model's context window (0: unknown).
 	Window int `json:"context_window"`
 	// Sources are the tokens of each part, in request order.

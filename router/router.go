@@ -81,6 +81,9 @@ type mark struct {
 	// session's first use then decodes only the records from the latest
 	// one's turn on (see historyStart).
 	Compacted bool `json:"compacted,omitempty"`
+	// Answer is the last answer before Offset, or of the session before
+	// (nil when there is none).
+	Answer *Answer `json:"answer,omitempty"`
 }
 
 // markTail is how many bytes of records after the state's mark the
@@ -97,7 +100,8 @@ type turns struct {
 	lastTurn  memory.Date
 	open      bool
 	trigger   string
-	compacted bool // a checkpoint was seen
+	compacted bool    // a checkpoint was seen
+	answer    *Answer // the last answer seen
 }
 
 // add counts rec as Rebuild would: a turn's message opens a turn, the
@@ -113,6 +117,9 @@ func (t *turns) add(day memory.TradingDay, rec memory.Record) {
 	if rec.Type != memory.RecordMessage {
 		return
 	}
+	if a, ok := answerOf(rec); ok {
+		t.answer = &a
+	}
 	switch rec.Role {
 	case RoleUser:
 		t.open, t.trigger, t.lastTurn = true, rec.Trigger, day.DateOf(rec.At)
@@ -126,7 +133,7 @@ func (t *turns) add(day memory.TradingDay, rec memory.Record) {
 
 // markOf returns the mark at offset with t's counts.
 func markOf(offset int64, t turns) mark {
-	m := mark{Offset: offset, Exchanges: t.exchanges, Open: t.open, Compacted: t.compacted}
+	m := mark{Offset: offset, Exchanges: t.exchanges, Open: t.open, Compacted: t.compacted, Answer: t.answer}
 	if t.open {
 		m.Trigger = t.trigger
 	}
@@ -139,7 +146,7 @@ func markOf(offset int64, t turns) mark {
 
 // turnsOf returns the counts a mark holds.
 func turnsOf(m mark) turns {
-	t := turns{exchanges: m.Exchanges, open: m.Open, trigger: m.Trigger, compacted: m.Compacted}
+	t := turns{exchanges: m.Exchanges, open: m.Open, trigger: m.Trigger, compacted: m.Compacted, answer: m.Answer}
 	if m.LastTurn != nil {
 		t.lastTurn = *m.LastTurn
 	}
@@ -225,6 +232,11 @@ type Reply struct {
 	// the turn's last tool round (max_tool_rounds): those calls were not
 	// run, and Text ends with a line that says so.
 	ToolRoundsExceeded bool
+	// Fallback is true when Model is not the first of the route: Primary
+	// names that model and PrimaryError says how its call failed.
+	Fallback     bool
+	Primary      string
+	PrimaryError string
 }
 
 // Router runs one desk's model calls in its current session. Its methods
@@ -253,6 +265,7 @@ type Router struct {
 	open       bool        // the last turn's message has no answer yet
 	trigger    string      // the last turn's trigger
 	compacted  bool        // the session has a checkpoint
+	answer     *Answer     // the last turn's answer (of this session, or kept from the one before)
 	// mark is the mark of the state file as last written, and marked is
 	// true when the state file holds one for the current session. Until it
 	// does (an older state file that could not be rewritten), the state is
@@ -428,11 +441,14 @@ func (r *Router) resumeLocked(st state) error {
 // setTurnsLocked sets the counts of the session's turns.
 func (r *Router) setTurnsLocked(t turns) {
 	r.exchanges, r.lastTurn, r.open, r.trigger, r.compacted = t.exchanges, t.lastTurn, t.open, t.trigger, t.compacted
+	if t.answer != nil {
+		r.answer = t.answer
+	}
 }
 
 // turnsLocked returns the counts of the session's turns.
 func (r *Router) turnsLocked() turns {
-	return turns{exchanges: r.exchanges, lastTurn: r.lastTurn, open: r.open, trigger: r.trigger, compacted: r.compacted}
+	return turns{exchanges: r.exchanges, lastTurn: r.lastTurn, open: r.open, trigger: r.trigger, compacted: r.compacted, answer: r.answer}
 }
 
 // saveMarkLocked writes the state file with a mark at the end of the open
@@ -611,7 +627,7 @@ func (r *Router) startLocked(parent string) error {
 	if err != nil {
 		return fmt.Errorf("start session of %s: %w", r.desk, err)
 	}
-	m := markOf(log.Size(), turns{})
+	m := markOf(log.Size(), turns{answer: r.answer}) // the last answer outlives its session
 	st.Mark = &m
 	if err := r.folder.WriteJSON(stateFile, st); err != nil {
 		_ = log.Close()
@@ -832,10 +848,11 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 			return turn, reply, err
 		}
 		callStart := r.clock.Now()
-		resp, model, err := r.completeLocked(ctx, req)
+		resp, model, failed, err := r.completeLocked(ctx, req)
 		if err != nil {
 			return turn, reply, err
 		}
+		reply.Fallback, reply.Primary, reply.PrimaryError = fallbackOf(r.set.Route[0], model, failed)
 		at := r.clock.Now()
 		cost := r.chargeLocked(model, resp.Usage, at)
 		turnUsed += int64(resp.Usage.InputTokens + resp.Usage.OutputTokens)
@@ -869,14 +886,18 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 		}
 		reply.Text, reply.Model, reply.Provider, reply.Scripted = text, model.Name, model.Provider, model.Scripted()
 		usage := resp.Usage
-		if err := r.appendLocked(memory.Record{
+		rec := memory.Record{
 			Type: memory.RecordMessage, At: at, Role: RoleAssistant, Text: text, Trigger: trigger,
 			Model: model.Name, Provider: string(model.Provider), Scripted: model.Scripted(), Usage: &usage, Cost: cost,
 			DurationMS: at.Sub(callStart).Milliseconds(), ToolCalls: encodeCalls(calls), Silent: silent,
 			Truncated: resp.Truncated, Data: data,
-		}); err != nil {
+		}
+		if err := r.appendLocked(rec); err != nil {
 			r.unrecordedLocked()
 			return turn, reply, fmt.Errorf("record reply to %s: %w", trigger, err)
+		}
+		if a, ok := answerOf(rec); ok {
+			r.answer = &a
 		}
 		turn = append(turn, Message{Role: RoleAssistant, Text: text, ToolCalls: calls})
 		if len(calls) == 0 {
@@ -912,9 +933,12 @@ func (r *Router) Summarise(ctx context.Context, date memory.Date) (string, error
 	defer r.mu.Unlock()
 	prompt := fmt.Sprintf("Summarise this session of %s for your next session: what happened, what you decided, "+
 		"what is still open. Plain Markdown, at most 300 words.", date)
-	text, err := r.askLocked(ctx, TaskSummary, prompt, nil)
+	text, model, err := r.askModelLocked(ctx, TaskSummary, prompt, nil)
 	if err != nil {
 		return "", fmt.Errorf("summarise session %s of %s: %w", r.cur.Session, r.desk, err)
+	}
+	if model.Scripted() {
+		text = memory.ScriptedSummaryHeader(model.Name) + text
 	}
 	return text, nil
 }
@@ -964,15 +988,21 @@ func (r *Router) Ask(ctx context.Context, prompt string) (string, error) {
 // which the model may call no tool, and records the answer as an event of
 // the session. An answer cut at its cap is a failure.
 func (r *Router) askLocked(ctx context.Context, task Task, prompt string, fold *FoldInput) (string, error) {
+	text, _, err := r.askModelLocked(ctx, task, prompt, fold)
+	return text, err
+}
+
+// askModelLocked is askLocked, and returns the model that answered.
+func (r *Router) askModelLocked(ctx context.Context, task Task, prompt string, fold *FoldInput) (string, Model, error) {
 	if err := r.ensureLocked(); err != nil {
-		return "", err
+		return "", Model{}, err
 	}
 	req := r.requestLocked(task, []Message{{Role: RoleUser, Text: prompt}}, false)
 	req.Fold = fold
 	if err := r.budgetLocked(task, 0, requestTokens(req)); err != nil {
-		return "", err
+		return "", Model{}, err
 	}
-	return r.answerLocked(ctx, req)
+	return r.answerModelLocked(ctx, req)
 }
 
 // answerLocked makes the call req, whose answer is a text to use (a
@@ -981,12 +1011,18 @@ func (r *Router) askLocked(ctx context.Context, task Task, prompt string, fold *
 // is recorded as truncated and is a failure: half a Memory.md or half a
 // JSON plan is worse than none, and every caller has a fallback.
 func (r *Router) answerLocked(ctx context.Context, req Request) (string, error) {
+	text, _, err := r.answerModelLocked(ctx, req)
+	return text, err
+}
+
+// answerModelLocked is answerLocked, and returns the model that answered.
+func (r *Router) answerModelLocked(ctx context.Context, req Request) (string, Model, error) {
 	if err := r.ensureLocked(); err != nil {
-		return "", err
+		return "", Model{}, err
 	}
-	resp, model, err := r.completeLocked(ctx, req)
+	resp, model, _, err := r.completeLocked(ctx, req)
 	if err != nil {
-		return "", err
+		return "", Model{}, err
 	}
 	at := r.clock.Now()
 	cost := r.chargeLocked(model, resp.Usage, at)
@@ -996,10 +1032,10 @@ func (r *Router) answerLocked(ctx context.Context, req Request) (string, error) 
 		r.unrecordedLocked()
 	}
 	if resp.Truncated {
-		return "", fmt.Errorf("model %s: the answer was truncated after %d bytes, at deskd's cap for its output limit, and is not used",
+		return "", Model{}, fmt.Errorf("model %s: the answer was truncated after %d bytes, at deskd's cap for its output limit, and is not used",
 			model.Name, len(resp.Text))
 	}
-	return resp.Text, nil
+	return resp.Text, model, nil
 }
 
 // requestLocked builds a request at the end of the session's
@@ -1042,8 +1078,9 @@ func truncatedNote(n int) string {
 }
 
 // completeLocked tries each model of the route in turn, each with the
-// retry policy, and returns the first answer.
-func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Model, error) {
+// retry policy, and returns the first answer, with the errors of the
+// models tried before the one that answered.
+func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Model, []error, error) {
 	var errs []error
 	for _, m := range r.set.Route {
 		call := func(ctx context.Context) (Response, error) {
@@ -1067,7 +1104,7 @@ func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Mod
 			resp, err = call(ctx)
 		}
 		if err == nil {
-			return resp, m, nil
+			return resp, m, errs, nil
 		}
 		if !strings.Contains(err.Error(), m.Name) {
 			err = fmt.Errorf("model %s: %w", m.Name, err)
@@ -1077,7 +1114,7 @@ func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Mod
 			break
 		}
 	}
-	return Response{}, Model{}, errors.Join(errs...)
+	return Response{}, Model{}, nil, errors.Join(errs...)
 }
 
 // budgetLocked refuses a call of est tokens that would pass a budget, and

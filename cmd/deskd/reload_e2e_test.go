@@ -550,7 +550,7 @@ func TestE2EMetrics(t *testing.T) {
 		ok     func(float64) bool
 		want   string
 	}{
-		{"deskd_turns_total", []string{"desk", "main", "model", "offline", "outcome", "completed"}, func(v float64) bool { return v >= 1 }, ">= 1"},
+		{"deskd_turns_total", []string{"desk", "main", "model", "offline (scripted)", "outcome", "completed"}, func(v float64) bool { return v >= 1 }, ">= 1"},
 		{"deskd_config_reloads_total", nil, func(v float64) bool { return v == 1 }, "1"},
 		{"deskd_queue_depth", []string{"desk", "main"}, func(v float64) bool { return v == 0 }, "0"},
 		{"deskd_next_slot_timestamp_seconds", []string{"desk", "main"}, func(v float64) bool {

@@ -24,9 +24,9 @@ func TestSessionsList(t *testing.T) {
 		t.Fatalf("deskd sessions printed %d lines, want a heading and 2 sessions:\n%s", len(lines), out)
 	}
 	want := [][]string{
-		{"SESSION", "DATE", "TURNS", "TOKENS", "STATE", "TITLE"},
-		{opsS1, "2026-03-02", "2", "723", "rolled", "over", "Check", "the", "tape."},
-		{opsS2, "2026-03-03", "1", "312", "active", "Good", "morning.", "Plan", "the", "day."},
+		{"SESSION", "DATE", "TURNS", "TOKENS", "STATE", "SCRIPTED", "TITLE"},
+		{opsS1, "2026-03-02", "2", "723", "rolled", "over", "SCRIPTED", "Check", "the", "tape."},
+		{opsS2, "2026-03-03", "1", "312", "active", "SCRIPTED", "Good", "morning.", "Plan", "the", "day."},
 	}
 	for i, w := range want {
 		if got := strings.Fields(lines[i]); strings.Join(got, " ") != strings.Join(w, " ") {

@@ -144,6 +144,7 @@ func Build(r Request) (*Bundle, error) {
 	var folds []dayFold
 	var replies []string
 	scripted := 0
+	var summaries []transcript.Entry // the day's summary events, to tell who wrote the summary
 	var ids []string
 	for _, info := range day {
 		raw, err := os.ReadFile(folder.SessionPath(info.ID))
@@ -157,6 +158,9 @@ func Build(r Request) (*Bundle, error) {
 		for _, e := range view.Entries {
 			if e.CopiedFrom != "" {
 				continue // a fork's copy: it is of the session it was written in
+			}
+			if e.Kind == transcript.Event && e.EventKind == string(router.TaskSummary) {
+				summaries = append(summaries, e)
 			}
 			if e.Kind == transcript.Event && e.EventKind == string(router.TaskFold) {
 				folds = append(folds, dayFold{session: info.ID, at: e.At, result: e.Text, end: rolloverEnd(infos, info.ID)})
@@ -195,13 +199,15 @@ func Build(r Request) (*Bundle, error) {
 		if memory.IsDegradedSummary(summary.Text) {
 			what += " (DEGRADED: a mechanical digest; the model could not summarise)"
 		}
+		what += scriptedSummaryNote(summary, summaries)
 		b.add("summary/"+date.String()+".md", []byte(summary.Text), what)
 		hist, err := folder.SummaryVersions(date)
 		if err != nil {
 			return fail(err)
 		}
 		for _, h := range hist {
-			b.add("summary/history/"+h.Name, []byte(h.Text), "an earlier version of the summary, replaced at the instant its name gives (UTC)")
+			b.add("summary/history/"+h.Name, []byte(h.Text), "an earlier version of the summary, replaced at the instant its name gives (UTC)"+
+				scriptedSummaryNote(memory.Summary{Text: h.Text}, summaries))
 		}
 	} else {
 		b.note("summary: none (the day has not rolled over, or had no exchanges)")

@@ -212,6 +212,11 @@ type TurnCompleted struct {
 	// the turn was answered then, and is not run again. Model, tokens and
 	// duration are not known then.
 	Reconciled bool `json:"reconciled,omitempty"`
+	// Fallback is true when Model is not the desk's first model: Primary
+	// names that model and PrimaryError says how its call failed.
+	Fallback     bool   `json:"fallback,omitempty"`
+	Primary      string `json:"primary,omitempty"`
+	PrimaryError string `json:"primary_error,omitempty"`
 }
 
 // ModelFailed: one call to a model failed (it may be retried, or the next

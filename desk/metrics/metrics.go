@@ -78,6 +78,7 @@ type Registry struct {
 	rejections    prometheus.Counter
 	modelErrors   *prometheus.CounterVec // desk, model, status
 	lastTurn      *prometheus.GaugeVec   // desk
+	fallbacks     *prometheus.CounterVec // desk, model
 	queueDepthDsc *prometheus.Desc
 	nextSlotDsc   *prometheus.Desc
 	rejectedDsc   *prometheus.Desc
@@ -141,6 +142,7 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 			Name: "deskd_last_turn_timestamp_seconds",
 			Help: "When each desk's last turn ended, on deskd's clock, in Unix seconds.",
 		}, []string{"desk"}),
+		fallbacks: newFallbacks(),
 		queueDepthDsc: prometheus.NewDesc("deskd_queue_depth",
 			"Triggers waiting in each desk's queue.", []string{"desk"}, nil),
 		nextSlotDsc: prometheus.NewDesc("deskd_next_slot_timestamp_seconds",
@@ -154,7 +156,7 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 	}
 	m.reg.MustRegister(
 		m.turns, m.turnDuration, m.tokens, m.cost, m.rollovers, m.degraded, m.reloads, m.rejections,
-		m.modelErrors, m.lastTurn, statusCollector{m},
+		m.modelErrors, m.lastTurn, m.fallbacks, statusCollector{m},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "deskd_bus_dropped_total",
 			Help: "Event deliveries dropped because a subscriber's mailbox was full.",
@@ -220,18 +222,20 @@ func (m *Registry) observe(e event.Event) {
 	switch e := e.(type) {
 	case event.DeskStarted:
 		m.mu.Lock()
-		m.models[e.Desk] = e.Model
+		m.models[e.Desk] = modelLabel(e.Model, e.Scripted)
 		m.mu.Unlock()
 	case event.DeskStopped:
 		m.lastTurn.DeleteLabelValues(e.Desk)
 	case event.TurnCompleted:
-		m.turns.WithLabelValues(e.Desk, e.Model, outcomeCompleted).Inc()
-		m.turnDuration.WithLabelValues(e.Desk, e.Model).Observe(float64(e.DurationMS) / 1000)
-		m.tokens.WithLabelValues(e.Desk, e.Model, "input").Add(float64(e.InputTokens))
-		m.tokens.WithLabelValues(e.Desk, e.Model, "output").Add(float64(e.OutputTokens))
-		m.tokens.WithLabelValues(e.Desk, e.Model, "cached").Add(float64(e.CachedTokens))
-		m.tokens.WithLabelValues(e.Desk, e.Model, "cache_write").Add(float64(e.CacheWriteTokens))
-		m.addCost(e.Desk, e.Model, e.Cost)
+		model := modelLabel(e.Model, e.Scripted)
+		m.turns.WithLabelValues(e.Desk, model, outcomeCompleted).Inc()
+		m.turnDuration.WithLabelValues(e.Desk, model).Observe(float64(e.DurationMS) / 1000)
+		m.tokens.WithLabelValues(e.Desk, model, "input").Add(float64(e.InputTokens))
+		m.tokens.WithLabelValues(e.Desk, model, "output").Add(float64(e.OutputTokens))
+		m.tokens.WithLabelValues(e.Desk, model, "cached").Add(float64(e.CachedTokens))
+		m.tokens.WithLabelValues(e.Desk, model, "cache_write").Add(float64(e.CacheWriteTokens))
+		m.addCost(e.Desk, model, e.Cost)
+		m.fallback(e, model)
 		m.turnEnded(e.Header)
 	case event.ModelFailed:
 		m.modelError(e.Desk, e.Model, e.Status)

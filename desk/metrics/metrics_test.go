@@ -105,7 +105,7 @@ func TestMetricsFromEvents(t *testing.T) {
 		{"completed fast", "deskd_turns_total", []string{"desk", "fx", "model", "fast", "outcome", "completed"}, 2},
 		{"completed slow", "deskd_turns_total", []string{"desk", "fx", "model", "slow", "outcome", "completed"}, 1},
 		{"failed, model from desk.started", "deskd_turns_total", []string{"desk", "fx", "model", "fast", "outcome", "failed"}, 1},
-		{"interrupted", "deskd_turns_total", []string{"desk", "rates", "model", "offline", "outcome", "interrupted"}, 1},
+		{"interrupted, the scripted model marked", "deskd_turns_total", []string{"desk", "rates", "model", "offline (scripted)", "outcome", "interrupted"}, 1},
 		{"duration count", "deskd_turn_duration_seconds", []string{"desk", "fx", "model", "fast"}, 2},
 		{"input tokens", "deskd_tokens_total", []string{"desk", "fx", "kind", "input", "model", "fast"}, 2000},
 		{"output tokens", "deskd_tokens_total", []string{"desk", "fx", "kind", "output", "model", "fast"}, 400},

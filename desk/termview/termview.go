@@ -62,14 +62,12 @@ func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 				market = s.Calendar + " open"
 			}
 		}
-		model := s.Model
-		if s.Scripted {
-			model += " (scripted)"
-		}
+		model := statusModel(s)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\t%s\n", p(s.Name), p(string(s.State)), p(s.Session), p(s.TradingDate),
 			s.Exchanges, s.QueueDepth, s.QueueLimit, p(running), p(next), p(market), p(model))
 	}
 	_ = tw.Flush()
+	fallbackNotes(w, desks)
 	for _, s := range desks {
 		if s.Paused != nil {
 			fmt.Fprintf(w, "\ndesk %s is paused %s; its triggers are %s until deskd resume %s\n", p(s.Name), Pause(*s.Paused),
@@ -197,10 +195,11 @@ func Sessions(w io.Writer, infos []memory.SessionInfo) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tDATE\tTURNS\tTOKENS\tSTATE\tTITLE")
+	fmt.Fprintln(tw, "SESSION\tDATE\tTURNS\tTOKENS\tSTATE\tSCRIPTED\tTITLE")
 	for _, info := range infos {
 		title, _ := transcript.Title(info)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", termsafe.Line(info.ID), transcript.DateText(info.Date), info.Turns, info.Tokens, termsafe.Line(transcript.StateText(info)), termsafe.Line(title))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", termsafe.Line(info.ID), transcript.DateText(info.Date), info.Turns, info.Tokens,
+			termsafe.Line(transcript.StateText(info)), scriptedCell(info.Scripted), termsafe.Line(title))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("print sessions: %w", err)
@@ -210,7 +209,7 @@ func Sessions(w io.Writer, infos []memory.SessionInfo) error {
 
 // Context prints what the next request would carry, by source.
 func Context(w io.Writer, rep router.ContextReport) error {
-	fmt.Fprintf(w, "desk %s, session %s, model %s\n", termsafe.Line(rep.Desk), termsafe.Line(rep.Session), termsafe.Line(rep.Model))
+	fmt.Fprintf(w, "desk %s, session %s, model %s\n", termsafe.Line(rep.Desk), termsafe.Line(rep.Session), termsafe.Line(contextModel(rep.Model, rep.Scripted)))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "source\ttokens\t")
 	for _, s := range rep.Sources {

@@ -55,6 +55,10 @@ type pageSummary struct {
 	Path     string
 	Degraded bool
 	Note     string
+	// Scripted is true when the offline scripted model wrote it, and
+	// Model names the model.
+	Scripted bool
+	Model    string
 }
 
 // HTML renders session s of folder's desk as one self-contained HTML page,
@@ -119,7 +123,8 @@ func HTML(folder *memory.Folder, s Session, loc *time.Location, now time.Time, v
 		return nil, fmt.Errorf("export session %s: %w", info.ID, err)
 	}
 	if ok {
-		pg.Summary = &pageSummary{Text: sum.Text, Path: summaryPlace(folder, sum), Degraded: sum.Degraded, Note: summaryNote(folder, sum)}
+		pg.Summary = &pageSummary{Text: sum.Text, Path: summaryPlace(folder, sum), Degraded: sum.Degraded, Note: summaryNote(folder, sum),
+			Scripted: sum.Scripted, Model: sum.Model}
 	}
 	tmpl, err := template.New("page.html").Parse(pageHTML)
 	if err != nil {
