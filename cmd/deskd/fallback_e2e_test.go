@@ -42,7 +42,8 @@ func TestFallbackE2EScriptedIsImpossibleToMiss(t *testing.T) {
 		t.Fatal(err)
 	}
 	if completed["level"] != "warn" || completed["fallback"] != true || completed["primary"] != "m" || completed["model"] != "offline" ||
-		!strings.HasPrefix(completed["message"].(string), "desk main: answered by fallback offline (scripted) because primary m failed: ") {
+		!strings.HasPrefix(completed["message"].(string), "desk main: turn 1 of session ") ||
+		!strings.Contains(completed["message"].(string), " answered by fallback offline (scripted) because primary m failed: ") {
 		t.Errorf("turn.completed's log line = %s, want it at warn, fallback true, primary m, with the sentence", done.Raw)
 	}
 	lines, _ := d.stderr.snapshot()
