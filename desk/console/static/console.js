@@ -393,10 +393,29 @@
     return list.sort((a, b) => severity(a) - severity(b) || name(a, b));
   }
 
+  // rowCache keeps each desk's row and the status it shows: a row is
+  // rebuilt only when its desk's status changed, and rows move only when
+  // the order did, so a button never vanishes under the operator's
+  // pointer, nor loses focus, because another desk's event came in.
+  const rowCache = new Map();
+
+  function rowOf(s) {
+    const key = JSON.stringify(s);
+    const had = rowCache.get(s.name);
+    if (had && had.key === key) return had.tr;
+    const tr = deskRow(s);
+    if (had && had.tr.parentNode) had.tr.replaceWith(tr);
+    rowCache.set(s.name, { key, tr });
+    return tr;
+  }
+
   function renderDesks() {
-    const body = clear($("desk-rows"));
+    const body = $("desk-rows");
     const list = sortedDesks();
-    for (const s of list) body.append(deskRow(s));
+    const rows = list.map(rowOf);
+    for (const name of [...rowCache.keys()]) if (!state.desks.has(name)) { rowCache.get(name).tr.remove(); rowCache.delete(name); }
+    const same = rows.length === body.children.length && rows.every((tr, i) => body.children[i] === tr);
+    if (!same) body.replaceChildren(...rows);
     $("no-desks").hidden = list.length > 0;
     const count = (f) => list.filter(f).length;
     const sum = clear($("summary"));
