@@ -99,7 +99,7 @@ func NewLogger(cfg config.Log, loc *time.Location, w io.Writer, clk clock.Clock)
 	}
 	f := &LevelFilter{w: w}
 	f.Set(level)
-	return zerolog.New(f).Level(zerolog.TraceLevel).Hook(clockHook{clk: clk, loc: loc, wall: time.Now}), f, nil
+	return zerolog.New(f).Level(zerolog.TraceLevel).Sample(f).Hook(clockHook{clk: clk, loc: loc, wall: time.Now}), f, nil
 }
 
 // isTerminal reports whether w is a character device (a terminal), where
@@ -131,6 +131,12 @@ func (f *LevelFilter) Set(l zerolog.Level) { f.level.Store(int32(l)) }
 
 // Level returns the level.
 func (f *LevelFilter) Level() zerolog.Level { return zerolog.Level(f.level.Load()) }
+
+// Sample reports whether a line at level l passes (zerolog.Sampler): a
+// line below the level is not even built, so a debug line costs nothing
+// at info, and `if e := log.Debug(); e.Enabled()` guards the work of
+// computing its fields.
+func (f *LevelFilter) Sample(l zerolog.Level) bool { return l == zerolog.NoLevel || l >= f.Level() }
 
 // Write passes on a line without a level.
 func (f *LevelFilter) Write(p []byte) (int, error) { return f.w.Write(p) }

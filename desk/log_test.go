@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
@@ -176,5 +178,31 @@ func TestConsoleLogNoColourOffTerminal(t *testing.T) {
 		if strings.Contains(got, "\x1b[") {
 			t.Errorf("%s: colour codes in %q", name, got)
 		}
+	}
+}
+
+// TestLoggerBuildsNoLineBelowItsLevel: below the level a line is not even
+// built (Enabled is false, so a caller skips computing its fields), and a
+// level changed at run time (a reload) takes effect at the next line.
+func TestLoggerBuildsNoLineBelowItsLevel(t *testing.T) {
+	var out bytes.Buffer
+	log, level, err := desk.NewLogger(config.Log{Level: "info", Format: "json"}, time.UTC, &out, clock.NewFake(time.Unix(0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log.Debug().Enabled() || log.Trace().Enabled() {
+		t.Error("at info, debug and trace lines are built")
+	}
+	if !log.Info().Enabled() || !log.Error().Enabled() {
+		t.Error("at info, info and error lines are not built")
+	}
+	log.Debug().Msg("hidden")
+	level.Set(zerolog.DebugLevel)
+	if !log.Debug().Enabled() || log.Trace().Enabled() {
+		t.Error("after the level changed to debug, debug lines are not built, or trace lines are")
+	}
+	log.Debug().Msg("shown")
+	if got := out.String(); strings.Contains(got, "hidden") || !strings.Contains(got, "shown") {
+		t.Errorf("log output = %q, want the debug line after the change only", got)
 	}
 }

@@ -15,7 +15,11 @@ func (r *Router) appendLocked(rec memory.Record) error {
 // debugRequest says, at debug level, that a request goes to model m: its
 // size in bytes (the text it carries) and the estimate of its tokens.
 func (r *Router) debugRequest(m Model, req Request) {
-	r.logger.Debug().Str("desk", r.desk).Str("model", m.Name).Str("provider", string(m.Provider)).Str("task", string(req.Task)).
+	e := r.logger.Debug()
+	if !e.Enabled() {
+		return // the sizes below walk every message
+	}
+	e.Str("desk", r.desk).Str("model", m.Name).Str("provider", string(m.Provider)).Str("task", string(req.Task)).
 		Int("messages", len(req.Messages)).Int("bytes", requestBytes(req)).Int64("estimated_tokens", requestTokens(req)).
 		Msg("model request")
 }

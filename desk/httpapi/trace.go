@@ -8,6 +8,11 @@ import (
 // path, status and duration on deskd's clock. The query is left out: it
 // is not logged, whatever it carries.
 func (s *Server) traced(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
+	e := s.o.Log.Trace()
+	if !e.Enabled() {
+		h(w, r)
+		return
+	}
 	start := s.o.Clock.Now()
 	rec := &statusRecorder{ResponseWriter: w}
 	h(rec, r)
@@ -15,7 +20,7 @@ func (s *Server) traced(w http.ResponseWriter, r *http.Request, h http.HandlerFu
 	if status == 0 {
 		status = http.StatusOK
 	}
-	s.o.Log.Trace().Str("method", r.Method).Str("path", r.URL.Path).Int("status", status).
+	e.Str("method", r.Method).Str("path", r.URL.Path).Int("status", status).
 		Dur("duration", s.o.Clock.Now().Sub(start)).Msg("http request")
 }
 
