@@ -54,6 +54,10 @@ type Config struct {
 	Path string
 	// StateDir is the absolute path of the state folder (state_dir, required).
 	StateDir string
+	// StateDirOverridden is true when StateDir came from `deskd run
+	// --state-dir`, not the file: a reload keeps it, and does not report
+	// the file's state_dir as a change.
+	StateDirOverridden bool
 	// Timezone is the trading time zone's name (timezone, default Asia/Kolkata).
 	Timezone string
 	// Location is Timezone loaded.

@@ -104,10 +104,18 @@ type daemonRun struct {
 // ready. The test's cleanup stops it (SIGTERM) if the test has not.
 func startDaemon(t *testing.T, dir string) *daemonRun {
 	t.Helper()
+	return startDaemonWith(t, dir, func(*config.Config) {})
+}
+
+// startDaemonWith is startDaemon on the config as edit leaves it (as
+// deskd run's flags edit it).
+func startDaemonWith(t *testing.T, dir string, edit func(*config.Config)) *daemonRun {
+	t.Helper()
 	loaded, err := config.LoadKeeping(filepath.Join(dir, "deskd.yaml"), nil) // as deskd run loads it
 	if err != nil {
 		t.Fatal(err)
 	}
+	edit(loaded.Config)
 	r := &daemonRun{
 		t: t, dir: dir, clk: clock.NewFake(start), sigs: make(chan os.Signal, 8), done: make(chan error, 1),
 		events: make(chan event.Event, 10000), notes: make(chan string, 1000), log: &syncBuffer{},
@@ -438,6 +446,31 @@ func TestDaemonSIGHUPAppliesAChangedDeskFile(t *testing.T) {
 	}
 	if got := r.stoppedDesks(); len(got) > 0 {
 		t.Errorf("desks stopped for the reload: %q, want the change taken without a restart", got)
+	}
+	r.stop()
+}
+
+// TestDaemonReloadKeepsTheStateDirFlag: with deskd run --state-dir, a
+// reload keeps the folder of the flag and does not report the file's
+// state_dir as a change waiting for a restart.
+func TestDaemonReloadKeepsTheStateDirFlag(t *testing.T) {
+	dir := daemonConfig(t, "", map[string]string{"main": daemonDesk("offline")})
+	flag := t.TempDir()
+	r := startDaemonWith(t, dir, func(c *config.Config) { c.StateDir, c.StateDirOverridden = flag, true })
+	writeConfigFile(t, dir, "desks.d/main.yaml", daemonDesk("other"))
+	if chk := r.d.Check(); len(chk.Changes) != 1 || chk.Changes[0].What != "desk main: model changed from offline to other" {
+		t.Errorf("Check() = %+v, want the model change alone", chk)
+	}
+	r.signal(syscall.SIGHUP)
+	e := expectEvent(r, func(event.ConfigReloaded) bool { return true })
+	if !slices.Equal(e.Changes, []string{"desk main: model changed from offline to other"}) {
+		t.Errorf("config.reloaded changes = %q, want the model change alone", e.Changes)
+	}
+	if c := r.turn("main", "after"); c.Model != "other" {
+		t.Errorf("the turn after the reload ran on %s, want other", c.Model)
+	}
+	if _, err := os.Stat(filepath.Join(flag, "desks", "main")); err != nil {
+		t.Errorf("the desk's folder is not under the flag's state folder: %v", err)
 	}
 	r.stop()
 }

@@ -44,6 +44,9 @@ func (d *Daemon) load(cur *config.Config) (config.Reload, []config.Rejected, con
 	loaded, err := config.LoadKeeping(cur.Path, cur)
 	if err == nil {
 		logConfigRead(d.o.Log, loaded.Config)
+		if cur.StateDirOverridden { // deskd run --state-dir outlives the file
+			loaded.Config.StateDir, loaded.Config.StateDirOverridden = cur.StateDir, true
+		}
 	}
 	if err != nil {
 		var problems config.Problems

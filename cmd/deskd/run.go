@@ -51,6 +51,7 @@ func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
 				if loaded.Config.StateDir, err = filepath.Abs(stateDir); err != nil {
 					return &exitError{code: 2, err: fmt.Errorf("--state-dir %s: %w", stateDir, err)}
 				}
+				loaded.Config.StateDirOverridden = true
 			}
 			return runLoaded(cmd.Context(), loaded, clk, stderr, signals)
 		},
