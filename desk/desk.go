@@ -475,9 +475,13 @@ func (d *Desk) Ledger() *triggers.Ledger { return d.ledger }
 
 // Status is a snapshot of a desk.
 type Status struct {
-	Name        string `json:"name"`
-	Session     string `json:"session"`
-	TradingDate string `json:"trading_date"`
+	Name string `json:"name"`
+	// AsOf is when the snapshot was taken, on deskd's clock (which
+	// --clock-start may have moved): a client measures how long the
+	// running entry has run against it, not against its own clock.
+	AsOf        time.Time `json:"as_of"`
+	Session     string    `json:"session"`
+	TradingDate string    `json:"trading_date"`
 	// Exchanges is the turns of the current session; Turns is the same
 	// count under a clearer name (exchanges is kept for compatibility).
 	Exchanges int `json:"exchanges"`
@@ -542,7 +546,7 @@ func (d *Desk) Status() Status {
 	d.mu.Unlock()
 	now := d.o.Clock.Now()
 	s := Status{
-		Name: d.o.Name, Session: seen.session, TradingDate: seen.date, Exchanges: seen.exchanges, Turns: seen.exchanges,
+		Name: d.o.Name, AsOf: now, Session: seen.session, TradingDate: seen.date, Exchanges: seen.exchanges, Turns: seen.exchanges,
 		State: state, QueueDepth: d.queue.Len(), QueueLimit: d.queue.Limit(), Running: running,
 		Model: seen.model.Name, Provider: seen.model.Provider, Scripted: seen.model.Scripted(), Interrupted: []TriggerStatus{},
 		Spend: seen.spend, LastAnswer: seen.answer,

@@ -28,6 +28,9 @@ type DesksResponse struct {
 	// ("" for the main file, or a file that is not one desk's); a desk
 	// whose first file was refused is here, and not in Desks.
 	ConfigRejected []desk.ConfigRejection `json:"config_rejected"`
+	// TimeZone is the trading time zone (an IANA name, Asia/Kolkata): the
+	// console shows deskd's times in it.
+	TimeZone string `json:"time_zone,omitempty"`
 }
 
 // TriggerResponse is the body of a POST /v1/desks/{desk}/triggers answer.

@@ -280,6 +280,9 @@ func (s *Server) desk(w http.ResponseWriter, r *http.Request) (*desk.Desk, bool)
 
 func (s *Server) listDesks(w http.ResponseWriter, _ *http.Request) {
 	out := DesksResponse{Desks: []desk.Status{}, ConfigRejected: s.configRejections()}
+	if loc := s.o.Files.Day.Location; loc != nil {
+		out.TimeZone = loc.String()
+	}
 	for _, d := range s.desks.List() {
 		out.Desks = append(out.Desks, d.Status())
 	}

@@ -59,3 +59,16 @@ func TestProgressLines(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusReckonsElapsedOnDesksClock: the elapsed time is measured
+// against the status's as_of, deskd's clock, not the terminal's: under
+// --clock-start the two differ by days.
+func TestStatusReckonsElapsedOnDesksClock(t *testing.T) {
+	since := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC) // long before the terminal's clock
+	r := desk.Running{Trigger: "t-7", Kind: triggers.Market, Since: since, Phase: desk.PhaseModel}
+	var b strings.Builder
+	termview.Status(&b, []desk.Status{{Name: "main", State: desk.StateRunning, Running: &r, AsOf: since.Add(42 * time.Second)}})
+	if !strings.Contains(b.String(), "t-7 (market, model, 42s)") {
+		t.Errorf("deskd status lacks the elapsed time on deskd's clock, 42s:\n%s", b.String())
+	}
+}

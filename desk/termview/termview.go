@@ -37,11 +37,14 @@ func JSON(w io.Writer, v any) error {
 // Status prints one line per desk, then the interrupted triggers.
 // Every value from the daemon passes through termsafe.Line: none holds a
 // control character, a tab or a line break when it reaches the screen.
-func Status(w io.Writer, desks []desk.Status) { StatusAt(w, desks, time.Now()) }
+// A running entry's elapsed time is reckoned at the status's own as_of,
+// deskd's clock: "t-12 (market, model, 25s)", "rollover (summarising,
+// 25s)" for a rollover outside a turn.
+func Status(w io.Writer, desks []desk.Status) { StatusAt(w, desks, time.Time{}) }
 
-// StatusAt is Status with the running entries' elapsed time reckoned at
-// now: "t-12 (market, model, 25s)", "rollover (summarising, 25s)" for a
-// rollover outside a turn.
+// StatusAt is Status with the elapsed times reckoned at now, or at each
+// status's as_of when now is zero (and at the terminal's clock when that
+// is missing too, as from an older deskd).
 func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 	p := termsafe.Line
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -49,7 +52,14 @@ func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 	for _, s := range desks {
 		running := "-"
 		if s.Running != nil {
-			running = runningText(*s.Running, now)
+			at := now
+			if at.IsZero() {
+				at = s.AsOf
+			}
+			if at.IsZero() {
+				at = time.Now()
+			}
+			running = runningText(*s.Running, at)
 		}
 		next := "-"
 		if s.NextSchedule != "" {

@@ -28,6 +28,8 @@
     seenIds: new Set(),    // event ids already shown
     route: { view: "overview", desk: "" },
     by: "console",
+    timeZone: "",          // the trading time zone, from GET /v1/desks
+    clockOffset: 0,        // deskd's clock minus the browser's, in ms (as_of)
   };
 
   const $ = (id) => document.getElementById(id);
@@ -82,23 +84,39 @@
 
   // ---- time --------------------------------------------------------------
 
+  // zoned adds the trading time zone to toLocale* options, when deskd
+  // named one the browser knows.
+  function zoned(opts) {
+    if (!state.timeZone) return opts;
+    try { new Intl.DateTimeFormat(undefined, { timeZone: state.timeZone }); } catch (e) { return opts; }
+    return Object.assign({ timeZone: state.timeZone }, opts);
+  }
+
   function fmtTime(s) {
     if (!s) return "";
     const d = new Date(s);
     if (isNaN(d)) return String(s);
-    return d.toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+    return d.toLocaleString(undefined, zoned({ month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" }));
   }
 
   function fmtClock(s) {
     const d = new Date(s);
     if (isNaN(d)) return String(s || "");
-    return d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+    return d.toLocaleTimeString(undefined, zoned({ hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" }));
+  }
+
+  // noteClock keeps how far deskd's clock (which --clock-start may have
+  // moved) is from the browser's, from a status's as_of, so that elapsed
+  // times are measured on deskd's clock.
+  function noteClock(s) {
+    const t = s && Date.parse(s.as_of);
+    if (t && !isNaN(t)) state.clockOffset = t - Date.now();
   }
 
   function fmtElapsed(since) {
     const t = Date.parse(since);
     if (isNaN(t)) return "";
-    let s = Math.max(0, Math.floor((Date.now() - t) / 1000));
+    let s = Math.max(0, Math.floor((Date.now() + state.clockOffset - t) / 1000));
     const h = Math.floor(s / 3600); s -= h * 3600;
     const m = Math.floor(s / 60); s -= m * 60;
     const pad = (x) => String(x).padStart(2, "0");
@@ -400,7 +418,7 @@
   const rowCache = new Map();
 
   function rowOf(s) {
-    const key = JSON.stringify(s);
+    const key = JSON.stringify(Object.assign({}, s, { as_of: undefined }));  // as_of changes at every fetch
     const had = rowCache.get(s.name);
     if (had && had.key === key) return had.tr;
     const tr = deskRow(s);
@@ -453,7 +471,8 @@
     const res = await api("GET", "/v1/desks");
     if (!res.ok) { if (res.status !== 401) toast("Desks: " + res.error, true); return false; }
     state.desks.clear();
-    for (const s of (res.data && res.data.desks) || []) state.desks.set(s.name, s);
+    if (res.data && res.data.time_zone) { state.timeZone = res.data.time_zone; $("zone").textContent = "times in " + state.timeZone; }
+    for (const s of (res.data && res.data.desks) || []) { noteClock(s); state.desks.set(s.name, s); }
     state.globalRejected = (res.data && Array.isArray(res.data.config_rejected)) ? res.data.config_rejected : [];
     renderDesks();
     return true;
@@ -461,7 +480,7 @@
 
   async function fetchDesk(name) {
     const res = await api("GET", deskPath(name));
-    if (res.ok && res.data) state.desks.set(name, res.data);
+    if (res.ok && res.data) { noteClock(res.data); state.desks.set(name, res.data); }
     else if (res.status === 404) state.desks.delete(name);
     renderDesks();
   }
