@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,9 @@ func TestBenchSmallest(t *testing.T) {
 		switch {
 		case f.Name == "goroutines per idle desk" && f.Value >= 0:
 			// may be 0: three desks' goroutines can round to none
+		case f.Name == "RSS per idle desk" && !math.IsNaN(f.Value) && !math.IsInf(f.Value, 0):
+			// may be below 0: three desks' memory is within the noise
+			// between the RSS of two processes (the row needs thousands)
 		case f.Row == 4 && f.Failed != "" && strings.HasPrefix(f.Name, "second start"):
 			// deskd's own failure to start again, which the row reports
 			// (and then measures with state.json restored)
