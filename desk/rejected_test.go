@@ -3,6 +3,7 @@ package desk_test
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -44,6 +45,12 @@ func TestDaemonBadDeskFileKeepsItsDeskAndAppliesTheOthers(t *testing.T) {
 	fxFile := filepath.Join(dir, "desks.d", "fx.yaml")
 	writeConfigFile(t, dir, "desks.d/fx.yaml", badCron)
 	writeConfigFile(t, dir, "desks.d/main.yaml", daemonDesk("other"))
+	// check-config --diff says both: main's change would apply, fx's file
+	// would be refused.
+	if chk := r.d.Check(); len(chk.Changes) != 1 || chk.Changes[0].What != "desk main: model changed from offline to other" ||
+		len(chk.Problems) != 1 || !strings.Contains(chk.Problems[0], "fx.yaml") {
+		t.Errorf("Check() = %+v, want main's change and fx's problem", chk)
+	}
 	r.signal(syscall.SIGHUP)
 	rej := expectEvent(r, func(event.ConfigRejected) bool { return true })
 	if rej.Desk != "fx" || rej.Path != fxFile || rej.Field != "schedules[0].cron" {

@@ -265,13 +265,14 @@ func (d *Daemon) Check() ConfigCheck {
 	cur := d.cur.Load()
 	out := ConfigCheck{Config: cur.Path, Changes: []ConfigChange{}, Problems: []string{}}
 	plan, rejected, problems := d.load(cur)
-	problems = append(problems, rejectedProblems(rejected)...)
-	for _, p := range problems {
+	for _, p := range append(problems, rejectedProblems(rejected)...) {
 		out.Problems = append(out.Problems, p.String())
 	}
 	if len(problems) > 0 {
-		return out
+		return out // the whole reload would be refused: nothing changes
 	}
+	// A refused desk file alone refuses only its desk: the other changes
+	// would apply.
 	for _, c := range plan.Changes {
 		out.Changes = append(out.Changes, ConfigChange{Desk: c.Desk, Field: c.Field, What: c.String(), Restart: c.Restart})
 	}

@@ -32,8 +32,9 @@ func newCheckConfigCommand(stdout io.Writer) *cobra.Command {
 With --diff, ask the running deskd (found as deskd status finds it) to load
 its config files as a reload would and to compare them with the config in
 force: each change is printed, one a line ("desk main: schedule open added"),
-and nothing changes. Problems are printed as above (exit status 2): a reload
-now would be refused. Exit status 1 when no deskd answers.`,
+and nothing changes. Problems are printed as above (exit status 2): a
+refused desk file refuses its desk alone (the changes printed still apply),
+any other problem the whole reload. Exit status 1 when no deskd answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if diff {
@@ -74,19 +75,18 @@ func checkDiff(cmd *cobra.Command, f *clientFlags, stdout io.Writer) error {
 	if abs, err := filepath.Abs(f.config); err == nil && abs != out.Config && cmd.Flags().Changed("config") {
 		fmt.Fprintf(stdout, "note: the running deskd reads %s, not %s; this compares its files\n", termsafe.Line(out.Config), termsafe.Line(abs))
 	}
+	for _, ch := range out.Changes { // what would apply (beside a refused desk file's desk)
+		fmt.Fprintln(stdout, termsafe.Line(ch.What))
+	}
+	for _, p := range out.Problems {
+		fmt.Fprintln(stdout, termsafe.Line(p))
+	}
 	if len(out.Problems) > 0 {
-		for _, p := range out.Problems {
-			fmt.Fprintln(stdout, termsafe.Line(p))
-		}
 		return &exitError{code: 2, err: fmt.Errorf("config has %s: the files named would be refused by a reload now "+
 			"(a desk file alone, its desk kept on its last good config; any other problem refuses the whole reload)", termsafe.Plural(len(out.Problems), "problem"))}
 	}
 	if len(out.Changes) == 0 {
 		fmt.Fprintf(stdout, "%s: no changes against the running deskd\n", termsafe.Line(out.Config))
-		return nil
-	}
-	for _, ch := range out.Changes {
-		fmt.Fprintln(stdout, termsafe.Line(ch.What))
 	}
 	return nil
 }
