@@ -507,3 +507,34 @@ func TestAPublishErrorBacksOffOnTheClock(t *testing.T) {
 	clk.Set(t0.Add(250 * time.Millisecond))
 	r.waitStats("sent after the backoff", func(s natsevents.Stats) bool { return s.Published == 1 })
 }
+
+func TestTheOutboxIsCompactedAsItIsAcknowledged(t *testing.T) {
+	ns := startNATS(t)
+	nc := ns.connect()
+	const maxBytes = 4 << 10
+	dir := t.TempDir()
+	path := filepath.Join(dir, natsevents.OutboxFile)
+	r := newRig(t, nc, dir, maxBytes, clock.NewFake(t0))
+	const n = 100 // about 15 KiB of entries through a 4 KiB outbox
+	for i := 0; i < n; i++ {
+		event.Publish(r.bus, turn("main", i))
+		r.waitStats("sent", func(s natsevents.Stats) bool { return s.Published == int64(i+1) })
+		if fi, err := os.Stat(path); err != nil || fi.Size() > maxBytes {
+			t.Fatalf("after %d events the outbox file is %d bytes (bound %d): %v", i+1, fi.Size(), maxBytes, err)
+		}
+	}
+	if st := r.pub.Stats(); st.Dropped != 0 || st.Waiting != 0 {
+		t.Errorf("stats %+v, want nothing dropped or waiting", st)
+	}
+	r.close()
+
+	r2 := newRig(t, nc, dir, maxBytes, clock.NewFake(t0))
+	event.Publish(r2.bus, turn("main", n))
+	st := r2.waitStats("the next sent", func(s natsevents.Stats) bool { return s.Waiting == 0 && s.Published > 0 })
+	if st.Published != 1 {
+		t.Errorf("the reopened publisher sent %d, want only the new event", st.Published)
+	}
+	if c := streamCount(t, nc); c != n+1 {
+		t.Errorf("stream holds %d, want %d", c, n+1)
+	}
+}
