@@ -18,8 +18,12 @@ import (
 
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/desk/natsevents"
 )
+
+// The metrics read a publisher's counts at scrape.
+var _ metrics.NATSEvents = (*natsevents.Publisher)(nil)
 
 const (
 	stream  = "DESKD_EVENTS"
