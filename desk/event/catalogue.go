@@ -468,8 +468,8 @@ type SkillsUndone struct {
 func (SkillsUndone) Topic() string { return "skills.undone" }
 
 // NATSOutboxFull: the outbox of events waiting for NATS reached its
-// max_bytes (NATS has been away, or refuses them, for long enough), so
-// new events are not kept for NATS: they are counted as dropped (they
+// max_bytes (NATS has been away, or refuses them, for long enough), or
+// its disk refused a write (Error), so new events are not kept for NATS: they are counted as dropped (they
 // still reach the bus's other subscribers). Announced once per outage,
 // at the first event dropped; nats.outbox_drained follows when the
 // outbox has emptied.
@@ -481,6 +481,9 @@ type NATSOutboxFull struct {
 	Waiting int `json:"waiting"`
 	// Dropped is how many events it has dropped since it filled (1).
 	Dropped int64 `json:"dropped"`
+	// Error is set when the outbox's file refused the write (a full or
+	// failing disk) rather than the outbox being full.
+	Error string `json:"error,omitempty"`
 }
 
 // Topic returns "nats.outbox_full".

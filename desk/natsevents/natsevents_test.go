@@ -542,3 +542,14 @@ func TestTheOutboxIsCompactedAsItIsAcknowledged(t *testing.T) {
 		t.Errorf("stream holds %d, want %d", c, n+1)
 	}
 }
+
+func TestAnIDAHeaderCannotHoldIsEscaped(t *testing.T) {
+	ns := startNATS(t)
+	nc := ns.connect()
+	r := newRig(t, nc, t.TempDir(), 0, clock.NewFake(t0))
+	event.Publish(r.bus, event.RolloverProgress{Header: event.Header{At: t0, Desk: "main", ID: "step\r\n1 100%"}})
+	msgs := streamMsgs(t, nc, 1)
+	if id := msgs[0].Headers().Get(jetstream.MsgIDHeader); id != "step%0D%0A1 100%25" {
+		t.Errorf("Nats-Msg-Id %q, want the control bytes and %% escaped", id)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nuid"
@@ -125,6 +126,8 @@ func (o *outbox) add(subject, id string, data []byte) (bool, error) {
 	defer o.mu.Unlock()
 	if id == "" {
 		id = nuid.Next()
+	} else {
+		id = headerSafe(id)
 	}
 	r := record{Seq: o.next, ID: id, Subject: subject, Data: data}
 	line, err := json.Marshal(r)
@@ -226,3 +229,18 @@ func (o *outbox) counts() (waiting int, fileBytes int64) {
 
 // close closes the file.
 func (o *outbox) close() error { return o.log.Close() }
+
+// headerSafe escapes, as %XX, the bytes of a Nats-Msg-Id that a header
+// value cannot hold (control bytes), and '%' itself.
+func headerSafe(id string) string {
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c < 0x20 || c == 0x7f || c == '%' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}

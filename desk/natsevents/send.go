@@ -23,18 +23,16 @@ func (p *Publisher) take(e event.Event) {
 	h := e.Head()
 	subject := Subject(p.o.Subject, h.Desk, e.Topic())
 	kept, err := p.ob.add(subject, h.ID, event.JSON(e))
-	if err != nil {
-		p.o.Log.Error().Err(err).Str("subject", subject).Msg("NATS events: an event could not be kept for NATS; dropped")
-	}
 	if !kept {
-		p.drop()
+		p.drop(err)
 	}
 	p.notify()
 }
 
-// drop counts an event the outbox could not keep, and announces the first
-// of an outage.
-func (p *Publisher) drop() {
+// drop counts an event the outbox could not keep (err says why when its
+// file refused it; nil when the outbox is full), and announces and logs
+// the first of an outage.
+func (p *Publisher) drop(err error) {
 	p.dropped.Add(1)
 	p.mu.Lock()
 	first := !p.full
@@ -44,12 +42,17 @@ func (p *Publisher) drop() {
 	p.fullDropped++
 	since := p.fullSince
 	p.mu.Unlock()
-	if first {
-		waiting, _ := p.ob.counts()
-		p.o.Log.Warn().Int64("max_bytes", p.o.MaxBytes).Int("waiting", waiting).
-			Msg("NATS events: the outbox is full; new events are dropped until it drains")
-		event.Publish(p.o.Bus, event.NATSOutboxFull{Header: event.Header{At: since}, MaxBytes: p.o.MaxBytes, Waiting: waiting, Dropped: 1})
+	if !first {
+		return
 	}
+	waiting, _ := p.ob.counts()
+	ev := event.NATSOutboxFull{Header: event.Header{At: since}, MaxBytes: p.o.MaxBytes, Waiting: waiting, Dropped: 1}
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	p.o.Log.Warn().Err(err).Int64("max_bytes", p.o.MaxBytes).Int("waiting", waiting).
+		Msg("NATS events: the outbox keeps no more events; new ones are dropped until it drains")
+	event.Publish(p.o.Bus, ev)
 }
 
 // drained announces the end of an outage that filled the outbox, once it
