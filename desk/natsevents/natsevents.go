@@ -246,8 +246,8 @@ func (p *Publisher) notify() {
 	p.mu.Unlock()
 }
 
-// announceDamage announces (file.torn) and logs what OpenLog set aside
-// or skipped in the outbox's file.
+// announceDamage announces (file.torn) what OpenLog set aside or skipped
+// in the outbox's file.
 func (p *Publisher) announceDamage() {
 	sc := p.scan
 	if sc.Torn == nil && len(sc.Skipped) == 0 {
@@ -257,7 +257,5 @@ func (p *Publisher) announceDamage() {
 	if t := sc.Torn; t != nil {
 		ev.Offset, ev.Bytes, ev.SavedTo = t.Offset, t.Bytes, t.SavedTo
 	}
-	p.o.Log.Warn().Str("path", ev.Path).Int64("offset", ev.Offset).Int("bytes", ev.Bytes).Str("saved_to", ev.SavedTo).
-		Int("skipped_lines", ev.Skipped).Msg("NATS event outbox: damage set aside")
-	event.Publish(p.o.Bus, ev)
+	event.Publish(p.o.Bus, ev) // deskd's log has it from the bus
 }

@@ -50,9 +50,7 @@ func (p *Publisher) drop(err error) {
 	if err != nil {
 		ev.Error = err.Error()
 	}
-	p.o.Log.Warn().Err(err).Int64("max_bytes", p.o.MaxBytes).Int("waiting", waiting).
-		Msg("NATS events: the outbox keeps no more events; new ones are dropped until it drains")
-	event.Publish(p.o.Bus, ev)
+	event.Publish(p.o.Bus, ev) // deskd's log has it from the bus
 }
 
 // drained announces the end of an outage that filled the outbox, once it
@@ -64,7 +62,6 @@ func (p *Publisher) drained() {
 	p.full = false
 	p.mu.Unlock()
 	if was {
-		p.o.Log.Info().Int64("dropped", ev.Dropped).Time("since", ev.Since).Msg("NATS events: the outbox has drained")
 		event.Publish(p.o.Bus, ev)
 	}
 }
