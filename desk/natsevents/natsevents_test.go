@@ -553,3 +553,28 @@ func TestAnIDAHeaderCannotHoldIsEscaped(t *testing.T) {
 		t.Errorf("Nats-Msg-Id %q, want the control bytes and %% escaped", id)
 	}
 }
+
+func TestNATSRestartedUnderLoadLosesAndRepeatsNothing(t *testing.T) {
+	ns := startNATS(t)
+	nc := ns.connect()
+	r := newRig(t, nc, t.TempDir(), 0, clock.NewFake(t0))
+	const n = 300
+	for i := 0; i < n; i++ {
+		if i == n/3 {
+			ns.stop() // while the first third is being sent
+		}
+		if i == 2*n/3 {
+			ns.start()
+		}
+		event.Publish(r.bus, turn("main", i))
+	}
+	r.waitStats("all sent", func(s natsevents.Stats) bool { return s.Published == n })
+	for i, m := range streamMsgs(t, nc, n) {
+		if want := fmt.Sprintf("t%03d", i); trigger(t, m) != want {
+			t.Fatalf("message %d is %s, want trigger %s (in order)", i, m.Data(), want)
+		}
+	}
+	if c := streamCount(t, nc); c != n {
+		t.Errorf("stream holds %d messages, want %d (each once)", c, n)
+	}
+}

@@ -68,7 +68,7 @@ func (p *Publisher) drained() {
 
 // send publishes the outbox's entries in order until ctx ends: it waits
 // for an entry, for the connection (status reports its changes), and
-// after a failure for a backoff on the clock.
+// after a failure for a backoff on the clock or the connection's return.
 func (p *Publisher) send(ctx context.Context, status <-chan nats.Status) {
 	ready := false // the stream is known to exist
 	backoff := firstBackoff
@@ -97,7 +97,7 @@ func (p *Publisher) send(ctx context.Context, status <-chan nats.Status) {
 			return
 		}
 		p.failed(err, backoff)
-		p.wait(ctx, backoff)
+		p.wait(ctx, backoff, status)
 		backoff = min(2*backoff, maxBackoff)
 	}
 }
@@ -113,12 +113,15 @@ func (p *Publisher) failed(err error, backoff time.Duration) {
 	}
 }
 
-// wait waits d on the clock, or until ctx ends.
-func (p *Publisher) wait(ctx context.Context, d time.Duration) {
+// wait waits d on the clock, or until the connection's status changes
+// (a failure because the connection dropped is retried as soon as it is
+// back), or until ctx ends.
+func (p *Publisher) wait(ctx context.Context, d time.Duration, status <-chan nats.Status) {
 	t := p.o.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
+	case <-status:
 	case <-ctx.Done():
 	}
 }
