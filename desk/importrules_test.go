@@ -64,6 +64,8 @@ var allowedImports = map[string][]string{
 	"desk/httpapi": {"config", "curator", "desk", "desk/audit", "desk/clock", "desk/event", "desk/termsafe", "desk/termview", "keeper", "memory",
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
+	// The bus's events out to NATS JetStream through a durable outbox.
+	"desk/natsevents": {"desk/clock", "desk/event", "memory/durable"},
 	// Text renderings of the API's answers for a terminal.
 	"desk/termview": {"curator", "desk", "desk/termsafe", "memory", "memory/transcript", "router", "triggers"},
 	"desk/audit": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory",
@@ -89,6 +91,7 @@ var onlyImportedBy = map[string][]string{
 	"desk/audit":               {"cmd", "desk/httpapi"},
 	"desk/termview":            {"cmd", "desk/httpapi"}, // httpapi: the sessions' rows (SessionRow)
 	"desk/console":             {"cmd"},
+	"desk/natsevents":          {"cmd"},
 	"desk/event/eventtest":     {"desk/desktest"},
 	"router/routertest":        {"desk/desktest"},
 	"desk/desktest":            {"desk/httpapi/httpapitest"},

@@ -65,7 +65,7 @@ func levelOf(e event.Event) zerolog.Level {
 	case event.ConfigRejected, event.RolloverFailed, event.StorageFailed, event.MemoryUnreadable:
 		return zerolog.ErrorLevel
 	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.ScheduleMissed, event.InboxRejected,
-		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.ModelFailed:
+		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.ModelFailed, event.NATSOutboxFull:
 		return zerolog.WarnLevel
 	case event.TurnCompleted:
 		if e.Fallback {

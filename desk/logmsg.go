@@ -95,6 +95,10 @@ func Describe(e event.Event, loc *time.Location) string {
 		s = fmt.Sprintf("file %s was torn; its damaged part saved to %s", e.Path, e.SavedTo)
 	case event.MemoryUnreadable:
 		s = fmt.Sprintf("memory file %s is unreadable: %s", e.Path, e.Error)
+	case event.NATSOutboxFull:
+		s = describeOutboxFull(e)
+	case event.NATSOutboxDrained:
+		s = fmt.Sprintf("the NATS event outbox has drained (full since %s); %s dropped", e.Since.In(loc).Format(time.DateTime), termsafe.Plural(int(e.Dropped), "event"))
 	default:
 		return e.Topic()
 	}
@@ -137,4 +141,11 @@ func describeFallback(e event.TurnCompleted) string {
 	}
 	return fmt.Sprintf("desk %s: turn %d of session %s answered by fallback %s because primary %s failed: %s",
 		e.Desk, e.Turn, e.Session, name, e.Primary, e.PrimaryError)
+}
+
+func describeOutboxFull(e event.NATSOutboxFull) string {
+	if e.Error != "" {
+		return fmt.Sprintf("the NATS event outbox cannot keep events (%s); new events are dropped until it drains (%s waiting)", e.Error, termsafe.Plural(e.Waiting, "event"))
+	}
+	return fmt.Sprintf("the NATS event outbox is full (%d bytes); new events are dropped until it drains (%s waiting)", e.MaxBytes, termsafe.Plural(e.Waiting, "event"))
 }

@@ -467,6 +467,42 @@ type SkillsUndone struct {
 // Topic returns "skills.undone".
 func (SkillsUndone) Topic() string { return "skills.undone" }
 
+// NATSOutboxFull: the outbox of events waiting for NATS reached its
+// max_bytes (NATS has been away, or refuses them, for long enough), or
+// its disk refused a write (Error), so new events are not kept for NATS: they are counted as dropped (they
+// still reach the bus's other subscribers). Announced once per outage,
+// at the first event dropped; nats.outbox_drained follows when the
+// outbox has emptied.
+type NATSOutboxFull struct {
+	Header
+	// MaxBytes is the outbox's bound.
+	MaxBytes int64 `json:"max_bytes"`
+	// Waiting is how many events the outbox holds.
+	Waiting int `json:"waiting"`
+	// Dropped is how many events it has dropped since it filled (1).
+	Dropped int64 `json:"dropped"`
+	// Error is set when the outbox's file refused the write (a full or
+	// failing disk) rather than the outbox being full.
+	Error string `json:"error,omitempty"`
+}
+
+// Topic returns "nats.outbox_full".
+func (NATSOutboxFull) Topic() string { return "nats.outbox_full" }
+
+// NATSOutboxDrained: the outbox that was full (nats.outbox_full) has
+// sent everything it held; Dropped is how many events it could not keep
+// meanwhile, which NATS will never receive.
+type NATSOutboxDrained struct {
+	Header
+	// Since is when the outbox filled.
+	Since time.Time `json:"since"`
+	// Dropped counts the events dropped since then.
+	Dropped int64 `json:"dropped"`
+}
+
+// Topic returns "nats.outbox_drained".
+func (NATSOutboxDrained) Topic() string { return "nats.outbox_drained" }
+
 // Topics lists every topic of the catalogue, in the order above.
 func Topics() []string {
 	return []string{
@@ -480,5 +516,6 @@ func Topics() []string {
 		StorageFailed{}.Topic(), StorageRecovered{}.Topic(), FileTorn{}.Topic(),
 		MemoryUnreadable{}.Topic(),
 		TriggerAcknowledged{}.Topic(), MemoryRestored{}.Topic(), SkillsUndone{}.Topic(),
+		NATSOutboxFull{}.Topic(), NATSOutboxDrained{}.Topic(),
 	}
 }

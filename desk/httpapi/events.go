@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -114,17 +113,8 @@ func NewEventRing(bus *event.Bus, now time.Time, size int) *EventRing {
 }
 
 func (r *EventRing) add(e event.Event) {
-	data, err := json.Marshal(e)
-	if err != nil {
-		data = []byte(`{}`)
-	}
+	data := event.JSON(e)
 	topic := e.Topic()
-	head := `{"topic":` + strconv.Quote(topic)
-	if len(data) > 2 {
-		data = append([]byte(head+","), data[1:]...)
-	} else {
-		data = []byte(head + "}")
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev := ringEvent{seq: r.next, topic: topic, desk: e.Head().Desk, data: data}

@@ -1,0 +1,39 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// NATSEvents is what the metrics read of the NATS event publisher at each
+// scrape. *natsevents.Publisher is one.
+type NATSEvents interface {
+	// OutboxCounts returns how many events wait in the outbox, its file's
+	// size, and how many events were published and dropped since start.
+	OutboxCounts() (waiting int, bytes, published, dropped int64)
+}
+
+// SetNATSEvents adds the metrics of the NATS event publisher, read from
+// pub at each scrape: deskd_nats_outbox_events, deskd_nats_outbox_bytes,
+// deskd_nats_events_published_total and deskd_nats_events_dropped_total.
+// Without it (no NATS events configured) they are absent. Call it once.
+func (m *Registry) SetNATSEvents(pub NATSEvents) {
+	read := func(pick func(waiting int, bytes, published, dropped int64) int64) func() float64 {
+		return func() float64 { return float64(pick(pub.OutboxCounts())) }
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "deskd_nats_outbox_events",
+			Help: "Events waiting in the NATS event outbox for their PubAck.",
+		}, read(func(w int, _, _, _ int64) int64 { return int64(w) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "deskd_nats_outbox_bytes",
+			Help: "The size of the NATS event outbox's file (bounded by nats.events max_bytes).",
+		}, read(func(_ int, b, _, _ int64) int64 { return b })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "deskd_nats_events_published_total",
+			Help: "Events NATS JetStream acknowledged (a duplicate the stream dropped counts too).",
+		}, read(func(_ int, _, p, _ int64) int64 { return p })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "deskd_nats_events_dropped_total",
+			Help: "Events the NATS event outbox could not keep (full, or its disk refused the write): NATS never receives them.",
+		}, read(func(_ int, _, _, d int64) int64 { return d })),
+	)
+}

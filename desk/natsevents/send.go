@@ -1,0 +1,190 @@
+package natsevents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/deskd/deskd/desk/event"
+)
+
+// take keeps one event of the bus in the outbox (the bus's goroutine of
+// the publisher calls it), or counts it as dropped.
+func (p *Publisher) take(e event.Event) {
+	p.life.RLock()
+	defer p.life.RUnlock()
+	if p.closed {
+		return
+	}
+	h := e.Head()
+	subject := Subject(p.o.Subject, h.Desk, e.Topic())
+	kept, err := p.ob.add(subject, h.ID, event.JSON(e))
+	if !kept {
+		p.drop(err)
+	}
+	p.notify()
+}
+
+// drop counts an event the outbox could not keep (err says why when its
+// file refused it; nil when the outbox is full), and announces and logs
+// the first of an outage.
+func (p *Publisher) drop(err error) {
+	p.dropped.Add(1)
+	p.mu.Lock()
+	first := !p.full
+	if first {
+		p.full, p.fullSince, p.fullDropped = true, p.o.Clock.Now(), 0
+	}
+	p.fullDropped++
+	since := p.fullSince
+	p.mu.Unlock()
+	if !first {
+		return
+	}
+	waiting, _ := p.ob.counts()
+	ev := event.NATSOutboxFull{Header: event.Header{At: since}, MaxBytes: p.o.MaxBytes, Waiting: waiting, Dropped: 1}
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	event.Publish(p.o.Bus, ev) // deskd's log has it from the bus
+}
+
+// drained announces the end of an outage that filled the outbox, once it
+// has emptied.
+func (p *Publisher) drained() {
+	p.mu.Lock()
+	was := p.full
+	ev := event.NATSOutboxDrained{Header: event.Header{At: p.o.Clock.Now()}, Since: p.fullSince, Dropped: p.fullDropped}
+	p.full = false
+	p.mu.Unlock()
+	if was {
+		event.Publish(p.o.Bus, ev)
+	}
+}
+
+// send publishes the outbox's entries in order until ctx ends: it waits
+// for an entry, for the connection (status reports its changes), and
+// after a failure for a backoff on the clock or the connection's return.
+func (p *Publisher) send(ctx context.Context, status <-chan nats.Status) {
+	ready := false // the stream is known to exist
+	backoff := firstBackoff
+	for ctx.Err() == nil {
+		e, ok := p.ob.head()
+		switch {
+		case !ok:
+			select {
+			case <-p.ob.wake:
+			case <-ctx.Done():
+			}
+			continue
+		case !p.o.Conn.IsConnected():
+			select {
+			case <-status:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		err := p.publish(ctx, e, &ready)
+		if err == nil {
+			backoff = firstBackoff
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		p.failed(err, backoff)
+		p.wait(ctx, backoff, status)
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// failed logs the first failure of a streak.
+func (p *Publisher) failed(err error, backoff time.Duration) {
+	p.mu.Lock()
+	first := !p.failing
+	p.failing = true
+	p.mu.Unlock()
+	if first {
+		p.o.Log.Warn().Err(err).Str("retry_in", backoff.String()).Msg("NATS events: publish failed; retrying with backoff")
+	}
+}
+
+// wait waits d on the clock, or until the connection's status changes
+// (a failure because the connection dropped is retried as soon as it is
+// back), or until ctx ends.
+func (p *Publisher) wait(ctx context.Context, d time.Duration, status <-chan nats.Status) {
+	t := p.o.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-status:
+	case <-ctx.Done():
+	}
+}
+
+// publish sends e and, once NATS acknowledged it, removes it from the
+// outbox. ready says whether the stream is known to exist; publish
+// ensures it first when not, and forgets it when the stream did not
+// answer.
+func (p *Publisher) publish(ctx context.Context, e entry, ready *bool) error {
+	if !*ready {
+		if err := p.ensureStream(ctx); err != nil {
+			return err
+		}
+		*ready = true
+	}
+	msg := &nats.Msg{Subject: e.subject, Data: e.data, Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, e.id)
+	if _, err := p.js.PublishMsg(ctx, msg); err != nil {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) {
+			*ready = false
+		}
+		return fmt.Errorf("publish event %s (id %s) to NATS: %w", e.subject, e.id, err)
+	}
+	waiting, err := p.ob.ack(e.seq)
+	p.published.Add(1)
+	p.recovered()
+	if err != nil {
+		p.o.Log.Warn().Err(err).Msg("NATS events: the outbox could not record a PubAck; the event may be sent again (the stream's dedupe drops it)")
+	}
+	if waiting == 0 {
+		p.drained()
+	}
+	p.notify()
+	return nil
+}
+
+// recovered logs the end of a streak of failures.
+func (p *Publisher) recovered() {
+	p.mu.Lock()
+	was := p.failing
+	p.failing = false
+	p.mu.Unlock()
+	if was {
+		p.o.Log.Info().Msg("NATS events: publishing again")
+	}
+}
+
+// ensureStream creates the events stream if it does not exist.
+func (p *Publisher) ensureStream(ctx context.Context) error {
+	_, err := p.js.Stream(ctx, p.o.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		_, err = p.js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:       p.o.Stream,
+			Subjects:   []string{p.o.Subject + ".>"},
+			Storage:    jetstream.FileStorage,
+			Duplicates: p.o.Duplicates,
+		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			err = nil // created meanwhile by another
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("ensure the NATS events stream %s: %w", p.o.Stream, err)
+	}
+	return nil
+}
