@@ -149,7 +149,10 @@ func describeModelFailed(e event.ModelFailed) string {
 	if e.Retryable {
 		retry = "retryable"
 	}
-	return fmt.Sprintf("model %s failed (%s, %s): %s", e.Model, status, retry, e.Error)
+	// The error names the model and its status already: say each once.
+	msg := strings.TrimPrefix(e.Error, "model "+e.Model+": ")
+	msg = strings.TrimPrefix(msg, status+": ")
+	return fmt.Sprintf("model %s failed (%s, %s): %s", e.Model, status, retry, msg)
 }
 
 // describeFallback is the sentence of a turn a fallback model answered:

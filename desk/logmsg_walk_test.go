@@ -11,7 +11,8 @@ import (
 // TestDescribeScriptedTurnAndModelFailure: a turn the scripted model
 // answered says "(scripted)" in its log sentence, as desk.started does;
 // model.failed reads as a sentence ("status 429, retryable", "no answer",
-// "not retryable") rather than "retryable false".
+// "not retryable") rather than "retryable false", and says the model and
+// its status once, not again from the error's own prefix.
 func TestDescribeScriptedTurnAndModelFailure(t *testing.T) {
 	h := event.Header{At: time.Date(2026, 3, 2, 9, 15, 0, 0, time.UTC), Desk: "main"}
 	for _, tt := range []struct {
@@ -26,6 +27,8 @@ func TestDescribeScriptedTurnAndModelFailure(t *testing.T) {
 			"model gpt failed (no answer, retryable): connection refused"},
 		{event.ModelFailed{Header: h, Model: "gpt", Status: 401, Error: "invalid key"},
 			"model gpt failed (status 401, not retryable): invalid key"},
+		{event.ModelFailed{Header: h, Model: "gpt", Status: 401, Error: "model gpt: status 401: auth: invalid key"},
+			"model gpt failed (status 401, not retryable): auth: invalid key"},
 	} {
 		if got := desk.Describe(tt.e, time.UTC); got != tt.want {
 			t.Errorf("Describe(%T) = %q, want %q", tt.e, got, tt.want)
