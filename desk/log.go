@@ -95,7 +95,7 @@ func NewLogger(cfg config.Log, loc *time.Location, w io.Writer, clk clock.Clock)
 		loc = time.UTC
 	}
 	if cfg.Format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isTerminal(w)}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: logTime, TimeLocation: time.UTC, NoColor: !isTerminal(w)}
 	}
 	f := &LevelFilter{w: w}
 	f.Set(level)

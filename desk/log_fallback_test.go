@@ -41,7 +41,7 @@ func TestLogEventsFallbackAtWarn(t *testing.T) {
 		Fallback: true, Primary: "gpt", PrimaryError: "model gpt: HTTP 500: boom"})
 	event.Publish(bus, event.TurnCompleted{Header: h, Session: "s1", Turn: 2, Trigger: "t2", Model: "gpt", Provider: "openai"})
 	want := []struct{ event, level, message string }{
-		{"model.failed", "warn", "model gpt failed (status 500, retryable false): HTTP 500: boom"},
+		{"model.failed", "warn", "model gpt failed (status 500, not retryable): HTTP 500: boom"},
 		{"turn.completed", "warn", "desk main: turn 1 of session s1 answered by fallback offline (scripted) because primary gpt failed: model gpt: HTTP 500: boom"},
 		{"turn.completed", "info", "turn 2 of session s1 answered by gpt in 0s (0 tokens in, 0 tokens out)"},
 	}

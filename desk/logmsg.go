@@ -57,11 +57,11 @@ func Describe(e event.Event, loc *time.Location) string {
 			s = describeFallback(e)
 			break
 		}
-		s = fmt.Sprintf("turn %d of session %s answered by %s in %s (%s in, %s out)", e.Turn, e.Session, e.Model,
+		s = fmt.Sprintf("turn %d of session %s answered by %s in %s (%s in, %s out)", e.Turn, e.Session, modelName(e.Model, e.Scripted),
 			(time.Duration(e.DurationMS) * time.Millisecond).Round(100*time.Millisecond),
 			termsafe.Plural(e.InputTokens, "token"), termsafe.Plural(e.OutputTokens, "token"))
 	case event.ModelFailed:
-		s = fmt.Sprintf("model %s failed (status %d, retryable %t): %s", e.Model, e.Status, e.Retryable, e.Error)
+		s = describeModelFailed(e)
 	case event.TurnFailed:
 		s = fmt.Sprintf("turn %d of session %s failed for trigger %s: %s", e.Turn, e.Session, e.Trigger, e.Error)
 	case event.TurnInterrupted:
@@ -132,13 +132,37 @@ func slotTime(t time.Time, loc *time.Location) string {
 	return t.In(loc).Format("2006-01-02 15:04 MST")
 }
 
+// modelName is a model's name in a sentence: "offline (scripted)" for
+// the scripted model, so its canned answers never read as a model's.
+func modelName(model string, scripted bool) string {
+	if scripted {
+		return model + " (scripted)"
+	}
+	return model
+}
+
+// describeModelFailed is model.failed's sentence: "model gpt failed
+// (status 429, retryable): ...", "(no answer, retryable)", "(status 401,
+// not retryable)".
+func describeModelFailed(e event.ModelFailed) string {
+	status := "no answer"
+	if e.Status > 0 {
+		status = fmt.Sprintf("status %d", e.Status)
+	}
+	retry := "not retryable"
+	if e.Retryable {
+		retry = "retryable"
+	}
+	// The error names the model and its status already: say each once.
+	msg := strings.TrimPrefix(e.Error, "model "+e.Model+": ")
+	msg = strings.TrimPrefix(msg, status+": ")
+	return fmt.Sprintf("model %s failed (%s, %s): %s", e.Model, status, retry, msg)
+}
+
 // describeFallback is the sentence of a turn a fallback model answered:
 // which, and why the primary did not.
 func describeFallback(e event.TurnCompleted) string {
-	name := e.Model
-	if e.Scripted {
-		name += " (scripted)"
-	}
+	name := modelName(e.Model, e.Scripted)
 	return fmt.Sprintf("desk %s: turn %d of session %s answered by fallback %s because primary %s failed: %s",
 		e.Desk, e.Turn, e.Session, name, e.Primary, e.PrimaryError)
 }

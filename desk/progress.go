@@ -79,10 +79,16 @@ func ProgressOf(s TriggerStatus, st Status) TriggerProgress {
 	return p
 }
 
-// Same reports whether p and q show the same progress: a watcher reports
-// only changes. A queued trigger without a position has just been taken
-// from the queue (its ledger says running a moment later): no news.
+// Same reports whether q, read after p, shows the same progress: a
+// watcher reports only changes. A queued trigger without a position has
+// just been taken from the queue (its ledger says running a moment
+// later): no news. Nor is a running trigger whose phase the desk's status
+// no longer shows after one that had a phase (the status was read just
+// after its turn ended, before its ledger says answered).
 func (p TriggerProgress) Same(q TriggerProgress) bool {
+	if p.Trigger.State == triggers.StateRunning && q.Trigger.State == triggers.StateRunning && q.Phase == "" {
+		return true
+	}
 	if p.Trigger.State == triggers.StateQueued && q.Trigger.State == triggers.StateQueued &&
 		(p.Trigger.Position == 0 || q.Trigger.Position == 0) {
 		return (p.Paused == nil) == (q.Paused == nil)

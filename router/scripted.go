@@ -44,7 +44,7 @@ func (Scripted) Complete(ctx context.Context, req Request) (Response, error) {
 		if call, ok := scriptedNote(req); ok {
 			return Response{ToolCalls: []ToolCall{call}, Usage: estimateUsage(req, ""), ModelID: string(ScriptedProvider)}, nil
 		}
-		text = fmt.Sprintf("%s Received: %q", ScriptedLabel, firstLine(lastUserText(req.Messages)))
+		text = fmt.Sprintf("%s Received: %q", ScriptedLabel, subject(lastUserText(req.Messages)))
 	}
 	return Response{Text: text, Usage: estimateUsage(req, text), ModelID: string(ScriptedProvider)}, nil
 }
@@ -129,7 +129,7 @@ func Digest(msgs []Message) string {
 			}
 		}
 		n++
-		fmt.Fprintf(&b, "- %s -> %s\n", firstLine(triggers.OwnText(m.Text)), reply)
+		fmt.Fprintf(&b, "- %s -> %s\n", subject(m.Text), reply)
 	}
 	if n == 0 {
 		return "No exchanges.\n"
@@ -138,6 +138,21 @@ func Digest(msgs []Message) string {
 		return "1 exchange:\n" + b.String()
 	}
 	return fmt.Sprintf("%d exchanges:\n%s", n, b.String())
+}
+
+// subject is what the scripted model quotes of a user message: the first
+// line of the trigger's own text, without a new session's summary in
+// front of it (triggers.OwnText) and, for a market event, without the
+// standing instruction and the <market_event> tags around it
+// (triggers.Prompt), so that a demo's reply shows what was sent.
+func subject(text string) string {
+	text = triggers.OwnText(text)
+	if rest, ok := strings.CutPrefix(text, triggers.MarketPreamble+"\n"); ok {
+		if _, body, ok := strings.Cut(rest, "untrusted=\"true\">\n"); ok {
+			text = strings.TrimSuffix(body, "\n</market_event>")
+		}
+	}
+	return firstLine(text)
 }
 
 func firstLine(s string) string {

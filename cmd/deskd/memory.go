@@ -66,6 +66,9 @@ func newMemoryCommand(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if text == "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "desk %s has no Memory.md yet (or it is empty): a rollover's fold of the day's notes writes it\n", termsafe.Line(args[0]))
+			}
 			fmt.Fprint(stdout, termsafe.Text(text))
 			return nil
 		},

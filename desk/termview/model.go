@@ -41,12 +41,12 @@ func fallbackNotes(w io.Writer, desks []desk.Status) {
 		if a == nil || !a.Fallback {
 			continue
 		}
-		what := "model"
+		what := ""
 		if a.Scripted {
-			what = "SCRIPTED offline model: its replies are canned, not a model's"
+			what = fmt.Sprintf(": %s is a SCRIPTED offline model, its replies are canned, not a model's", termsafe.Line(a.Model))
 		}
-		fmt.Fprintf(w, "\ndesk %s: its last turn (%s) was answered by FALLBACK %s, a %s, not by its primary %s\n",
-			termsafe.Line(s.Name), a.At.UTC().Format(time.RFC3339), termsafe.Line(a.Model), what, termsafe.Line(s.Model))
+		fmt.Fprintf(w, "\ndesk %s: its last turn (%s) was answered by FALLBACK %s, not by its primary %s%s\n",
+			termsafe.Line(s.Name), a.At.UTC().Format(time.RFC3339), termsafe.Line(a.Model), termsafe.Line(s.Model), what)
 	}
 }
 

@@ -103,7 +103,8 @@ func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 		if len(s.Interrupted) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\ndesk %s: %s (their turns reached the model, which may have acted; not run again):\n", p(s.Name), termsafe.Plural(len(s.Interrupted), "interrupted trigger"))
+		fmt.Fprintf(w, "\ndesk %s: %s (their turns reached the model, which may have acted; not run again; once checked: deskd ack %s TRIGGER [--note TEXT]):\n",
+			p(s.Name), termsafe.Plural(len(s.Interrupted), "interrupted trigger"), p(s.Name))
 		for _, t := range s.Interrupted {
 			fmt.Fprintf(w, "  %s  %s  session %s  %s\n", p(t.ID), p(string(t.Kind)), p(t.Session), p(firstLine(t.Text, 60)))
 		}
