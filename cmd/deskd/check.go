@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -97,7 +98,17 @@ func loadConfig(path string) (*config.Config, error) {
 	if err != nil {
 		return nil, configError(err)
 	}
+	cfg.StateDir = stateDir(cfg.StateDir)
 	return cfg, nil
+}
+
+// stateDir is $DESKD_STATE_DIR, made absolute, when it is set (the state
+// folder a rehearsal's `deskd run --state-dir` used), else dir.
+func stateDir(dir string) string {
+	if env, err := filepath.Abs(os.Getenv("DESKD_STATE_DIR")); err == nil && os.Getenv("DESKD_STATE_DIR") != "" {
+		return env
+	}
+	return dir
 }
 
 // configError is the exit error (status 2) of a config that did not

@@ -63,6 +63,7 @@ func (f *clientFlags) newClient() (*httpapi.Client, error) {
 			return nil, &exitError{code: 2, err: fmt.Errorf("find the daemon (give --addr, or a readable --config): %w", err)}
 		case err == nil:
 			if addr == "" {
+				cc.StateDir = stateDir(cc.StateDir)
 				loc := httpapi.Locate(f.cmd.Context(), cc, pickAddr(cc.Listens), pickAddr)
 				addr, found = loc.Addr, loc.Looked
 				for _, n := range loc.Notes {

@@ -58,7 +58,7 @@ func newRunCommand(stderr io.Writer, signals signalSource) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
 	cmd.Flags().StringVar(&clockStart, "clock-start", "", "start deskd's clock at this RFC3339 instant and run it at real speed (rehearsals, tests)")
-	cmd.Flags().StringVar(&stateDir, "state-dir", "", "use this state folder instead of the config's state_dir (a rehearsal's fresh folder)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", os.Getenv("DESKD_STATE_DIR"), "use this state folder instead of the config's state_dir (a rehearsal's fresh folder; the other commands find it through $DESKD_STATE_DIR, the default)")
 	return cmd
 }
 
