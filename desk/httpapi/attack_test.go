@@ -8,11 +8,15 @@ package httpapi_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -419,4 +423,92 @@ func TestAttackAnswersCannotBeRendered(t *testing.T) {
 	if n, err := strconv.Atoi(hdr.Get("Content-Length")); err == nil && n == 0 {
 		t.Errorf("a hostile path's 404 is empty")
 	}
+}
+
+// TestAttackGetsChangeNothing: no GET changes anything: after every GET
+// endpoint of the API (and a GET of every mutation's path, which is
+// 405), the state folder holds the same files with the same bytes, and
+// no event was announced.
+func TestAttackGetsChangeNothing(t *testing.T) {
+	h, _ := populated(t)
+	state := filepath.Dir(h.Dir)
+	_, _, mem := h.Call("GET", "/v1/desks/main/memory", "")
+	version := ""
+	if vs := httpapitest.Decode[httpapi.MemoryResponse](t, mem).Versions; len(vs) > 0 {
+		version = vs[0].ID
+	}
+	drain(h)
+	before := snapshot(t, state)
+	if version == "" || !strings.Contains(before, "Memory.md") {
+		t.Fatalf("the fixture has no kept version of Memory.md (%q), or its folder no Memory.md:\n%s", version, before)
+	}
+	s1 := "/v1/desks/main/sessions/" + memorytest.S1
+	gets := []string{
+		"/v1/desks", "/v1/desks/main", "/healthz", "/v1/whoami", "/v1/config/diff", "/v1/events?backlog=1&follow=0", "/metrics",
+		"/v1/desks/main/sessions", s1 + "/transcript", s1 + "/export", "/v1/desks/main/memory", "/v1/desks/main/memory/versions/" + version,
+		"/v1/desks/main/notes", "/v1/desks/main/notes?date=2026-03-02", "/v1/desks/main/summaries", "/v1/desks/main/skills",
+		"/v1/desks/main/audit?date=2026-03-02", "/v1/desks/main/triggers/nothing?wait=0s",
+		// The mutations' paths, asked for with GET and a query that says
+		// what a careless link might want.
+		"/v1/desks/main/pause?reason=x&by=link", "/v1/desks/main/resume", "/v1/desks/main/rollover", "/v1/desks/main/fork",
+		"/v1/desks/main/triggers?text=hi&kind=manual", "/v1/desks/main/memory/restore?version=" + version,
+		"/v1/desks/main/skills/undo?change=c-retire", "/v1/login?token=x", "/v1/logout", "/v1/desks/main/triggers/nothing/ack",
+	}
+	for _, p := range gets {
+		status, _, body := h.Call("GET", p, "")
+		if status >= 500 && status != http.StatusNotImplemented {
+			t.Errorf("GET %s = %d %.200s", p, status, body)
+		}
+	}
+	if after := snapshot(t, state); after != before {
+		t.Errorf("GETs changed the state folder:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	select {
+	case e := <-h.Events:
+		t.Errorf("a GET announced %s: %+v", e.Topic(), e)
+	default:
+	}
+	if h.Desk.Paused() != nil {
+		t.Errorf("a GET paused the desk")
+	}
+}
+
+// drain empties the harness's event channel.
+func drain(h *httpapitest.Harness) {
+	for {
+		select {
+		case <-h.Events:
+		default:
+			return
+		}
+	}
+}
+
+// snapshot lists every file under dir with its size, mode and digest.
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		sum := ""
+		if info.Mode().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum = fmt.Sprintf("%x", sha256.Sum256(data))
+		}
+		fmt.Fprintf(&b, "%s %v %d %s\n", strings.TrimPrefix(p, dir), info.Mode(), info.Size(), sum)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
