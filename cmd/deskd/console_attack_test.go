@@ -50,13 +50,12 @@ func TestConsoleAttackXSS(t *testing.T) {
 
 	deskDir := filepath.Join(dir, "state", "desks", "main")
 	files := map[string]string{
-		"Memory.md":                                    "# Lessons\n" + xssPayload("Memory.md") + "\n",
-		"notes/2026-03-02.md":                          xssPayload("notes") + "\n",
-		"summaries/2026-03-02.md":                      xssPayload("summary") + "\n",
-		"skills/evil/SKILL.md":                         "---\nname: evil\ndescription: '" + strings.ReplaceAll(xssPayload("skill description"), "'", "''") + "'\n---\nBody.\n",
-		"curator/ledger.jsonl":                         `{"id":"c-evil","at":"2026-03-02T04:00:00Z","trading_date":"2026-03-02","action":"retire","skill":"evil","reason":` + jsString(xssPayload("curator reason")) + `,"before":"","after":"","archived_to":""}` + "\n",
-		"../../../desks.d/fx.yaml":                     "model: " + jsString(xssPayload("config rejection")) + "\ninstructions: x\n",
-		"history/memory/20260301T000000.000000000Z.md": xssPayload("memory version") + "\n",
+		"Memory.md":                "# Lessons\n" + xssPayload("Memory.md") + "\n",
+		"notes/2026-03-02.md":      xssPayload("notes") + "\n",
+		"summaries/2026-03-02.md":  xssPayload("summary") + "\n",
+		"skills/evil/SKILL.md":     "---\nname: evil\ndescription: '" + strings.ReplaceAll(xssPayload("skill description"), "'", "''") + "'\n---\nBody.\n",
+		"curator/ledger.jsonl":     `{"id":"c-evil","at":"2026-03-02T04:00:00Z","trading_date":"2026-03-02","action":"retire","skill":"evil","reason":` + jsString(xssPayload("curator reason")) + `,"before":"","after":"","archived_to":""}` + "\n",
+		"../../../desks.d/fx.yaml": "model: " + jsString(xssPayload("config rejection")) + "\ninstructions: x\n",
 	}
 	for name, text := range files {
 		p := filepath.Join(deskDir, name)
@@ -94,6 +93,10 @@ func TestConsoleAttackXSS(t *testing.T) {
 	}
 	if what := evalJS[string](t, p, noInjectedDOM); what != "" {
 		t.Errorf("desk main's page: %s", what)
+	}
+	// The audit link saves the bundle under the name of what it is.
+	if name := evalJS[string](t, p, `document.getElementById("dv-audit-link").getAttribute("download")`); !strings.HasSuffix(name, ".tar.gz") {
+		t.Errorf("the audit link saves the gzipped tar bundle as %q", name)
 	}
 	p.do(t, "open desk fx's page", chromedp.Navigate(base+"/#/desk/fx"))
 	p.waitTrue(t, "desk fx's page shows who paused it, as text", `document.getElementById("dv-status").innerText.includes(`+jsString(`window.__xss="pause by"`)+`)`)
