@@ -3,8 +3,9 @@ package main
 // The web console attacked in real headless Chromium: markup an attacker
 // can get into what the page shows (a trigger's text, a pause's reason
 // and "by", Memory.md, the notes, a summary, a skill's description, a
-// curator's reason, events, a config file's refusal) stays text; and the
-// page is not framed.
+// curator's reason, events, a config file's refusal) stays text; the
+// page is not framed; the cookie is out of the page's reach and gone at
+// sign-out.
 
 import (
 	"fmt"
@@ -15,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/deskd/deskd/desk/httpapi"
 )
 
 // xssPayload is markup that, were it ever parsed as HTML or followed as a
@@ -148,4 +152,66 @@ func TestConsoleAttackFraming(t *testing.T) {
 	p.mu.Lock()
 	p.errors = nil // the refusal is what this test wants
 	p.mu.Unlock()
+}
+
+// TestConsoleAttackCookie: signed in from the page, Chromium holds the
+// cookie HttpOnly (the page's script cannot read it) and SameSite=Strict;
+// a session id the attacker planted in the jar is replaced at sign-in;
+// signing out from the page removes the cookie from the jar, and the old
+// id is refused.
+func TestConsoleAttackCookie(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("console-operator\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := apiConfig(t, dir, "{provider: scripted}", "auth_token_file: token\n", "")
+	d := startInProcess(t, "deskd", cfg, apiStart)
+	base := d.waitReady(t)
+	p := openConsole(t, 1280, 900)
+	planted := strings.Repeat("ab", 32)
+	p.do(t, "open the console", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("signin-token")))
+	if _, err := chromedp.Call(p.ctx, network.SetCookie, network.SetCookieParams{Name: httpapi.CookieName, Value: planted, URL: base + "/"}); err != nil {
+		t.Fatalf("plant a cookie: %v", err)
+	}
+	p.do(t, "sign in", chromedp.SendKeys(chromedp.ID("signin-token"), "console-operator"), chromedp.Click(chromedp.ID("signin-submit")))
+	p.waitTrue(t, "desk main is listed", rowText("main")+`.includes("IDLE")`)
+	jar := func() []*network.Cookie {
+		res, err := chromedp.Call(p.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/"}})
+		if err != nil {
+			t.Fatalf("read the cookie jar: %v", err)
+		}
+		return res.Cookies
+	}
+	var id string
+	for _, c := range jar() {
+		if c.Name == httpapi.CookieName {
+			id = c.Value
+			if !c.HTTPOnly || c.SameSite != network.CookieSameSiteStrict || c.Value == planted {
+				t.Errorf("the console's cookie in the jar: HttpOnly %v, SameSite %q, planted id kept %v", c.HTTPOnly, c.SameSite, c.Value == planted)
+			}
+		}
+	}
+	if id == "" {
+		t.Fatalf("no %s cookie in the jar after signing in", httpapi.CookieName)
+	}
+	if got := evalJS[string](t, p, `document.cookie`); strings.Contains(got, httpapi.CookieName) {
+		t.Errorf("the page's script reads the cookie: %q", got)
+	}
+	p.do(t, "sign out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("signin-token")))
+	for _, c := range jar() {
+		if c.Name == httpapi.CookieName {
+			t.Errorf("after signing out the jar still holds %s=%s", c.Name, c.Value)
+		}
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", base+"/v1/whoami", nil)
+	req.AddCookie(&http.Cookie{Name: httpapi.CookieName, Value: id})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the signed-out id = %d, want 401", resp.StatusCode)
+	}
 }
