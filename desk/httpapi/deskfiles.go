@@ -571,11 +571,3 @@ func byOrAPI(by string) string {
 	}
 	return by
 }
-
-// writeAttachment answers data as a file to save, named name.
-func writeAttachment(w http.ResponseWriter, contentType, name string, data []byte) {
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
-}

@@ -51,6 +51,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		evs, missed, changed := ring.since(cursor)
+		done := watchWrites(s.o.Clock, rc) // ssewatch.go: a client that stops reading is dropped
 		if missed > 0 {
 			fmt.Fprintf(w, ": %s missed: the ring holds the last %d\n\n", termsafe.Plural(int(missed), "event"), ring.size())
 		}
@@ -61,7 +62,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 			fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", ring.id(e.seq), e.topic, e.data)
 		}
-		if err := rc.Flush(); err != nil {
+		err := rc.Flush()
+		done()
+		if err != nil {
 			return
 		}
 		if !follow {
@@ -72,7 +75,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-changed:
 			ping.Stop()
 		case <-ping.C():
-			if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
+			done := watchWrites(s.o.Clock, rc)
+			_, err := io.WriteString(w, ": ping\n\n")
+			done()
+			if err != nil {
 				return
 			}
 		case <-r.Context().Done():

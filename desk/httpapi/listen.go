@@ -105,6 +105,10 @@ func (l *unixListener) Close() error {
 	return err
 }
 
+// maxHeaderBytes bounds a request's headers (431 beyond): a token, a
+// cookie and a browser's usual headers are far below it.
+const maxHeaderBytes = 64 << 10
+
 // Serving is a handler served on listeners, until Shutdown.
 type Serving struct {
 	srv     *http.Server
@@ -125,6 +129,7 @@ func Serve(ctx context.Context, h http.Handler, ls []net.Listener) *Serving {
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       30 * time.Second,
 			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    maxHeaderBytes,
 			BaseContext:       func(net.Listener) context.Context { return base },
 		},
 		stop: stop,

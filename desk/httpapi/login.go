@@ -187,7 +187,7 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, ok := s.tokens[credOperator]; !ok || s.tokenCredential(req.Token) != credOperator {
-		s.o.Log.Warn().Str("remote", r.RemoteAddr).Msg("console sign-in refused: not the operator's token")
+		s.failedToken(r, "console sign-in refused: not the operator's token")
 		writeError(w, http.StatusUnauthorized, "sign-in refused: that is not the operator's token (auth_token_file)")
 		return
 	}

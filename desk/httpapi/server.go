@@ -110,6 +110,8 @@ type Server struct {
 	// a browser marks cross-origin.
 	signIns *signIns
 	csrf    *http.CrossOriginProtection
+	// throttle refuses the tokens of an address that guessed (throttle.go).
+	throttle *throttle
 }
 
 // New returns the API over o.Desks.
@@ -122,6 +124,7 @@ func New(o Options) *Server {
 		s.o.Clock = clock.Real()
 	}
 	s.signIns, s.csrf = newSignIns(s.o.Clock), http.NewCrossOriginProtection()
+	s.throttle = newThrottle(s.o.Clock)
 	s.tokens = map[credential][sha256.Size]byte{}
 	for c, tok := range map[credential]string{credOperator: o.Token, credFeed: o.FeedToken, credMetrics: o.MetricsToken} {
 		if tok != "" {
@@ -165,7 +168,10 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // is shutting down.
 func (s *Server) Refuse() { s.stopping.Store(true) }
 
-// ServeHTTP answers 503 to mutations once deskd is shutting down; then
+// ServeHTTP sets the headers that keep a browser from sniffing, framing
+// or running what it answers (headers.go); answers 503 to mutations once
+// deskd is shutting down; 429 to a token from an address that guessed too
+// many (throttle.go); then
 // refuses what a browser must not send (guard: cross-origin mutations,
 // cookie-credentialed ones that are not JSON); then, for every endpoint
 // but /healthz, the console and POST /v1/login, finds the request's
@@ -178,8 +184,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve is ServeHTTP's body.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	secureHeaders(w.Header()) // headers.go; the console's handler sets its own
 	if s.stopping.Load() && (mutation(r) || r.URL.Path == "/healthz") {
 		writeError(w, http.StatusServiceUnavailable, "deskd is shutting down")
+		return
+	}
+	if s.throttled(w, r) { // throttle.go
 		return
 	}
 	if r.URL.Path == "/healthz" || s.public(r) {
@@ -189,6 +199,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, via := s.credential(r)
+	if c == credNone && r.Header.Get("Authorization") != "" {
+		s.failedToken(r, "request refused: a token that is none of deskd's")
+	}
 	if !s.guard(w, r, via) {
 		return
 	}

@@ -795,7 +795,7 @@
     const date = $("dv-audit-date").value;
     const a = $("dv-audit-link");
     a.href = deskPath(name, "/audit" + (date ? "?date=" + encodeURIComponent(date) : ""));
-    a.setAttribute("download", "audit-" + name + (date ? "-" + date : "") + ".txt");
+    a.setAttribute("download", "audit-" + name + (date ? "-" + date : "") + ".tar.gz");
   }
 
   const DESK_PARTS = { transcript: loadTranscript, sessions: loadSessions, memory: loadMemory, notes: loadNotes, summaries: loadSummaries, skills: loadSkills };
