@@ -64,6 +64,9 @@ var allowedImports = map[string][]string{
 	"desk/httpapi": {"config", "curator", "desk", "desk/audit", "desk/clock", "desk/event", "desk/termsafe", "desk/termview", "keeper", "memory",
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
+	// NATS: the connection (its state for status), and the trigger ingress.
+	"desk/natsconn": {"config", "desk/clock"},
+	"desk/natsfeed": {"config", "desk", "desk/clock", "desk/event", "triggers"},
 	// Text renderings of the API's answers for a terminal.
 	"desk/termview": {"curator", "desk", "desk/termsafe", "memory", "memory/transcript", "router", "triggers"},
 	"desk/audit": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory",
@@ -75,6 +78,7 @@ var allowedImports = map[string][]string{
 	"desk/httpapi/httpapitest": {"desk", "desk/clock", "desk/desktest", "desk/event", "desk/httpapi", "desk/metrics",
 		"memory/durable", "router", "triggers"},
 	"desk/metrics/metricstest": {},
+	"desk/natstest":            {},
 	"memory/memorytest":        {"config", "desk/clock", "desk/event", "keeper", "memory", "memory/durable", "router", "triggers"},
 	"router/routertest":        {"desk/clock", "memory", "router", "triggers"},
 	"desk/desktest": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/event/eventtest", "keeper", "memory",
@@ -96,6 +100,7 @@ var onlyImportedBy = map[string][]string{
 	"memory/memorytest":        {},
 	"desk/httpapi/httpapitest": {},
 	"desk/metrics/metricstest": {},
+	"desk/natstest":            {},
 }
 
 // violations returns every import of graph (a package's direct project
