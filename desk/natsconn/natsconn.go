@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,8 +60,9 @@ type Conn struct {
 	clock clock.Clock
 	log   zerolog.Logger
 
-	mu sync.Mutex
-	st Status
+	mu      sync.Mutex
+	st      Status
+	changed chan struct{} // closed, and replaced, when st changes
 }
 
 // Connect connects to the servers of cfg. It returns at once, connected
@@ -68,7 +70,7 @@ type Conn struct {
 // and State says so. Its error is only for settings it cannot use (a
 // credentials file it cannot read).
 func Connect(cfg *config.NATS, log zerolog.Logger, clk clock.Clock) (*Conn, error) {
-	c := &Conn{clock: clk, log: log, st: Status{State: StateConnecting, Since: clk.Now()}}
+	c := &Conn{clock: clk, log: log, st: Status{State: StateConnecting, Since: clk.Now()}, changed: make(chan struct{})}
 	opts, err := c.options(cfg)
 	if err != nil {
 		return nil, err
@@ -149,6 +151,8 @@ func (c *Conn) set(state string, err error) {
 	if c.st.State != state {
 		c.st.Since = c.clock.Now()
 	}
+	close(c.changed)
+	c.changed = make(chan struct{})
 	c.st.State, c.st.Connected = state, state == StateConnected
 	c.st.Server, c.st.Error = "", ""
 	if err != nil {
@@ -185,6 +189,13 @@ func (c *Conn) State() Status {
 	return st
 }
 
+// Changed returns a channel that is closed at the next change of state.
+func (c *Conn) Changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
+}
+
 // NATS returns the nats.go connection (for JetStream).
 func (c *Conn) NATS() *nats.Conn { return c.nc }
 
@@ -195,16 +206,7 @@ func (c *Conn) Close() {
 	c.set(StateClosed, nil)
 }
 
-func joinURLs(urls []string) string {
-	s := ""
-	for i, u := range urls {
-		if i > 0 {
-			s += ","
-		}
-		s += u
-	}
-	return s
-}
+func joinURLs(urls []string) string { return strings.Join(urls, ",") }
 
 // redacted is urls without any credentials, for messages.
 func redacted(urls []string) string {

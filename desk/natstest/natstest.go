@@ -26,7 +26,13 @@ type Server struct {
 // it is shut down at the end of the test.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	s := &Server{tb: tb, Dir: tb.TempDir(), Port: -1}
+	return StartAt(tb, -1)
+}
+
+// StartAt is Start on port (-1: a free one).
+func StartAt(tb testing.TB, port int) *Server {
+	tb.Helper()
+	s := &Server{tb: tb, Dir: tb.TempDir(), Port: port}
 	s.Up()
 	tb.Cleanup(s.Down)
 	return s
