@@ -68,8 +68,12 @@ type Conn struct {
 // Connect connects to the servers of cfg. It returns at once, connected
 // or not: while no server answers, the connection keeps trying (forever)
 // and State says so. Its error is only for settings it cannot use (a
-// credentials file it cannot read).
+// credentials file it cannot read). A nil cfg (no nats section) is a nil
+// *Conn, whose Close does nothing.
 func Connect(cfg *config.NATS, log zerolog.Logger, clk clock.Clock) (*Conn, error) {
+	if cfg == nil {
+		return nil, nil
+	}
 	c := &Conn{clock: clk, log: log, st: Status{State: StateConnecting, Since: clk.Now()}, changed: make(chan struct{})}
 	opts, err := c.options(cfg)
 	if err != nil {
@@ -189,6 +193,9 @@ func (c *Conn) State() Status {
 	return st
 }
 
+// Connected reports whether a server is connected now.
+func (c *Conn) Connected() bool { return c.State().Connected }
+
 // Changed returns a channel that is closed at the next change of state.
 func (c *Conn) Changed() <-chan struct{} {
 	c.mu.Lock()
@@ -202,6 +209,9 @@ func (c *Conn) NATS() *nats.Conn { return c.nc }
 // Close drains nothing: it closes the connection at once. Whoever
 // consumes through it stops first.
 func (c *Conn) Close() {
+	if c == nil {
+		return
+	}
 	c.nc.Close()
 	c.set(StateClosed, nil)
 }

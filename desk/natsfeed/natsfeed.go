@@ -145,6 +145,18 @@ func (f *Feed) Stop() {
 	<-f.done
 }
 
+// Guard returns front with the feed beside it: its Refuse stops the feed
+// first, so that nothing is queued or acknowledged once deskd begins to
+// stop (the desks stop after Refuse), then refuses front's mutations.
+func (f *Feed) Guard(front desk.Frontend) desk.Frontend { return guarded{front, f} }
+
+type guarded struct {
+	desk.Frontend
+	feed *Feed
+}
+
+func (g guarded) Refuse() { g.feed.Stop(); g.Frontend.Refuse() }
+
 // run sets up and consumes until ctx ends; a consumer that stops (deleted
 // on the server) is set up again.
 func (f *Feed) run(ctx context.Context) {

@@ -41,15 +41,7 @@ func newRig(t *testing.T, o desktest.Options) *rig {
 	t.Helper()
 	r := &rig{t: t, d: desktest.New(t, o), srv: natstest.Start(t)}
 	r.conn = connect(t, r.srv.URL())
-	var err error
-	r.pub, err = nats.Connect(r.srv.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.pub.Close)
-	if r.js, err = jetstream.New(r.pub); err != nil {
-		t.Fatal(err)
-	}
+	r.pub, r.js = r.srv.Client()
 	return r
 }
 
@@ -82,54 +74,15 @@ func (r *rig) start() {
 // when id is not empty, retrying until the stream has it.
 func (r *rig) publish(deskName, id, body string) *jetstream.PubAck {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m := &nats.Msg{Subject: "deskd.triggers." + deskName, Data: []byte(body), Header: nats.Header{}}
-		if id != "" {
-			m.Header.Set(jetstream.MsgIDHeader, id)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		ack, err := r.js.PublishMsg(ctx, m)
-		cancel()
-		if err == nil {
-			return ack
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("publish %s: %v", id, err)
-		}
-	}
+	return natstest.Publish(r.t, r.js, "deskd.triggers."+deskName, id, body)
 }
 
 // acked waits until the consumer has every message acked: an ack lost
 // while the server was away is made good when the message comes again
-// (after AckWait). It checks again on each ack the feed sends.
+// (after AckWait).
 func (r *rig) acked() {
 	r.t.Helper()
-	acks := make(chan *nats.Msg, 1024)
-	sub, err := r.pub.ChanSubscribe("$JS.ACK."+testTriggers.Stream+"."+testTriggers.Consumer+".>", acks)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	deadline := time.NewTimer(30 * time.Second)
-	defer deadline.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Second)
-	defer cancel()
-	c, err := r.js.Consumer(ctx, testTriggers.Stream, testTriggers.Consumer)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	for {
-		info, err := c.Info(ctx)
-		if err == nil && info.NumAckPending == 0 && info.NumPending == 0 {
-			return
-		}
-		select {
-		case <-acks:
-		case <-deadline.C:
-			r.t.Fatalf("the consumer still has messages pending ack after 30s: %+v, %v", info, err)
-		}
-	}
+	natstest.WaitAcked(r.t, r.pub, r.js, testTriggers.Stream, testTriggers.Consumer, 30*time.Second)
 }
 
 // settled stops the feed and returns the consumer's state: what is

@@ -4,12 +4,15 @@
 package natstest
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Server is an embedded nats-server with JetStream, on 127.0.0.1.
@@ -67,4 +70,78 @@ func (s *Server) Down() {
 	s.srv.Shutdown()
 	s.srv.WaitForShutdown()
 	s.srv = nil
+}
+
+// Client connects a publisher to the server (reconnecting forever, as
+// the server may be restarted) and returns its connection and JetStream;
+// both are closed at the end of the test.
+func (s *Server) Client() (*nats.Conn, jetstream.JetStream) {
+	s.tb.Helper()
+	nc, err := nats.Connect(s.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		s.tb.Fatalf("natstest: connect: %v", err)
+	}
+	s.tb.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		s.tb.Fatalf("natstest: jetstream: %v", err)
+	}
+	return nc, js
+}
+
+// Publish publishes body on subject, with a Nats-Msg-Id when id is not
+// empty, and retries (for up to 60s) until a stream has stored it: the
+// stream may not exist yet, or the server may be away.
+func Publish(tb testing.TB, js jetstream.JetStream, subject, id, body string) *jetstream.PubAck {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		m := &nats.Msg{Subject: subject, Data: []byte(body), Header: nats.Header{}}
+		if id != "" {
+			m.Header.Set(jetstream.MsgIDHeader, id)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ack, err := js.PublishMsg(ctx, m)
+		cancel()
+		if err == nil {
+			return ack
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("natstest: publish %s on %s: %v", id, subject, err)
+		}
+	}
+}
+
+// WaitAcked waits, up to timeout, until the consumer has no message
+// pending delivery or ack; it checks again on each ack the consumer
+// gets (seen on $JS.ACK.<stream>.<consumer>.>).
+func WaitAcked(tb testing.TB, nc *nats.Conn, js jetstream.JetStream, stream, consumer string, timeout time.Duration) *jetstream.ConsumerInfo {
+	tb.Helper()
+	acks := make(chan *nats.Msg, 4096)
+	sub, err := nc.ChanSubscribe("$JS.ACK."+stream+"."+consumer+".>", acks)
+	if err != nil {
+		tb.Fatalf("natstest: subscribe to acks: %v", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	var (
+		info *jetstream.ConsumerInfo
+		last error
+	)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if c, err := js.Consumer(ctx, stream, consumer); err != nil {
+			last = err
+		} else if info, last = c.Info(ctx); last == nil && info.NumAckPending == 0 && info.NumPending == 0 {
+			cancel()
+			return info
+		}
+		cancel()
+		select {
+		case <-acks:
+		case <-deadline.C:
+			tb.Fatalf("natstest: consumer %s of %s still has messages pending after %v: %+v, %v", consumer, stream, timeout, info, last)
+		}
+	}
 }
