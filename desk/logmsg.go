@@ -95,6 +95,10 @@ func Describe(e event.Event, loc *time.Location) string {
 		s = fmt.Sprintf("file %s was torn; its damaged part saved to %s", e.Path, e.SavedTo)
 	case event.MemoryUnreadable:
 		s = fmt.Sprintf("memory file %s is unreadable: %s", e.Path, e.Error)
+	case event.NATSRejected:
+		s = fmt.Sprintf("nats message %q on %s refused (terminated): %s", e.MsgID, e.Subject, e.Reason)
+	case event.NATSBackpressure:
+		s = fmt.Sprintf("nats trigger %s handed back, to come again in %s (%s): %s", e.Trigger, time.Duration(e.DelayMS)*time.Millisecond, e.Reason, e.Error)
 	default:
 		return e.Topic()
 	}

@@ -86,9 +86,11 @@ func Connect(cfg *config.NATS, log zerolog.Logger, clk clock.Clock) (*Conn, erro
 	c.nc = nc
 	if nc.IsConnected() {
 		c.set(StateConnected, nil)
-	} else if e := nc.LastError(); e != nil {
-		c.set(StateConnecting, e)
+		return c, nil
 	}
+	c.set(StateConnecting, nc.LastError())
+	c.log.Warn().Str("servers", redacted(cfg.URLs)).Str("error", c.State().Error).
+		Msg("nats: connecting: no server answers yet; deskd runs on and keeps trying")
 	return c, nil
 }
 
@@ -152,7 +154,8 @@ func (c *Conn) set(state string, err error) {
 	if c.st.State == StateClosed {
 		return
 	}
-	if c.st.State != state {
+	changed := c.st.State != state
+	if changed {
 		c.st.Since = c.clock.Now()
 	}
 	close(c.changed)
@@ -164,6 +167,9 @@ func (c *Conn) set(state string, err error) {
 	}
 	if c.st.Connected && c.nc != nil {
 		c.st.Server = redacted([]string{c.nc.ConnectedUrlRedacted()})
+	}
+	if !changed {
+		return
 	}
 	ev := c.log.Info()
 	if !c.st.Connected {
