@@ -349,3 +349,29 @@ func TestNATSRestartedUnderLoad(t *testing.T) {
 		t.Errorf("consumer: %d pending ack, %d pending; want every message acked", info.NumAckPending, info.NumPending)
 	}
 }
+
+// TestStartWhileNATSDown: a feed started while no server answers keeps
+// trying, and consumes once the server is there.
+func TestStartWhileNATSDown(t *testing.T) {
+	d := desktest.New(t, desktest.Options{})
+	srv := natstest.Start(t)
+	srv.Down()
+	conn := connect(t, srv.URL())
+	feed := natsfeed.Start(natsfeed.Options{Conn: conn.NATS(), Triggers: testTriggers, Desks: desk.NewSet(d.Desk), Bus: d.Bus,
+		Clock: clock.Real(), Log: zerolog.New(zerolog.NewTestWriter(t))})
+	t.Cleanup(feed.Stop)
+	select {
+	case <-feed.Ready():
+		t.Fatal("the feed says it consumes with the server down")
+	default:
+	}
+	srv.Up()
+	select {
+	case <-feed.Ready():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the feed does not consume within 60s of the server's start")
+	}
+	_, js := srv.Client()
+	natstest.Publish(t, js, "deskd.triggers.main", "late-1", `{"text":"after the start"}`)
+	queued(d.Events, "late-1")
+}
