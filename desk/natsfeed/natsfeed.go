@@ -177,12 +177,24 @@ func (f *Feed) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			cc.Stop()
-			<-cc.Closed()
+			f.closed(cc)
 			return
 		case <-cc.Closed():
 			f.o.Log.Warn().Str("stream", f.o.Triggers.Stream).Str("consumer", f.o.Triggers.Consumer).
 				Msg("nats triggers: the consumer stopped; setting it up again")
 		}
+	}
+}
+
+// closed waits, for up to 5s, until cc's subscription is gone; a message
+// that still arrives meanwhile is handed back unhandled (Stop set stopped).
+func (f *Feed) closed(cc jetstream.ConsumeContext) {
+	t := f.o.Clock.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-cc.Closed():
+	case <-t.C():
+		f.o.Log.Warn().Str("consumer", f.o.Triggers.Consumer).Msg("nats triggers: the subscription did not close within 5s; stopping without it")
 	}
 }
 
