@@ -41,7 +41,9 @@ const (
 	// again but still queues nothing. It bounds the server's memory of ids.
 	Duplicates = 10 * time.Minute
 	// MaxAge is how long a stream deskd creates keeps a message: a
-	// trigger not consumed within it (deskd down for a week) is lost.
+	// trigger not consumed within it (deskd down for a week) is lost. It
+	// is shorter than the ledger keeps ids (desk.DefaultKeepFor, 30 days),
+	// so a message delivered again always finds its id there.
 	MaxAge = 7 * 24 * time.Hour
 	// AckWait is how long NATS waits for deskd's ack before it delivers
 	// a message again.
