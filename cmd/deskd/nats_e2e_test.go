@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -104,13 +105,17 @@ func TestNATSE2EKillStorm(t *testing.T) {
 	cfg := apiConfig(t, dir, "{provider: scripted}", natsSection(srv), "queue_limit: 1000\n")
 	const n, kills = 60, 3
 	published := make(chan int, n)
-	go func() {
+	var pub sync.WaitGroup
+	t.Cleanup(pub.Wait) // before the server goes (cleanups run last first)
+	pub.Go(func() {
 		for i := range n {
-			natstest.Publish(t, js, "deskd.triggers.main", fmt.Sprintf("s%02d", i), fmt.Sprintf(`{"text": "storm event %02d"}`, i))
+			if _, err := natstest.TryPublish(js, "deskd.triggers.main", fmt.Sprintf("s%02d", i), fmt.Sprintf(`{"text": "storm event %02d"}`, i)); err != nil {
+				t.Error(err)
+			}
 			published <- i
 		}
 		close(published)
-	}()
+	})
 	d := startAPIBinary(t, "deskd 1", cfg)
 	got := 0
 	for k := 1; k <= kills; k++ {

@@ -312,13 +312,16 @@ func TestNATSRestartedUnderLoad(t *testing.T) {
 	r.start()
 	const n = 60
 	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
 	half := make(chan struct{})
 	wg.Go(func() {
 		for i := range n {
 			if i == n/3 {
 				close(half)
 			}
-			r.publish("main", fmt.Sprintf("load-%d", i), fmt.Sprintf(`{"text":"tick %d"}`, i))
+			if _, err := natstest.TryPublish(r.js, "deskd.triggers.main", fmt.Sprintf("load-%d", i), fmt.Sprintf(`{"text":"tick %d"}`, i)); err != nil {
+				t.Error(err)
+			}
 		}
 	})
 	<-half

@@ -5,6 +5,7 @@ package natstest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -91,9 +92,20 @@ func (s *Server) Client() (*nats.Conn, jetstream.JetStream) {
 
 // Publish publishes body on subject, with a Nats-Msg-Id when id is not
 // empty, and retries (for up to 60s) until a stream has stored it: the
-// stream may not exist yet, or the server may be away.
+// stream may not exist yet, or the server may be away. It fails the test
+// if it cannot; from a goroutine of the test's own, call TryPublish.
 func Publish(tb testing.TB, js jetstream.JetStream, subject, id, body string) *jetstream.PubAck {
 	tb.Helper()
+	ack, err := TryPublish(js, subject, id, body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ack
+}
+
+// TryPublish is Publish without the test: it returns the last error
+// after 60s of retries.
+func TryPublish(js jetstream.JetStream, subject, id, body string) (*jetstream.PubAck, error) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		m := &nats.Msg{Subject: subject, Data: []byte(body), Header: nats.Header{}}
@@ -104,10 +116,10 @@ func Publish(tb testing.TB, js jetstream.JetStream, subject, id, body string) *j
 		ack, err := js.PublishMsg(ctx, m)
 		cancel()
 		if err == nil {
-			return ack
+			return ack, nil
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("natstest: publish %s on %s: %v", id, subject, err)
+			return nil, fmt.Errorf("natstest: publish %s on %s: %w", id, subject, err)
 		}
 	}
 }
