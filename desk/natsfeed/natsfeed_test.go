@@ -378,3 +378,31 @@ func TestStartWhileNATSDown(t *testing.T) {
 	natstest.Publish(t, js, "deskd.triggers.main", "late-1", `{"text":"after the start"}`)
 	queued(d.Events, "late-1")
 }
+
+// TestNothingAckedAfterStop: once Stop has returned, a message is left to
+// NATS (still there for the next deskd) and its trigger is not queued.
+func TestNothingAckedAfterStop(t *testing.T) {
+	r := newRig(t, desktest.Options{})
+	r.start()
+	r.publish("main", "before", `{"text":"before the stop"}`)
+	queued(r.d.Events, "before")
+	r.feed.Stop()
+	r.publish("main", "after-stop", `{"text":"after the stop"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := r.js.Consumer(ctx, testTriggers.Stream, testTriggers.Consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := c.Fetch(1, jetstream.FetchMaxWait(8*time.Second)) // a delivery to the stopped feed comes again after its AckWait (2s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := <-batch.Messages()
+	if m == nil || m.Headers().Get(jetstream.MsgIDHeader) != "after-stop" {
+		t.Fatalf("fetched %v, want the message published after Stop, never acked", m)
+	}
+	if _, ok := r.d.Desk.Trigger("after-stop"); ok {
+		t.Error("the message published after Stop was queued")
+	}
+}
