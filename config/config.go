@@ -115,6 +115,8 @@ type Config struct {
 	Models map[string]Model
 	// Desks is every desk in DesksDir, by desk name.
 	Desks map[string]*Desk
+	// NATS is the nats section (nats.go); nil: NATS is off.
+	NATS *NATS
 }
 
 // Log is the logging settings of the main file.

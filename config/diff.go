@@ -55,6 +55,7 @@ var pinned = []struct {
 	{"listen", func(n, c *Config) { n.Listen, n.Listens = c.Listen, c.Listens }},
 	{"log.format", func(n, c *Config) { n.Log.Format = c.Log.Format }},
 	{"metrics_token_file", func(n, c *Config) { n.MetricsTokenFile = c.MetricsTokenFile }},
+	{"nats", func(n, c *Config) { n.NATS = c.NATS }},
 	{"rollover_at", func(n, c *Config) { n.RolloverAt, n.Day = c.RolloverAt, c.Day }},
 	{"shutdown_timeout", func(n, c *Config) { n.ShutdownTimeout = c.ShutdownTimeout }},
 	{"state_dir", func(n, c *Config) { n.StateDir = c.StateDir }},

@@ -63,7 +63,7 @@ func loadMain(s *sink, file string) *Config {
 	if !ok {
 		return nil
 	}
-	root.only("auth_token_file", "calendars_dir", "debug_listen", "desks_dir", "feed_token_file", "listen", "log", "metrics_token_file", "models", "rollover_at",
+	root.only("auth_token_file", "calendars_dir", "debug_listen", "desks_dir", "feed_token_file", "listen", "log", "metrics_token_file", "models", "nats", "rollover_at",
 		"shutdown_timeout", "state_dir", "timezone")
 	dir := filepath.Dir(file)
 	c := &Config{Path: file, Models: map[string]Model{}, Desks: map[string]*Desk{}}
@@ -110,6 +110,7 @@ func loadMain(s *sink, file string) *Config {
 	loadAuth(root, c, dir)
 	loadTokenFiles(root, c, dir)
 	loadCalendars(root, c, dir)
+	loadNATS(root, c, dir) // nats.go
 
 	c.DesksDir = resolve(dir, DefaultDesksDir)
 	if d, st := root.str("desks_dir"); st == set {

@@ -66,6 +66,9 @@ var allowedImports = map[string][]string{
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
 	// The bus's events out to NATS JetStream through a durable outbox.
 	"desk/natsevents": {"desk/clock", "desk/event", "memory/durable"},
+	// NATS: the connection (its state for status), and the trigger ingress.
+	"desk/natsconn": {"config", "desk/clock"},
+	"desk/natsfeed": {"config", "desk", "desk/clock", "desk/event", "triggers"},
 	// Text renderings of the API's answers for a terminal.
 	"desk/termview": {"curator", "desk", "desk/termsafe", "memory", "memory/transcript", "router", "triggers"},
 	"desk/audit": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory",
@@ -77,6 +80,7 @@ var allowedImports = map[string][]string{
 	"desk/httpapi/httpapitest": {"desk", "desk/clock", "desk/desktest", "desk/event", "desk/httpapi", "desk/metrics",
 		"memory/durable", "router", "triggers"},
 	"desk/metrics/metricstest": {},
+	"desk/natstest":            {},
 	"memory/memorytest":        {"config", "desk/clock", "desk/event", "keeper", "memory", "memory/durable", "router", "triggers"},
 	"router/routertest":        {"desk/clock", "memory", "router", "triggers"},
 	"desk/desktest": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/event/eventtest", "keeper", "memory",
@@ -99,6 +103,7 @@ var onlyImportedBy = map[string][]string{
 	"memory/memorytest":        {},
 	"desk/httpapi/httpapitest": {},
 	"desk/metrics/metricstest": {},
+	"desk/natstest":            {},
 }
 
 // violations returns every import of graph (a package's direct project

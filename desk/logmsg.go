@@ -99,6 +99,10 @@ func Describe(e event.Event, loc *time.Location) string {
 		s = describeOutboxFull(e)
 	case event.NATSOutboxDrained:
 		s = fmt.Sprintf("the NATS event outbox has drained (full since %s); %s dropped", e.Since.In(loc).Format(time.DateTime), termsafe.Plural(int(e.Dropped), "event"))
+	case event.NATSRejected:
+		s = fmt.Sprintf("nats message %q on %s refused (terminated): %s", e.MsgID, e.Subject, e.Reason)
+	case event.NATSBackpressure:
+		s = fmt.Sprintf("nats trigger %s handed back, to come again in %s (%s): %s", e.Trigger, time.Duration(e.DelayMS)*time.Millisecond, e.Reason, e.Error)
 	default:
 		return e.Topic()
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/metrics"
+	"github.com/deskd/deskd/desk/natsconn"
+	"github.com/deskd/deskd/desk/natsfeed"
 )
 
 // signalSource relays the signals the daemon handles (SIGHUP, SIGTERM,
@@ -93,6 +95,15 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 	defer ring.Close()
 	defer httpapi.StartDebug(cfg.DebugListen, log)() // before the desks: a slow start can be profiled
 
+	nc, err := natsconn.Connect(cfg.NATS, log, clk) // nil without a nats section
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if nc != nil {
+		met.SetNATS(nc.Connected)
+	}
+	// natsevents: started here
 	watchdog, err := watchdogInterval()
 	if err != nil {
 		log.Warn().Err(err).Msg("systemd watchdog: WATCHDOG_USEC is not usable; no watchdog pings")
@@ -108,7 +119,11 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 	d, err := desk.NewDaemon(desk.DaemonOptions{
 		Config: cfg, Rejected: loaded.Rejected, Clock: clk, Bus: bus, Log: log, Level: level, Notify: newNotifier(clk), Watchdog: watchdog,
 		Serve: func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
-			return startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()})
+			front, err := startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()}, nc)
+			if err != nil || nc == nil || cfg.NATS.Triggers == nil {
+				return front, err // the NATS ingress starts once the desks are up; Guard's Refuse stops it before they stop
+			}
+			return natsfeed.Start(natsfeed.Options{Conn: nc.NATS(), Triggers: *cfg.NATS.Triggers, Desks: set, Bus: bus, Clock: clk, Log: log}).Guard(front), nil
 		},
 		ReleaseSignals: release,
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/console"
 	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/natsconn"
 )
 
 // apiFrontend is the HTTP API of a running daemon.
@@ -37,7 +38,7 @@ var _ desk.Frontend = (*apiFrontend)(nil)
 // started, replays their start on GET /v1/events. check answers
 // GET /v1/config/diff; extra handlers (such as GET /metrics) join the API.
 func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *httpapi.EventRing, log zerolog.Logger,
-	set *desk.Set, check func() desk.ConfigCheck, extra map[string]http.Handler) (*apiFrontend, error) {
+	set *desk.Set, check func() desk.ConfigCheck, extra map[string]http.Handler, nc *natsconn.Conn) (desk.Frontend, error) {
 	// The operator's, the feeds' and the scraper's tokens (desk/httpapi).
 	var token, feedToken, metricsToken string
 	for _, f := range []struct {
@@ -52,7 +53,7 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 			return nil, fmt.Errorf("%s: %w", f.key, err)
 		}
 	}
-	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check,
+	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check, NATS: natsState(nc),
 		Console: console.Handler(), Files: httpapi.Files{Day: cfg.Day, Version: version(),
 			AuditConfig: func(name string) (audit.Config, error) { return auditConfig(cfg, name) }}})
 	for pattern, h := range extra {
@@ -73,6 +74,14 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 		Str("inbox", desk.InboxDir(cfg.StateDir)).Str("runtime", httpapi.RuntimePath(cfg.StateDir)).
 		Strs("schedules_ahead", desk.AheadNames(set, clk.Now())).Msg("deskd ready")
 	return f, nil
+}
+
+// natsState is the API's view of nc's state; nil without NATS.
+func natsState(nc *natsconn.Conn) func() *httpapi.NATSStatus {
+	if nc == nil {
+		return nil
+	}
+	return func() *httpapi.NATSStatus { st := httpapi.NATSStatus(nc.State()); return &st }
 }
 
 // Refuse begins the shutdown: the API answers 503 to mutations and to

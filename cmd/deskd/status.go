@@ -31,6 +31,9 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 			}
 			termview.Status(stdout, out.Desks)
 			termview.ConfigRejections(stdout, out.Desks, out.ConfigRejected)
+			if n := out.NATS; n != nil && !n.Connected {
+				termview.NATSDown(stdout, n.State, n.Since, n.Error)
+			}
 			return nil
 		},
 	}

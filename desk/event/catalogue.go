@@ -503,6 +503,35 @@ type NATSOutboxDrained struct {
 // Topic returns "nats.outbox_drained".
 func (NATSOutboxDrained) Topic() string { return "nats.outbox_drained" }
 
+// NATSRejected: a trigger message from NATS was terminated (never
+// redelivered): its subject names no desk, its body is not a trigger, or
+// it asks for a manual trigger, which a feed may not send.
+type NATSRejected struct {
+	Header
+	Subject string `json:"subject"`
+	MsgID   string `json:"msg_id,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+// Topic returns "nats.rejected".
+func (NATSRejected) Topic() string { return "nats.rejected" }
+
+// NATSBackpressure: a trigger message from NATS was not queued for now
+// (the queue is full, the desk is paused and refuses triggers, cannot
+// write to its disk, or is restarting) and was handed back to NATS, to be
+// delivered again after DelayMS. Reason is queue_full, paused, storage,
+// stopped or error; Error is the desk's words.
+type NATSBackpressure struct {
+	Header
+	Trigger string `json:"trigger"`
+	Reason  string `json:"reason"`
+	Error   string `json:"error"`
+	DelayMS int64  `json:"delay_ms"`
+}
+
+// Topic returns "nats.backpressure".
+func (NATSBackpressure) Topic() string { return "nats.backpressure" }
+
 // Topics lists every topic of the catalogue, in the order above.
 func Topics() []string {
 	return []string{
@@ -516,6 +545,6 @@ func Topics() []string {
 		StorageFailed{}.Topic(), StorageRecovered{}.Topic(), FileTorn{}.Topic(),
 		MemoryUnreadable{}.Topic(),
 		TriggerAcknowledged{}.Topic(), MemoryRestored{}.Topic(), SkillsUndone{}.Topic(),
-		NATSOutboxFull{}.Topic(), NATSOutboxDrained{}.Topic(),
+		NATSOutboxFull{}.Topic(), NATSOutboxDrained{}.Topic(), NATSRejected{}.Topic(), NATSBackpressure{}.Topic(),
 	}
 }

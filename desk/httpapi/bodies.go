@@ -18,6 +18,9 @@ type HealthResponse struct {
 	// (desk.Set.ConfigRejections). A refused edit is not a failure to
 	// serve: it leaves the status "ok" and the answer 200.
 	ConfigRejected []desk.ConfigRejection `json:"config_rejected,omitempty"`
+	// NATS is the NATS connection's state, when NATS is configured: a
+	// lost connection leaves the status "ok" and the answer 200.
+	NATS *NATSStatus `json:"nats,omitempty"`
 }
 
 // DesksResponse is the body of GET /v1/desks.
@@ -31,6 +34,8 @@ type DesksResponse struct {
 	// TimeZone is the trading time zone (an IANA name, Asia/Kolkata): the
 	// console shows deskd's times in it.
 	TimeZone string `json:"time_zone,omitempty"`
+	// NATS is the NATS connection's state, when NATS is configured.
+	NATS *NATSStatus `json:"nats,omitempty"`
 }
 
 // TriggerResponse is the body of a POST /v1/desks/{desk}/triggers answer.

@@ -92,6 +92,9 @@ type Options struct {
 	// Files is what the desk page's endpoints need beyond the desks'
 	// folders (deskfiles.go).
 	Files Files
+	// NATS, if set, is the NATS connection's state (nats.go), in
+	// GET /healthz and GET /v1/desks; nil: NATS is not configured.
+	NATS func() *NATSStatus
 }
 
 // Server serves the HTTP API. Extra handlers (GET /metrics) may be added
@@ -239,7 +242,7 @@ func (s *Server) public(r *http.Request) bool {
 // config files refused are listed, but leave it 200: the desks serve, on
 // their last good config.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	out := HealthResponse{Status: "ok"}
+	out := HealthResponse{Status: "ok", NATS: s.natsStatus()}
 	if rs := s.configRejections(); len(rs) > 0 {
 		out.ConfigRejected = rs
 	}
@@ -292,7 +295,7 @@ func (s *Server) desk(w http.ResponseWriter, r *http.Request) (*desk.Desk, bool)
 }
 
 func (s *Server) listDesks(w http.ResponseWriter, _ *http.Request) {
-	out := DesksResponse{Desks: []desk.Status{}, ConfigRejected: s.configRejections()}
+	out := DesksResponse{Desks: []desk.Status{}, ConfigRejected: s.configRejections(), NATS: s.natsStatus()}
 	if loc := s.o.Files.Day.Location; loc != nil {
 		out.TimeZone = loc.String()
 	}

@@ -83,6 +83,7 @@ type Registry struct {
 	nextSlotDsc   *prometheus.Desc
 	rejectedDsc   *prometheus.Desc
 	rejSinceDsc   *prometheus.Desc
+	nats          *natsMetrics // nats.go
 
 	mu       sync.Mutex
 	models   map[string]string // desk -> its model, from desk.started
@@ -168,6 +169,7 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	m.nats = newNATSMetrics(m.reg)
 	m.cancel = event.SubscribeAll(bus, func(e event.Event) {
 		m.observe(e)
 		if after != nil {
@@ -257,6 +259,8 @@ func (m *Registry) observe(e event.Event) {
 		m.reloads.Inc()
 	case event.ConfigRejected:
 		m.rejections.Inc()
+	default:
+		m.nats.observe(e)
 	}
 }
 

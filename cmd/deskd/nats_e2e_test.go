@@ -1,0 +1,154 @@
+package main
+
+// End-to-end tests of the NATS ingress against a real nats-server
+// (desk/natstest): in process, a message answered, a refused one
+// announced, and the state of the connection in /healthz, the metrics
+// and deskd status while the server is away; through the binary, deskd
+// killed with SIGKILL mid-stream, every message answered exactly once.
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/natstest"
+)
+
+// natsSection is the nats section of a main file on srv's URL.
+func natsSection(srv *natstest.Server) string {
+	return "nats:\n  url: " + srv.URL() + "\n  triggers: {stream: MARKET}\n"
+}
+
+// healthNATS is GET /healthz's nats detail; it fails unless the answer is 200.
+func healthNATS(t *testing.T, d *deskdProc) *httpapi.NATSStatus {
+	t.Helper()
+	code, body := d.call(t, "GET", "/healthz", "", "")
+	var h httpapi.HealthResponse
+	if err := json.Unmarshal([]byte(body), &h); err != nil || code != 200 || h.Status != "ok" || h.NATS == nil {
+		d.fail(t, "GET /healthz = %d %s, want 200, ok, with a nats detail", code, body)
+	}
+	return h.NATS
+}
+
+// TestNATSE2EIngressAndStatus: a message on deskd.triggers.main is
+// answered by desk main and readable through the API; one for no desk is
+// announced as nats.rejected. While the server is away deskd runs on:
+// /healthz stays 200 and says so, as do the metrics and deskd status, and
+// once it is back a new message is answered. In process.
+func TestNATSE2EIngressAndStatus(t *testing.T) {
+	t.Parallel()
+	deadline := time.Now().Add(90 * time.Second)
+	srv := natstest.Start(t)
+	_, js := srv.Client()
+	cfg := apiConfig(t, t.TempDir(), "{provider: scripted}", natsSection(srv), "")
+	d := startInProcess(t, "deskd", cfg, apiStart)
+	d.waitReady(t)
+
+	natstest.Publish(t, js, "deskd.triggers.main", "nifty-0915", `{"text": "NIFTY 22,450", "key": "NIFTY"}`)
+	d.waitFor(t, deadline, "trigger.queued of nifty-0915", isEvent("trigger.queued", "trigger", "nifty-0915"))
+	if tr := d.trigger(t, "nifty-0915"); tr["state"] != "answered" || tr["source"] != "nats" || tr["kind"] != "market" {
+		t.Errorf("GET trigger nifty-0915 = %v, want answered, from nats, market", tr)
+	}
+	natstest.Publish(t, js, "deskd.triggers.nope", "lost-1", `{"text": "for no desk"}`)
+	d.waitFor(t, deadline, "nats.rejected of deskd.triggers.nope", isEvent("nats.rejected", "subject", "deskd.triggers.nope"))
+	if n := healthNATS(t, d); !n.Connected || n.State != "connected" {
+		t.Errorf("healthz nats = %+v, want connected", n)
+	}
+
+	srv.Down()
+	d.waitFor(t, deadline, "nats: reconnecting", logMessage("nats: reconnecting"))
+	if n := healthNATS(t, d); n.Connected || n.State != "reconnecting" || n.Error == "" {
+		t.Errorf("healthz nats with the server away = %+v, want reconnecting, with the error", n)
+	}
+	if code, body := d.call(t, "GET", "/metrics", "", ""); code != 200 || !strings.Contains(body, "\ndeskd_nats_connected 0\n") {
+		t.Errorf("GET /metrics with the server away = %d, want deskd_nats_connected 0", code)
+	}
+	addr := strings.TrimPrefix(d.URL(t), "http://")
+	if code, out := deskdCLI(t, "status", "--addr", addr); code != 0 || !strings.Contains(out, "nats: reconnecting since ") {
+		t.Errorf("deskd status with the server away = %d\n%s\nwant a line saying nats: reconnecting", code, out)
+	}
+	if code, body := d.call(t, "POST", "/v1/desks/main/triggers", "", `{"text": "through the API meanwhile", "id": "api-1"}`); code != 202 {
+		t.Errorf("POST a trigger with NATS away = %d %s, want 202", code, body)
+	}
+
+	srv.Up()
+	d.waitFor(t, deadline, "nats: connected", logMessage("nats: connected"))
+	natstest.Publish(t, js, "deskd.triggers.main", "after-1", `{"text": "after the server came back"}`)
+	d.waitFor(t, deadline, "trigger.queued of after-1", isEvent("trigger.queued", "trigger", "after-1"))
+	if tr := d.trigger(t, "after-1"); tr["state"] != "answered" {
+		t.Errorf("GET trigger after-1 = %v, want answered", tr)
+	}
+	if code, out := deskdCLI(t, "status", "--addr", addr); code != 0 || strings.Contains(out, "nats:") {
+		t.Errorf("deskd status once connected = %d\n%s\nwant no nats line", code, out)
+	}
+	d.stopCleanly(t, syscall.SIGTERM)
+}
+
+// TestNATSE2EKillStorm: messages published throughout while deskd is
+// killed with SIGKILL three times and started again; in the end every
+// message's trigger is answered (or, cut off with its model call made,
+// interrupted) and no text reached the model twice: a message delivered
+// to a deskd that died before its ack comes again and finds its trigger
+// queued. The binary: SIGKILL.
+func TestNATSE2EKillStorm(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	srv := natstest.Start(t)
+	nc, js := srv.Client()
+	dir := t.TempDir()
+	cfg := apiConfig(t, dir, "{provider: scripted}", natsSection(srv), "queue_limit: 1000\n")
+	const n, kills = 60, 3
+	published := make(chan int, n)
+	var pub sync.WaitGroup
+	t.Cleanup(pub.Wait) // before the server goes (cleanups run last first)
+	pub.Go(func() {
+		for i := range n {
+			if _, err := natstest.TryPublish(js, "deskd.triggers.main", fmt.Sprintf("s%02d", i), fmt.Sprintf(`{"text": "storm event %02d"}`, i)); err != nil {
+				t.Error(err)
+			}
+			published <- i
+		}
+		close(published)
+	})
+	d := startAPIBinary(t, "deskd 1", cfg)
+	got := 0
+	for k := 1; k <= kills; k++ {
+		for got < k*n/(kills+1) {
+			got = <-published + 1
+		}
+		killNow(t, d)
+		d = startAPIBinary(t, fmt.Sprintf("deskd %d", k+1), cfg)
+	}
+	for range published {
+	}
+	// A message delivered to a killed deskd comes again after AckWait (30s).
+	natstest.WaitAcked(t, nc, js, "MARKET", "deskd", 120*time.Second)
+	states := map[string]int{}
+	stateOf := map[string]string{}
+	for i := range n {
+		tr := d.trigger(t, fmt.Sprintf("s%02d", i))
+		states[fmt.Sprint(tr["state"])]++
+		stateOf[fmt.Sprintf("storm event %02d", i)] = fmt.Sprint(tr["state"])
+		if tr["source"] != "nats" {
+			t.Errorf("s%02d: source %v, want nats", i, tr["source"])
+		}
+	}
+	d.stopCleanly(t, syscall.SIGTERM)
+	if states["answered"]+states["interrupted"] != n || states["interrupted"] > kills {
+		t.Errorf("states after the kills: %v; want all answered, but for at most one interrupted per kill", states)
+	}
+	sent := sessionUserTexts(t, filepath.Join(dir, "state", "desks", "main", "sessions"))
+	for text, state := range stateOf {
+		c := sent[text]
+		if state == "answered" && c != 1 || state == "interrupted" && c > 1 {
+			t.Errorf("%q (%s) was sent to the model %d times", text, state, c)
+		}
+	}
+	t.Logf("after %d kills: %v", kills, states)
+}
