@@ -7,6 +7,7 @@ package main
 // killed with SIGKILL mid-stream, every message answered exactly once.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/natstest"
@@ -151,4 +154,42 @@ func TestNATSE2EKillStorm(t *testing.T) {
 		}
 	}
 	t.Logf("after %d kills: %v", kills, states)
+}
+
+// TestNATSE2EEventsOut: with nats.events set, the daemon's events reach
+// JetStream through the wiring of deskd run: a turn's turn.completed is
+// published on deskd.events.main.turn.completed, its body the JSON of
+// /v1/events and a Nats-Msg-Id set, and desk.started, sent before it in
+// order, is stored in the stream. In process.
+func TestNATSE2EEventsOut(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	nc, js := srv.Client()
+	cfg := apiConfig(t, t.TempDir(), "{provider: scripted}", natsSection(srv)+"  events: {stream: DESKD_EVENTS}\n", "")
+	sub, err := nc.SubscribeSync("deskd.events.main.turn.completed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startInProcess(t, "deskd", cfg, apiStart)
+	d.waitReady(t)
+	natstest.Publish(t, js, "deskd.triggers.main", "ev-1", `{"text": "NIFTY 22,450"}`)
+	msg, err := sub.NextMsg(90 * time.Second)
+	if err != nil {
+		t.Fatalf("no turn.completed on NATS: %v", err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(msg.Data, &body); err != nil || body["desk"] != "main" || body["topic"] != "turn.completed" || body["trigger"] != "ev-1" ||
+		msg.Header.Get(jetstream.MsgIDHeader) == "" {
+		t.Errorf("turn.completed on NATS: body %s (%v), Nats-Msg-Id %q; want the event's JSON for trigger ev-1 and an id", msg.Data, err, msg.Header.Get(jetstream.MsgIDHeader))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	stream, err := js.Stream(ctx, "DESKD_EVENTS")
+	if err != nil {
+		t.Fatalf("the events stream: %v", err)
+	}
+	started, err := stream.GetLastMsgForSubject(ctx, "deskd.events.main.desk.started")
+	if err != nil || !strings.Contains(string(started.Data), `"topic":"desk.started"`) {
+		t.Errorf("desk.started in the stream = %v (%v), want it stored before the turn's event was sent", started, err)
+	}
 }

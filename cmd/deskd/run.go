@@ -21,6 +21,7 @@ import (
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/desk/natsconn"
+	"github.com/deskd/deskd/desk/natsevents"
 	"github.com/deskd/deskd/desk/natsfeed"
 )
 
@@ -103,7 +104,17 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 	if nc != nil {
 		met.SetNATS(nc.Connected)
 	}
-	// natsevents: started here
+	if nc != nil && cfg.NATS.Events != nil { // every event out to JetStream, through a durable outbox
+		ev := cfg.NATS.Events
+		pub, err := natsevents.New(natsevents.Options{Conn: nc.NATS(), Stream: ev.Stream, Subject: ev.Subject,
+			Dir: filepath.Join(cfg.StateDir, "nats", "events"), MaxBytes: ev.OutboxMaxBytes, Bus: bus, Clock: clk, Log: log})
+		if err != nil {
+			return err
+		}
+		pub.Start()
+		defer pub.Close() // after the daemon's shutdown has drained the bus, before nc.Close
+		met.SetNATSEvents(pub)
+	}
 	watchdog, err := watchdogInterval()
 	if err != nil {
 		log.Warn().Err(err).Msg("systemd watchdog: WATCHDOG_USEC is not usable; no watchdog pings")
