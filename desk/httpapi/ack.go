@@ -3,7 +3,6 @@ package httpapi
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -50,21 +49,8 @@ func (s *Server) postAck(w http.ResponseWriter, r *http.Request) {
 // readAckRequest decodes the optional body as readPauseRequest does.
 func readAckRequest(w http.ResponseWriter, r *http.Request) (AckRequest, bool) {
 	var req AckRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPauseBody))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxPauseBody))
+	if !readJSONBody(w, r, MaxPauseBody, &req, `{"by": "...", "note": "..."}`, true) {
 		return req, false
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
-		return req, false
-	}
-	if strings.TrimSpace(string(body)) != "" {
-		if err := triggers.DecodeJSON(body, &req); err != nil {
-			writeError(w, http.StatusBadRequest, `want a JSON body {"by": "...", "note": "..."}: `+err.Error())
-			return req, false
-		}
 	}
 	if req.By = strings.TrimSpace(req.By); req.By == "" {
 		req.By = "api"

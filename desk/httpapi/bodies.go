@@ -4,6 +4,12 @@ package httpapi
 // reads.
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/triggers"
 )
@@ -99,4 +105,29 @@ type ResumeResponse struct {
 	Was *desk.Pause `json:"was,omitempty"`
 	// Queued is how many triggers were waiting.
 	Queued int `json:"queued"`
+}
+
+// readJSONBody reads r's body, at most limit bytes (413 past it), and
+// decodes it strictly into v (triggers.DecodeJSON: one JSON value, no
+// unknown field, UTF-8, errors in words), or answers 400 saying the
+// shape wanted. An empty body is refused unless optional, when v keeps
+// what it holds. It reports whether v may be used.
+func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64, v any, shape string, optional bool) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", limit))
+		return false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
+		return false
+	case optional && strings.TrimSpace(string(body)) == "":
+		return true
+	}
+	if err := triggers.DecodeJSON(body, v); err != nil {
+		writeError(w, http.StatusBadRequest, "want a JSON body "+shape+": "+err.Error())
+		return false
+	}
+	return true
 }

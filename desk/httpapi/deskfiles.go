@@ -13,7 +13,6 @@ package httpapi
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"path/filepath"
@@ -28,7 +27,6 @@ import (
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/diff"
 	"github.com/deskd/deskd/memory/transcript"
-	"github.com/deskd/deskd/triggers"
 )
 
 // Files is what the desk page's endpoints need beyond a desk's folder.
@@ -548,21 +546,7 @@ func (s *Server) location() *time.Location { return s.day().Location }
 // readFilesBody decodes a restore's or an undo's body strictly
 // (triggers.DecodeJSON), or answers 400 (413 past MaxFilesBody).
 func readFilesBody(w http.ResponseWriter, r *http.Request, v any, shape string) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxFilesBody))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxFilesBody))
-		return false
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
-		return false
-	}
-	if err := triggers.DecodeJSON(body, v); err != nil {
-		writeError(w, http.StatusBadRequest, "want a JSON body "+shape+": "+err.Error())
-		return false
-	}
-	return true
+	return readJSONBody(w, r, MaxFilesBody, v, shape, false)
 }
 
 func byOrAPI(by string) string {

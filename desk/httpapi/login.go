@@ -14,16 +14,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/deskd/deskd/desk/clock"
-	"github.com/deskd/deskd/triggers"
 )
 
 // The console's sign-ins.
@@ -167,19 +164,8 @@ func mutation(r *http.Request) bool {
 
 // postLogin signs a console in: the operator's token for a cookie.
 func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxLoginBody))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxLoginBody))
-		return
-	case err != nil:
-		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
-		return
-	}
 	var req LoginRequest
-	if err := triggers.DecodeJSON(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, `want a JSON body {"token": "..."}: `+err.Error())
+	if !readJSONBody(w, r, maxLoginBody, &req, `{"token": "..."}`, false) {
 		return
 	}
 	if len(s.tokens) == 0 {

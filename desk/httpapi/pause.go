@@ -6,14 +6,10 @@ package httpapi
 // desk's folder (pause.json) and survives a restart.
 
 import (
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
 	"github.com/deskd/deskd/desk"
-	"github.com/deskd/deskd/triggers"
 )
 
 // readPauseRequest decodes the optional body: one JSON object of at most
@@ -21,21 +17,8 @@ import (
 // nothing after it, no unknown field, UTF-8, errors in words).
 func readPauseRequest(w http.ResponseWriter, r *http.Request) (PauseRequest, bool) {
 	var req PauseRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPauseBody))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxPauseBody))
+	if !readJSONBody(w, r, MaxPauseBody, &req, `{"reason": "...", "by": "..."}`, true) {
 		return req, false
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
-		return req, false
-	}
-	if strings.TrimSpace(string(body)) != "" {
-		if err := triggers.DecodeJSON(body, &req); err != nil {
-			writeError(w, http.StatusBadRequest, `want a JSON body {"reason": "...", "by": "..."}: `+err.Error())
-			return req, false
-		}
 	}
 	req.Reason, req.By = strings.TrimSpace(req.Reason), strings.TrimSpace(req.By)
 	if req.By == "" {
