@@ -161,20 +161,14 @@ func TestConsoleAttackFraming(t *testing.T) {
 // id is refused.
 func TestConsoleAttackCookie(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("console-operator\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := apiConfig(t, dir, "{provider: scripted}", "auth_token_file: token\n", "")
-	d := startInProcess(t, "deskd", cfg, apiStart)
-	base := d.waitReady(t)
+	_, base := tokenConsoleDaemon(t)
 	p := openConsole(t, 1280, 900)
 	planted := strings.Repeat("ab", 32)
 	p.do(t, "open the console", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("signin-token")))
 	if _, err := chromedp.Call(p.ctx, network.SetCookie, network.SetCookieParams{Name: httpapi.CookieName, Value: planted, URL: base + "/"}); err != nil {
 		t.Fatalf("plant a cookie: %v", err)
 	}
-	p.do(t, "sign in", chromedp.SendKeys(chromedp.ID("signin-token"), "console-operator"), chromedp.Click(chromedp.ID("signin-submit")))
+	p.do(t, "sign in", chromedp.SendKeys(chromedp.ID("signin-token"), consoleToken), chromedp.Click(chromedp.ID("signin-submit")))
 	p.waitTrue(t, "desk main is listed", rowText("main")+`.includes("IDLE")`)
 	jar := func() []*network.Cookie {
 		res, err := chromedp.Call(p.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/"}})

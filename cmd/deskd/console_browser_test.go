@@ -139,6 +139,22 @@ func consoleDaemon(t *testing.T, extra string) (*deskdProc, string) {
 	return d, d.waitReady(t)
 }
 
+// tokenConsoleDaemon starts a deskd whose operator token is
+// consoleToken, for the sign-in tests, and returns it and its base URL.
+func tokenConsoleDaemon(t *testing.T) (*deskdProc, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(consoleToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := apiConfig(t, dir, "{provider: scripted}", "auth_token_file: token\n", "")
+	d := startInProcess(t, "deskd", cfg, apiStart)
+	return d, d.waitReady(t)
+}
+
+// consoleToken is the operator token of tokenConsoleDaemon.
+const consoleToken = "console-operator"
+
 // TestConsoleBrowser: the console lists the desks with their state,
 // follows a turn over the event stream, pauses a desk with its kill
 // switch (an in-page dialog asking for a reason), fits 390 px without
@@ -253,13 +269,7 @@ func writeShot(t *testing.T, png []byte) {
 // desks.
 func TestConsoleBrowserSignIn(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("console-operator\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := apiConfig(t, dir, "{provider: scripted}", "auth_token_file: token\n", "")
-	d := startInProcess(t, "deskd", cfg, apiStart)
-	base := d.waitReady(t)
+	_, base := tokenConsoleDaemon(t)
 	p := openConsole(t, 1280, 900)
 	p.do(t, "open the console", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("signin-token")))
 	if main := evalJS[bool](t, p, `document.getElementById("main").hidden`); !main {
@@ -271,11 +281,11 @@ func TestConsoleBrowserSignIn(t *testing.T) {
 	)
 	p.waitTrue(t, "the form says the token is wrong, and empties its field", `!document.getElementById("signin-error").hidden && document.getElementById("signin-error").textContent.includes("Wrong token") && document.getElementById("signin-token").value === ""`)
 	p.do(t, "sign in with the right token",
-		chromedp.SendKeys(chromedp.ID("signin-token"), "console-operator"),
+		chromedp.SendKeys(chromedp.ID("signin-token"), consoleToken),
 		chromedp.Click(chromedp.ID("signin-submit")),
 	)
 	p.waitTrue(t, "desk main is listed", rowText("main")+`.includes("IDLE")`)
-	if url := evalJS[string](t, p, `location.href`); strings.Contains(url, "console-operator") {
+	if url := evalJS[string](t, p, `location.href`); strings.Contains(url, consoleToken) {
 		t.Errorf("the token is in the URL %s", url)
 	}
 	if n := evalJS[int](t, p, `localStorage.length + sessionStorage.length`); n != 0 {
