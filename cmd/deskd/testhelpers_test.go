@@ -38,16 +38,29 @@ var (
 	buildErr  error
 )
 
+// farZone is the local time zone of the tests: far from Asia/Kolkata.
+const farZone = "America/New_York"
+
 func TestMain(m *testing.M) {
 	// The host's zone must not leak into trading dates: the daemons run in
 	// this process see a zone far from Asia/Kolkata, as the binaries do
-	// (startDeskdEnv sets TZ for them).
-	far, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "load America/New_York:", err)
+	// (startDeskdEnv sets TZ for them). It is set through TZ, for the whole
+	// process from its first instruction, by starting the test binary
+	// again: writing time.Local here would race with the goroutines that
+	// read it from the start (nats-server's, embedded by the NATS tests).
+	if os.Getenv("TZ") != farZone {
+		if _, err := time.LoadLocation(farZone); err != nil {
+			fmt.Fprintln(os.Stderr, "load "+farZone+":", err)
+			os.Exit(2)
+		}
+		exe, err := os.Executable()
+		if err == nil {
+			env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TZ=") })
+			err = syscall.Exec(exe, os.Args, append(env, "TZ="+farZone)) // returns only on failure
+		}
+		fmt.Fprintln(os.Stderr, "start the tests again with TZ="+farZone+":", err)
 		os.Exit(2)
 	}
-	time.Local = far
 	code := m.Run()
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)

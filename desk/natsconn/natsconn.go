@@ -83,7 +83,9 @@ func Connect(cfg *config.NATS, log zerolog.Logger, clk clock.Clock) (*Conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("connect to nats %s: %w", redacted(cfg.URLs), err)
 	}
+	c.mu.Lock() // the handlers, on nats.go's goroutine, read it
 	c.nc = nc
+	c.mu.Unlock()
 	if nc.IsConnected() {
 		c.set(StateConnected, nil)
 		return c, nil
