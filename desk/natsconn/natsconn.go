@@ -195,8 +195,13 @@ func (c *Conn) State() Status {
 	defer c.mu.Unlock()
 	st := c.st
 	if st.State == StateConnected && c.nc != nil && !c.nc.IsConnected() {
-		// A handler has not run yet: say what the connection says.
-		st.Connected, st.State = false, StateReconnecting
+		// The disconnect handler has not run yet: say what the
+		// connection says, with a reason, as the handler will.
+		st.Connected, st.State, st.Server, st.Since = false, StateReconnecting, "", c.clock.Now()
+		st.Error = "the connection to the server was lost"
+		if err := c.nc.LastError(); err != nil {
+			st.Error = err.Error()
+		}
 	}
 	return st
 }
