@@ -206,8 +206,10 @@ func (s *Server) fileError(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusBadRequest
 	case errors.Is(err, desk.ErrStopped):
 		status = http.StatusServiceUnavailable
-	default:
+	default: // the cause, a file's path in it, goes to the log alone
 		s.o.Log.Error().Err(err).Str("path", r.URL.Path).Msg("desk files")
+		writeError(w, status, fmt.Sprintf("desk %s: reading or writing its files failed (deskd's log has the cause)", r.PathValue("desk")))
+		return
 	}
 	writeError(w, status, err.Error())
 }

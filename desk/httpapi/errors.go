@@ -9,8 +9,12 @@ import (
 )
 
 // unknownDesk is the message of a 404 for a desk name the daemon does not
-// run: it names the desks it runs.
-func (s *Server) unknownDesk(name string) string {
+// run: to the operator, it names the desks it runs (a feed's token
+// learns no desk it was not told).
+func (s *Server) unknownDesk(r *http.Request, name string) string {
+	if credentialOf(r) != credOperator {
+		return fmt.Sprintf("unknown desk %q", name)
+	}
 	var names []string
 	for _, d := range s.desks.List() {
 		names = append(names, d.Name())

@@ -32,7 +32,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	only := q.Get("desk")
 	if only != "" {
 		if _, ok := s.desks.Get(only); !ok {
-			writeError(w, http.StatusNotFound, s.unknownDesk(only))
+			writeError(w, http.StatusNotFound, s.unknownDesk(r, only))
 			return
 		}
 	}

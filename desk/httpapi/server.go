@@ -289,7 +289,7 @@ func (s *Server) desk(w http.ResponseWriter, r *http.Request) (*desk.Desk, bool)
 	name := r.PathValue("desk")
 	d, ok := s.desks.Get(name)
 	if !ok {
-		writeError(w, http.StatusNotFound, s.unknownDesk(name))
+		writeError(w, http.StatusNotFound, s.unknownDesk(r, name))
 	}
 	return d, ok
 }
