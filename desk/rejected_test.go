@@ -102,6 +102,35 @@ func TestDaemonBadDeskFileKeepsItsDeskAndAppliesTheOthers(t *testing.T) {
 	r.stop()
 }
 
+// TestDaemonBadMainFileKeepsADeskFilesRejection: a desk file refused
+// stays refused, since when it first was, through a later reload that a
+// bad main file refuses whole (which did not look at the desk file again).
+func TestDaemonBadMainFileKeepsADeskFilesRejection(t *testing.T) {
+	dir := daemonConfig(t, "", map[string]string{"fx": daemonDesk("offline"), "main": daemonDesk("offline")})
+	r := startDaemon(t, dir)
+	writeConfigFile(t, dir, "desks.d/fx.yaml", badCron)
+	r.signal(syscall.SIGHUP)
+	expectEvent(r, func(event.ConfigReloaded) bool { return true })
+	first := statusRejected(t, r, "fx")
+	if first == nil {
+		t.Fatal("fx's bad file is not shown as refused")
+	}
+	r.clk.Advance(time.Minute)
+	writeConfigFile(t, dir, "deskd.yaml", daemonMain+"listen: [\n") // not YAML: no desk file is read
+	r.signal(syscall.SIGHUP)
+	r.expectNote("ready: config rejected (")
+	if got := rejectionsOf(r); len(got) != 2 || !strings.HasPrefix(got[0], ":") || got[1] != "fx:schedules[0].cron" {
+		t.Errorf("rejections after the bad main file = %v, want the main file's and fx's", got)
+	}
+	if got := statusRejected(t, r, "fx"); got == nil || !got.Since.Equal(first.Since) {
+		t.Errorf("fx's rejection after the whole refusal = %+v, want it kept since %v", got, first.Since)
+	}
+	if r.log.hasMessage("desk fx: its file is no longer refused: its rejection is cleared") {
+		t.Error("the log says fx's file is no longer refused; it still is")
+	}
+	r.stop()
+}
+
 // TestDaemonBadMainFileRefusesEveryDesk: a problem in the main file
 // refuses the whole reload, a good desk edit included; the rejection is
 // the main file's (desk ""), and a fix clears it.

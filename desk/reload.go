@@ -71,6 +71,18 @@ func (d *Daemon) reload(ctx, deskCtx context.Context, why string) {
 	cur := d.cur.Load()
 	plan, rejected, problems := d.load(cur)
 	if len(problems) > 0 {
+		// The desk files were not all examined again: each desk's
+		// rejection stands (its since too) until a reload looks at its
+		// file, beside the problems that refused the whole reload.
+		seen := map[string]bool{}
+		for _, p := range problems {
+			seen[p.File] = true
+		}
+		for _, r := range d.fleet.set.ConfigRejections() {
+			if r.Desk != "" && !seen[r.File] {
+				problems = append(problems, config.Problem{File: r.File, Field: r.Field, Reason: r.Reason})
+			}
+		}
 		d.noteRejected(cur, problems)
 		d.o.Log.Error().Str("config", cur.Path).Str("why", why).Int("problems", len(problems)).Str("first", problems[0].String()).
 			Msg("config rejected whole: a problem that is not one desk file's alone (the main file, a calendar, a misnamed file, a model route) " +
