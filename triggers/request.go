@@ -119,6 +119,9 @@ const (
 	DeskIDPrefix = "t-"
 	// SpoolIDPrefix begins the id the spool gives a file without one.
 	SpoolIDPrefix = "inbox-"
+	// NATSIDPrefix begins the id the NATS ingress gives a message without
+	// one (nats-<stream>-<sequence>).
+	NATSIDPrefix = "nats-"
 )
 
 // CheckClientID reports whether a client (the API, the CLI, a spool file)
@@ -126,7 +129,8 @@ const (
 // which live in a namespace of their own so that a client can neither
 // claim a schedule's slot before it fires, nor take the place of an arm
 // record, nor pre-empt the id deskd would give another trigger: no '@'
-// (SlotID, ArmID), and neither DeskIDPrefix nor SpoolIDPrefix.
+// (SlotID, ArmID), and neither DeskIDPrefix, SpoolIDPrefix nor
+// NATSIDPrefix.
 func CheckClientID(id string) error {
 	if err := CheckID(id); err != nil {
 		return err
@@ -138,6 +142,8 @@ func CheckClientID(id string) error {
 		return fmt.Errorf("id %q: the prefix %q is kept for deskd's own ids (those it gives triggers sent without one): choose another", id, DeskIDPrefix)
 	case strings.HasPrefix(id, SpoolIDPrefix):
 		return fmt.Errorf("id %q: the prefix %q is kept for deskd's own ids (those it gives spool files without one): choose another", id, SpoolIDPrefix)
+	case strings.HasPrefix(id, NATSIDPrefix):
+		return fmt.Errorf("id %q: the prefix %q is kept for deskd's own ids (those it gives NATS messages without one): choose another", id, NATSIDPrefix)
 	}
 	return nil
 }

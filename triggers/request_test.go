@@ -35,6 +35,7 @@ func TestDecodeRequest(t *testing.T) {
 		{name: "id of a schedule's arm", body: `{"text": "t", "id": "newsched@armed"}`, err: "'@' is kept for deskd's own ids"},
 		{name: "id deskd gives", body: `{"text": "t", "id": "t-20260302T043000.000Z-0123456789"}`, err: `prefix "t-" is kept`},
 		{name: "id the spool gives", body: `{"text": "t", "id": "inbox-tick-0123456789ab"}`, err: `prefix "inbox-" is kept`},
+		{name: "id the NATS ingress gives", body: `{"text": "t", "id": "nats-MARKET-2"}`, err: `prefix "nats-" is kept`},
 		{name: "id like deskd's but not", body: `{"text": "t", "id": "tick-1"}`, want: triggers.Request{Text: "t", Kind: triggers.Market, ID: "tick-1"}},
 	}
 	for _, tt := range tests {

@@ -57,7 +57,7 @@ const (
 	// IDPrefix begins the id of a message that has neither a Nats-Msg-Id
 	// nor a body id: nats-<stream>-<stream sequence>, the same on every
 	// delivery of the message.
-	IDPrefix = "nats-"
+	IDPrefix = triggers.NATSIDPrefix
 )
 
 // Backpressure reasons, the reason label of deskd_nats_naks_total.
@@ -409,11 +409,29 @@ func (f *Feed) backpressure(m jetstream.Msg, deskName, id string, err error) {
 	case errors.Is(err, desk.ErrStopped):
 		reason = ReasonStopped
 	}
-	if nerr := m.NakWithDelay(f.o.NakDelay); nerr != nil {
+	delay := f.nakDelay(m)
+	if nerr := m.NakWithDelay(delay); nerr != nil {
 		f.o.Log.Warn().Err(nerr).Str("desk", deskName).Msg("nats triggers: hand back a message (it will come again after AckWait)")
 	}
 	event.Publish(f.o.Bus, event.NATSBackpressure{
 		Header: event.Header{At: f.o.Clock.Now(), Desk: deskName}, Trigger: id, Reason: reason, Error: err.Error(),
-		DelayMS: f.o.NakDelay.Milliseconds(),
+		DelayMS: delay.Milliseconds(),
 	})
+}
+
+// MaxNakDelay bounds the delay of a message handed back again and again.
+const MaxNakDelay = 5 * time.Minute
+
+// nakDelay is how long m waits before it comes again: NakDelay at its
+// first delivery, doubled at each one after, up to MaxNakDelay, so that a
+// desk that stays paused or full does not make its backlog come round
+// every few seconds.
+func (f *Feed) nakDelay(m jetstream.Msg) time.Duration {
+	d := f.o.NakDelay
+	if md, err := m.Metadata(); err == nil {
+		for n := uint64(1); n < md.NumDelivered && d < MaxNakDelay; n++ {
+			d *= 2
+		}
+	}
+	return min(d, MaxNakDelay)
 }

@@ -295,8 +295,13 @@ func TestPausedDeskNaks(t *testing.T) {
 	r.start()
 	r.publish("main", "z-1", `{"text":"one"}`)
 	bp := eventtest.NextWhere(r.d.Events, func(e event.NATSBackpressure) bool { return e.Trigger == "z-1" })
-	if bp.Reason != natsfeed.ReasonPaused {
-		t.Errorf("nats.backpressure reason %q, want paused", bp.Reason)
+	if bp.Reason != natsfeed.ReasonPaused || bp.DelayMS != 100 {
+		t.Errorf("nats.backpressure = %+v, want paused, 100ms", bp)
+	}
+	// Handed back again, it waits twice as long: a desk that stays
+	// paused does not make its backlog come round every few seconds.
+	if bp := eventtest.NextWhere(r.d.Events, func(e event.NATSBackpressure) bool { return e.Trigger == "z-1" }); bp.DelayMS != 200 {
+		t.Errorf("the second nats.backpressure of z-1 = %+v, want a delay of 200ms", bp)
 	}
 	if _, err := r.d.Desk.Resume("test"); err != nil {
 		t.Fatal(err)
@@ -404,5 +409,22 @@ func TestNothingAckedAfterStop(t *testing.T) {
 	}
 	if _, ok := r.d.Desk.Trigger("after-stop"); ok {
 		t.Error("the message published after Stop was queued")
+	}
+}
+
+// TestAClientCannotTakeTheIDOfAMessageWithoutOne: a Nats-Msg-Id (or a body
+// id) in the ingress's own namespace, nats-<stream>-<sequence>, is refused,
+// so that it cannot take the id a later message without one will get, and
+// that message is queued.
+func TestAClientCannotTakeTheIDOfAMessageWithoutOne(t *testing.T) {
+	r := newRig(t, desktest.Options{})
+	r.start()
+	r.publish("main", "nats-MARKET-2", `{"text": "squatter"}`)
+	if e := eventtest.Next[event.NATSRejected](r.d.Events); !strings.Contains(e.Reason, `prefix "nats-" is kept`) {
+		t.Errorf("nats.rejected of the squatter = %+v, want the kept prefix named", e)
+	}
+	r.publish("main", "", `{"text": "no id of its own"}`)
+	if q := queued(r.d.Events, "nats-MARKET-2"); q.Source != natsfeed.Source {
+		t.Errorf("the message without an id = %+v, want it queued as nats-MARKET-2 from nats", q)
 	}
 }
