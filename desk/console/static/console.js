@@ -611,6 +611,13 @@
     partTimers[part] = setTimeout(() => { partTimers[part] = 0; DESK_PARTS[part](state.route.desk); }, 400);
   }
 
+  // onDesk reports whether desk name's page is still the one open: a
+  // loader checks it after each await, so that a slow answer for one desk
+  // never lands on another desk's page (nor its buttons act on the first).
+  function onDesk(name) {
+    return state.route.view === "desk" && state.route.desk === name;
+  }
+
   function notAvailable(box, res) {
     clear(box).append(el("p", { class: "muted" }, res.status === 404 || res.status === 405
       ? "not available on this deskd (" + res.error + ")"
@@ -663,6 +670,7 @@
   async function loadTranscript(name) {
     const box = $("dv-transcript");
     const res = await api("GET", deskPath(name, "/sessions/current/transcript"));
+    if (!onDesk(name)) return;
     if (!res.ok) { notAvailable(box, res); return; }
     const entries = (res.data && res.data.entries) || [];
     clear(box);
@@ -681,6 +689,7 @@
   async function loadSessions(name) {
     const box = $("dv-sessions");
     const res = await api("GET", deskPath(name, "/sessions"));
+    if (!onDesk(name)) return;
     if (!res.ok) { notAvailable(box, res); return; }
     const list = [...((res.data && res.data.sessions) || [])].reverse();
     clear(box);
@@ -705,6 +714,7 @@
 
   async function showVersion(name, v) {
     const res = await api("GET", deskPath(name, "/memory/versions/" + encodeURIComponent(v.id)));
+    if (!onDesk(name)) return;
     $("dv-diff-box").hidden = false;
     $("dv-diff-h").textContent = "Diff from version " + v.id + " to the current Memory.md";
     if (!res.ok) { clear($("dv-diff")).append(res.error); return; }
@@ -713,7 +723,7 @@
 
   function restoreVersion(name, v) {
     return ask({
-      title: "Restore Memory.md version " + v.id,
+      title: "Restore desk " + name + "'s Memory.md to version " + v.id + "?",
       message: "The current Memory.md is kept as a version of its own, so this can be undone.",
       confirm: "Restore",
       danger: true,
@@ -727,6 +737,7 @@
 
   async function loadMemory(name) {
     const res = await api("GET", deskPath(name, "/memory"));
+    if (!onDesk(name)) return;
     const mem = $("dv-memory");
     const vs = clear($("dv-versions"));
     if (!res.ok) { notAvailable(mem, res); return; }
@@ -745,6 +756,7 @@
   async function loadNotes(name) {
     const date = $("dv-notes-date").value;
     const res = await api("GET", deskPath(name, "/notes" + (date ? "?date=" + encodeURIComponent(date) : "")));
+    if (!onDesk(name)) return;
     const box = $("dv-notes");
     if (!res.ok) { notAvailable(box, res); return; }
     if (!date && res.data.date) $("dv-notes-date").value = res.data.date;
@@ -754,6 +766,7 @@
   async function loadSummaries(name) {
     const box = $("dv-summaries");
     const res = await api("GET", deskPath(name, "/summaries"));
+    if (!onDesk(name)) return;
     if (!res.ok) { notAvailable(box, res); return; }
     const list = res.data.summaries || [];
     clear(box);
@@ -767,7 +780,7 @@
 
   function undoChange(name, c) {
     return ask({
-      title: "Undo the curator's change " + c.id,
+      title: "Undo the curator's change " + c.id + " on desk " + name + "?",
       message: c.action + " " + c.skill + (c.reason ? ": " + c.reason : ""),
       confirm: "Undo change",
       danger: true,
@@ -783,6 +796,7 @@
     const box = $("dv-skills");
     const ch = $("dv-changes");
     const res = await api("GET", deskPath(name, "/skills"));
+    if (!onDesk(name)) return;
     if (!res.ok) { notAvailable(box, res); clear(ch); return; }
     const skills = res.data.skills || [];
     const changes = res.data.changes || [];
@@ -903,6 +917,7 @@
     const out = $("dv-trigger-result");
     if (!text) { out.textContent = "Write the trigger's text first."; return; }
     const res = await api("POST", deskPath(name, "/triggers"), { text, kind: "manual" });
+    if (!onDesk(name)) return;
     if (!res.ok) { out.textContent = "Refused: " + res.error; out.className = "error-text small"; return; }
     out.className = "muted small";
     out.textContent = "Queued as " + (res.data && res.data.id ? res.data.id : "a trigger") + ".";
