@@ -411,14 +411,19 @@
     return list.sort((a, b) => severity(a) - severity(b) || name(a, b));
   }
 
-  // rowCache keeps each desk's row and the status it shows: a row is
-  // rebuilt only when its desk's status changed, and rows move only when
+  // rowCache keeps each desk's row and what it shows (the status, the
+  // desk's last error, the time zone of its times): a row is rebuilt only
+  // when one of them changed, and rows move only when
   // the order did, so a button never vanishes under the operator's
   // pointer, nor loses focus, because another desk's event came in.
   const rowCache = new Map();
 
   function rowOf(s) {
-    const key = JSON.stringify(Object.assign({}, s, { as_of: undefined }));  // as_of changes at every fetch
+    const key = JSON.stringify([
+      Object.assign({}, s, { as_of: undefined }),  // as_of changes at every fetch
+      state.lastError.get(s.name) || null,
+      state.timeZone,
+    ]);
     const had = rowCache.get(s.name);
     if (had && had.key === key) return had.tr;
     const tr = deskRow(s);
