@@ -583,21 +583,49 @@
     c.textContent = text;
   }
 
+  // A closed stream is retried after RETRY_FIRST ms, doubling up to
+  // RETRY_MAX while deskd cannot be reached or fails (status 0 or >= 500);
+  // the delay starts over once the stream is live again.
+  const RETRY_FIRST = 3000;
+  const RETRY_MAX = 60000;
+  let retryDelay = RETRY_FIRST;
+
   function connect() {
     if (state.source) state.source.close();
     const src = new EventSource("/v1/events?backlog=1");
     state.source = src;
     setConn("wait", "connecting…");
-    src.onopen = () => { setConn("live", "● live"); scheduleFull(); };
+    src.onopen = () => { retryDelay = RETRY_FIRST; setConn("live", "● live"); scheduleFull(); };
     src.onerror = () => {
       if (src.readyState === EventSource.CLOSED) {
-        setConn("off", "disconnected");
         // A closed stream (401, a restart): check the credential, then retry.
-        setTimeout(async () => { if (state.source === src && (await whoami())) connect(); }, 3000);
+        setConn("wait", "reconnecting…");
+        retry(src);
       } else setConn("wait", "reconnecting…");
     };
     src.onmessage = onEvent;
     for (const t of TOPICS) src.addEventListener(t, onEvent);
+  }
+
+  // retry checks the credential after retryDelay and opens the stream
+  // again; while deskd cannot be reached or fails it tries again, the
+  // delay doubling. A 401 shows the sign-in form (api does), which ends
+  // the retries, as does a newer stream than src.
+  function retry(src) {
+    const delay = retryDelay;
+    retryDelay = Math.min(retryDelay * 2, RETRY_MAX);
+    setTimeout(async () => {
+      if (state.source !== src) return;
+      const c = await credential();
+      if (state.source !== src) return;
+      if (c.ok) { connect(); return; }
+      if (c.status === 0 || c.status >= 500) {
+        setConn("wait", "reconnecting… (deskd " + (c.status ? "answers " + c.status : "cannot be reached") + "; next try in " + Math.round(retryDelay / 1000) + " s)");
+        retry(src);
+        return;
+      }
+      setConn("off", "disconnected");
+    }, delay);
   }
 
   // ---- desk page ---------------------------------------------------------
@@ -863,20 +891,27 @@
     $("signin-token").focus();
   }
 
-  // whoami reports whether the console has a credential; it shows who.
-  async function whoami() {
+  // credential asks deskd whether the console has a credential, showing
+  // who, and returns {ok, status}: status is the failed call's (0 when
+  // deskd could not be reached).
+  async function credential() {
     const res = await api("GET", "/v1/whoami");
     if (res.ok) {
       const d = res.data || {};
       $("who").textContent = (d.credential || "operator") + (d.via ? " · via " + d.via : "");
       $("signout").hidden = d.via !== "cookie";
-      return true;
+      return { ok: true, status: res.status };
     }
-    if (res.status === 401) return false;
+    if (res.status === 401) return { ok: false, status: 401 };
     // No whoami on this deskd: the desks list says whether a credential is needed.
     const probe = await api("GET", "/v1/desks");
-    if (probe.ok) { $("who").textContent = "operator"; return true; }
-    return false;
+    if (probe.ok) { $("who").textContent = "operator"; return { ok: true, status: probe.status }; }
+    return { ok: false, status: probe.status };
+  }
+
+  // whoami reports whether the console has a credential; it shows who.
+  async function whoami() {
+    return (await credential()).ok;
   }
 
   async function start() {
