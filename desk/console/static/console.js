@@ -202,7 +202,9 @@
       $("dialog-cancel").addEventListener("click", onCancel);
       dlg.addEventListener("cancel", onCancel);
       dlg.showModal();
-      const first = fields.length ? inputs[fields[0].name] : ok;
+      // A danger dialog, or one without fields, opens on Cancel: a second
+      // Enter (the one that opened it, repeated) must not confirm it.
+      const first = danger || !fields.length ? $("dialog-cancel") : inputs[fields[0].name];
       first.focus();
     });
   }
