@@ -763,7 +763,7 @@
       confirm: "Restore",
       danger: true,
       run: async () => {
-        const res = await api("POST", deskPath(name, "/memory/restore"), { version: v.id });
+        const res = await api("POST", deskPath(name, "/memory/restore"), { version: v.id, by: state.by });
         if (res.ok) { toast("Restored " + res.data.restored + "; the replaced text is kept as " + res.data.kept_as + "."); loadMemory(name); }
         return res;
       },
@@ -820,7 +820,7 @@
       confirm: "Undo change",
       danger: true,
       run: async () => {
-        const res = await api("POST", deskPath(name, "/skills/undo"), { change: c.id });
+        const res = await api("POST", deskPath(name, "/skills/undo"), { change: c.id, by: state.by });
         if (res.ok) { toast("Undone: " + c.action + " " + c.skill + "."); loadSkills(name); }
         return res;
       },
