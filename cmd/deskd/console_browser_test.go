@@ -339,3 +339,39 @@ func TestConsoleBrowserDeskPage(t *testing.T) {
 	p.waitTrue(t, "the page says the trigger is queued", `document.getElementById("dv-trigger-result").textContent.startsWith("Queued as ")`)
 	p.waitTrue(t, "the reply appears in the transcript", `document.querySelectorAll("#dv-transcript .entry-assistant").length === 2 && `+transcript+`.includes("What is the NIFTY doing?")`)
 }
+
+// TestConsoleBrowserRestore: a desk page's Restore asks in a dialog that
+// names the desk and the version and opens with focus on Cancel (so a
+// second Enter does not restore); confirmed, the restore is announced as
+// done by the console.
+func TestConsoleBrowserRestore(t *testing.T) {
+	t.Parallel()
+	s := versionedDesk(t)
+	d := startInProcess(t, "deskd", s.Config, apiStart)
+	base := d.waitReady(t)
+	events := followSSE(t, base, "?desk=main", "")
+	p := openConsole(t, 1280, 900)
+	p.do(t, "open desk main's page", chromedp.Navigate(base+"/#/desk/main"))
+	const version = "20260301T100000.000000000Z"
+	restore := `[...document.querySelectorAll("#dv-versions li")].filter(li => li.innerText.includes("20260301T100000")).map(li => [...li.querySelectorAll("button")].find(b => b.textContent === "Restore"))[0]`
+	p.waitTrue(t, "the versions list version "+version, restore+` !== undefined`)
+	if _, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](restore+`.click() === undefined`)); err != nil {
+		t.Fatalf("click Restore: %v", err)
+	}
+	p.waitTrue(t, "the restore dialog is open", `document.getElementById("dialog").open`)
+	if title, want := evalJS[string](t, p, `document.getElementById("dialog-title").textContent`), "Restore desk main's Memory.md to version "+version+"?"; title != want {
+		t.Errorf("the restore dialog's title is %q, want %q", title, want)
+	}
+	if focused := evalJS[string](t, p, `document.activeElement ? document.activeElement.id : ""`); focused != "dialog-cancel" {
+		t.Errorf("the restore dialog opens with focus on %q, want dialog-cancel", focused)
+	}
+	p.do(t, "confirm the restore", chromedp.Click(chromedp.ID("dialog-confirm")))
+	e := events.next(t, "memory.restored", `"version":"`+version+`"`)
+	if !strings.Contains(e.Data, `"by":"console"`) {
+		t.Errorf("memory.restored = %s, want by console", e.Data)
+	}
+	p.waitTrue(t, "the dialog closed", `!document.getElementById("dialog").open`)
+	if text, _ := s.Folder.ReadMemory(); text != "- lesson 1\n" {
+		t.Errorf("Memory.md = %q after the restore, want lesson 1", text)
+	}
+}

@@ -202,7 +202,9 @@
       $("dialog-cancel").addEventListener("click", onCancel);
       dlg.addEventListener("cancel", onCancel);
       dlg.showModal();
-      const first = fields.length ? inputs[fields[0].name] : ok;
+      // A danger dialog, or one without fields, opens on Cancel: a second
+      // Enter (the one that opened it, repeated) must not confirm it.
+      const first = danger || !fields.length ? $("dialog-cancel") : inputs[fields[0].name];
       first.focus();
     });
   }
@@ -411,14 +413,19 @@
     return list.sort((a, b) => severity(a) - severity(b) || name(a, b));
   }
 
-  // rowCache keeps each desk's row and the status it shows: a row is
-  // rebuilt only when its desk's status changed, and rows move only when
+  // rowCache keeps each desk's row and what it shows (the status, the
+  // desk's last error, the time zone of its times): a row is rebuilt only
+  // when one of them changed, and rows move only when
   // the order did, so a button never vanishes under the operator's
   // pointer, nor loses focus, because another desk's event came in.
   const rowCache = new Map();
 
   function rowOf(s) {
-    const key = JSON.stringify(Object.assign({}, s, { as_of: undefined }));  // as_of changes at every fetch
+    const key = JSON.stringify([
+      Object.assign({}, s, { as_of: undefined }),  // as_of changes at every fetch
+      state.lastError.get(s.name) || null,
+      state.timeZone,
+    ]);
     const had = rowCache.get(s.name);
     if (had && had.key === key) return had.tr;
     const tr = deskRow(s);
@@ -578,21 +585,49 @@
     c.textContent = text;
   }
 
+  // A closed stream is retried after RETRY_FIRST ms, doubling up to
+  // RETRY_MAX while deskd cannot be reached or fails (status 0 or >= 500);
+  // the delay starts over once the stream is live again.
+  const RETRY_FIRST = 3000;
+  const RETRY_MAX = 60000;
+  let retryDelay = RETRY_FIRST;
+
   function connect() {
     if (state.source) state.source.close();
     const src = new EventSource("/v1/events?backlog=1");
     state.source = src;
     setConn("wait", "connecting…");
-    src.onopen = () => { setConn("live", "● live"); scheduleFull(); };
+    src.onopen = () => { retryDelay = RETRY_FIRST; setConn("live", "● live"); scheduleFull(); };
     src.onerror = () => {
       if (src.readyState === EventSource.CLOSED) {
-        setConn("off", "disconnected");
         // A closed stream (401, a restart): check the credential, then retry.
-        setTimeout(async () => { if (state.source === src && (await whoami())) connect(); }, 3000);
+        setConn("wait", "reconnecting…");
+        retry(src);
       } else setConn("wait", "reconnecting…");
     };
     src.onmessage = onEvent;
     for (const t of TOPICS) src.addEventListener(t, onEvent);
+  }
+
+  // retry checks the credential after retryDelay and opens the stream
+  // again; while deskd cannot be reached or fails it tries again, the
+  // delay doubling. A 401 shows the sign-in form (api does), which ends
+  // the retries, as does a newer stream than src.
+  function retry(src) {
+    const delay = retryDelay;
+    retryDelay = Math.min(retryDelay * 2, RETRY_MAX);
+    setTimeout(async () => {
+      if (state.source !== src) return;
+      const c = await credential();
+      if (state.source !== src) return;
+      if (c.ok) { connect(); return; }
+      if (c.status === 0 || c.status >= 500) {
+        setConn("wait", "reconnecting… (deskd " + (c.status ? "answers " + c.status : "cannot be reached") + "; next try in " + Math.round(retryDelay / 1000) + " s)");
+        retry(src);
+        return;
+      }
+      setConn("off", "disconnected");
+    }, delay);
   }
 
   // ---- desk page ---------------------------------------------------------
@@ -609,6 +644,13 @@
   function scheduleDeskPart(part) {
     if (partTimers[part]) return;
     partTimers[part] = setTimeout(() => { partTimers[part] = 0; DESK_PARTS[part](state.route.desk); }, 400);
+  }
+
+  // onDesk reports whether desk name's page is still the one open: a
+  // loader checks it after each await, so that a slow answer for one desk
+  // never lands on another desk's page (nor its buttons act on the first).
+  function onDesk(name) {
+    return state.route.view === "desk" && state.route.desk === name;
   }
 
   function notAvailable(box, res) {
@@ -663,6 +705,7 @@
   async function loadTranscript(name) {
     const box = $("dv-transcript");
     const res = await api("GET", deskPath(name, "/sessions/current/transcript"));
+    if (!onDesk(name)) return;
     if (!res.ok) { notAvailable(box, res); return; }
     const entries = (res.data && res.data.entries) || [];
     clear(box);
@@ -681,6 +724,7 @@
   async function loadSessions(name) {
     const box = $("dv-sessions");
     const res = await api("GET", deskPath(name, "/sessions"));
+    if (!onDesk(name)) return;
     if (!res.ok) { notAvailable(box, res); return; }
     const list = [...((res.data && res.data.sessions) || [])].reverse();
     clear(box);
@@ -705,6 +749,7 @@
 
   async function showVersion(name, v) {
     const res = await api("GET", deskPath(name, "/memory/versions/" + encodeURIComponent(v.id)));
+    if (!onDesk(name)) return;
     $("dv-diff-box").hidden = false;
     $("dv-diff-h").textContent = "Diff from version " + v.id + " to the current Memory.md";
     if (!res.ok) { clear($("dv-diff")).append(res.error); return; }
@@ -713,12 +758,12 @@
 
   function restoreVersion(name, v) {
     return ask({
-      title: "Restore Memory.md version " + v.id,
+      title: "Restore desk " + name + "'s Memory.md to version " + v.id + "?",
       message: "The current Memory.md is kept as a version of its own, so this can be undone.",
       confirm: "Restore",
       danger: true,
       run: async () => {
-        const res = await api("POST", deskPath(name, "/memory/restore"), { version: v.id });
+        const res = await api("POST", deskPath(name, "/memory/restore"), { version: v.id, by: state.by });
         if (res.ok) { toast("Restored " + res.data.restored + "; the replaced text is kept as " + res.data.kept_as + "."); loadMemory(name); }
         return res;
       },
@@ -727,6 +772,7 @@
 
   async function loadMemory(name) {
     const res = await api("GET", deskPath(name, "/memory"));
+    if (!onDesk(name)) return;
     const mem = $("dv-memory");
     const vs = clear($("dv-versions"));
     if (!res.ok) { notAvailable(mem, res); return; }
@@ -745,6 +791,7 @@
   async function loadNotes(name) {
     const date = $("dv-notes-date").value;
     const res = await api("GET", deskPath(name, "/notes" + (date ? "?date=" + encodeURIComponent(date) : "")));
+    if (!onDesk(name)) return;
     const box = $("dv-notes");
     if (!res.ok) { notAvailable(box, res); return; }
     if (!date && res.data.date) $("dv-notes-date").value = res.data.date;
@@ -754,6 +801,7 @@
   async function loadSummaries(name) {
     const box = $("dv-summaries");
     const res = await api("GET", deskPath(name, "/summaries"));
+    if (!onDesk(name)) return;
     if (!res.ok) { notAvailable(box, res); return; }
     const list = res.data.summaries || [];
     clear(box);
@@ -767,12 +815,12 @@
 
   function undoChange(name, c) {
     return ask({
-      title: "Undo the curator's change " + c.id,
+      title: "Undo the curator's change " + c.id + " on desk " + name + "?",
       message: c.action + " " + c.skill + (c.reason ? ": " + c.reason : ""),
       confirm: "Undo change",
       danger: true,
       run: async () => {
-        const res = await api("POST", deskPath(name, "/skills/undo"), { change: c.id });
+        const res = await api("POST", deskPath(name, "/skills/undo"), { change: c.id, by: state.by });
         if (res.ok) { toast("Undone: " + c.action + " " + c.skill + "."); loadSkills(name); }
         return res;
       },
@@ -783,6 +831,7 @@
     const box = $("dv-skills");
     const ch = $("dv-changes");
     const res = await api("GET", deskPath(name, "/skills"));
+    if (!onDesk(name)) return;
     if (!res.ok) { notAvailable(box, res); clear(ch); return; }
     const skills = res.data.skills || [];
     const changes = res.data.changes || [];
@@ -844,20 +893,27 @@
     $("signin-token").focus();
   }
 
-  // whoami reports whether the console has a credential; it shows who.
-  async function whoami() {
+  // credential asks deskd whether the console has a credential, showing
+  // who, and returns {ok, status}: status is the failed call's (0 when
+  // deskd could not be reached).
+  async function credential() {
     const res = await api("GET", "/v1/whoami");
     if (res.ok) {
       const d = res.data || {};
       $("who").textContent = (d.credential || "operator") + (d.via ? " · via " + d.via : "");
       $("signout").hidden = d.via !== "cookie";
-      return true;
+      return { ok: true, status: res.status };
     }
-    if (res.status === 401) return false;
+    if (res.status === 401) return { ok: false, status: 401 };
     // No whoami on this deskd: the desks list says whether a credential is needed.
     const probe = await api("GET", "/v1/desks");
-    if (probe.ok) { $("who").textContent = "operator"; return true; }
-    return false;
+    if (probe.ok) { $("who").textContent = "operator"; return { ok: true, status: probe.status }; }
+    return { ok: false, status: probe.status };
+  }
+
+  // whoami reports whether the console has a credential; it shows who.
+  async function whoami() {
+    return (await credential()).ok;
   }
 
   async function start() {
@@ -903,6 +959,7 @@
     const out = $("dv-trigger-result");
     if (!text) { out.textContent = "Write the trigger's text first."; return; }
     const res = await api("POST", deskPath(name, "/triggers"), { text, kind: "manual" });
+    if (!onDesk(name)) return;
     if (!res.ok) { out.textContent = "Refused: " + res.error; out.className = "error-text small"; return; }
     out.className = "muted small";
     out.textContent = "Queued as " + (res.data && res.data.id ? res.data.id : "a trigger") + ".";
