@@ -121,6 +121,7 @@ func TryPublish(js jetstream.JetStream, subject, id, body string) (*jetstream.Pu
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("natstest: publish %s on %s: %w", id, subject, err)
 		}
+		<-time.After(50 * time.Millisecond) // "no responders" fails at once: do not spin a core until the stream is there
 	}
 }
 

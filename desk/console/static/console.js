@@ -202,9 +202,11 @@
       $("dialog-cancel").addEventListener("click", onCancel);
       dlg.addEventListener("cancel", onCancel);
       dlg.showModal();
-      // A danger dialog, or one without fields, opens on Cancel: a second
-      // Enter (the one that opened it, repeated) must not confirm it.
-      const first = danger || !fields.length ? $("dialog-cancel") : inputs[fields[0].name];
+      // A dialog without fields opens on Cancel: a second Enter (the one
+      // that opened it, repeated) must not confirm it. One with fields
+      // opens on its first field (the kill switch's reason), where Enter
+      // confirms nothing either.
+      const first = !fields.length ? $("dialog-cancel") : inputs[fields[0].name];
       first.focus();
     });
   }
