@@ -469,10 +469,20 @@ func TestAttackGetsChangeNothing(t *testing.T) {
 	if after := snapshot(t, state); after != before {
 		t.Errorf("GETs changed the state folder:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	select {
-	case e := <-h.Events:
-		t.Errorf("a GET announced %s: %+v", e.Topic(), e)
-	default:
+	// A sentinel published after the GETs comes after anything they
+	// announced: every event before it is a GET's.
+	event.Publish(h.Bus, event.DeskStopped{Header: event.Header{At: h.Clock.Now(), Desk: "sentinel"}, Reason: "sentinel"})
+	for done := false; !done; {
+		select {
+		case e := <-h.Events:
+			if s, ok := e.(event.DeskStopped); ok && s.Desk == "sentinel" {
+				done = true
+			} else {
+				t.Errorf("a GET announced %s: %+v", e.Topic(), e)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the sentinel event did not arrive within 10s")
+		}
 	}
 	if h.Desk.Paused() != nil {
 		t.Errorf("a GET paused the desk")
