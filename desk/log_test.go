@@ -40,6 +40,23 @@ func (l lines) next(t *testing.T) map[string]any {
 	}
 }
 
+// logLine is the log line, as JSON, of the one event pub publishes on
+// the bus of a daemon's logger at info in loc, its clock at at.
+func logLine(t *testing.T, loc *time.Location, at time.Time, pub func(*event.Bus)) map[string]any {
+	t.Helper()
+	out := make(lines, 4)
+	log, _, err := desk.NewLogger(config.Log{Level: "info", Format: "json"}, loc, out, clock.NewFake(at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := event.New()
+	defer b.Close()
+	stop := desk.LogEvents(b, log, loc)
+	defer stop()
+	pub(b)
+	return out.next(t)
+}
+
 func kolkata(t *testing.T) *time.Location {
 	t.Helper()
 	loc, err := time.LoadLocation("Asia/Kolkata")
@@ -84,17 +101,7 @@ func TestLogEventsSentences(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := make(lines, 4)
-			log, _, err := desk.NewLogger(config.Log{Level: "info", Format: "json"}, ist, out, clock.NewFake(at))
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := event.New()
-			stop := desk.LogEvents(b, log, ist)
-			tt.pub(b)
-			m := out.next(t)
-			stop()
-			b.Close()
+			m := logLine(t, ist, at, tt.pub)
 			if m["event"] != tt.topic || m["message"] != tt.want {
 				t.Errorf("line event %q message %q, want %q %q", m["event"], m["message"], tt.topic, tt.want)
 			}

@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deskd/deskd/config"
-	"github.com/deskd/deskd/desk"
-	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 )
 
@@ -30,17 +27,7 @@ func TestLogNATSOutboxEvents(t *testing.T) {
 			event.Publish(b, event.NATSOutboxDrained{Header: event.Header{At: at}, Since: at.Add(-time.Hour), Dropped: 7})
 		}, "info", "nats.outbox_drained", "the NATS event outbox has drained (full since 2026-03-02 09:00:00); 7 events dropped"},
 	} {
-		out := make(lines, 4)
-		log, _, err := desk.NewLogger(config.Log{Level: "info", Format: "json"}, ist, out, clock.NewFake(at))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := event.New()
-		stop := desk.LogEvents(b, log, ist)
-		tt.pub(b)
-		m := out.next(t)
-		stop()
-		b.Close()
+		m := logLine(t, ist, at, tt.pub)
 		if m["event"] != tt.topic || m["message"] != tt.want || m["level"] != tt.level {
 			t.Errorf("line %v, want event %q level %q message %q", m, tt.topic, tt.level, tt.want)
 		}
