@@ -117,6 +117,9 @@ type Config struct {
 	Desks map[string]*Desk
 	// NATS is the nats section (nats.go); nil: NATS is off.
 	NATS *NATS
+	// MCPServers is the MCP servers desks may call tools on (mcp_servers,
+	// mcp.go), by server name.
+	MCPServers map[string]*MCPServer
 }
 
 // Log is the logging settings of the main file.
@@ -207,6 +210,9 @@ type Desk struct {
 	CompactAtTokens int
 	// Tools are the desk's command tools (tools), beside the built-in ones.
 	Tools []Tool
+	// MCP is the tools the desk may call on MCP servers (mcp, mcp.go), by
+	// server name; each server is one of Config.MCPServers.
+	MCP map[string]DeskMCP
 	// Memory guards the folds into Memory.md (memory).
 	Memory MemoryGuard
 	// PausedTriggers is what the desk does with triggers while an operator

@@ -103,6 +103,22 @@ func Describe(e event.Event, loc *time.Location) string {
 		s = fmt.Sprintf("nats message %q on %s refused (terminated): %s", e.MsgID, e.Subject, e.Reason)
 	case event.NATSBackpressure:
 		s = fmt.Sprintf("nats trigger %s handed back, to come again in %s (%s): %s", e.Trigger, time.Duration(e.DelayMS)*time.Millisecond, e.Reason, e.Error)
+	case event.ToolCalled:
+		s = describeToolCalled(e)
+	case event.ApprovalRequested:
+		s = fmt.Sprintf("tool call %s (%s) waits for an operator's approval until %s: deskd approve %s %s, or deny", e.ID, e.Tool, e.ExpiresAt.In(loc).Format(time.DateTime), e.Desk, e.ID)
+	case event.ApprovalDecided:
+		s = fmt.Sprintf("tool call %s (%s) %s by %s", e.ID, e.Tool, e.Outcome, e.By)
+		if e.Reason != "" {
+			s += ": " + e.Reason
+		}
+	case event.MCPServerUp:
+		s = fmt.Sprintf("MCP server %s is up with %s", e.Server, termsafe.Plural(e.Tools, "tool"))
+	case event.MCPServerDown:
+		s = fmt.Sprintf("MCP server %s is down: %s", e.Server, e.Error)
+		if !e.RetryAt.IsZero() {
+			s += "; next try at " + e.RetryAt.In(loc).Format(time.DateTime)
+		}
 	default:
 		return e.Topic()
 	}
@@ -176,4 +192,13 @@ func describeOutboxFull(e event.NATSOutboxFull) string {
 		return fmt.Sprintf("the NATS event outbox cannot keep events (%s); new events are dropped until it drains (%s waiting)", e.Error, termsafe.Plural(e.Waiting, "event"))
 	}
 	return fmt.Sprintf("the NATS event outbox is full (%d bytes); new events are dropped until it drains (%s waiting)", e.MaxBytes, termsafe.Plural(e.Waiting, "event"))
+}
+
+// describeToolCalled says what became of one tool call.
+func describeToolCalled(e event.ToolCalled) string {
+	s := fmt.Sprintf("tool %s %s in %s", e.Tool, e.Outcome, time.Duration(e.DurationMS)*time.Millisecond)
+	if e.Error != "" {
+		s += ": " + e.Error
+	}
+	return s
 }

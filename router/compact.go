@@ -119,7 +119,7 @@ func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, curren
 	}
 	window := r.set.Route[0].ContextWindow
 	var noteTool []Tool
-	for _, t := range r.set.Tools {
+	for _, t := range r.tools {
 		if t.Spec.Name == "note" {
 			noteTool = append(noteTool, t)
 		}
@@ -167,10 +167,11 @@ func (r *Router) Context(summary string) (ContextReport, error) {
 	if r.exchanges > 0 {
 		summary = ""
 	}
+	r.refreshToolsLocked()
 	rep := ContextReport{
 		Desk: r.desk, Session: r.cur.Session, Model: r.set.Route[0].Name, Scripted: r.set.Route[0].Scripted(),
 		Window: r.set.Route[0].ContextWindow, Estimate: true,
-		Sources: contextReport(r.set.Instructions, mem, index, summary, r.checkpoint, r.history, r.set.Tools),
+		Sources: contextReport(r.set.Instructions, mem, index, summary, r.checkpoint, r.history, r.tools),
 	}
 	for _, s := range rep.Sources {
 		rep.Total += s.Tokens

@@ -165,6 +165,9 @@ type Settings struct {
 	Instructions string
 	// Tools are the tools the desk's model may call (see BuiltinTools).
 	Tools []Tool
+	// Toolsets are tools that may change between turns (an MCP server's):
+	// each turn offers Tools and what each Toolset gives at its start.
+	Toolsets []Toolset
 	// MaxToolRounds bounds the tool rounds of one turn (default
 	// DefaultMaxToolRounds).
 	MaxToolRounds int
@@ -279,6 +282,11 @@ type Router struct {
 	// can ask while a turn holds mu.
 	unreadableMu sync.Mutex
 	unreadable   map[string]unreadableFile
+
+	// tools are the tools of the current turn (refreshToolsLocked), and
+	// toolNotes what the system prompt says of the unavailable ones.
+	tools     []Tool
+	toolNotes []string
 }
 
 // New returns a router with no session; call RestoreSession first.
@@ -312,7 +320,20 @@ func (r *Router) Configure(s Settings) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.set = s
+	r.refreshToolsLocked()
 	return nil
+}
+
+// refreshToolsLocked takes the tools of the next turn: the settings' own,
+// and what each toolset offers now, with its notes for the system prompt.
+func (r *Router) refreshToolsLocked() {
+	tools := append([]Tool(nil), r.set.Tools...)
+	var notes []string
+	for _, ts := range r.set.Toolsets {
+		tools = append(tools, ts.Tools()...)
+		notes = append(notes, ts.Notes()...)
+	}
+	r.tools, r.toolNotes = tools, notes
 }
 
 // Primary returns the desk's own model, the first of its route.
@@ -793,6 +814,7 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 	}
 	now := r.clock.Now()
 	r.moveMarkLocked(now)
+	r.refreshToolsLocked()
 	if marker := r.dayMarkerLocked(now); marker != "" {
 		t.Text = marker + "\n" + t.Text
 	}
@@ -815,7 +837,7 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "compaction.failed", Trigger: t.ID, Text: err.Error()})
 	}
 	start := r.clock.Now()
-	turn, reply, err := r.loopLocked(ctx, t.ID, TaskTurn, []Message{user}, r.set.Tools, r.set.MaxToolRounds, false)
+	turn, reply, err := r.loopLocked(ctx, t.ID, TaskTurn, []Message{user}, r.tools, r.set.MaxToolRounds, false)
 	reply.Duration = r.clock.Now().Sub(start)
 	if err != nil {
 		var be *BudgetError
@@ -904,26 +926,58 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 			return turn, reply, nil
 		}
 		for i, call := range calls {
-			var result string
-			var isErr bool
-			if fault, bad := argumentsFault(call); bad && i < r.set.MaxToolCalls {
-				result, isErr = fault, true // not run: the model hears why
-			} else if i < r.set.MaxToolCalls {
-				result, isErr = runTool(ctx, r.set.Tools, runnable, call)
+			msg, ran, err := r.answerCallLocked(ctx, trigger, runnable, call, i, len(calls), silent)
+			if err != nil {
+				return turn, reply, err
+			}
+			if ran {
 				reply.ToolCalls++
-			} else {
-				result, isErr = notRun(call, len(calls), r.set.MaxToolCalls), true
 			}
-			if err := r.appendLocked(memory.Record{
-				Type: memory.RecordTool, At: r.clock.Now(), Role: RoleTool, Text: result, Trigger: trigger,
-				ToolCallID: call.ID, ToolName: call.Name, IsError: isErr, Silent: silent,
-			}); err != nil {
-				return turn, reply, fmt.Errorf("record tool result for %s: %w", trigger, err)
-			}
-			turn = append(turn, Message{Role: RoleTool, Text: result, ToolCallID: call.ID, ToolName: call.Name, IsError: isErr})
+			turn = append(turn, msg)
 		}
 	}
 }
+
+// answerCallLocked answers the i-th of an answer's n tool calls: it runs
+// the call (or says why not), records the operator's decision on it if it
+// waited for one, then its result with how long it took, and announces
+// tool.called. It returns the result's message, and whether the call was
+// put to its tool (not refused for its arguments or the cap on calls).
+func (r *Router) answerCallLocked(ctx context.Context, trigger string, runnable []Tool, call ToolCall, i, n int, silent bool) (msg Message, ran bool, err error) {
+	start := r.clock.Now()
+	var ans toolAnswer
+	if fault, bad := argumentsFault(call); bad && i < r.set.MaxToolCalls {
+		ans = toolAnswer{result: fault, isError: true, outcome: OutcomeRefused} // not run: the model hears why
+	} else if i < r.set.MaxToolCalls {
+		ans, ran = runTool(ctx, r.tools, runnable, call, GateCall{Desk: r.desk, Session: r.cur.Session, Trigger: trigger}), true
+	} else {
+		ans = toolAnswer{result: notRun(call, n, r.set.MaxToolCalls), isError: true, outcome: OutcomeRefused}
+	}
+	if d := ans.decision; d != nil {
+		data, _ := json.Marshal(d)
+		if err := r.appendLocked(memory.Record{
+			Type: memory.RecordEvent, At: d.DecidedAt, Kind: RecordApproval, Trigger: trigger, Text: d.Outcome + " by " + d.By,
+			ToolCallID: call.ID, ToolName: call.Name, Silent: silent, Data: data,
+		}); err != nil {
+			return Message{}, ran, fmt.Errorf("record the decision on tool call %s for %s: %w", call.ID, trigger, err)
+		}
+	}
+	end := r.clock.Now()
+	if err := r.appendLocked(memory.Record{
+		Type: memory.RecordTool, At: end, Role: RoleTool, Text: ans.result, Trigger: trigger,
+		ToolCallID: call.ID, ToolName: call.Name, IsError: ans.isError, Silent: silent, DurationMS: end.Sub(start).Milliseconds(),
+	}); err != nil {
+		return Message{}, ran, fmt.Errorf("record tool result for %s: %w", trigger, err)
+	}
+	called := event.ToolCalled{Header: event.Header{At: end, Desk: r.desk}, Session: r.cur.Session, Trigger: trigger, Call: call.ID,
+		Tool: call.Name, Server: ans.server, Outcome: ans.outcome, DurationMS: end.Sub(start).Milliseconds()}
+	if ans.isError {
+		called.Error = cutText(firstLine(ans.result), 200)
+	}
+	event.Publish(r.bus, called)
+	return Message{Role: RoleTool, Text: ans.result, ToolCallID: call.ID, ToolName: call.Name, IsError: ans.isError}, ran, nil
+}
+
 
 // Summarise asks the desk's model, in the current session, for a summary
 // of the session of trading date date. It makes one call (with the route's
@@ -1055,7 +1109,7 @@ func (r *Router) answerModelLocked(ctx context.Context, req Request) (string, Mo
 func (r *Router) requestLocked(task Task, msgs []Message, callable bool) Request {
 	withWireCaches(r.history)
 	withWireCaches(msgs)
-	req := Request{Task: task, System: r.systemLocked(), Messages: append(append([]Message(nil), r.history...), msgs...), Tools: specs(r.set.Tools),
+	req := Request{Task: task, System: r.systemLocked(), Messages: append(append([]Message(nil), r.history...), msgs...), Tools: specs(r.tools),
 		Prefix: len(r.history), CacheKey: cacheKey(r.desk)}
 	if !callable {
 		req.ToolChoice = ToolChoiceNone
@@ -1164,7 +1218,7 @@ func (r *Router) systemLocked() string {
 		mem = ""
 	}
 	var skills string
-	if offers(r.set.Tools, "skill_read") {
+	if offers(r.tools, "skill_read") {
 		skills = skillsIndex(r.folder, found)
 	}
 	r.noteUnreadable(found)
@@ -1178,7 +1232,11 @@ func (r *Router) systemLocked() string {
 	if skills != "" {
 		skills = "## Your skills (read one with skill_read)\n\n" + skills
 	}
-	return joinNonEmpty("\n\n", r.set.Instructions, mem, skills, checkpoint)
+	var unavailable string
+	if len(r.toolNotes) > 0 {
+		unavailable = "## Tools unavailable now\n\n" + strings.Join(r.toolNotes, "\n")
+	}
+	return joinNonEmpty("\n\n", r.set.Instructions, mem, skills, unavailable, checkpoint)
 }
 
 // Unreadable is a file a desk's prompt should carry, Memory.md or a skill,

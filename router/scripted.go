@@ -45,13 +45,19 @@ func (Scripted) Complete(ctx context.Context, req Request) (Response, error) {
 			return Response{ToolCalls: []ToolCall{call}, Usage: estimateUsage(req, ""), ModelID: string(ScriptedProvider)}, nil
 		}
 		text = fmt.Sprintf("%s Received: %q", ScriptedLabel, subject(lastUserText(req.Messages)))
+		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == RoleTool {
+			last := req.Messages[n-1]
+			text += fmt.Sprintf(" Tool %s answered: %q", last.ToolName, cutText(firstLine(last.Text), 200))
+		}
 	}
 	return Response{Text: text, Usage: estimateUsage(req, text), ModelID: string(ScriptedProvider)}, nil
 }
 
-// scriptedNote makes the scripted model call the note tool for a message
-// whose own text has a line "NOTE: ...", once per turn: a way to rehearse
-// the tool loop offline.
+// scriptedNote makes the scripted model call a tool for a message whose
+// own text has a line "NOTE: ..." (the note tool, with that text) or
+// "CALL: <tool> {json arguments}" (any tool the request offers), once per
+// turn: a way to rehearse the tool loop, MCP tools and approvals
+// included, offline.
 func scriptedNote(req Request) (ToolCall, bool) {
 	n := len(req.Messages)
 	if n == 0 || req.Messages[n-1].Role != RoleUser {
@@ -60,17 +66,29 @@ func scriptedNote(req Request) (ToolCall, bool) {
 	if req.ToolChoice == ToolChoiceNone {
 		return ToolCall{}, false
 	}
-	offered := false
-	for _, t := range req.Tools {
-		offered = offered || t.Name == "note"
-	}
-	if !offered {
-		return ToolCall{}, false
+	offered := func(name string) bool {
+		for _, t := range req.Tools {
+			if t.Name == name {
+				return true
+			}
+		}
+		return false
 	}
 	for _, line := range strings.Split(triggers.OwnText(req.Messages[n-1].Text), "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "NOTE:"); ok && strings.TrimSpace(rest) != "" {
+		line = strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(line, "NOTE:"); ok && strings.TrimSpace(rest) != "" && offered("note") {
 			args, _ := json.Marshal(map[string]string{"text": strings.TrimSpace(rest)})
 			return ToolCall{ID: "scripted-note-1", Name: "note", Arguments: args}, true
+		}
+		if rest, ok := strings.CutPrefix(line, "CALL:"); ok {
+			name, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
+			args = strings.TrimSpace(args)
+			if args == "" {
+				args = "{}"
+			}
+			if name != "" && offered(name) {
+				return ToolCall{ID: "scripted-call-1", Name: name, Arguments: json.RawMessage(args)}, true
+			}
 		}
 	}
 	return ToolCall{}, false

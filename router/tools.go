@@ -58,6 +58,12 @@ type Tool struct {
 	// MaxResult caps the bytes of the result (or error) sent back; 0 means
 	// DefaultMaxToolResult. A longer one is cut, and says so.
 	MaxResult int
+	// Gate, when set, decides before each call whether it runs (an
+	// operator's approval, a day's limit); nil runs every call.
+	Gate Gate
+	// Server is the MCP server the tool is on; "" for the built-in and
+	// command tools.
+	Server string
 }
 
 // CommandTool is an operator-defined tool: an argv command (no shell) that
@@ -275,11 +281,22 @@ func SkillsIndex(folder *memory.Folder) (string, error) {
 	return b.String(), nil
 }
 
-// runTool checks a call's arguments against its tool's schema and runs
-// it, if it is one of runnable (the others of defined are not available in
-// this turn). The result is cut at the tool's cap. Every failure becomes
-// the tool's result, never the turn's.
-func runTool(ctx context.Context, defined, runnable []Tool, call ToolCall) (result string, isError bool) {
+// toolAnswer is what became of one tool call: the result the model
+// hears, whether it is an error, the call's outcome, and the operator's
+// decision when it waited for one.
+type toolAnswer struct {
+	result   string
+	isError  bool
+	outcome  string
+	server   string
+	decision *Decision
+}
+
+// runTool checks a call's arguments against its tool's schema, asks the
+// tool's gate, and runs it, if it is one of runnable (the others of
+// defined are not available in this turn). The result is cut at the
+// tool's cap. Every failure becomes the tool's result, never the turn's.
+func runTool(ctx context.Context, defined, runnable []Tool, call ToolCall, gc GateCall) toolAnswer {
 	for _, t := range runnable {
 		if t.Spec.Name != call.Name {
 			continue
@@ -293,13 +310,27 @@ func runTool(ctx context.Context, defined, runnable []Tool, call ToolCall) (resu
 			args = json.RawMessage("{}")
 		}
 		if err := checkArgs(t.Spec.Schema, args); err != nil {
-			return capResult("error: bad arguments for "+call.Name+": "+err.Error(), limit), true
+			return toolAnswer{result: capResult("error: bad arguments for "+call.Name+": "+err.Error(), limit), isError: true,
+				outcome: OutcomeRefused, server: t.Server}
+		}
+		var decision *Decision
+		if t.Gate != nil {
+			gc.ID, gc.Tool, gc.Arguments = call.ID, call.Name, args
+			v := t.Gate(ctx, gc)
+			decision = v.Decision
+			if !v.Run {
+				outcome := v.Outcome
+				if outcome == "" {
+					outcome = OutcomeRefused
+				}
+				return toolAnswer{result: capResult(v.Result, limit), isError: true, outcome: outcome, server: t.Server, decision: decision}
+			}
 		}
 		out, err := safeRun(ctx, t, args)
 		if err != nil {
-			return capResult("error: "+err.Error(), limit), true
+			return toolAnswer{result: capResult("error: "+err.Error(), limit), isError: true, outcome: OutcomeError, server: t.Server, decision: decision}
 		}
-		return capResult(out, limit), false
+		return toolAnswer{result: capResult(out, limit), outcome: OutcomeOK, server: t.Server, decision: decision}
 	}
 	for _, t := range defined {
 		if t.Spec.Name == call.Name {
@@ -307,10 +338,16 @@ func runTool(ctx context.Context, defined, runnable []Tool, call ToolCall) (resu
 			for _, t := range runnable {
 				names = append(names, t.Spec.Name)
 			}
-			return fmt.Sprintf("error: %s is not available in this turn; only %s may be called", call.Name, strings.Join(names, ", ")), true
+			return toolAnswer{result: fmt.Sprintf("error: %s is not available in this turn; only %s may be called", call.Name, strings.Join(names, ", ")),
+				isError: true, outcome: OutcomeRefused, server: t.Server}
 		}
 	}
-	return "error: no tool named " + call.Name, true
+	names := make([]string, 0, len(runnable))
+	for _, t := range runnable {
+		names = append(names, t.Spec.Name)
+	}
+	return toolAnswer{result: fmt.Sprintf("error: no tool named %s; the tools you may call are %s", call.Name, strings.Join(names, ", ")),
+		isError: true, outcome: OutcomeRefused}
 }
 
 // capResult cuts a tool's result at limit bytes.

@@ -1,6 +1,9 @@
 package event
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // This file is the catalogue of deskd's events: every topic and its payload.
 // README.md lists the same topics; keep the two in step.
@@ -532,6 +535,88 @@ type NATSBackpressure struct {
 // Topic returns "nats.backpressure".
 func (NATSBackpressure) Topic() string { return "nats.backpressure" }
 
+// ToolCalled: a desk's model called a tool and deskd answered the call:
+// it ran (Outcome ok or error), or it did not (refused: not allowed, over
+// its day's limit, its server unavailable; denied or expired: waiting for
+// an operator's approval). Server is the MCP server of an mcp__ tool, ""
+// for the built-in and command tools. DurationMS is how long the call
+// took, approval wait included.
+type ToolCalled struct {
+	Header
+	Session    string `json:"session,omitempty"`
+	Trigger    string `json:"trigger,omitempty"`
+	Call       string `json:"call"`
+	Tool       string `json:"tool"`
+	Server     string `json:"server,omitempty"`
+	Outcome    string `json:"outcome"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Topic returns "tool.called".
+func (ToolCalled) Topic() string { return "tool.called" }
+
+// ApprovalRequested: a desk's model called a tool that needs an operator's
+// approval (its desk file's approve list); the call waits, until
+// ExpiresAt at the latest, for POST .../approvals/{id}/approve or deny.
+type ApprovalRequested struct {
+	Header
+	ID        string          `json:"id"`
+	Trigger   string          `json:"trigger,omitempty"`
+	Call      string          `json:"call"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	ExpiresAt time.Time       `json:"expires_at"`
+}
+
+// Topic returns "approval.requested".
+func (ApprovalRequested) Topic() string { return "approval.requested" }
+
+// ApprovalDecided: a waiting call was approved (it runs), denied or
+// expired (the model hears so, and it does not run). By is the operator
+// who decided ("deskd" for an expiry, the pauser for a paused desk's
+// denial); Reason says why, where one was given.
+type ApprovalDecided struct {
+	Header
+	ID       string `json:"id"`
+	Trigger  string `json:"trigger,omitempty"`
+	Call     string `json:"call"`
+	Tool     string `json:"tool"`
+	Outcome  string `json:"outcome"`
+	By       string `json:"by"`
+	Reason   string `json:"reason,omitempty"`
+	WaitedMS int64  `json:"waited_ms"`
+}
+
+// Topic returns "approval.decided".
+func (ApprovalDecided) Topic() string { return "approval.decided" }
+
+// MCPServerUp: deskd is connected to an MCP server (mcp_servers) and has
+// its tool list; Tools counts them. Restarts counts the restarts since
+// deskd started it first.
+type MCPServerUp struct {
+	Header
+	Server   string `json:"server"`
+	Tools    int    `json:"tools"`
+	Restarts int    `json:"restarts"`
+}
+
+// Topic returns "mcp.server.up".
+func (MCPServerUp) Topic() string { return "mcp.server.up" }
+
+// MCPServerDown: an MCP server could not be started or reached, or went
+// away: the desks that use it run on without its tools (their models are
+// told) until it is back. RetryAt is when deskd tries again.
+type MCPServerDown struct {
+	Header
+	Server  string    `json:"server"`
+	Error   string    `json:"error"`
+	RetryAt time.Time `json:"retry_at,omitzero"`
+}
+
+// Topic returns "mcp.server.down".
+func (MCPServerDown) Topic() string { return "mcp.server.down" }
+
 // Topics lists every topic of the catalogue, in the order above.
 func Topics() []string {
 	return []string{
@@ -546,5 +631,6 @@ func Topics() []string {
 		MemoryUnreadable{}.Topic(),
 		TriggerAcknowledged{}.Topic(), MemoryRestored{}.Topic(), SkillsUndone{}.Topic(),
 		NATSOutboxFull{}.Topic(), NATSOutboxDrained{}.Topic(), NATSRejected{}.Topic(), NATSBackpressure{}.Topic(),
+		ToolCalled{}.Topic(), ApprovalRequested{}.Topic(), ApprovalDecided{}.Topic(), MCPServerUp{}.Topic(), MCPServerDown{}.Topic(),
 	}
 }
