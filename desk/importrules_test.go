@@ -52,7 +52,16 @@ var allowedImports = map[string][]string{
 	// packages that own each setting.
 	"config": {"curator", "desk/clock", "keeper", "memory", "memory/durable", "router", "triggers"},
 	// desk runs one desk and the set of desks, on a config plan.
-	"desk": {"config", "curator", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory", "memory/durable", "router", "triggers"},
+	"desk": {"config", "curator", "desk/approval", "desk/calllimit", "desk/clock", "desk/event", "desk/mcphost", "desk/termsafe", "keeper",
+		"memory", "memory/durable", "router", "triggers"},
+	// A desk's tools that act: MCP servers (started, supervised, their
+	// tools offered), the calls that wait for an operator, and the day's
+	// limits on calls.
+	"desk/mcphost":   {"config", "desk/clock", "desk/event", "router"},
+	"desk/approval":  {"desk/clock", "desk/event", "router"},
+	"desk/calllimit": {"memory", "memory/durable"},
+	// sd_notify: readiness, reloads, status, watchdog.
+	"systemd": {"desk/clock"},
 
 	// What a person reads of a session: its records (memory) in the
 	// router's roles and tool-call format, its triggers' kinds.
@@ -61,7 +70,7 @@ var allowedImports = map[string][]string{
 	"memory/diff": {},
 
 	// Adapters below desk: only cmd imports them.
-	"desk/httpapi": {"config", "curator", "desk", "desk/audit", "desk/clock", "desk/event", "desk/termsafe", "desk/termview", "keeper", "memory",
+	"desk/httpapi": {"config", "curator", "desk", "desk/approval", "desk/audit", "desk/clock", "desk/mcphost", "desk/event", "desk/termsafe", "desk/termview", "keeper", "memory",
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
 	// The bus's events out to NATS JetStream through a durable outbox.
@@ -70,7 +79,7 @@ var allowedImports = map[string][]string{
 	"desk/natsconn": {"config", "desk/clock"},
 	"desk/natsfeed": {"config", "desk", "desk/clock", "desk/event", "triggers"},
 	// Text renderings of the API's answers for a terminal.
-	"desk/termview": {"curator", "desk", "desk/termsafe", "memory", "memory/transcript", "router", "triggers"},
+	"desk/termview": {"curator", "desk", "desk/approval", "desk/mcphost", "desk/termsafe", "memory", "memory/transcript", "router", "triggers"},
 	"desk/audit": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory",
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 
@@ -81,8 +90,10 @@ var allowedImports = map[string][]string{
 		"memory/durable", "router", "triggers"},
 	"desk/metrics/metricstest": {},
 	"desk/natstest":            {},
-	"memory/memorytest":        {"config", "desk/clock", "desk/event", "keeper", "memory", "memory/durable", "router", "triggers"},
-	"router/routertest":        {"desk/clock", "memory", "router", "triggers"},
+	// A real MCP server, built with the official SDK, over stdio and HTTP.
+	"desk/mcptest":      {"config"},
+	"memory/memorytest": {"config", "desk/clock", "desk/event", "keeper", "memory", "memory/durable", "router", "triggers"},
+	"router/routertest": {"desk/clock", "memory", "router", "triggers"},
 	"desk/desktest": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/event/eventtest", "keeper", "memory",
 		"memory/durable", "router", "router/routertest", "triggers"},
 }
@@ -96,6 +107,8 @@ var onlyImportedBy = map[string][]string{
 	"desk/termview":            {"cmd", "desk/httpapi"}, // httpapi: the sessions' rows (SessionRow)
 	"desk/console":             {"cmd"},
 	"desk/natsevents":          {"cmd"},
+	"systemd":                  {"cmd"},
+	"desk/mcptest":             {},
 	"desk/event/eventtest":     {"desk/desktest"},
 	"router/routertest":        {"desk/desktest"},
 	"desk/desktest":            {"desk/httpapi/httpapitest"},

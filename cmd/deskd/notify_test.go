@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/systemd"
 )
 
 // notifySocket is a NOTIFY_SOCKET (listenSdNotify) set in this process's
@@ -24,7 +25,7 @@ func notifySocket(t *testing.T) *sdNotifyListener {
 
 func TestNotifyOrder(t *testing.T) {
 	sd := notifySocket(t)
-	n := newNotifier(clock.NewFake(time.Unix(0, 0)))
+	n := systemd.NewNotifier(clock.NewFake(time.Unix(0, 0)))
 
 	steps := []struct {
 		name string
@@ -67,7 +68,7 @@ func TestNotifyOrder(t *testing.T) {
 
 func TestNotifyWithoutSocket(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", "")
-	n := newNotifier(clock.NewFake(time.Unix(0, 0)))
+	n := systemd.NewNotifier(clock.NewFake(time.Unix(0, 0)))
 	for name, err := range map[string]error{
 		"Ready": n.Ready("x"), "Reloading": n.Reloading("x"), "Stopping": n.Stopping("x"), "Status": n.Status("x"),
 	} {
@@ -83,7 +84,7 @@ func TestNotifyWithoutSocket(t *testing.T) {
 
 func TestNotifyBrokenSocket(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", filepath.Join(t.TempDir(), "nobody-listens"))
-	n := newNotifier(clock.NewFake(time.Unix(0, 0)))
+	n := systemd.NewNotifier(clock.NewFake(time.Unix(0, 0)))
 	if err := n.Ready("x"); err == nil {
 		t.Error("Ready with nobody on NOTIFY_SOCKET: no error")
 	}
@@ -94,7 +95,7 @@ func TestNotifyWatchdog(t *testing.T) {
 	t.Setenv("WATCHDOG_USEC", "20000000") // WatchdogSec=20s: ping every 10s
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
 	clk := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-	n := newNotifier(clk)
+	n := systemd.NewNotifier(clk)
 	if err := n.Ready("running 1 desk"); err != nil {
 		t.Fatal(err)
 	}
@@ -158,28 +159,13 @@ func TestNotifyWatchdog(t *testing.T) {
 func TestWatchdogOtherPID(t *testing.T) {
 	t.Setenv("WATCHDOG_USEC", "20000000")
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()+1))
-	if iv, err := watchdogInterval(); iv != 0 || err != nil {
-		t.Errorf("watchdogInterval for another pid = %v, %v; want 0, nil", iv, err)
+	if iv, err := systemd.WatchdogInterval(); iv != 0 || err != nil {
+		t.Errorf("WatchdogInterval for another pid = %v, %v; want 0, nil", iv, err)
 	}
 	t.Setenv("WATCHDOG_USEC", "soon")
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
-	n := newNotifier(clock.NewFake(time.Unix(0, 0)))
+	n := systemd.NewNotifier(clock.NewFake(time.Unix(0, 0)))
 	if err := n.Watchdog(t.Context(), func() bool { return true }); err == nil {
 		t.Error("Watchdog with WATCHDOG_USEC=soon: no error")
-	}
-}
-
-func TestNotifyOneLine(t *testing.T) {
-	long := strings.Repeat("x", 300)
-	tests := []struct{ in, want string }{
-		{"running", "running"},
-		{"a\nb", "a ; b"},
-		{"  spaced\tout  ", "spaced out"},
-		{long, strings.Repeat("x", 199) + "…"},
-	}
-	for _, tt := range tests {
-		if got := oneLine(tt.in); got != tt.want {
-			t.Errorf("oneLine(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/deskd/deskd/desk/natsconn"
 	"github.com/deskd/deskd/desk/natsevents"
 	"github.com/deskd/deskd/desk/natsfeed"
+	"github.com/deskd/deskd/systemd"
 )
 
 // signalSource relays the signals the daemon handles (SIGHUP, SIGTERM,
@@ -115,7 +116,7 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 		defer pub.Close() // after the daemon's shutdown has drained the bus, before nc.Close
 		met.SetNATSEvents(pub)
 	}
-	watchdog, err := watchdogInterval()
+	watchdog, err := systemd.WatchdogInterval()
 	if err != nil {
 		log.Warn().Err(err).Msg("systemd watchdog: WATCHDOG_USEC is not usable; no watchdog pings")
 	}
@@ -128,7 +129,7 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 		defer release()
 	}
 	d, err := desk.NewDaemon(desk.DaemonOptions{
-		Config: cfg, Rejected: loaded.Rejected, Clock: clk, Bus: bus, Log: log, Level: level, Notify: newNotifier(clk), Watchdog: watchdog,
+		Config: cfg, Rejected: loaded.Rejected, Clock: clk, Bus: bus, Log: log, Level: level, Notify: systemd.NewNotifier(clk), Watchdog: watchdog,
 		Serve: func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
 			front, err := startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()}, nc)
 			if err != nil || nc == nil || cfg.NATS.Triggers == nil {

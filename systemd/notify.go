@@ -1,4 +1,7 @@
-package main
+// Package systemd speaks to systemd for deskd (systemd/deskd.service is
+// Type=notify): readiness, reloads, stopping, status lines and watchdog
+// pings over the sd_notify protocol. The folder also holds the unit.
+package systemd
 
 import (
 	"context"
@@ -12,7 +15,7 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 )
 
-// notifier tells systemd what deskd is doing, over the sd_notify protocol
+// Notifier tells systemd what deskd is doing, over the sd_notify protocol
 // (systemd/deskd.service is Type=notify). Without NOTIFY_SOCKET, when deskd
 // is not run by systemd, every call does nothing and returns nil.
 //
@@ -21,24 +24,25 @@ import (
 // config was refused: deskd is up, on the old one), STOPPING=1 when
 // shutdown begins, STATUS= lines all along, and WATCHDOG=1 from Watchdog
 // while the main loop is alive.
-type notifier struct {
+type Notifier struct {
 	clk clock.Clock
 
 	mu     sync.Mutex
 	status string // the last STATUS= sent by Ready, Reloading, Stopping or Status
 }
 
-func newNotifier(clk clock.Clock) *notifier { return &notifier{clk: clk} }
+// NewNotifier returns a notifier whose watchdog ticks on clk.
+func NewNotifier(clk clock.Clock) *Notifier { return &Notifier{clk: clk} }
 
 // Ready sends READY=1 with a STATUS= line.
-func (n *notifier) Ready(status string) error {
+func (n *Notifier) Ready(status string) error {
 	return n.send(daemon.SdNotifyReady, status)
 }
 
 // Reloading sends RELOADING=1 with the monotonic time systemd (253 and
 // later, Type=notify-reload) pairs it with, and a STATUS= line. Send Ready
 // when the reload is over, whether or not the new config was taken.
-func (n *notifier) Reloading(status string) error {
+func (n *Notifier) Reloading(status string) error {
 	state := daemon.SdNotifyReloading
 	if usec := strings.TrimSuffix(daemon.SdNotifyMonotonicUsec(), "\n"); usec != "" {
 		state += "\n" + usec
@@ -47,17 +51,17 @@ func (n *notifier) Reloading(status string) error {
 }
 
 // Stopping sends STOPPING=1 with a STATUS= line.
-func (n *notifier) Stopping(status string) error {
+func (n *Notifier) Stopping(status string) error {
 	return n.send(daemon.SdNotifyStopping, status)
 }
 
 // Status sends a STATUS= line alone: what deskd is doing, shown by
 // systemctl status.
-func (n *notifier) Status(status string) error { return n.send("", status) }
+func (n *Notifier) Status(status string) error { return n.send("", status) }
 
 // send sends state (which may be empty) and, if status is not empty, a
 // STATUS= line, in one datagram.
-func (n *notifier) send(state, status string) error {
+func (n *Notifier) send(state, status string) error {
 	lines := make([]string, 0, 2)
 	if state != "" {
 		lines = append(lines, state)
@@ -89,9 +93,9 @@ func oneLine(s string) string {
 	return s
 }
 
-// watchdogInterval is WatchdogSec as systemd passed it (WATCHDOG_USEC, for
+// WatchdogInterval is WatchdogSec as systemd passed it (WATCHDOG_USEC, for
 // this process's WATCHDOG_PID), or 0 when the watchdog is off.
-func watchdogInterval() (time.Duration, error) {
+func WatchdogInterval() (time.Duration, error) {
 	iv, err := daemon.SdWatchdogEnabled(false)
 	if err != nil {
 		return 0, fmt.Errorf("watchdog: %w", err)
@@ -106,8 +110,8 @@ func watchdogInterval() (time.Duration, error) {
 // says so, and the last status comes back if the loop recovers. Without a
 // watchdog (no WATCHDOG_USEC, or it is for another process) Watchdog
 // returns nil at once.
-func (n *notifier) Watchdog(ctx context.Context, healthy func() bool) error {
-	iv, err := watchdogInterval()
+func (n *Notifier) Watchdog(ctx context.Context, healthy func() bool) error {
+	iv, err := WatchdogInterval()
 	if err != nil || iv <= 0 {
 		return err
 	}
