@@ -84,6 +84,7 @@ type Registry struct {
 	rejectedDsc   *prometheus.Desc
 	rejSinceDsc   *prometheus.Desc
 	nats          *natsMetrics // nats.go
+	tools         *toolMetrics // tools.go
 
 	mu       sync.Mutex
 	models   map[string]string // desk -> its model, from desk.started
@@ -170,6 +171,7 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	m.nats = newNATSMetrics(m.reg)
+	m.tools = newToolMetrics(m.reg)
 	m.cancel = event.SubscribeAll(bus, func(e event.Event) {
 		m.observe(e)
 		if after != nil {
@@ -260,7 +262,9 @@ func (m *Registry) observe(e event.Event) {
 	case event.ConfigRejected:
 		m.rejections.Inc()
 	default:
-		m.nats.observe(e)
+		if !m.tools.observe(e) {
+			m.nats.observe(e)
+		}
 	}
 }
 

@@ -1,0 +1,67 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/deskd/deskd/desk/event"
+)
+
+// toolMetrics count the desks' tool calls (tool.called), the operators'
+// decisions on calls that waited for one (approval.decided), and whether
+// each MCP server is up (mcp.server.up and mcp.server.down).
+type toolMetrics struct {
+	calls     *prometheus.CounterVec   // desk, tool, outcome
+	duration  *prometheus.HistogramVec // desk, tool
+	decisions *prometheus.CounterVec   // desk, tool, outcome
+	serverUp  *prometheus.GaugeVec     // server
+	restarts  *prometheus.CounterVec   // server
+}
+
+func newToolMetrics(reg *prometheus.Registry) *toolMetrics {
+	t := &toolMetrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "deskd_tool_calls_total",
+			Help: "Tool calls a desk's model made, by desk, tool (mcp__<server>__<tool> for an MCP server's) and outcome: " +
+				"ok, error (the tool failed or timed out), refused (not run: not allowed, over its day's limit, its server down), denied or expired (waiting for an operator).",
+		}, []string{"desk", "tool", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "deskd_tool_call_duration_seconds",
+			Help:    "How long tool calls took, an operator's approval wait included, by desk and tool.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 3, 10), // 10ms .. about 200s
+		}, []string{"desk", "tool"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "deskd_approvals_total",
+			Help: "Tool calls that waited for an operator's decision, by desk, tool and outcome: approved, denied or expired.",
+		}, []string{"desk", "tool", "outcome"}),
+		serverUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "deskd_mcp_server_up",
+			Help: "1 while deskd is connected to the MCP server and has its tools, 0 while it is down (deskd retries). Absent before its first start.",
+		}, []string{"server"}),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "deskd_mcp_server_down_total",
+			Help: "Times an MCP server could not be started or reached, or went away, by server.",
+		}, []string{"server"}),
+	}
+	reg.MustRegister(t.calls, t.duration, t.decisions, t.serverUp, t.restarts)
+	return t
+}
+
+// observe counts a tool, approval or MCP server event; it reports whether
+// e was one.
+func (t *toolMetrics) observe(e event.Event) bool {
+	switch e := e.(type) {
+	case event.ToolCalled:
+		t.calls.WithLabelValues(e.Desk, e.Tool, e.Outcome).Inc()
+		t.duration.WithLabelValues(e.Desk, e.Tool).Observe(float64(e.DurationMS) / 1000)
+	case event.ApprovalDecided:
+		t.decisions.WithLabelValues(e.Desk, e.Tool, e.Outcome).Inc()
+	case event.MCPServerUp:
+		t.serverUp.WithLabelValues(e.Server).Set(1)
+	case event.MCPServerDown:
+		t.serverUp.WithLabelValues(e.Server).Set(0)
+		t.restarts.WithLabelValues(e.Server).Inc()
+	default:
+		return false
+	}
+	return true
+}
