@@ -938,6 +938,15 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 	}
 }
 
+// decisionText is a decision in a sentence, for transcripts.
+func decisionText(d Decision) string {
+	s := fmt.Sprintf("%s call %s %s by %s", d.Tool, d.ID, d.Outcome, d.By)
+	if d.Reason != "" {
+		s += ": " + d.Reason
+	}
+	return s
+}
+
 // answerCallLocked answers the i-th of an answer's n tool calls: it runs
 // the call (or says why not), records the operator's decision on it if it
 // waited for one, then its result with how long it took, and announces
@@ -956,7 +965,7 @@ func (r *Router) answerCallLocked(ctx context.Context, trigger string, runnable 
 	if d := ans.decision; d != nil {
 		data, _ := json.Marshal(d)
 		if err := r.appendLocked(memory.Record{
-			Type: memory.RecordEvent, At: d.DecidedAt, Kind: RecordApproval, Trigger: trigger, Text: d.Outcome + " by " + d.By,
+			Type: memory.RecordEvent, At: d.DecidedAt, Kind: RecordApproval, Trigger: trigger, Text: decisionText(*d),
 			ToolCallID: call.ID, ToolName: call.Name, Silent: silent, Data: data,
 		}); err != nil {
 			return Message{}, ran, fmt.Errorf("record the decision on tool call %s for %s: %w", call.ID, trigger, err)

@@ -182,6 +182,9 @@ func Build(r Request) (*Bundle, error) {
 		ids = append(ids, info.ID)
 	}
 	b.sessions = len(day)
+	if err := addDecisions(b, folder, ids, loc); err != nil {
+		return fail(err)
+	}
 	if len(ids) == 0 {
 		b.note("sessions: none of this trading date")
 	} else {
