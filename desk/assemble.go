@@ -34,10 +34,13 @@ type assembled struct {
 
 // assemble builds desk dc of cfg on its (open) folder and ledger: its
 // model route, router, curator, keeper and loop. Its model clients make
-// their calls through pool (nil: each a client of its own).
+// their calls through pool (nil: each a client of its own); its MCP tools
+// are act's (nil: none).
 func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger *triggers.Ledger, clk clock.Clock,
-	bus *event.Bus, pool *router.Pool, log zerolog.Logger) (assembled, error) {
-	settings, err := routerSettings(cfg, dc, folder, clk, pool)
+	bus *event.Bus, pool *router.Pool, act *acting, log zerolog.Logger) (assembled, error) {
+	var d *Desk // made last; its pause denies the calls that wait for an operator
+	paused := func() bool { return d != nil && d.Paused() != nil }
+	settings, err := routerSettings(cfg, dc, folder, clk, pool, act, paused)
 	if err != nil {
 		return assembled{}, fmt.Errorf("desk %s: %w", dc.Name, err)
 	}
@@ -61,7 +64,6 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 	if dc.Rollover == keeper.RolloverTradingDay {
 		kr = TradingDayRouter(r, cfg.CalendarOf(dc.Calendar), cfg.Day, clk)
 	}
-	var d *Desk // the keeper reports its progress to the desk, made next
 	k := keeper.New(keeper.Options{
 		Desk: dc.Name, Router: kr, Folder: folder, Curator: cur, Bus: bus, Clock: clk, Day: cfg.Day,
 		Disabled: dc.Rollover == keeper.RolloverOff,
@@ -72,7 +74,7 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 		Name: dc.Name, Keeper: k, Router: r, Ledger: ledger, Schedules: cfg.Entries(dc), Clock: clk, Bus: bus,
 		QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce.ByKey(), Calendar: cfg.CalendarOf(dc.Calendar),
 		ShutdownTimeout: cfg.ShutdownTimeout, PauseFile: folder.Path(PauseFile),
-		RefusePaused: dc.PausedTriggers.Refuse(), Log: log, Folder: folder,
+		RefusePaused: dc.PausedTriggers.Refuse(), Log: log, Folder: folder, Acting: act.statusOf(dc.Name),
 	})
 	if err != nil {
 		_ = r.Close()
@@ -82,9 +84,11 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 }
 
 // settingsOf is what a reload hands a running desk built from dc: the
-// settings of its loop and router (Configure), its model clients on pool.
-func settingsOf(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock, pool *router.Pool) (Settings, error) {
-	rs, err := routerSettings(cfg, dc, folder, clk, pool)
+// settings of its loop and router (Configure), its model clients on pool,
+// its MCP tools act's; paused reports whether the desk is paused.
+func settingsOf(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock, pool *router.Pool, act *acting,
+	paused func() bool) (Settings, error) {
+	rs, err := routerSettings(cfg, dc, folder, clk, pool, act, paused)
 	if err != nil {
 		return Settings{}, err
 	}
@@ -97,14 +101,18 @@ func settingsOf(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk 
 // RouterSettings turns a desk's config into its router's settings: the
 // model route with each model's client, the built-in and command tools,
 // the budgets and the compaction bounds. deskd context uses it to show a
-// desk's next request; each model client has an HTTP client of its own.
+// desk's next request; each model client has an HTTP client of its own,
+// and no MCP server is reached (the MCP tools are left out).
 func RouterSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock) (router.Settings, error) {
-	return routerSettings(cfg, dc, folder, clk, nil)
+	return routerSettings(cfg, dc, folder, clk, nil, nil, nil)
 }
 
 // routerSettings is RouterSettings with the model clients on pool, sized
-// first for the desks of cfg; nil gives each client one of its own.
-func routerSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock, pool *router.Pool) (router.Settings, error) {
+// first for the desks of cfg (nil gives each client one of its own), and
+// the desk's MCP tools from act (nil: none); paused reports whether the
+// desk is paused.
+func routerSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock, pool *router.Pool, act *acting,
+	paused func() bool) (router.Settings, error) {
 	var hc *http.Client
 	if pool != nil {
 		pool.Fit(len(cfg.Desks))
@@ -135,6 +143,11 @@ func routerSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, 
 		s.Tools = append(s.Tools, router.CommandTool{
 			Name: t.Name, Description: t.Description, Schema: t.Schema, Argv: t.Command, Timeout: t.Timeout, MaxOutput: t.MaxOutput,
 		}.Tool(dc.Name))
+	}
+	if act != nil {
+		if ts := act.toolset(cfg, dc, folder, clk, paused); ts != nil {
+			s.Toolsets = append(s.Toolsets, ts)
+		}
 	}
 	return s, nil
 }

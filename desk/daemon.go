@@ -142,9 +142,15 @@ func NewDaemon(o DaemonOptions) (*Daemon, error) {
 	// One pool of model connections for every desk, sized for them (and
 	// grown when a reload adds desks).
 	d.fleet.pool = router.NewPool(len(o.Config.Desks), nil)
+	d.fleet.acting = newActing(o.Clock, o.Bus, o.Log)
+	d.fleet.acting.host.Configure(o.Config.MCPServers)
 	d.spool = &spool{dir: InboxDir(o.Config.StateDir), set: d.fleet.set, clk: o.Clock, bus: o.Bus, log: o.Log}
 	return d, nil
 }
+
+// Approvals returns the tool calls of every desk that wait for an
+// operator's decision, to list and decide on (the API's).
+func (d *Daemon) Approvals() *approval.Queue { return d.fleet.acting.queue }
 
 // Set returns the running desks: what the front end, the spool and the
 // metrics see.
@@ -248,6 +254,7 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	if d.front != nil {
 		d.front.Refuse() // before the line that says so
 	}
+	d.fleet.acting.queue.Close() // the calls that wait for an operator are denied: their turns end
 	_ = d.o.Notify.Stopping(fmt.Sprintf("stopping: no new triggers; running turns get up to %s", cfg.ShutdownTimeout))
 	log.Info().Dur("shutdown_timeout", cfg.ShutdownTimeout).
 		Msg("deskd stopping: the API refuses triggers, schedules stop, running turns get the shutdown timeout")
@@ -258,6 +265,10 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	d.fleet.stopAll(errors.New("deskd is shutting down"))
 	d.drain(sigs)
 	d.fleet.pool.CloseIdleConnections()
+	d.stop.Set("stopping the MCP servers")
+	if cerr := d.fleet.acting.host.Close(); cerr != nil {
+		log.Error().Err(cerr).Msg("stop the MCP servers")
+	}
 	d.stop.Set("stopping the API")
 	if d.front != nil {
 		if serr := d.front.Stop(frontendStop); serr != nil {

@@ -175,6 +175,9 @@ type Options struct {
 	// Log receives the desk's debug lines (each trigger accepted, each
 	// next slot of its schedules); the zero Logger writes none.
 	Log zerolog.Logger
+	// Acting, when set, reports the state of the MCP servers the desk
+	// uses and its tool calls that wait for an operator, for its status.
+	Acting func() ([]mcphost.ServerStatus, []approval.Pending)
 	// Folder is the desk's folder, which Folder returns to the desk
 	// page's API (files.go); nil: the desk has none to show.
 	Folder *memory.Folder
@@ -525,6 +528,12 @@ type Status struct {
 	ConfigRejected *ConfigRejected `json:"config_rejected,omitempty"`
 	// LastAnswer is the model that answered the last turn (nil before any).
 	LastAnswer *LastAnswer `json:"last_answer,omitempty"`
+	// MCP is the state of the MCP servers the desk's file lets it call:
+	// while one is not up, its tools are unavailable to the desk.
+	MCP []mcphost.ServerStatus `json:"mcp,omitempty"`
+	// Approvals are the desk's tool calls that wait for an operator's
+	// decision, oldest first.
+	Approvals []approval.Pending `json:"approvals,omitempty"`
 }
 
 // StorageStatus is a desk's storage trouble.
@@ -578,6 +587,9 @@ func (d *Desk) Status() Status {
 	}
 	if u := d.o.Router.Unreadable(); len(u) > 0 {
 		s.Unreadable = u // the router answers this without waiting for a turn
+	}
+	if d.o.Acting != nil {
+		s.MCP, s.Approvals = d.o.Acting()
 	}
 	return s
 }

@@ -44,6 +44,9 @@ type fleet struct {
 	// pool is the connections every desk's model clients share (nil:
 	// each a client of its own).
 	pool *router.Pool
+	// acting is the MCP servers and the calls waiting for an operator of
+	// every desk (nil: none, in tests that make a fleet of their own).
+	acting *acting
 
 	set *Set
 	// runs is the running desks. mu guards its writes while startDesks'
@@ -155,7 +158,7 @@ func (f *fleet) prepare(cfg *config.Config, dc *config.Desk, reuse *deskRun) (*d
 		}
 		run = &deskRun{name: dc.Name, folder: folder, ledger: ledger}
 	}
-	a, err := assemble(cfg, dc, run.folder, run.ledger, f.clk, f.bus, f.pool, f.log)
+	a, err := assemble(cfg, dc, run.folder, run.ledger, f.clk, f.bus, f.pool, f.acting, f.log)
 	if err != nil {
 		if reuse == nil {
 			_ = run.ledger.Close()
@@ -285,6 +288,9 @@ func (f *fleet) close(run *deskRun) {
 	}
 	if f.runs[run.name] == run {
 		delete(f.runs, run.name)
+		if f.acting != nil {
+			f.acting.forget(run.name)
+		}
 	}
 }
 

@@ -204,6 +204,7 @@ func (d *Daemon) apply(ctx, deskCtx context.Context, plan config.Reload) {
 	// The new config is in force from here: a desk that stops below starts
 	// again on it (exited).
 	d.cur.Store(next)
+	f.acting.host.Configure(next.MCPServers) // a changed server restarts
 
 	for _, name := range sortedNames(f.runs) {
 		run := f.runs[name]
@@ -257,7 +258,7 @@ func (d *Daemon) apply(ctx, deskCtx context.Context, plan config.Reload) {
 // configure hands a running desk its new settings; the desk applies them
 // between turns.
 func (d *Daemon) configure(cfg *config.Config, run *deskRun, dc *config.Desk) error {
-	s, err := settingsOf(cfg, dc, run.folder, d.o.Clock, d.fleet.pool)
+	s, err := settingsOf(cfg, dc, run.folder, d.o.Clock, d.fleet.pool, d.fleet.acting, func() bool { return run.desk.Paused() != nil })
 	if err != nil {
 		return err
 	}

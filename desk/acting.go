@@ -1,0 +1,217 @@
+package desk
+
+// A desk's tools that act: the MCP servers its desk file lets it call
+// (one host of servers for every desk), the calls that wait for an
+// operator's decision (one queue for every desk), and each desk's day
+// limits on calls. This file composes them into the gates of each desk's
+// MCP tools; the packages it uses each own one part.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/approval"
+	"github.com/deskd/deskd/desk/calllimit"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/mcphost"
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/router"
+)
+
+// LimitsFile is where a desk's counts of its limited tools' calls of the
+// trading day are kept, in its folder.
+const LimitsFile = "tool-limits.json"
+
+// acting is the daemon's MCP servers and its queue of calls waiting for an
+// operator, and each desk's counter of limited calls.
+type acting struct {
+	host  *mcphost.Host
+	queue *approval.Queue
+	log   zerolog.Logger
+
+	mu       sync.Mutex
+	counters map[string]*counter  // by desk
+	servers  map[string][]string // the MCP servers each desk uses, by desk
+}
+
+// counter is a desk's counter of limited calls, or why it could not be
+// opened (the desk then refuses every limited call).
+type counter struct {
+	c   *calllimit.Counter
+	err error
+}
+
+func newActing(clk clock.Clock, bus *event.Bus, log zerolog.Logger) *acting {
+	return &acting{
+		host:     mcphost.New(mcphost.Options{Clock: clk, Bus: bus, Log: log}),
+		queue:    approval.New(approval.Options{Clock: clk, Bus: bus}),
+		log:      log,
+		counters: map[string]*counter{},
+		servers:  map[string][]string{},
+	}
+}
+
+// toolset returns desk dc's MCP tools, each gated by its approve and
+// limits settings, and tells the host which servers the desk uses now
+// (starting those no desk used). paused reports whether the desk is
+// paused. It is nil when dc uses no MCP server.
+func (a *acting) toolset(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk clock.Clock, paused func() bool) router.Toolset {
+	servers := make([]string, 0, len(dc.MCP))
+	for name := range dc.MCP {
+		servers = append(servers, name)
+	}
+	sort.Strings(servers)
+	a.mu.Lock()
+	a.servers[dc.Name] = servers
+	a.mu.Unlock()
+	a.host.Use(dc.Name, servers)
+	if len(servers) == 0 {
+		return nil
+	}
+	return gatedToolset{
+		inner: a.host.Toolset(dc.Name, dc.MCP), uses: dc.MCP, queue: a.queue, paused: paused,
+		counter: a.counter(dc.Name, folder), today: func() memory.Date { return cfg.Day.DateOf(clk.Now()) },
+	}
+}
+
+// counter returns desk's counter of limited calls, opened at its first use.
+func (a *acting) counter(desk string, folder *memory.Folder) *counter {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c, ok := a.counters[desk]; ok && c.err == nil {
+		return c
+	}
+	c, err := calllimit.Open(folder.Path(LimitsFile))
+	if err != nil {
+		err = fmt.Errorf("desk %s: its counts of limited tool calls: %w", desk, err)
+		a.log.Error().Err(err).Str("desk", desk).Msg("the desk refuses every call of a limited tool until the file is mended")
+	}
+	a.counters[desk] = &counter{c: c, err: err}
+	return a.counters[desk]
+}
+
+// forget is desk's end: it no longer uses any server.
+func (a *acting) forget(desk string) {
+	a.mu.Lock()
+	delete(a.servers, desk)
+	delete(a.counters, desk)
+	a.mu.Unlock()
+	a.host.Use(desk, nil)
+}
+
+// status returns the state of the MCP servers desk uses, and the calls of
+// the desk that wait for a decision.
+func (a *acting) status(desk string) ([]mcphost.ServerStatus, []approval.Pending) {
+	a.mu.Lock()
+	uses := a.servers[desk]
+	a.mu.Unlock()
+	var out []mcphost.ServerStatus
+	if len(uses) > 0 {
+		for _, s := range a.host.Status() {
+			if contains(uses, s.Name) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out, a.queue.Pending(desk)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// gatedToolset is a desk's MCP tools, those that act behind their gates:
+// a day's limit is checked first (a call over it does not trouble an
+// operator), then the operator decides, then the call is counted.
+type gatedToolset struct {
+	inner   router.Toolset
+	uses    map[string]config.DeskMCP
+	queue   *approval.Queue
+	paused  func() bool
+	counter *counter
+	today   func() memory.Date
+}
+
+// Tools returns the host's tools of the desk, gated.
+func (g gatedToolset) Tools() []router.Tool {
+	tools := g.inner.Tools()
+	out := make([]router.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = t
+		server, name, ok := mcphost.SplitToolName(t.Spec.Name)
+		if !ok {
+			continue
+		}
+		use := g.uses[server]
+		var approve router.Gate
+		if use.NeedsApproval(name) {
+			approve = g.queue.Gate(use.ApproveWithin, g.paused)
+		}
+		if limit := use.Limits[name]; limit > 0 || approve != nil {
+			out[i].Gate = g.gate(t.Spec.Name, limit, approve)
+		}
+	}
+	return out
+}
+
+// Notes returns the host's notes on the desk's unavailable tools.
+func (g gatedToolset) Notes() []string { return g.inner.Notes() }
+
+// gate is the gate of tool: its day's limit (0: none) and the operator's
+// decision (nil: none needed).
+func (g gatedToolset) gate(tool string, limit int, approve router.Gate) router.Gate {
+	return func(ctx context.Context, c router.GateCall) router.Verdict {
+		if limit > 0 {
+			if err := g.check(tool, limit); err != nil {
+				return router.Verdict{Outcome: router.OutcomeRefused, Result: "error: " + err.Error() + ". The call did not run."}
+			}
+		}
+		v := router.Verdict{Run: true}
+		if approve != nil {
+			if v = approve(ctx, c); !v.Run {
+				return v
+			}
+		}
+		if limit > 0 {
+			if err := g.take(tool, limit); err != nil {
+				v.Run, v.Outcome, v.Result = false, router.OutcomeRefused, "error: "+err.Error()+". The call did not run."
+			}
+		}
+		return v
+	}
+}
+
+func (g gatedToolset) check(tool string, limit int) error {
+	if g.counter.err != nil {
+		return g.counter.err
+	}
+	return g.counter.c.Check(g.today(), tool, limit)
+}
+
+func (g gatedToolset) take(tool string, limit int) error {
+	if g.counter.err != nil {
+		return g.counter.err
+	}
+	_, err := g.counter.c.Take(g.today(), tool, limit)
+	return err
+}
+
+// statusOf returns the function a desk's status asks for its MCP servers
+// and its calls that wait; nil when a is.
+func (a *acting) statusOf(desk string) func() ([]mcphost.ServerStatus, []approval.Pending) {
+	if a == nil {
+		return nil
+	}
+	return func() ([]mcphost.ServerStatus, []approval.Pending) { return a.status(desk) }
+}
