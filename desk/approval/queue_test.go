@@ -29,6 +29,7 @@ type fixture struct {
 	q         *approval.Queue
 	requested *eventtest.Watcher
 	decided   *eventtest.Watcher
+	gates     sync.WaitGroup // the gates call runs
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -43,7 +44,10 @@ func newFixture(t *testing.T) *fixture {
 		decided:   eventtest.Watch[event.ApprovalDecided](t, bus),
 	}
 	f.q = approval.New(approval.Options{Clock: f.clock, Bus: bus})
-	t.Cleanup(f.q.Close)
+	t.Cleanup(func() {
+		f.q.Close() // every gate still waiting returns
+		f.gates.Wait()
+	})
 	return f
 }
 
@@ -56,11 +60,11 @@ func placeOrder(desk, id string) router.GateCall {
 }
 
 // call runs gate on c in a goroutine of its own; the verdict comes on the
-// channel. The goroutine ends when the gate returns (the test's cleanup
-// cancels ctx and closes the queue at the latest).
+// channel. The fixture's cleanup closes the queue, so that every gate
+// returns, and waits for them.
 func (f *fixture) call(ctx context.Context, gate router.Gate, c router.GateCall) <-chan router.Verdict {
 	out := make(chan router.Verdict, 1)
-	go func() { out <- gate(ctx, c) }()
+	f.gates.Go(func() { out <- gate(ctx, c) })
 	return out
 }
 
