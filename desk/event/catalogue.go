@@ -573,9 +573,10 @@ type ApprovalRequested struct {
 func (ApprovalRequested) Topic() string { return "approval.requested" }
 
 // ApprovalDecided: a waiting call was approved (it runs), denied or
-// expired (the model hears so, and it does not run). By is the operator
-// who decided ("deskd" for an expiry, the pauser for a paused desk's
-// denial); Reason says why, where one was given.
+// expired (the model hears so, and it does not run), or is no longer
+// waited for because its turn was stopped (refused). By is the operator
+// who decided ("deskd" for an expiry or a stopped turn, the pauser for a
+// paused desk's denial); Reason says why, where one was given.
 type ApprovalDecided struct {
 	Header
 	ID       string `json:"id"`
