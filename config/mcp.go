@@ -529,7 +529,8 @@ func loadDeskMCPEntry(en node, server string) DeskMCP {
 	case st == set:
 		m.Tools = mcpToolList(en, "tools", server, l, nil)
 	}
-	all := slices.Equal(m.Tools, []string{AllMCPTools})
+	// Without a good tools list, approve and limits are checked alone.
+	all := m.Tools == nil || slices.Equal(m.Tools, []string{AllMCPTools})
 	inTools := func(t string) bool { return all || slices.Contains(m.Tools, t) }
 	switch l, st := en.list("approve"); {
 	case st == set && len(l) == 0:
