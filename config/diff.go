@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -145,10 +146,11 @@ func diffDaemon(o, n *Config) []Change {
 		return strings.Join(fieldNames(fieldDiffs("", a, b, "Name")), ", ")
 	})...)
 	fds = append(fds, diffNamed("calendars", "calendar", o.Calendars, n.Calendars, nil)...)
+	fds = append(fds, diffNamed("mcp_servers", "mcp_servers", o.MCPServers, n.MCPServers, diffMCPServer)...)
 	// Path is the file given; Location and Day are parsed from timezone and
 	// rollover_at, which are compared; Listen is the first of Listens.
 	fds = append(fds, fieldDiffs("", *o, *n,
-		"Path", "Location", "Day", "Listen", "Listens", "Log", "Models", "Calendars", "Desks")...)
+		"Path", "Location", "Day", "Listen", "Listens", "Log", "Models", "Calendars", "Desks", "MCPServers")...)
 
 	cs := make([]Change, 0, len(fds))
 	for _, fd := range fds {
@@ -223,11 +225,56 @@ func diffDesk(o, n *Desk) []fieldDiff {
 		return strings.Join(fieldNames(fieldDiffs("", a, b, "Name")), ", ")
 	})...)
 
+	fds = append(fds, diffNamed("mcp", "mcp", o.MCP, n.MCP, func(a, b DeskMCP) string {
+		return strings.Join(fieldNames(fieldDiffs("", a, b, "Server")), ", ")
+	})...)
+
 	// Name and Path name the file; Instructions is compared above, without
 	// its text.
 	fds = append(fds, fieldDiffs("", *o, *n,
-		"Name", "Path", "Fallbacks", "Instructions", "Schedules", "Curator", "Tools")...)
+		"Name", "Path", "Fallbacks", "Instructions", "Schedules", "Curator", "Tools", "MCP")...)
 	return fds
+}
+
+// diffMCPServer names what changed of an MCP server: its settings' keys,
+// and, for its secrets, which source's content changed ("headers_file
+// contents changed"), never a value.
+func diffMCPServer(a, b *MCPServer) string {
+	if a == nil || b == nil {
+		return ""
+	}
+	what := fieldNames(fieldDiffs("", *a, *b, "Name", "Secrets"))
+	if a.Secrets.Digest != b.Secrets.Digest || !equal(a.Secrets, b.Secrets) {
+		what = append(what, secretsChanged(a, b)...)
+		if len(what) == 0 {
+			what = append(what, "secrets changed")
+		}
+	}
+	return strings.Join(what, ", ")
+}
+
+// secretsChanged says which secret sources of an MCP server read other
+// values: env_files, pass_env, headers_file.
+func secretsChanged(a, b *MCPServer) []string {
+	var what []string
+	differs := func(names []string) bool {
+		for _, k := range names {
+			if a.Secrets.Env[k] != b.Secrets.Env[k] {
+				return true
+			}
+		}
+		return false
+	}
+	if differs(slices.Collect(maps.Keys(b.EnvFiles))) {
+		what = append(what, "env_files contents changed")
+	}
+	if differs(b.PassEnv) {
+		what = append(what, "pass_env values changed")
+	}
+	if !equal(a.Secrets.Headers, b.Secrets.Headers) {
+		what = append(what, "headers_file contents changed")
+	}
+	return what
 }
 
 // diffNamed compares two maps of named entries (models, tools,

@@ -5,7 +5,7 @@
 //   - the main file (by default /etc/deskd/deskd.yaml, see DefaultPath),
 //     which holds the daemon settings (state_dir, timezone, rollover_at,
 //     listen, log, shutdown_timeout, debug_listen), the model providers
-//     under models, and desks_dir;
+//     under models, the MCP servers under mcp_servers, and desks_dir;
 //   - the desks folder (desks_dir, by default desks.d beside the main
 //     file), which holds one file per desk named <desk>.yaml.
 //
@@ -30,10 +30,14 @@
 // Each file is read with its own fresh viper instance (never the global
 // one, never WatchConfig). Viper makes keys case-insensitive by lowercasing
 // them; two keys in one mapping that differ only in case are a problem
-// here instead of silently colliding.
+// here instead of silently colliding. Where case matters (environment
+// variable names, MCP tool names in limits) the loader asks for the key
+// as the file spells it.
 //
 // API keys are never read or stored here: a Model names where its key
 // comes from (api_key_env or api_key_file) and Load checks that the source
-// is there. The time zone database is embedded (time/tzdata), so zone
+// is there. An MCP server's secrets (env_files, pass_env, headers_file)
+// are the exception: they are read at load, into MCPServer.Secrets, which
+// no problem, change or snapshot shows. The time zone database is embedded (time/tzdata), so zone
 // names load on hosts without zoneinfo.
 package config

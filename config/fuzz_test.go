@@ -147,6 +147,11 @@ func fzCheckConfig(t *testing.T, c *config.Config) {
 		if d.Calendar != "" && c.CalendarOf(d.Calendar) == nil {
 			t.Fatalf("accepted desk %s names calendar %q, which is unknown", name, d.Calendar)
 		}
+		for server, m := range d.MCP {
+			if c.MCPServers[server] == nil || m.Server != server || len(m.Tools) == 0 {
+				t.Fatalf("accepted desk %s has mcp entry %s = %+v (servers %v)", name, server, m, c.MCPServers)
+			}
+		}
 	}
 	for name, cal := range c.Calendars {
 		if err := cal.Check(); err != nil {

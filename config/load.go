@@ -63,7 +63,7 @@ func loadMain(s *sink, file string) *Config {
 	if !ok {
 		return nil
 	}
-	root.only("auth_token_file", "calendars_dir", "debug_listen", "desks_dir", "feed_token_file", "listen", "log", "metrics_token_file", "models", "nats", "rollover_at",
+	root.only("auth_token_file", "calendars_dir", "debug_listen", "desks_dir", "feed_token_file", "listen", "log", "mcp_servers", "metrics_token_file", "models", "nats", "rollover_at",
 		"shutdown_timeout", "state_dir", "timezone")
 	dir := filepath.Dir(file)
 	c := &Config{Path: file, Models: map[string]Model{}, Desks: map[string]*Desk{}}
@@ -110,7 +110,8 @@ func loadMain(s *sink, file string) *Config {
 	loadAuth(root, c, dir)
 	loadTokenFiles(root, c, dir)
 	loadCalendars(root, c, dir)
-	loadNATS(root, c, dir) // nats.go
+	loadNATS(root, c, dir)       // nats.go
+	loadMCPServers(root, c, dir) // mcp.go
 
 	c.DesksDir = resolve(dir, DefaultDesksDir)
 	if d, st := root.str("desks_dir"); st == set {
@@ -418,7 +419,7 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 	if !ok {
 		return nil
 	}
-	root.only("budgets", "calendar", "coalesce", "compact_at_tokens", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "memory", "model", "paused_triggers", "queue_limit", "rollover", "schedules", "tools")
+	root.only("budgets", "calendar", "coalesce", "compact_at_tokens", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "mcp", "memory", "model", "paused_triggers", "queue_limit", "rollover", "schedules", "tools")
 	d := &Desk{Name: name, Path: file, Curator: Curator{Enabled: true}, Rollover: keeper.RolloverDaily}
 
 	if m, ok := root.requiredStr("model"); ok {
@@ -533,6 +534,7 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 	}
 
 	loadDeskModelKeys(root, d)
+	loadDeskMCP(root, d, c) // mcp.go
 
 	loadDeskTriggers(root, d, c)
 	finishDeskTriggers(root, d)

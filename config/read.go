@@ -44,6 +44,10 @@ const keyDelimiter = "::"
 type capture struct {
 	keys       []string // top-level keys, lowercased, sorted
 	collisions []Problem
+	// written maps the dotted path of every key, lowercased, to the key
+	// as the file spells it (environment variable names and MCP tool
+	// names are case-sensitive).
+	written map[string]string
 }
 
 type decoderFunc func(b []byte, v map[string]any) error
@@ -109,6 +113,10 @@ func (c *capture) checkKeys(path string, keys []string, get func(string) any) {
 			continue
 		}
 		first[l] = k
+		if c.written == nil {
+			c.written = map[string]string{}
+		}
+		c.written[join(path, l)] = k
 		c.checkCase(join(path, l), get(k))
 	}
 }
@@ -172,7 +180,7 @@ func readYAML(s *sink, file string) (node, bool) {
 		}
 		m[k] = v.Get(k)
 	}
-	return node{s: s, file: file, m: m}, true
+	return node{s: s, file: file, m: m, written: c.written}, true
 }
 
 // node is one YAML mapping of a file, at a dotted path, with typed getters
@@ -182,6 +190,9 @@ type node struct {
 	file string
 	path string
 	m    map[string]any
+	// written is the file's keys as spelt (capture.written); nil for a
+	// file read otherwise.
+	written map[string]string
 }
 
 // state says whether a getter found its key.
@@ -201,6 +212,15 @@ func join(path, key string) string {
 }
 
 func (n node) field(key string) string { return join(n.path, key) }
+
+// spelt returns key, a key of n (lowercased, as viper gives it), as the
+// file spells it.
+func (n node) spelt(key string) string {
+	if w, ok := n.written[n.field(key)]; ok {
+		return w
+	}
+	return key
+}
 
 func (n node) problem(key, format string, args ...any) {
 	n.s.add(n.file, n.field(key), format, args...)
@@ -363,7 +383,7 @@ func (n node) list(key string) ([]any, state) {
 
 // asMapping returns v as a node at path, or false after adding a problem.
 func (n node) asMapping(path string, v any) (node, bool) {
-	sub := node{s: n.s, file: n.file, path: path}
+	sub := node{s: n.s, file: n.file, path: path, written: n.written}
 	switch m := v.(type) {
 	case map[string]any:
 		sub.m = m
@@ -382,7 +402,7 @@ func (n node) asMapping(path string, v any) (node, bool) {
 func (n node) mapping(key string) (node, state) {
 	v, ok := n.get(key)
 	if !ok {
-		return node{s: n.s, file: n.file, path: n.field(key), m: map[string]any{}}, absent
+		return node{s: n.s, file: n.file, path: n.field(key), m: map[string]any{}, written: n.written}, absent
 	}
 	sub, ok := n.asMapping(n.field(key), v)
 	if !ok {

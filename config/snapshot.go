@@ -58,7 +58,31 @@ type effectiveConfig struct {
 	ShutdownTimeout  string                    `json:"shutdown_timeout"`
 	DebugListen      string                    `json:"debug_listen,omitempty"`
 	Models           map[string]effectiveModel `json:"models"`
+	MCPServers       map[string]effectiveMCP   `json:"mcp_servers,omitempty"`
 	Desks            map[string]effectiveDesk  `json:"desks"`
+}
+
+// effectiveMCP is one MCP server of the effective config: where its
+// secrets come from (env_files paths, pass_env names, headers_file), never
+// what they are. Env holds plain values only (a secret's name is refused
+// there).
+type effectiveMCP struct {
+	Command     []string          `json:"command,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	EnvFiles    map[string]string `json:"env_files,omitempty"`
+	PassEnv     []string          `json:"pass_env,omitempty"`
+	URL         string            `json:"url,omitempty"`
+	HeadersFile string            `json:"headers_file,omitempty"`
+	Timeout     string            `json:"timeout"`
+	MaxResult   int               `json:"max_result"`
+}
+
+// effectiveDeskMCP is one entry of a desk's mcp.
+type effectiveDeskMCP struct {
+	Tools         []string       `json:"tools"`
+	Approve       []string       `json:"approve,omitempty"`
+	ApproveWithin string         `json:"approve_within"`
+	Limits        map[string]int `json:"limits,omitempty"`
 }
 
 // effectiveModel is one model of the effective config.
@@ -76,24 +100,25 @@ type effectiveModel struct {
 
 // effectiveDesk is one desk of the effective config.
 type effectiveDesk struct {
-	Path             string              `json:"path"`
-	Model            string              `json:"model"`
-	Fallbacks        []string            `json:"fallbacks,omitempty"`
-	Instructions     string              `json:"instructions"`
-	InstructionsFile string              `json:"instructions_file,omitempty"`
-	Schedules        []effectiveSchedule `json:"schedules,omitempty"`
-	Curator          Curator             `json:"curator"`
-	Rollover         string              `json:"rollover"`
-	QueueLimit       int                 `json:"queue_limit"`
-	Coalesce         string              `json:"coalesce"`
-	Calendar         string              `json:"calendar,omitempty"`
-	Budgets          Budgets             `json:"budgets"`
-	MaxToolRounds    int                 `json:"max_tool_rounds"`
-	CompactShare     float64             `json:"compact_share"`
-	CompactAtTokens  int                 `json:"compact_at_tokens,omitempty"`
-	Tools            []effectiveTool     `json:"tools,omitempty"`
-	Memory           MemoryGuard         `json:"memory"`
-	PausedTriggers   string              `json:"paused_triggers"`
+	Path             string                      `json:"path"`
+	Model            string                      `json:"model"`
+	Fallbacks        []string                    `json:"fallbacks,omitempty"`
+	Instructions     string                      `json:"instructions"`
+	InstructionsFile string                      `json:"instructions_file,omitempty"`
+	Schedules        []effectiveSchedule         `json:"schedules,omitempty"`
+	Curator          Curator                     `json:"curator"`
+	Rollover         string                      `json:"rollover"`
+	QueueLimit       int                         `json:"queue_limit"`
+	Coalesce         string                      `json:"coalesce"`
+	Calendar         string                      `json:"calendar,omitempty"`
+	Budgets          Budgets                     `json:"budgets"`
+	MaxToolRounds    int                         `json:"max_tool_rounds"`
+	CompactShare     float64                     `json:"compact_share"`
+	CompactAtTokens  int                         `json:"compact_at_tokens,omitempty"`
+	Tools            []effectiveTool             `json:"tools,omitempty"`
+	MCP              map[string]effectiveDeskMCP `json:"mcp,omitempty"`
+	Memory           MemoryGuard                 `json:"memory"`
+	PausedTriggers   string                      `json:"paused_triggers"`
 }
 
 // effectiveSchedule is one schedule of a desk.
@@ -149,7 +174,22 @@ func effective(cfg *Config) effectiveConfig {
 				Name: t.Name, Description: t.Description, Schema: t.Schema, Command: t.Command, Timeout: t.Timeout.String(), MaxOutput: t.MaxOutput,
 			})
 		}
+		for server, m := range dc.MCP {
+			if d.MCP == nil {
+				d.MCP = map[string]effectiveDeskMCP{}
+			}
+			d.MCP[server] = effectiveDeskMCP{Tools: m.Tools, Approve: m.Approve, ApproveWithin: m.ApproveWithin.String(), Limits: m.Limits}
+		}
 		e.Desks[name] = d
+	}
+	for name, srv := range cfg.MCPServers {
+		if e.MCPServers == nil {
+			e.MCPServers = map[string]effectiveMCP{}
+		}
+		e.MCPServers[name] = effectiveMCP{
+			Command: srv.Command, Env: srv.Env, EnvFiles: srv.EnvFiles, PassEnv: srv.PassEnv, URL: withoutUserinfo(srv.URL),
+			HeadersFile: srv.HeadersFile, Timeout: srv.Timeout.String(), MaxResult: srv.MaxResult,
+		}
 	}
 	return e
 }

@@ -112,8 +112,8 @@ func (c *Config) DeskOf(file string) (string, bool) {
 }
 
 // misfit says why the desk d, validated against an earlier main file, does
-// not fit c, or returns "" when it does: every model and calendar it names
-// is still there.
+// not fit c, or returns "" when it does: every model, calendar and MCP
+// server it names is still there.
 func misfit(c *Config, d *Desk) string {
 	for _, m := range append([]string{d.Model}, d.Fallbacks...) {
 		if _, ok := c.Models[m]; !ok {
@@ -127,6 +127,11 @@ func misfit(c *Config, d *Desk) string {
 	for _, name := range cals {
 		if name != "" && c.CalendarOf(name) == nil {
 			return fmt.Sprintf("it uses calendar %q, which is no longer there", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.MCP)) {
+		if c.MCPServers[name] == nil {
+			return fmt.Sprintf("it uses MCP server %q, which mcp_servers no longer has", name)
 		}
 	}
 	return ""
