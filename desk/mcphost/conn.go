@@ -137,6 +137,22 @@ func (c *conn) fail(err error) {
 	})
 }
 
+// broke ends the connection after a call failed for err, and returns why
+// it ended. A stdio server's process that is exiting is given killGrace
+// to do so, so that the reason is its exit rather than the broken pipe.
+func (c *conn) broke(err error) error {
+	if c.proc != nil {
+		t := time.NewTimer(killGrace)
+		defer t.Stop()
+		select {
+		case <-c.done:
+		case <-t.C:
+		}
+	}
+	c.fail(err)
+	return c.failure()
+}
+
 func (c *conn) failure() error {
 	<-c.done
 	return c.err

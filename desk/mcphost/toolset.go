@@ -200,8 +200,8 @@ func (h *Host) call(ctx context.Context, server, tool string, args json.RawMessa
 	case refused(err):
 		return "", fmt.Errorf("MCP server %s refused the call of %s: %w", server, tool, err)
 	default:
-		snap.live.fail(fmt.Errorf("the call of %s failed: %w", tool, err))
-		return "", fmt.Errorf("%s failed: the connection to MCP server %s broke (%v); deskd is reconnecting", full, server, err)
+		why := snap.live.broke(fmt.Errorf("the call of %s failed: %w", tool, err))
+		return "", fmt.Errorf("%s failed: the connection to MCP server %s broke (%v); deskd is reconnecting", full, server, why)
 	}
 	text := resultText(res)
 	if res.IsError {
