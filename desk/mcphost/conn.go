@@ -61,7 +61,9 @@ func connect(ctx context.Context, cfg *config.MCPServer) (*conn, error) {
 	var t mcp.Transport
 	if cfg.URL != "" {
 		c.http = httpClient(cfg)
-		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: c.http}
+		// No retries of its own: a broken stream ends the connection, and
+		// the supervisor reconnects with its backoff, on the host's clock.
+		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: c.http, MaxRetries: -1}
 	} else {
 		p, err := startProcess(cfg)
 		if err != nil {
@@ -99,10 +101,11 @@ func (c *conn) listTools(ctx context.Context) error {
 // the reason is the exit status.
 func (c *conn) watch() {
 	sessEnded := make(chan struct{})
+	var sessErr error // set before sessEnded is closed
 	c.watchers.Add(1)
 	go func() {
 		defer c.watchers.Done()
-		c.sess.Wait()
+		sessErr = c.sess.Wait()
 		close(sessEnded)
 	}()
 	c.watchers.Add(1)
@@ -110,7 +113,11 @@ func (c *conn) watch() {
 		defer c.watchers.Done()
 		if c.proc == nil {
 			<-sessEnded
-			c.fail(errors.New("the connection closed"))
+			if sessErr != nil {
+				c.fail(fmt.Errorf("the connection closed: %w", sessErr))
+			} else {
+				c.fail(errors.New("the connection closed"))
+			}
 			return
 		}
 		select {

@@ -198,13 +198,14 @@ func gone(pid int) bool {
 const parentEnv = "DESKD_MCPHOST_TEST_PARENT"
 
 // runParent starts a host with one stdio server, prints the server's PID
-// and waits to be killed.
+// and waits to be killed. The server lingers after its stdin closes, so
+// that only its parent-death signal can end it.
 func runParent() {
 	bus := event.New()
 	upc := make(chan struct{}, 1)
 	event.Subscribe(bus, func(event.MCPServerUp) { upc <- struct{}{} })
 	h := mcphost.New(mcphost.Options{Clock: clock.Real(), Bus: bus, Log: zerolog.Nop()})
-	srv := &config.MCPServer{Name: "child", Command: []string{os.Args[0]}, Env: map[string]string{mcptest.EnvMode: "stdio"}}
+	srv := &config.MCPServer{Name: "child", Command: []string{os.Args[0]}, Env: map[string]string{mcptest.EnvMode: "stdio", mcptest.EnvLinger: "1"}}
 	h.Configure(map[string]*config.MCPServer{"child": srv})
 	h.Use("d", []string{"child"})
 	<-upc

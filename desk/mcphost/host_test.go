@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -334,6 +335,22 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 	}
 }
 
+// TestCloseKillsALingeringServer: a server that does not exit when its
+// stdin closes gets SIGTERM (its process group) after the grace period.
+func TestCloseKillsALingeringServer(t *testing.T) {
+	r := newRig(t)
+	srv := mcptest.Stdio(t)
+	srv.Env[mcptest.EnvLinger] = "1"
+	r.serve(srv)
+	pid := r.status("stdio").PID
+	if err := r.host.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !gone(pid) {
+		t.Errorf("process %d is left after Close", pid)
+	}
+}
+
 func TestUseStartsAndStops(t *testing.T) {
 	r := newRig(t)
 	srv := mcptest.Stdio(t)
@@ -499,5 +516,6 @@ func TestStdioServerDiesWithItsParent(t *testing.T) {
 	cmd.Wait()
 	if err := waitExit(pid, wait); err != nil {
 		t.Errorf("the server %d outlived its SIGKILLed parent: %v", pid, err)
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

@@ -18,8 +18,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,6 +33,10 @@ const (
 	// EnvOrders names a file a stdio server appends a line to for each
 	// order placed.
 	EnvOrders = "DESKD_MCPTEST_ORDERS"
+	// EnvLinger, set to anything, makes a stdio server keep running once
+	// its stdin has closed, until a signal kills it: a server that does
+	// not notice its client has gone.
+	EnvLinger = "DESKD_MCPTEST_LINGER"
 )
 
 // Texts of the tools' answers.
@@ -146,6 +152,15 @@ func ServeStdioIfAsked() bool {
 	fmt.Fprintln(os.Stderr, "mcptest: serving on stdio")
 	if err := NewServer(o).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
+	}
+	if os.Getenv(EnvLinger) != "" {
+		// Its stderr may be a pipe whose reader has died: a write must not
+		// end it by SIGPIPE.
+		signal.Ignore(syscall.SIGPIPE)
+		fmt.Fprintln(os.Stderr, "mcptest: stdin closed; lingering until a signal")
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGUSR1) // never sent: SIGTERM and SIGKILL end the wait
+		<-c
 	}
 	os.Exit(0)
 	return true
