@@ -1,6 +1,7 @@
 package mcphost_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -43,4 +44,9 @@ func waitExit(pid int, d time.Duration) error {
 		}
 		return nil
 	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
