@@ -23,6 +23,8 @@ type conn struct {
 	proc  *process      // nil for an HTTP server
 	http  *http.Client  // nil for a stdio server
 	done  chan struct{} // closed when the connection has ended (fail)
+	// changed gets a value when the server says its tools changed.
+	changed chan struct{}
 
 	once sync.Once
 	err  error // why it ended, set before done is closed
@@ -57,7 +59,7 @@ func dial(ctx context.Context, clk clock.Clock, cfg *config.MCPServer) (*conn, e
 
 // connect starts the transport and the MCP session.
 func connect(ctx context.Context, cfg *config.MCPServer) (*conn, error) {
-	c := &conn{done: make(chan struct{})}
+	c := &conn{done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	var t mcp.Transport
 	if cfg.URL != "" {
 		c.http = httpClient(cfg)
@@ -72,7 +74,14 @@ func connect(ctx context.Context, cfg *config.MCPServer) (*conn, error) {
 		c.proc = p
 		t = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "deskd", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "deskd", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case c.changed <- struct{}{}:
+			default: // a re-listing is due already
+			}
+		},
+	})
 	sess, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		if c.proc != nil {
@@ -85,15 +94,24 @@ func connect(ctx context.Context, cfg *config.MCPServer) (*conn, error) {
 	return c, nil
 }
 
-// listTools reads every page of the server's tools.
+// listTools reads every page of the server's tools into c.tools (before
+// the connection is up).
 func (c *conn) listTools(ctx context.Context) error {
+	tools, err := c.list(ctx)
+	c.tools = tools
+	return err
+}
+
+// list reads every page of the server's tools.
+func (c *conn) list(ctx context.Context) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
 	for t, err := range c.sess.Tools(ctx, nil) {
 		if err != nil {
-			return fmt.Errorf("list tools: %w", err)
+			return nil, fmt.Errorf("list tools: %w", err)
 		}
-		c.tools = append(c.tools, t)
+		tools = append(tools, t)
 	}
-	return nil
+	return tools, nil
 }
 
 // watch ends the connection (fail) when the session ends or the process

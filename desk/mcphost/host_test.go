@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/mcphost"
 	"github.com/deskd/deskd/desk/mcptest"
@@ -517,5 +519,24 @@ func TestStdioServerDiesWithItsParent(t *testing.T) {
 	if err := waitExit(pid, wait); err != nil {
 		t.Errorf("the server %d outlived its SIGKILLed parent: %v", pid, err)
 		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// TestToolListChanges: a server that says its tools changed is listed
+// again, and the new tool is offered.
+func TestToolListChanges(t *testing.T) {
+	r := newRig(t)
+	srv, h := mcptest.HTTP(t)
+	r.serve(srv)
+	ts := r.host.Toolset("d", map[string]config.DeskMCP{"http": {Server: "http", Tools: []string{"*"}}})
+	mcp.AddTool(h.MCP(), &mcp.Tool{Name: "cancel_order", Description: "Cancel an order."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "cancelled"}}}, nil, nil
+		})
+	if up := r.waitUp("http"); up.Tools != len(allTools)+1 {
+		t.Errorf("up event after the change %+v, want %d tools", up, len(allTools)+1)
+	}
+	if got := mustCall(t, tool(t, ts, "mcp__http__cancel_order"), map[string]any{}); got != "cancelled" {
+		t.Errorf("cancel_order = %q", got)
 	}
 }

@@ -115,12 +115,8 @@ func (s *server) supervise(ctx context.Context, cfg *config.MCPServer, done chan
 		}
 		if err == nil {
 			upAt := o.Clock.Now()
-			s.up(c)
-			select {
-			case <-c.done:
-				err = c.failure()
-			case <-ctx.Done():
-			}
+			s.up(c, c.tools)
+			err = s.serve(ctx, c)
 			c.close()
 			if ctx.Err() != nil {
 				return
@@ -140,16 +136,49 @@ func (s *server) supervise(ctx context.Context, cfg *config.MCPServer, done chan
 	}
 }
 
-// up makes c the live connection and announces it.
-func (s *server) up(c *conn) {
+// serve waits for the connection to end (its reason) or ctx to, and lists
+// the tools again each time the server says they changed.
+func (s *server) serve(ctx context.Context, c *conn) error {
+	for {
+		select {
+		case <-c.done:
+			return c.failure()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.changed:
+			if err := s.relist(ctx, c); err != nil {
+				c.fail(err)
+			}
+		}
+	}
+}
+
+// relist reads the server's tools again, and announces the new list.
+func (s *server) relist(ctx context.Context, c *conn) error {
+	cfg := s.config()
+	lctx, stop, timedOut := withTimeout(ctx, s.h.o.Clock, timeout(cfg))
+	tools, err := c.list(lctx)
+	stop()
+	if timedOut() {
+		err = fmt.Errorf("list tools: no answer within %s", timeout(cfg))
+	}
+	if err != nil {
+		return err
+	}
+	s.up(c, tools)
+	return nil
+}
+
+// up makes c, with those tools, the live connection and announces it.
+func (s *server) up(c *conn, tools []*mcp.Tool) {
 	s.mu.Lock()
 	s.set(StateUp, "", time.Time{})
-	s.live, s.tools = c, c.tools
+	s.live, s.tools = c, tools
 	restarts := s.restarts
 	s.mu.Unlock()
-	s.h.o.Log.Info().Str("server", s.name).Int("tools", len(c.tools)).Int("restarts", restarts).Msg("MCP server up")
+	s.h.o.Log.Info().Str("server", s.name).Int("tools", len(tools)).Int("restarts", restarts).Msg("MCP server up")
 	event.Publish(s.h.o.Bus, event.MCPServerUp{Header: event.Header{At: s.h.o.Clock.Now()}, Server: s.name,
-		Tools: len(c.tools), Restarts: restarts})
+		Tools: len(tools), Restarts: restarts})
 }
 
 // down marks the server down, announces it, and waits for the backoff; it

@@ -58,6 +58,7 @@ type HTTPServer struct {
 	orders atomic.Int64
 	mu     sync.Mutex
 	srv    *http.Server
+	mcp    *mcp.Server
 	wg     sync.WaitGroup
 }
 
@@ -85,6 +86,14 @@ func HTTP(t testing.TB) (*config.MCPServer, *HTTPServer) {
 		},
 	}
 	return cfg, h
+}
+
+// MCP returns the MCP server now serving, so that a test can change its
+// tools (the clients are told their list changed).
+func (h *HTTPServer) MCP() *mcp.Server {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mcp
 }
 
 // Orders counts the orders placed on the server (across restarts).
@@ -129,7 +138,7 @@ func (h *HTTPServer) serve(ln net.Listener) {
 		mcpHandler.ServeHTTP(w, r)
 	})}
 	h.mu.Lock()
-	h.srv = srv
+	h.srv, h.mcp = srv, s
 	h.mu.Unlock()
 	h.wg.Add(1)
 	go func() {
