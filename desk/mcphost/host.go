@@ -52,9 +52,10 @@ const (
 
 // Options are a Host's dependencies.
 type Options struct {
-	// Clock times the calls, the connections and the backoff.
+	// Clock times the calls, the connections and the backoff (nil: the
+	// wall clock).
 	Clock clock.Clock
-	// Bus gets mcp.server.up and mcp.server.down.
+	// Bus gets mcp.server.up and mcp.server.down (nil: none are sent).
 	Bus *event.Bus
 	// Log gets a line when a server comes up or goes down (never a
 	// secret), and a down stdio server's stderr at debug level.

@@ -65,6 +65,8 @@ func (s *server) start() {
 	if s.cancel != nil {
 		return
 	}
+	// The supervisor is a root of its own: its life is the server's
+	// running, from start to stop, not any caller's request.
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
 	go s.supervise(ctx, s.cfg, s.done)
@@ -177,6 +179,9 @@ func (s *server) up(c *conn, tools []*mcp.Tool) {
 	restarts := s.restarts
 	s.mu.Unlock()
 	s.h.o.Log.Info().Str("server", s.name).Int("tools", len(tools)).Int("restarts", restarts).Msg("MCP server up")
+	if s.h.o.Bus == nil {
+		return
+	}
 	event.Publish(s.h.o.Bus, event.MCPServerUp{Header: event.Header{At: s.h.o.Clock.Now()}, Server: s.name,
 		Tools: len(tools), Restarts: restarts})
 }
@@ -191,7 +196,9 @@ func (s *server) down(ctx context.Context, err error, backoff time.Duration) boo
 	s.set(StateDown, text, retryAt)
 	s.mu.Unlock()
 	o.Log.Warn().Str("server", s.name).Str("error", text).Time("retry_at", retryAt).Msg("MCP server down")
-	event.Publish(o.Bus, event.MCPServerDown{Header: event.Header{At: o.Clock.Now()}, Server: s.name, Error: text, RetryAt: retryAt})
+	if o.Bus != nil {
+		event.Publish(o.Bus, event.MCPServerDown{Header: event.Header{At: o.Clock.Now()}, Server: s.name, Error: text, RetryAt: retryAt})
+	}
 	t := o.Clock.NewTimer(backoff)
 	defer t.Stop()
 	select {
