@@ -1,0 +1,266 @@
+package mcphost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/clock"
+)
+
+// conn is one connection to a server: its session, its tools and, for a
+// stdio server, its process.
+type conn struct {
+	sess  *mcp.ClientSession
+	tools []*mcp.Tool
+	proc  *process      // nil for an HTTP server
+	http  *http.Client  // nil for a stdio server
+	done  chan struct{} // closed when the connection has ended (fail)
+	// changed gets a value when the server says its tools changed.
+	changed chan struct{}
+
+	once sync.Once
+	err  error // why it ended, set before done is closed
+
+	closeOnce sync.Once
+	watchers  sync.WaitGroup
+}
+
+// dial starts or reaches the server, and lists its tools, within the
+// server's timeout on clk.
+func dial(ctx context.Context, clk clock.Clock, cfg *config.MCPServer) (*conn, error) {
+	ctx, stop, timedOut := withTimeout(ctx, clk, timeout(cfg))
+	defer stop()
+	c, err := connect(ctx, cfg)
+	if err == nil {
+		err = c.listTools(ctx)
+	}
+	if err == nil {
+		return c, nil
+	}
+	if c != nil {
+		c.close()
+	}
+	if timedOut() {
+		err = fmt.Errorf("no answer within %s", timeout(cfg))
+	}
+	if c != nil && c.proc != nil {
+		err = c.proc.explain(err)
+	}
+	return nil, err
+}
+
+// connect starts the transport and the MCP session.
+func connect(ctx context.Context, cfg *config.MCPServer) (*conn, error) {
+	c := &conn{done: make(chan struct{}), changed: make(chan struct{}, 1)}
+	var t mcp.Transport
+	if cfg.URL != "" {
+		c.http = httpClient(cfg)
+		// No retries of its own: a broken stream ends the connection, and
+		// the supervisor reconnects with its backoff, on the host's clock.
+		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: c.http, MaxRetries: -1}
+	} else {
+		p, err := startProcess(cfg)
+		if err != nil {
+			return nil, err
+		}
+		c.proc = p
+		t = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "deskd", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case c.changed <- struct{}{}:
+			default: // a re-listing is due already
+			}
+		},
+	})
+	sess, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		if c.proc != nil {
+			c.proc.stop()
+		}
+		return c, fmt.Errorf("connect: %w", err)
+	}
+	c.sess = sess
+	c.watch()
+	return c, nil
+}
+
+// listTools reads every page of the server's tools into c.tools (before
+// the connection is up).
+func (c *conn) listTools(ctx context.Context) error {
+	tools, err := c.list(ctx)
+	c.tools = tools
+	return err
+}
+
+// list reads every page of the server's tools.
+func (c *conn) list(ctx context.Context) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	for t, err := range c.sess.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("list tools: %w", err)
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// watch ends the connection (fail) when the session ends or the process
+// exits. A session that ends gives its process a moment to exit, so that
+// the reason is the exit status.
+func (c *conn) watch() {
+	sessEnded := make(chan struct{})
+	var sessErr error // set before sessEnded is closed
+	c.watchers.Add(1)
+	go func() {
+		defer c.watchers.Done()
+		sessErr = c.sess.Wait()
+		close(sessEnded)
+	}()
+	c.watchers.Add(1)
+	go func() {
+		defer c.watchers.Done()
+		if c.proc == nil {
+			<-sessEnded
+			if sessErr != nil {
+				c.fail(fmt.Errorf("the connection closed: %w", sessErr))
+			} else {
+				c.fail(errors.New("the connection closed"))
+			}
+			return
+		}
+		select {
+		case <-c.proc.exited:
+		case <-sessEnded:
+			grace := time.NewTimer(killGrace)
+			defer grace.Stop()
+			select {
+			case <-c.proc.exited:
+			case <-grace.C:
+				c.fail(c.proc.explain(errors.New("it closed its output")))
+				return
+			}
+		}
+		c.fail(c.proc.explain(nil))
+	}()
+}
+
+// fail ends the connection for err (the first reason wins).
+func (c *conn) fail(err error) {
+	c.once.Do(func() {
+		c.err = err
+		close(c.done)
+	})
+}
+
+// broke ends the connection after a call failed for err, and returns why
+// it ended. A stdio server's process that is exiting is given killGrace
+// to do so, so that the reason is its exit rather than the broken pipe.
+func (c *conn) broke(err error) error {
+	if c.proc != nil {
+		t := time.NewTimer(killGrace)
+		defer t.Stop()
+		select {
+		case <-c.done:
+		case <-t.C:
+		}
+	}
+	c.fail(err)
+	return c.failure()
+}
+
+func (c *conn) failure() error {
+	<-c.done
+	return c.err
+}
+
+// close ends the session and stops the process; it waits for both.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		if c.sess != nil {
+			c.sess.Close()
+		}
+		if c.proc != nil {
+			c.proc.stop()
+		}
+		if c.http != nil {
+			c.http.CloseIdleConnections()
+		}
+		c.watchers.Wait()
+		c.fail(errors.New("closed by deskd"))
+	})
+}
+
+func (c *conn) stderr() string {
+	if c.proc == nil {
+		return ""
+	}
+	return c.proc.stderr.String()
+}
+
+// httpClient sends the server's secret headers with every request.
+func httpClient(cfg *config.MCPServer) *http.Client {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	return &http.Client{Transport: headers{base: base, h: cfg.Secrets.Headers}}
+}
+
+type headers struct {
+	base http.RoundTripper
+	h    map[string][]string
+}
+
+func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.h) == 0 {
+		return t.base.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	for name, values := range t.h {
+		r.Header.Del(name)
+		for _, v := range values {
+			r.Header.Add(name, v)
+		}
+	}
+	return t.base.RoundTrip(r)
+}
+
+func (t headers) CloseIdleConnections() {
+	if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+func timeout(cfg *config.MCPServer) time.Duration {
+	if cfg.Timeout > 0 {
+		return cfg.Timeout
+	}
+	return config.DefaultMCPTimeout
+}
+
+// withTimeout is context.WithTimeout on clk: the returned context ends
+// when d has passed on clk; timedOut reports whether that is why it ended.
+// stop releases the timer and must be called.
+func withTimeout(ctx context.Context, clk clock.Clock, d time.Duration) (_ context.Context, stop func(), timedOut func() bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	t := clk.NewTimer(d)
+	var fired atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-t.C():
+			fired.Store(true)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { t.Stop(); cancel(); <-done }, fired.Load
+}

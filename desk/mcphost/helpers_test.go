@@ -1,0 +1,221 @@
+package mcphost_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/mcphost"
+	"github.com/deskd/deskd/desk/mcptest"
+	"github.com/deskd/deskd/router"
+)
+
+func TestMain(m *testing.M) {
+	if mcptest.ServeStdioIfAsked() {
+		return
+	}
+	if os.Getenv(parentEnv) != "" {
+		runParent()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// wait bounds every wait of a test on the host's goroutines and processes.
+const wait = 30 * time.Second
+
+var start = time.Date(2026, 12, 1, 9, 15, 0, 0, time.UTC)
+
+// rig is a Host on a fake clock, with its events collected.
+type rig struct {
+	t     *testing.T
+	clock *clock.Fake
+	bus   *event.Bus
+	host  *mcphost.Host
+	up    chan event.MCPServerUp
+	down  chan event.MCPServerDown
+	// early are up events of other servers than the one waited for.
+	early []event.MCPServerUp
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	r := &rig{t: t, clock: clock.NewFake(start), bus: event.New(),
+		up: make(chan event.MCPServerUp, 64), down: make(chan event.MCPServerDown, 64)}
+	t.Cleanup(r.bus.Close)
+	cancelUp := event.Subscribe(r.bus, func(e event.MCPServerUp) { r.up <- e })
+	cancelDown := event.Subscribe(r.bus, func(e event.MCPServerDown) { r.down <- e })
+	t.Cleanup(cancelUp)
+	t.Cleanup(cancelDown)
+	r.host = mcphost.New(mcphost.Options{Clock: r.clock, Bus: r.bus, Log: zerolog.New(zerolog.NewTestWriter(t))})
+	t.Cleanup(func() {
+		if err := r.host.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return r
+}
+
+// serve configures srv, has desk "d" use it, and waits for it to be up.
+func (r *rig) serve(srv *config.MCPServer) event.MCPServerUp {
+	r.t.Helper()
+	r.host.Configure(map[string]*config.MCPServer{srv.Name: srv})
+	r.host.Use("d", []string{srv.Name})
+	return r.waitUp(srv.Name)
+}
+
+func (r *rig) waitUp(server string) event.MCPServerUp {
+	r.t.Helper()
+	for i, e := range r.early {
+		if e.Server == server {
+			r.early = slices.Delete(r.early, i, i+1)
+			return e
+		}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case e := <-r.up:
+			if e.Server == server {
+				return e
+			}
+			r.early = append(r.early, e)
+		case e := <-r.down:
+			r.t.Fatalf("MCP server %s went down while the test waited for it to be up: %s", e.Server, e.Error)
+		case <-timer.C:
+			r.t.Fatalf("MCP server %s did not come up within %s; status %+v", server, wait, r.host.Status())
+		}
+	}
+}
+
+func (r *rig) waitDown(server string) event.MCPServerDown {
+	r.t.Helper()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case e := <-r.down:
+			if e.Server == server {
+				return e
+			}
+		case <-timer.C:
+			r.t.Fatalf("MCP server %s did not go down within %s; status %+v", server, wait, r.host.Status())
+		}
+	}
+}
+
+// retry moves the clock to a down server's retry.
+func (r *rig) retry(e event.MCPServerDown) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(r.t.Context(), wait)
+	defer cancel()
+	if err := r.clock.WaitTimerAt(ctx, e.RetryAt); err != nil {
+		r.t.Fatalf("no retry timer at %s for MCP server %s: %v", e.RetryAt, e.Server, err)
+	}
+	r.clock.Set(e.RetryAt)
+}
+
+func (r *rig) status(server string) mcphost.ServerStatus {
+	r.t.Helper()
+	for _, s := range r.host.Status() {
+		if s.Name == server {
+			return s
+		}
+	}
+	r.t.Fatalf("MCP server %s is not in the status %+v", server, r.host.Status())
+	return mcphost.ServerStatus{}
+}
+
+// tool finds a tool by its full name.
+func tool(t *testing.T, ts router.Toolset, name string) router.Tool {
+	t.Helper()
+	for _, tl := range ts.Tools() {
+		if tl.Spec.Name == name {
+			return tl
+		}
+	}
+	t.Fatalf("tool %s is not offered; tools %v, notes %q", name, names(ts.Tools()), ts.Notes())
+	return router.Tool{}
+}
+
+func names(tools []router.Tool) []string {
+	var out []string
+	for _, t := range tools {
+		out = append(out, t.Spec.Name)
+	}
+	return out
+}
+
+// call runs a tool with args given as a Go value.
+func call(t *testing.T, tl router.Tool, args any) (string, error) {
+	t.Helper()
+	b, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	return tl.Run(ctx, b)
+}
+
+func mustCall(t *testing.T, tl router.Tool, args any) string {
+	t.Helper()
+	out, err := call(t, tl, args)
+	if err != nil {
+		t.Fatalf("%s(%v): %v", tl.Spec.Name, args, err)
+	}
+	return out
+}
+
+// transports are the two ways to reach the test server.
+var transports = []struct {
+	name string
+	cfg  func(t *testing.T) *config.MCPServer
+}{
+	{"stdio", func(t *testing.T) *config.MCPServer { return mcptest.Stdio(t) }},
+	{"http", func(t *testing.T) *config.MCPServer { srv, _ := mcptest.HTTP(t); return srv }},
+}
+
+// gone reports whether no process has that PID.
+func gone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// The parent process of TestStdioServerDiesWithItsParent.
+const parentEnv = "DESKD_MCPHOST_TEST_PARENT"
+
+// runParent starts a host with one stdio server, prints the server's PID
+// and waits to be killed. The server lingers after its stdin closes, so
+// that only its parent-death signal can end it.
+func runParent() {
+	bus := event.New()
+	upc := make(chan struct{}, 1)
+	event.Subscribe(bus, func(event.MCPServerUp) { upc <- struct{}{} })
+	h := mcphost.New(mcphost.Options{Clock: clock.Real(), Bus: bus, Log: zerolog.Nop()})
+	srv := &config.MCPServer{Name: "child", Command: []string{os.Args[0]}, Env: map[string]string{mcptest.EnvMode: "stdio", mcptest.EnvLinger: "1"}}
+	h.Configure(map[string]*config.MCPServer{"child": srv})
+	h.Use("d", []string{"child"})
+	<-upc
+	fmt.Printf("pid %d\n", h.Status()[0].PID)
+	select {}
+}
+
+func contains(t *testing.T, what, got, want string) {
+	t.Helper()
+	if !strings.Contains(got, want) {
+		t.Errorf("%s = %q, want it to contain %q", what, got, want)
+	}
+}

@@ -1,0 +1,246 @@
+package mcphost
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/event"
+)
+
+// server is one configured server and its supervisor, when it runs.
+type server struct {
+	h    *Host
+	name string
+
+	mu       sync.Mutex
+	cfg      *config.MCPServer
+	state    string
+	err      string
+	since    time.Time
+	retryAt  time.Time
+	tools    []*mcp.Tool
+	restarts int
+	live     *conn
+	cancel   context.CancelFunc // set while the supervisor runs
+	done     chan struct{}      // closed when the supervisor has ended
+}
+
+func newServer(h *Host, name string, cfg *config.MCPServer) *server {
+	return &server{h: h, name: name, cfg: cfg, state: StateStopped, since: h.o.Clock.Now()}
+}
+
+func (s *server) config() *config.MCPServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+func (s *server) setConfig(cfg *config.MCPServer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg = cfg
+}
+
+func (s *server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancel != nil
+}
+
+func (s *server) restarted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.restarts++
+}
+
+// start runs the supervisor, unless it runs.
+func (s *server) start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return
+	}
+	// The supervisor is a root of its own: its life is the server's
+	// running, from start to stop, not any caller's request.
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	go s.supervise(ctx, s.cfg, s.done)
+}
+
+// stop ends the supervisor and waits for it: the connection is closed and
+// a stdio server's process is gone.
+func (s *server) stop() error {
+	s.mu.Lock()
+	cancel, done := s.cancel, s.done
+	s.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	<-done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancel, s.done = nil, nil
+	s.set(StateStopped, "", time.Time{})
+	return nil
+}
+
+// set changes the state; the caller holds mu.
+func (s *server) set(state, errText string, retryAt time.Time) {
+	s.state, s.err, s.retryAt, s.since = state, errText, retryAt, s.h.o.Clock.Now()
+	if state != StateUp {
+		s.tools, s.live = nil, nil
+	}
+}
+
+// supervise connects, waits for the connection to end, and reconnects
+// after a doubling backoff, until ctx ends.
+func (s *server) supervise(ctx context.Context, cfg *config.MCPServer, done chan struct{}) {
+	defer close(done)
+	o := s.h.o
+	backoff := o.Backoff
+	for {
+		s.mu.Lock()
+		s.set(StateStarting, "", time.Time{})
+		s.mu.Unlock()
+		c, err := dial(ctx, o.Clock, cfg)
+		if ctx.Err() != nil {
+			if c != nil {
+				c.close()
+			}
+			return
+		}
+		if err == nil {
+			upAt := o.Clock.Now()
+			s.up(c, c.tools)
+			err = s.serve(ctx, c)
+			c.close()
+			if ctx.Err() != nil {
+				return
+			}
+			if o.Clock.Now().Sub(upAt) >= o.MaxBackoff {
+				backoff = o.Backoff
+			}
+			if tail := c.stderr(); tail != "" {
+				o.Log.Debug().Str("server", s.name).Str("stderr", tail).Msg("MCP server's stderr")
+			}
+		}
+		if !s.down(ctx, err, backoff) {
+			return
+		}
+		backoff = min(2*backoff, o.MaxBackoff)
+		s.restarted()
+	}
+}
+
+// serve waits for the connection to end (its reason) or ctx to, and lists
+// the tools again each time the server says they changed.
+func (s *server) serve(ctx context.Context, c *conn) error {
+	for {
+		select {
+		case <-c.done:
+			return c.failure()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.changed:
+			if err := s.relist(ctx, c); err != nil {
+				c.fail(err)
+			}
+		}
+	}
+}
+
+// relist reads the server's tools again, and announces the new list.
+func (s *server) relist(ctx context.Context, c *conn) error {
+	cfg := s.config()
+	lctx, stop, timedOut := withTimeout(ctx, s.h.o.Clock, timeout(cfg))
+	tools, err := c.list(lctx)
+	stop()
+	if timedOut() {
+		err = fmt.Errorf("list tools: no answer within %s", timeout(cfg))
+	}
+	if err != nil {
+		return err
+	}
+	s.up(c, tools)
+	return nil
+}
+
+// up makes c, with those tools, the live connection and announces it.
+func (s *server) up(c *conn, tools []*mcp.Tool) {
+	s.mu.Lock()
+	s.set(StateUp, "", time.Time{})
+	s.live, s.tools = c, tools
+	restarts := s.restarts
+	s.mu.Unlock()
+	s.h.o.Log.Info().Str("server", s.name).Int("tools", len(tools)).Int("restarts", restarts).Msg("MCP server up")
+	if s.h.o.Bus == nil {
+		return
+	}
+	event.Publish(s.h.o.Bus, event.MCPServerUp{Header: event.Header{At: s.h.o.Clock.Now()}, Server: s.name,
+		Tools: len(tools), Restarts: restarts})
+}
+
+// down marks the server down, announces it, and waits for the backoff; it
+// reports false when ctx ended first.
+func (s *server) down(ctx context.Context, err error, backoff time.Duration) bool {
+	o := s.h.o
+	retryAt := o.Clock.Now().Add(backoff)
+	text := fmt.Sprint(err)
+	s.mu.Lock()
+	s.set(StateDown, text, retryAt)
+	s.mu.Unlock()
+	o.Log.Warn().Str("server", s.name).Str("error", text).Time("retry_at", retryAt).Msg("MCP server down")
+	if o.Bus != nil {
+		event.Publish(o.Bus, event.MCPServerDown{Header: event.Header{At: o.Clock.Now()}, Server: s.name, Error: text, RetryAt: retryAt})
+	}
+	t := o.Clock.NewTimer(backoff)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// snapshot is a server's state, for a toolset.
+type snapshot struct {
+	cfg   *config.MCPServer
+	state string
+	err   string
+	tools []*mcp.Tool
+	live  *conn
+}
+
+func (s *server) snapshot() snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return snapshot{cfg: s.cfg, state: s.state, err: s.err, tools: s.tools, live: s.live}
+}
+
+func (s *server) status() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := ServerStatus{Name: s.name, Transport: transport(s.cfg), State: s.state, Error: s.err, Since: s.since,
+		RetryAt: s.retryAt, Restarts: s.restarts}
+	for _, t := range s.tools {
+		st.Tools = append(st.Tools, t.Name)
+	}
+	if s.live != nil && s.live.proc != nil {
+		st.PID = s.live.proc.pid
+	}
+	return st
+}
+
+func transport(cfg *config.MCPServer) string {
+	if cfg.URL != "" {
+		return TransportHTTP
+	}
+	return TransportStdio
+}

@@ -1,0 +1,259 @@
+package mcphost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/router"
+)
+
+// toolPrefix starts the name of every MCP tool the model sees.
+const toolPrefix = "mcp__"
+
+// validToolName is what the model providers accept as a tool's name.
+var validToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ToolName is the name the model sees for a server's tool:
+// "mcp__<server>__<tool>".
+func ToolName(server, tool string) string { return toolPrefix + server + "__" + tool }
+
+// SplitToolName splits a ToolName into its server and tool; ok is false
+// for a name that is not an MCP tool's.
+func SplitToolName(name string) (server, tool string, ok bool) {
+	rest, found := strings.CutPrefix(name, toolPrefix)
+	if !found {
+		return "", "", false
+	}
+	server, tool, found = strings.Cut(rest, "__")
+	if !found || server == "" || tool == "" {
+		return "", "", false
+	}
+	return server, tool, true
+}
+
+// Toolset returns the tools a desk's mcp entries (by server) allow, of the
+// servers that are up at each turn's start.
+func (h *Host) Toolset(desk string, uses map[string]config.DeskMCP) router.Toolset {
+	return toolset{h: h, desk: desk, uses: uses}
+}
+
+type toolset struct {
+	h    *Host
+	desk string
+	uses map[string]config.DeskMCP
+}
+
+// entry is one mcp entry of the desk and its server's state now.
+type entry struct {
+	server string
+	use    config.DeskMCP
+	snap   snapshot
+	known  bool
+}
+
+// entries returns the desk's entries, sorted by server.
+func (t toolset) entries() []entry {
+	out := make([]entry, 0, len(t.uses))
+	for key, use := range t.uses {
+		name := use.Server
+		if name == "" {
+			name = key
+		}
+		e := entry{server: name, use: use}
+		if s := t.h.lookup(name); s != nil {
+			e.snap, e.known = s.snapshot(), true
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].server < out[j].server })
+	return out
+}
+
+// Tools returns the allowed tools of the servers that are up.
+func (t toolset) Tools() []router.Tool {
+	var out []router.Tool
+	for _, e := range t.entries() {
+		if !e.known || e.snap.state != StateUp {
+			continue
+		}
+		for _, tool := range e.snap.tools {
+			full := ToolName(e.server, tool.Name)
+			if !e.use.Allows(tool.Name) || !validToolName.MatchString(full) {
+				continue
+			}
+			out = append(out, t.h.tool(e.server, e.snap, tool))
+		}
+	}
+	return out
+}
+
+// Notes says which servers are unavailable and why, which allowed tools
+// a server does not have, and which are left out for their names.
+func (t toolset) Notes() []string {
+	var out []string
+	for _, e := range t.entries() {
+		if !e.known {
+			out = append(out, unavailable(e.server, "it is not in mcp_servers", false))
+			continue
+		}
+		switch e.snap.state {
+		case StateUp:
+		case StateDown:
+			out = append(out, unavailable(e.server, e.snap.err, true))
+			continue
+		case StateStarting:
+			out = append(out, unavailable(e.server, "deskd is connecting to it", false))
+			continue
+		default:
+			out = append(out, unavailable(e.server, "it is not running", false))
+			continue
+		}
+		out = append(out, toolNotes(e)...)
+	}
+	return out
+}
+
+func unavailable(server, why string, retrying bool) string {
+	s := fmt.Sprintf("the tools of MCP server %s (%s*) are unavailable: %s", server, ToolName(server, ""), why)
+	if retrying {
+		s += "; deskd is retrying"
+	}
+	return s
+}
+
+// toolNotes are the notes on an up server's tools.
+func toolNotes(e entry) []string {
+	var out []string
+	have := map[string]bool{}
+	for _, tool := range e.snap.tools {
+		have[tool.Name] = true
+		if full := ToolName(e.server, tool.Name); e.use.Allows(tool.Name) && !validToolName.MatchString(full) {
+			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %q is not a valid tool name "+
+				"(letters, digits, _ and -, at most 64)", tool.Name, e.server, full))
+		}
+	}
+	for _, name := range e.use.Tools {
+		if name != config.AllMCPTools && !have[name] {
+			out = append(out, fmt.Sprintf("MCP server %s has no tool %s: %s is unavailable", e.server, name, ToolName(e.server, name)))
+		}
+	}
+	return out
+}
+
+// tool is the router's tool for one of a server's tools.
+func (h *Host) tool(server string, snap snapshot, tool *mcp.Tool) router.Tool {
+	schema, err := json.Marshal(tool.InputSchema)
+	if err != nil || tool.InputSchema == nil {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	limit := snap.cfg.MaxResult
+	if limit <= 0 {
+		limit = router.DefaultMaxToolResult
+	}
+	full := ToolName(server, tool.Name)
+	return router.Tool{
+		Spec:      router.ToolSpec{Name: full, Description: tool.Description, Schema: schema},
+		Server:    server,
+		MaxResult: limit,
+		Run: func(ctx context.Context, args json.RawMessage) (string, error) {
+			return h.call(ctx, server, tool.Name, args)
+		},
+	}
+}
+
+// call runs a tool on the server's live connection, within its timeout
+// on the host's clock. A transport failure ends the connection: the
+// supervisor reconnects.
+func (h *Host) call(ctx context.Context, server, tool string, args json.RawMessage) (string, error) {
+	full := ToolName(server, tool)
+	s := h.lookup(server)
+	if s == nil {
+		return "", fmt.Errorf("%s is unavailable: MCP server %s is not configured", full, server)
+	}
+	snap := s.snapshot()
+	if snap.live == nil {
+		why := snap.err
+		if why == "" {
+			why = "it is " + snap.state
+		}
+		return "", fmt.Errorf("%s is unavailable: MCP server %s is not connected (%s)", full, server, why)
+	}
+	d := timeout(snap.cfg)
+	cctx, stop, timedOut := withTimeout(ctx, h.o.Clock, d)
+	defer stop()
+	res, err := snap.live.sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	switch {
+	case err == nil:
+	case timedOut():
+		return "", fmt.Errorf("%s timed out after %s", full, d)
+	case ctx.Err() != nil:
+		return "", fmt.Errorf("%s: %w", full, ctx.Err())
+	case refused(err):
+		return "", fmt.Errorf("MCP server %s refused the call of %s: %w", server, tool, err)
+	default:
+		why := snap.live.broke(fmt.Errorf("the call of %s failed: %w", tool, err))
+		return "", fmt.Errorf("%s failed: the connection to MCP server %s broke (%v); deskd is reconnecting", full, server, why)
+	}
+	text := resultText(res)
+	if res.IsError {
+		return "", errors.New(text)
+	}
+	return text, nil
+}
+
+// refused reports whether err is the server's answer (a JSON-RPC error),
+// not a failure of the connection.
+func refused(err error) bool {
+	var we *jsonrpc.Error
+	return errors.As(err, &we) && !errors.Is(err, mcp.ErrConnectionClosed)
+}
+
+// resultText is what the model reads of a result: its text items joined
+// by newlines, other kinds described, the structured content as JSON when
+// there is no text.
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	hasText := false
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			parts, hasText = append(parts, c.Text), true
+		case *mcp.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", c.MIMEType, len(c.Data)))
+		case *mcp.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", c.MIMEType, len(c.Data)))
+		case *mcp.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource link %s]", c.URI))
+		case *mcp.EmbeddedResource:
+			parts = append(parts, embedded(c))
+		default:
+			parts = append(parts, fmt.Sprintf("[%T content]", c))
+		}
+	}
+	if !hasText && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			parts = append(parts, string(b))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func embedded(c *mcp.EmbeddedResource) string {
+	r := c.Resource
+	if r == nil {
+		return "[resource]"
+	}
+	if r.Text != "" {
+		return r.Text
+	}
+	return fmt.Sprintf("[resource %s %s, %d bytes]", r.URI, r.MIMEType, len(r.Blob))
+}
