@@ -36,7 +36,7 @@ type acting struct {
 	log   zerolog.Logger
 
 	mu       sync.Mutex
-	counters map[string]*counter  // by desk
+	counters map[string]*counter // by desk
 	servers  map[string][]string // the MCP servers each desk uses, by desk
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/approval"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory"

@@ -26,8 +26,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/approval"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/mcphost"
 	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
