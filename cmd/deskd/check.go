@@ -12,7 +12,9 @@ import (
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/mcphost"
 	"github.com/deskd/deskd/desk/termsafe"
+	"github.com/deskd/deskd/desk/termview"
 )
 
 // defaultConfig is where deskd looks for its main file.
@@ -23,7 +25,7 @@ var errNoDaemon = errors.New("no running deskd answered")
 
 func newCheckConfigCommand(stdout io.Writer) *cobra.Command {
 	var f clientFlags
-	var diff bool
+	var diff, probe bool
 	cmd := &cobra.Command{
 		Use:   "check-config",
 		Short: "Validate the config files and print every problem; --diff: what a reload of the running deskd would change",
@@ -35,7 +37,11 @@ its config files as a reload would and to compare them with the config in
 force: each change is printed, one a line ("desk main: schedule open added"),
 and nothing changes. Problems are printed as above (exit status 2): a
 refused desk file refuses its desk alone (the changes printed still apply),
-any other problem the whole reload. Exit status 1 when no deskd answers.`,
+any other problem the whole reload. Exit status 1 when no deskd answers.
+
+With --probe, also connect to each MCP server (a stdio server is started and
+stopped) and list its tools, marking each tool a desk allows that the server
+does not have; exit status 2 when a server cannot be reached or lacks one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if diff {
@@ -50,11 +56,18 @@ any other problem the whole reload. Exit status 1 when no deskd answers.`,
 			for _, w := range config.Warnings(cfg, clock.Real().Now()) {
 				fmt.Fprintln(stdout, "warning: "+termsafe.Line(w.String()))
 			}
+			if !probe {
+				return nil
+			}
+			if n := termview.Probe(stdout, mcphost.ProbeConfig(cmd.Context(), cfg)); n > 0 {
+				return &exitError{code: 2, err: fmt.Errorf("the MCP probe found %s", termsafe.Plural(n, "problem"))}
+			}
 			return nil
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&diff, "diff", false, "show what a reload of the running deskd would change (asks it over its API)")
+	cmd.Flags().BoolVar(&probe, "probe", false, "also connect to each MCP server and list its tools, marking those a desk allows that it lacks")
 	return cmd
 }
 

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/mcptest"
 )
 
 // The binary is built at most once per test binary, the first time an
@@ -42,6 +43,10 @@ var (
 const farZone = "America/New_York"
 
 func TestMain(m *testing.M) {
+	// The MCP tests' stdio server is this binary, started again by deskd.
+	if mcptest.ServeStdioIfAsked() {
+		return
+	}
 	// The host's zone must not leak into trading dates: the daemons run in
 	// this process see a zone far from Asia/Kolkata, as the binaries do
 	// (startDeskdEnv sets TZ for them). It is set through TZ, for the whole

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"sort"
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/clock"
@@ -36,4 +39,54 @@ func Probe(ctx context.Context, srv *config.MCPServer) ([]ToolInfo, error) {
 		out = append(out, info)
 	}
 	return out, nil
+}
+
+// ProbeReport is what ProbeConfig found of one server.
+type ProbeReport struct {
+	Server string
+	// Tools are the server's tools; Err says why there are none.
+	Tools []ToolInfo
+	Err   error
+	// Missing are the tools desks' files allow that the server does not
+	// have, sorted by desk and tool.
+	Missing []MissingTool
+	// Used are the desks that use the server, sorted.
+	Used []string
+}
+
+// MissingTool is a tool a desk's mcp entry names that its server lacks.
+type MissingTool struct{ Desk, Tool string }
+
+// ProbeConfig probes every server of cfg (Probe), one after the other,
+// sorted by name, and marks the tools its desks allow that it does not
+// have.
+func ProbeConfig(ctx context.Context, cfg *config.Config) []ProbeReport {
+	names := make([]string, 0, len(cfg.MCPServers))
+	for name := range cfg.MCPServers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []ProbeReport
+	for _, name := range names {
+		rep := ProbeReport{Server: name}
+		rep.Tools, rep.Err = Probe(ctx, cfg.MCPServers[name])
+		has := map[string]bool{}
+		for _, t := range rep.Tools {
+			has[t.Name] = true
+		}
+		for _, desk := range slices.Sorted(maps.Keys(cfg.Desks)) {
+			use, ok := cfg.Desks[desk].MCP[name]
+			if !ok {
+				continue
+			}
+			rep.Used = append(rep.Used, desk)
+			for _, tool := range use.Tools {
+				if tool != config.AllMCPTools && rep.Err == nil && !has[tool] {
+					rep.Missing = append(rep.Missing, MissingTool{Desk: desk, Tool: tool})
+				}
+			}
+		}
+		out = append(out, rep)
+	}
+	return out
 }
