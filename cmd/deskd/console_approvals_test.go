@@ -1,0 +1,156 @@
+package main
+
+// The console's block of the tool calls that wait for a decision, in
+// headless Chromium, over the real API and console with a stub of the
+// approval queue (the daemon's wiring of approval.Queue is tested end to
+// end elsewhere).
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/deskd/deskd/desk/approval"
+	"github.com/deskd/deskd/desk/console"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/httpapi/httpapitest"
+	"github.com/deskd/deskd/router"
+)
+
+// add makes a call wait, as the queue does before approval.requested.
+func (s *stubApprovals) add(p approval.Pending) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = append(s.pending, p)
+}
+
+// drop forgets a call without a decision (it expired meanwhile).
+func (s *stubApprovals) drop(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, p := range s.pending {
+		if p.ID == id {
+			s.pending = append(s.pending[:i:i], s.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// decisions returns the decisions made so far.
+func (s *stubApprovals) decisions() []router.Decision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]router.Decision(nil), s.decided...)
+}
+
+// TestConsoleBrowserApprovals: a waiting call shows on its desk's row and
+// page with its tool, its arguments pretty-printed as text (a hostile
+// argument stays text) and the time left; one requested later appears
+// live on approval.requested; Deny asks for a reason in the dialog and
+// sends it; Approve approves; deskd's refusal of a call that no longer
+// waits is shown in the dialog.
+func TestConsoleBrowserApprovals(t *testing.T) {
+	t.Parallel()
+	stub := &stubApprovals{}
+	h := httpapitest.Start(t, httpapitest.Options{Approvals: stub, Console: console.Handler()})
+	now := h.Clock.Now()
+	pending := func(id, args string) approval.Pending {
+		return approval.Pending{ID: id, Desk: "main", Call: "c-" + id, Tool: "mcp__broker__place_order", Arguments: json.RawMessage(args),
+			RequestedAt: now, ExpiresAt: now.Add(2 * time.Minute)}
+	}
+	stub.add(pending("a1b2c3d4", `{"symbol": "<img src=x id=pwn onerror=alert(1)>", "qty": 10}`))
+	p := openConsole(t, 1280, 900)
+	p.do(t, "open the console", chromedp.Navigate(h.URL()+"/"))
+
+	row := `document.querySelector('tr.desk-row[data-desk="main"]')`
+	item := func(id string) string { return row + `.querySelector('.approval[data-approval="` + id + `"]')` }
+	p.waitTrue(t, "the row shows call a1b2c3d4", row+` && `+item("a1b2c3d4")+` !== null`)
+	args := evalJS[string](t, p, item("a1b2c3d4")+`.querySelector(".approval-args").textContent`)
+	if !strings.Contains(args, "\n  \"symbol\": \"<img src=x id=pwn onerror=alert(1)>\",\n  \"qty\": 10\n") {
+		t.Errorf("the arguments read %q, want them pretty-printed as text", args)
+	}
+	if evalJS[bool](t, p, `document.getElementById("pwn") !== null`) {
+		t.Error("an argument became HTML")
+	}
+	block := evalJS[string](t, p, item("a1b2c3d4")+`.innerText`)
+	if !strings.Contains(block, "mcp__broker__place_order") || !strings.Contains(block, "expires in 1:") && !strings.Contains(block, "expires in 2:") {
+		t.Errorf("the call's block reads %q: want the tool and the time left", block)
+	}
+
+	// Live: a call requested now appears without a reload.
+	stub.add(pending("e5f6a7b8", `{"symbol": "TCS", "qty": 5}`))
+	event.Publish(h.Bus, event.ApprovalRequested{Header: event.Header{At: now, Desk: "main"}, ID: "e5f6a7b8", Call: "c-e5f6a7b8",
+		Tool: "mcp__broker__place_order", Arguments: json.RawMessage(`{"symbol": "TCS", "qty": 5}`), ExpiresAt: now.Add(2 * time.Minute)})
+	p.waitTrue(t, "call e5f6a7b8 appears live", item("e5f6a7b8")+` !== null`)
+
+	// Deny asks for a reason.
+	click := func(id, action string) {
+		t.Helper()
+		pressIn(t, p, item(id), action)
+		p.waitTrue(t, "the dialog is open", `document.getElementById("dialog").open`)
+	}
+	click("a1b2c3d4", "deny")
+	if focused := evalJS[string](t, p, `document.activeElement ? document.activeElement.name : ""`); focused != "reason" {
+		t.Errorf("the deny dialog opens on %q, want the reason", focused)
+	}
+	p.do(t, "give a reason and deny", chromedp.SendKeys(`#dialog-fields input[name="reason"]`, "too large today"), chromedp.Click(chromedp.ID("dialog-confirm")))
+	p.waitTrue(t, "the dialog closed and the call left the row", `!document.getElementById("dialog").open && `+item("a1b2c3d4")+` === null`)
+	if d := stub.decisions(); len(d) != 1 || d[0].ID != "a1b2c3d4" || d[0].Outcome != router.DecisionDenied || d[0].Reason != "too large today" || d[0].By != "console" {
+		t.Errorf("decisions after Deny = %+v", d)
+	}
+
+	// The desk page shows the block too; Approve approves.
+	p.do(t, "open desk main's page", chromedp.Navigate(h.URL()+"/#/desk/main"))
+	page := `document.querySelector('#dv-status .approval[data-approval="e5f6a7b8"]')`
+	p.waitTrue(t, "the desk page shows call e5f6a7b8", page+` !== null`)
+	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+	if err == nil {
+		writeApprovalShot(t, png)
+	}
+	pressIn(t, p, page, "approve")
+	p.waitTrue(t, "the dialog is open", `document.getElementById("dialog").open`)
+	p.do(t, "confirm", chromedp.Click(chromedp.ID("dialog-confirm")))
+	p.waitTrue(t, "the call left the page", `!document.getElementById("dialog").open && `+page+` === null`)
+	if d := stub.decisions(); len(d) != 2 || d[1].ID != "e5f6a7b8" || d[1].Outcome != router.DecisionApproved {
+		t.Errorf("decisions after Approve = %+v", d)
+	}
+
+	// A call that no longer waits: deskd's refusal stays in the dialog.
+	stub.add(pending("0badf00d", `{}`))
+	event.Publish(h.Bus, event.ApprovalRequested{Header: event.Header{At: now, Desk: "main"}, ID: "0badf00d", Tool: "mcp__broker__place_order"})
+	late := `document.querySelector('#dv-status .approval[data-approval="0badf00d"]')`
+	p.waitTrue(t, "the desk page shows call 0badf00d", late+` !== null`)
+	stub.drop("0badf00d")
+	pressIn(t, p, late, "approve")
+	p.waitTrue(t, "the dialog is open", `document.getElementById("dialog").open`)
+	p.do(t, "confirm", chromedp.Click(chromedp.ID("dialog-confirm")))
+	p.waitTrue(t, "the dialog shows deskd's refusal", `!document.getElementById("dialog-error").hidden && document.getElementById("dialog-error").textContent.includes('no tool call "0badf00d"')`)
+	p.do(t, "cancel", chromedp.Click(chromedp.ID("dialog-cancel")))
+	p.waitTrue(t, "the refused call left the page", late+` === null`)
+}
+
+// pressIn clicks the button of data-action action inside the element of
+// the JavaScript expression box.
+func pressIn(t *testing.T, p *consolePage, box, action string) {
+	t.Helper()
+	if _, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](box+`.querySelector('[data-action="`+action+`"]').click() === undefined`)); err != nil {
+		t.Fatalf("click %s in %s: %v", action, box, err)
+	}
+}
+
+// writeApprovalShot keeps the desk page's screenshot (DESKD_ARTIFACTS, if set).
+func writeApprovalShot(t *testing.T, png []byte) {
+	t.Helper()
+	if a := os.Getenv("DESKD_ARTIFACTS"); a != "" {
+		if err := os.MkdirAll(a, 0o755); err != nil {
+			t.Errorf("screenshot folder: %v", err)
+		} else if err := os.WriteFile(filepath.Join(a, "console-approvals.png"), png, 0o644); err != nil {
+			t.Errorf("write the screenshot: %v", err)
+		}
+	}
+}
