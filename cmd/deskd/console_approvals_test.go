@@ -87,6 +87,9 @@ func TestConsoleBrowserApprovals(t *testing.T) {
 	event.Publish(h.Bus, event.ApprovalRequested{Header: event.Header{At: now, Desk: "main"}, ID: "e5f6a7b8", Call: "c-e5f6a7b8",
 		Tool: "mcp__broker__place_order", Arguments: json.RawMessage(`{"symbol": "TCS", "qty": 5}`), ExpiresAt: now.Add(2 * time.Minute)})
 	p.waitTrue(t, "call e5f6a7b8 appears live", item("e5f6a7b8")+` !== null`)
+	if png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot()); err == nil {
+		writeApprovalShot(t, "console-approvals-row.png", png)
+	}
 
 	// Deny asks for a reason.
 	click := func(id, action string) {
@@ -108,9 +111,8 @@ func TestConsoleBrowserApprovals(t *testing.T) {
 	p.do(t, "open desk main's page", chromedp.Navigate(h.URL()+"/#/desk/main"))
 	page := `document.querySelector('#dv-status .approval[data-approval="e5f6a7b8"]')`
 	p.waitTrue(t, "the desk page shows call e5f6a7b8", page+` !== null`)
-	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
-	if err == nil {
-		writeApprovalShot(t, png)
+	if png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot()); err == nil {
+		writeApprovalShot(t, "console-approvals-page.png", png)
 	}
 	pressIn(t, p, page, "approve")
 	p.waitTrue(t, "the dialog is open", `document.getElementById("dialog").open`)
@@ -144,12 +146,12 @@ func pressIn(t *testing.T, p *consolePage, box, action string) {
 }
 
 // writeApprovalShot keeps the desk page's screenshot (DESKD_ARTIFACTS, if set).
-func writeApprovalShot(t *testing.T, png []byte) {
+func writeApprovalShot(t *testing.T, name string, png []byte) {
 	t.Helper()
 	if a := os.Getenv("DESKD_ARTIFACTS"); a != "" {
 		if err := os.MkdirAll(a, 0o755); err != nil {
 			t.Errorf("screenshot folder: %v", err)
-		} else if err := os.WriteFile(filepath.Join(a, "console-approvals.png"), png, 0o644); err != nil {
+		} else if err := os.WriteFile(filepath.Join(a, name), png, 0o644); err != nil {
 			t.Errorf("write the screenshot: %v", err)
 		}
 	}

@@ -326,13 +326,13 @@
     });
   }
 
-  // approvalList is the block of a desk's calls that wait for a decision:
-  // tool, arguments (as text), time left, Approve and Deny.
+  // approvalList is the block of a desk's calls that wait for a decision
+  // (problems says how many): tool, arguments (as text), time left,
+  // Approve and Deny.
   function approvalList(name) {
     const list = state.approvals.get(name) || [];
     if (!list.length) return null;
     return el("div", { class: "approvals", "data-desk": name },
-      el("div", { class: "approvals-head" }, list.length + (list.length > 1 ? " tool calls wait" : " tool call waits") + " for your decision"),
       el("ul", { class: "approval-list" }, list.map((a) => el("li", { class: "approval", "data-approval": a.id },
         el("div", { class: "approval-head" },
           el("span", { class: "mono small approval-tool" }, a.tool), " ",
@@ -392,6 +392,8 @@
     const le = state.lastError.get(s.name);
     if (le) out.push({ level: "bad", text: "Last error (" + le.topic + ", " + fmtClock(le.at) + "): " + le.text });
     if (s.last_answer && s.last_answer.fallback) out.push({ level: "warn", text: "Answered by fallback model " + s.last_answer.model });
+    const waiting = (state.approvals.get(s.name) || []).length;
+    if (waiting) out.push({ level: "warn", text: waiting + (waiting > 1 ? " tool calls wait" : " tool call waits") + " for your decision" });
     if (Array.isArray(s.mcp)) for (const m of s.mcp) if (m.state !== "up") out.push({ level: "bad", text: "MCP server " + m.name + " " + (m.state || "down") + (m.error ? ": " + m.error : "") });
     return out;
   }
@@ -546,12 +548,15 @@
     if (!same) body.replaceChildren(...rows);
     $("no-desks").hidden = list.length > 0;
     const count = (f) => list.filter(f).length;
+    const hasBad = (s) => problems(s).some((p) => p.level === "bad");
     const sum = clear($("summary"));
     sum.append(
       el("span", { class: "pill" }, list.length + " desks"),
       el("span", { class: "pill pill-running" }, count((s) => s.state === "running" || s.state === "rolling_over") + " running"),
       el("span", { class: "pill" + (count((s) => s.paused) ? " pill-paused" : "") }, count((s) => s.paused) + " paused"),
-      el("span", { class: "pill" + (count((s) => severity(s) === 0) ? " pill-bad" : "") }, count((s) => severity(s) === 0) + " with problems"));
+      el("span", { class: "pill" + (count(hasBad) ? " pill-bad" : "") }, count(hasBad) + " with problems"));
+    const waiting = list.reduce((n, s) => n + (state.approvals.get(s.name) || []).length, 0);
+    if (waiting) sum.append(el("span", { class: "pill pill-paused" }, waiting + " awaiting approval"));
     renderBanner();
     renderDeskFilter();
     if (state.route.view === "desk") renderDeskStatus();
