@@ -87,6 +87,9 @@ func TestConsoleBrowserApprovals(t *testing.T) {
 	event.Publish(h.Bus, event.ApprovalRequested{Header: event.Header{At: now, Desk: "main"}, ID: "e5f6a7b8", Call: "c-e5f6a7b8",
 		Tool: "mcp__broker__place_order", Arguments: json.RawMessage(`{"symbol": "TCS", "qty": 5}`), ExpiresAt: now.Add(2 * time.Minute)})
 	p.waitTrue(t, "call e5f6a7b8 appears live", item("e5f6a7b8")+` !== null`)
+	if text := evalJS[string](t, p, row+`.querySelector('[data-label="Attention"]').innerText`); !strings.Contains(text, "2 tool calls wait for your decision") || strings.Contains(text, "OK") {
+		t.Errorf("the row's attention reads %q: want the waiting calls counted, not OK", text)
+	}
 	if png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot()); err == nil {
 		writeApprovalShot(t, "console-approvals-row.png", png)
 	}
