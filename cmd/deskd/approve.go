@@ -4,7 +4,6 @@ package main
 
 import (
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,13 +23,13 @@ func newApprovalsCommand(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ps, err := c.Approvals(cmd.Context(), append(args, "")[0])
+			out, err := c.Approvals(cmd.Context(), append(args, "")[0])
 			if err != nil {
 				return err
 			} else if asJSON {
-				return termview.JSON(stdout, httpapi.ApprovalsResponse{Approvals: ps})
+				return termview.JSON(stdout, out)
 			}
-			termview.Approvals(stdout, ps, time.Now()) // deskd's times, on the terminal's clock
+			termview.Approvals(stdout, out.Approvals, out.AsOf) // time left on deskd's clock
 			return nil
 		},
 	}

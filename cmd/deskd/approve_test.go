@@ -53,21 +53,23 @@ func (s *stubApprovals) Decide(deskName, id string, approve bool, by, reason str
 // name (or --by) with --reason and print the decision; a decided id is
 // an error naming it.
 func TestClientApprovals(t *testing.T) {
-	now := time.Now().UTC()
-	stub := &stubApprovals{pending: []approval.Pending{
+	stub := &stubApprovals{}
+	h := httpapitest.Start(t, httpapitest.Options{Token: "tok", Approvals: stub})
+	now := h.Clock.Now() // deskd's clock, which is not the terminal's
+	stub.pending = []approval.Pending{
 		{ID: "a1b2c3d4", Desk: "main", Tool: "mcp__broker__place_order", Arguments: json.RawMessage(`{"symbol": "INFY", "qty": 10}`),
 			RequestedAt: now, ExpiresAt: now.Add(2 * time.Minute)},
 		{ID: "e5f6a7b8", Desk: "main", Tool: "mcp__broker__place_order", Arguments: json.RawMessage(`{"symbol": "TCS", "qty": 5}`),
-			RequestedAt: now, ExpiresAt: now.Add(2 * time.Minute)},
-	}}
-	h := httpapitest.Start(t, httpapitest.Options{Token: "tok", Approvals: stub})
+			RequestedAt: now, ExpiresAt: now.Add(90 * time.Second)},
+	}
 	cli := cliWithToken(t, h.URL(), "tok")
 	code, out, errs := cli("approvals")
-	if code != 0 || !strings.Contains(out, "a1b2c3d4") || !strings.Contains(out, `{"symbol":"INFY","qty":10}`) || !strings.Contains(out, "mcp__broker__place_order") {
+	if code != 0 || !strings.Contains(out, "a1b2c3d4") || !strings.Contains(out, `{"symbol":"INFY","qty":10}`) || !strings.Contains(out, "mcp__broker__place_order") ||
+		!strings.Contains(out, "2m0s") || !strings.Contains(out, "1m30s") {
 		t.Fatalf("approvals = %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = cli("approvals", "main", "--json")
-	if code != 0 || !strings.Contains(out, `"id": "e5f6a7b8"`) {
+	if code != 0 || !strings.Contains(out, `"id": "e5f6a7b8"`) || !strings.Contains(out, `"as_of": "2026-03-02T`) {
 		t.Errorf("approvals main --json = %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = cli("approve", "main", "a1b2c3d4")

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/deskd/deskd/desk/approval"
 	"github.com/deskd/deskd/router"
@@ -36,6 +37,9 @@ const MaxApprovalReason = 500
 type ApprovalsResponse struct {
 	// Approvals are the calls that wait, oldest first; never null.
 	Approvals []approval.Pending `json:"approvals"`
+	// AsOf is when the list was taken, on deskd's clock: the time left
+	// of a call is its ExpiresAt less AsOf.
+	AsOf time.Time `json:"as_of"`
 }
 
 // DecisionRequest is the body of POST /v1/desks/{desk}/approvals/{id}/approve
@@ -68,7 +72,7 @@ func (s *Server) approvals(w http.ResponseWriter) (Approvals, bool) {
 
 func (s *Server) listApprovals(w http.ResponseWriter, _ *http.Request) {
 	if a, ok := s.approvals(w); ok {
-		writeJSON(w, http.StatusOK, ApprovalsResponse{Approvals: nonNil(a.Pending(""))})
+		writeJSON(w, http.StatusOK, ApprovalsResponse{Approvals: nonNil(a.Pending("")), AsOf: s.o.Clock.Now()})
 	}
 }
 
@@ -78,7 +82,7 @@ func (s *Server) listDeskApprovals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if d, ok := s.desk(w, r); ok {
-		writeJSON(w, http.StatusOK, ApprovalsResponse{Approvals: nonNil(a.Pending(d.Name()))})
+		writeJSON(w, http.StatusOK, ApprovalsResponse{Approvals: nonNil(a.Pending(d.Name())), AsOf: s.o.Clock.Now()})
 	}
 }
 
@@ -151,14 +155,14 @@ func readDecisionRequest(w http.ResponseWriter, r *http.Request) (DecisionReques
 // Approvals returns the tool calls that wait for a decision on a desk
 // (GET /v1/desks/{desk}/approvals), or on every desk when deskName is
 // empty (GET /v1/approvals).
-func (c *Client) Approvals(ctx context.Context, deskName string) ([]approval.Pending, error) {
+func (c *Client) Approvals(ctx context.Context, deskName string) (ApprovalsResponse, error) {
 	path := "/v1/approvals"
 	if deskName != "" {
 		path = deskPath(deskName, "approvals")
 	}
 	var out ApprovalsResponse
 	err := c.do(ctx, http.MethodGet, path, nil, &out)
-	return out.Approvals, err
+	return out, err
 }
 
 // Decide approves or denies a waiting tool call

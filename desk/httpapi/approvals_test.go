@@ -245,12 +245,12 @@ func TestClientApprovals(t *testing.T) {
 	c.Token = "op-token"
 	ctx := context.Background()
 	all, err := c.Approvals(ctx, "")
-	if err != nil || ids(all) != "a1b2c3d4,e5f6a7b8,0badf00d" {
-		t.Fatalf("Approvals(all) = %v, %v", ids(all), err)
+	if err != nil || ids(all.Approvals) != "a1b2c3d4,e5f6a7b8,0badf00d" || !all.AsOf.Equal(h.Clock.Now()) {
+		t.Fatalf("Approvals(all) = %v as of %v, %v; want as of deskd's clock %v", ids(all.Approvals), all.AsOf, err, h.Clock.Now())
 	}
 	mine, err := c.Approvals(ctx, "main")
-	if err != nil || ids(mine) != "a1b2c3d4,e5f6a7b8" {
-		t.Fatalf("Approvals(main) = %v, %v", ids(mine), err)
+	if err != nil || ids(mine.Approvals) != "a1b2c3d4,e5f6a7b8" {
+		t.Fatalf("Approvals(main) = %v, %v", ids(mine.Approvals), err)
 	}
 	d, err := c.Decide(ctx, "main", "a1b2c3d4", true, httpapi.DecisionRequest{By: "alice"})
 	if err != nil || d.Outcome != router.DecisionApproved || d.By != "alice" {
