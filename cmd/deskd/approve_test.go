@@ -92,3 +92,31 @@ func TestClientApprovals(t *testing.T) {
 		t.Errorf("approvals with none = %d\n%s", code, out)
 	}
 }
+
+// TestApprovalsEscapeHostileText: a tool name, an argument or a decision's
+// by and reason that could act on a terminal (an escape, a bidi override)
+// reach it escaped; --json stays JSON.
+func TestApprovalsEscapeHostileText(t *testing.T) {
+	stub := &stubApprovals{}
+	h := httpapitest.Start(t, httpapitest.Options{Approvals: stub, Token: "tok"})
+	now := h.Clock.Now()
+	args, err := json.Marshal(map[string]string{"note": hostileText})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub.pending = []approval.Pending{{ID: "a1b2c3d4", Desk: "main", Tool: "mcp__x__" + hostileText, Arguments: args, RequestedAt: now, ExpiresAt: now.Add(time.Minute)}}
+	cli := cliWithToken(t, h.URL(), "tok")
+	code, out, errs := cli("approvals")
+	if code != 0 || hasRaw(out) || !strings.Contains(out, "a1b2c3d4") {
+		t.Errorf("approvals = %d %q %s", code, out, errs)
+	}
+	code, out, errs = cli("approvals", "--json")
+	var got struct{ Approvals []approval.Pending }
+	if code != 0 || hasRaw(out) || json.Unmarshal([]byte(out), &got) != nil || len(got.Approvals) != 1 || got.Approvals[0].Tool != "mcp__x__"+hostileText {
+		t.Errorf("approvals --json = %d %q %s: want JSON of the same value, escaped", code, out, errs)
+	}
+	code, out, errs = cli("deny", "main", "a1b2c3d4", "--by", "ops\u202eevil", "--reason", "no\x1b[2J")
+	if code != 0 || hasRaw(out) || !strings.Contains(out, "denied by ops") {
+		t.Errorf("deny = %d %q %s", code, out, errs)
+	}
+}
