@@ -7,6 +7,8 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,5 +159,71 @@ func writeApprovalShot(t *testing.T, name string, png []byte) {
 		} else if err := os.WriteFile(filepath.Join(a, name), png, 0o644); err != nil {
 			t.Errorf("write the screenshot: %v", err)
 		}
+	}
+}
+
+// withMCP serves api, adding mcp (the desk status's MCP servers, which
+// the daemon fills in) to every desk of GET /v1/desks and GET
+// /v1/desks/{desk}.
+func withMCP(t *testing.T, api http.Handler, mcp []map[string]any) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || !strings.HasPrefix(r.URL.Path, "/v1/desks") || strings.Count(r.URL.Path, "/") > 3 {
+			api.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, r)
+		var body map[string]any
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return
+		}
+		if desks, ok := body["desks"].([]any); ok {
+			for _, d := range desks {
+				d.(map[string]any)["mcp"] = mcp
+			}
+		} else {
+			body["mcp"] = mcp
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestConsoleBrowserMCPServers: the desk's MCP servers show on its page,
+// one that is not up in red with its error (also among the row's
+// problems); one that is up does not.
+func TestConsoleBrowserMCPServers(t *testing.T) {
+	t.Parallel()
+	h := httpapitest.Start(t, httpapitest.Options{Console: console.Handler()})
+	srv := withMCP(t, h.API, []map[string]any{
+		{"name": "broker", "transport": "http", "state": "down", "error": "connect: connection refused <b>x</b>", "since": h.Clock.Now(), "restarts": 2},
+		{"name": "quotes", "transport": "stdio", "state": "up", "tools": []string{"quote", "echo"}, "since": h.Clock.Now(), "restarts": 0},
+	})
+	p := openConsole(t, 1280, 900)
+	p.do(t, "open the console", chromedp.Navigate(srv.URL+"/"))
+	attention := `document.querySelector('tr.desk-row[data-desk="main"] [data-label="Attention"]')`
+	p.waitTrue(t, "the row names the server that is down", attention+` !== null && `+attention+`.innerText.includes("MCP server broker down: connect: connection refused <b>x</b>")`)
+	if text := evalJS[string](t, p, attention+`.innerText`); strings.Contains(text, "quotes") {
+		t.Errorf("the row's attention names the server that is up: %q", text)
+	}
+	p.do(t, "open desk main's page", chromedp.Navigate(srv.URL+"/#/desk/main"))
+	down := `document.querySelector('#dv-status .mcp[data-server="broker"]')`
+	p.waitTrue(t, "the page lists the servers", down+` !== null && document.querySelector('#dv-status .mcp[data-server="quotes"]') !== null`)
+	if cls := evalJS[string](t, p, down+`.className`); !strings.Contains(cls, "mcp-down") {
+		t.Errorf("the down server's class is %q, want mcp-down", cls)
+	}
+	if color := evalJS[string](t, p, `getComputedStyle(`+down+`.querySelector(".mcp-error")).color`); color != "rgb(185, 28, 28)" {
+		t.Errorf("the down server's error is in %s, want red (--bad)", color)
+	}
+	if text := evalJS[string](t, p, `document.querySelector('#dv-status .mcp[data-server="quotes"]').innerText`); !strings.Contains(text, "UP") || !strings.Contains(text, "2 tools") {
+		t.Errorf("the up server reads %q", text)
+	}
+	if evalJS[bool](t, p, `document.querySelector("#dv-status b") !== null`) {
+		t.Error("a server's error became HTML")
 	}
 }
