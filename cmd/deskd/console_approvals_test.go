@@ -65,7 +65,7 @@ func TestConsoleBrowserApprovals(t *testing.T) {
 		return approval.Pending{ID: id, Desk: "main", Call: "c-" + id, Tool: "mcp__broker__place_order", Arguments: json.RawMessage(args),
 			RequestedAt: now, ExpiresAt: now.Add(2 * time.Minute)}
 	}
-	stub.add(pending("a1b2c3d4", `{"symbol": "<img src=x id=pwn onerror=alert(1)>", "qty": 10}`))
+	stub.add(pending("a1b2c3d4", `{"symbol": "<img src=x id=pwn onerror=alert(1)>", "qty": 10, "account": "`+strings.Repeat("X", 300)+`"}`))
 	p := openConsole(t, 1280, 900)
 	p.do(t, "open the console", chromedp.Navigate(h.URL()+"/"))
 
@@ -73,7 +73,7 @@ func TestConsoleBrowserApprovals(t *testing.T) {
 	item := func(id string) string { return row + `.querySelector('.approval[data-approval="` + id + `"]')` }
 	p.waitTrue(t, "the row shows call a1b2c3d4", row+` && `+item("a1b2c3d4")+` !== null`)
 	args := evalJS[string](t, p, item("a1b2c3d4")+`.querySelector(".approval-args").textContent`)
-	if !strings.Contains(args, "\n  \"symbol\": \"<img src=x id=pwn onerror=alert(1)>\",\n  \"qty\": 10\n") {
+	if !strings.Contains(args, "\n  \"symbol\": \"<img src=x id=pwn onerror=alert(1)>\",\n  \"qty\": 10,\n") {
 		t.Errorf("the arguments read %q, want them pretty-printed as text", args)
 	}
 	if evalJS[bool](t, p, `document.getElementById("pwn") !== null`) {
@@ -95,6 +95,23 @@ func TestConsoleBrowserApprovals(t *testing.T) {
 	if png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot()); err == nil {
 		writeApprovalShot(t, "console-approvals-row.png", png)
 	}
+
+	// The block fits the table at 1280 px and a phone's width, a long
+	// argument included.
+	if sw, cw := evalJS[int](t, p, `document.querySelector("#desks").parentElement.scrollWidth`), evalJS[int](t, p, `document.querySelector("#desks").parentElement.clientWidth`); sw > cw {
+		t.Errorf("at 1280 px the desks' table is %d px wide in a box of %d px: it scrolls", sw, cw)
+	}
+	p.do(t, "narrow the tab to 390 px", chromedp.EmulateViewport(390, 844))
+	for view, box := range map[string]string{"#/": "#desk-rows", "#/desk/main": "#dv-status"} {
+		p.do(t, "open "+view, chromedp.Navigate(h.URL()+"/"+view))
+		shown := `document.querySelector('` + box + ` .approval[data-approval="e5f6a7b8"]')`
+		p.waitTrue(t, "the view "+view+" shows call e5f6a7b8", shown+` !== null && `+shown+`.offsetParent !== null`)
+		if sw, iw := evalJS[int](t, p, `document.documentElement.scrollWidth`), evalJS[int](t, p, `window.innerWidth`); sw > iw {
+			t.Errorf("at 390 px the page %s scrolls horizontally: scrollWidth %d > innerWidth %d", view, sw, iw)
+		}
+	}
+	p.do(t, "widen the tab to 1280 px", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(h.URL()+"/#/"))
+	p.waitTrue(t, "the row shows call a1b2c3d4 again", row+` && `+item("a1b2c3d4")+` !== null`)
 
 	// Deny asks for a reason.
 	click := func(id, action string) {
