@@ -95,6 +95,9 @@ type Options struct {
 	// NATS, if set, is the NATS connection's state (nats.go), in
 	// GET /healthz and GET /v1/desks; nil: NATS is not configured.
 	NATS func() *NATSStatus
+	// Approvals, if set, are the tool calls that wait for an operator's
+	// decision (approvals.go); nil: those endpoints answer 404.
+	Approvals Approvals
 }
 
 // Server serves the HTTP API. Extra handlers (GET /metrics) may be added
@@ -154,6 +157,7 @@ func New(o Options) *Server {
 
 	s.mux.HandleFunc("GET /v1/events", s.events) // events.go
 	s.routeFiles()                               // deskfiles.go
+	s.routeApprovals()                           // approvals.go
 	if o.Console != nil {
 		s.mux.Handle("GET /{$}", o.Console)
 		s.mux.Handle("GET /console/", o.Console)

@@ -13,7 +13,10 @@
     "turn.interrupted", "schedule.missed", "budget.exceeded", "desk.paused", "desk.resumed",
     "config.reloaded", "config.rejected", "storage.failed", "storage.recovered", "file.torn",
     "memory.unreadable", "memory.restored", "skills.undone", "trigger.acknowledged",
+    "tool.called", "approval.requested", "approval.decided", "mcp.server.up", "mcp.server.down",
   ];
+  // APPROVAL_TOPICS change the list of tool calls that wait for a decision.
+  const APPROVAL_TOPICS = new Set(["approval.requested", "approval.decided", "desk.paused"]);
   const ERROR_TOPICS = new Set(["turn.failed", "model.failed", "rollover.failed", "storage.failed"]);
   const CLEARS_ERROR = new Set(["turn.completed", "storage.recovered"]);
 
@@ -30,6 +33,8 @@
     by: "console",
     timeZone: "",          // the trading time zone, from GET /v1/desks
     clockOffset: 0,        // deskd's clock minus the browser's, in ms (as_of)
+    approvals: new Map(),  // desk name -> the tool calls that wait for a decision (GET /v1/approvals)
+    approvalsOff: "",      // why there are none to show: approvals not configured, say
   };
 
   const $ = (id) => document.getElementById(id);
@@ -123,8 +128,18 @@
     return h ? h + ":" + pad(m) + ":" + pad(s) : m + ":" + pad(s);
   }
 
+  // fmtLeft is the time from deskd's now to until ("1:23"), or "expired".
+  function fmtLeft(until) {
+    const t = Date.parse(until);
+    if (isNaN(t)) return "";
+    const s = Math.floor((t - Date.now() - state.clockOffset) / 1000);
+    if (s <= 0) return "expired";
+    return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0");
+  }
+
   function tick() {
     for (const n of document.querySelectorAll("[data-since]")) n.textContent = fmtElapsed(n.dataset.since);
+    for (const n of document.querySelectorAll("[data-until]")) n.textContent = fmtLeft(n.dataset.until);
   }
 
   // ---- notices -----------------------------------------------------------
@@ -279,6 +294,89 @@
     });
   }
 
+  // ---- approvals ---------------------------------------------------------
+
+  // argsText is a call's arguments, pretty-printed as text.
+  function argsText(args) {
+    if (args === undefined || args === null) return "{}";
+    return typeof args === "string" ? args : JSON.stringify(args, null, 2);
+  }
+
+  // decideCall approves or denies a waiting call through the dialog; a
+  // denial asks for a reason, which the model hears. deskd's refusal (the
+  // call was decided already, or expired) stays in the dialog.
+  function decideCall(a, approve) {
+    const verb = approve ? "approve" : "deny";
+    const fields = [{ name: "by", label: approve ? "Approved by" : "Denied by", value: state.by }];
+    if (!approve) fields.unshift({ name: "reason", label: "Reason (the model hears it)", required: true });
+    return ask({
+      title: (approve ? "Approve" : "Deny") + " call " + a.id + " of desk " + a.desk,
+      message: (approve ? "It runs now: " : "It does not run: ") + a.tool + " " + JSON.stringify(a.arguments ?? {}),
+      fields,
+      confirm: approve ? "Approve call" : "Deny call",
+      danger: approve,
+      run: async (v) => {
+        if (v.by) state.by = v.by;
+        const res = await api("POST", deskPath(a.desk, "/approvals/" + encodeURIComponent(a.id) + "/" + verb), { reason: v.reason || "", by: v.by || state.by });
+        if (res.ok) { toast("Call " + a.id + " " + (approve ? "approved" : "denied") + "."); }
+        else res.error = "deskd refused: " + res.error;
+        scheduleApprovals();
+        return res;
+      },
+    });
+  }
+
+  // approvalList is the block of a desk's calls that wait for a decision
+  // (problems says how many): tool, arguments (as text), time left,
+  // Approve and Deny.
+  function approvalList(name) {
+    const list = state.approvals.get(name) || [];
+    if (!list.length) return null;
+    return el("div", { class: "approvals", "data-desk": name },
+      el("ul", { class: "approval-list" }, list.map((a) => el("li", { class: "approval", "data-approval": a.id },
+        el("div", { class: "approval-head" },
+          el("span", { class: "mono small approval-tool" }, a.tool), " ",
+          el("span", { class: "mono small muted" }, a.id), " ",
+          el("span", { class: "small" }, "expires in ", el("span", { class: "mono approval-left", dataset: { until: a.expires_at } }, fmtLeft(a.expires_at)))),
+        el("pre", { class: "approval-args" }, argsText(a.arguments)),
+        el("div", { class: "actions" },
+          el("button", { type: "button", class: "btn btn-small btn-approve", "data-action": "approve", on: { click: () => decideCall(a, true) } }, "Approve"),
+          el("button", { type: "button", class: "btn btn-small btn-deny", "data-action": "deny", on: { click: () => decideCall(a, false) } }, "Deny"))))));
+  }
+
+  // loadApprovals reads every desk's waiting calls; a deskd without
+  // approvals (404) shows none.
+  async function loadApprovals() {
+    const res = await api("GET", "/v1/approvals");
+    state.approvals.clear();
+    if (res.ok) {
+      state.approvalsOff = "";
+      for (const a of (res.data && res.data.approvals) || []) {
+        if (!state.approvals.has(a.desk)) state.approvals.set(a.desk, []);
+        state.approvals.get(a.desk).push(a);
+      }
+    } else state.approvalsOff = res.error;
+    renderDesks();
+  }
+
+  let approvalsTimer = 0;
+  function scheduleApprovals() {
+    if (approvalsTimer) return;
+    approvalsTimer = setTimeout(() => { approvalsTimer = 0; loadApprovals(); }, 100);
+  }
+
+  // mcpList shows the MCP servers a desk uses (its status's mcp): a server
+  // that is not up in red, with its error.
+  function mcpList(s) {
+    if (!Array.isArray(s.mcp) || !s.mcp.length) return null;
+    return el("ul", { class: "mcp-list" }, s.mcp.map((m) => el("li", { class: "mcp mcp-" + (m.state === "up" ? "up" : "down"), "data-server": m.name },
+      el("span", { class: "mono small" }, m.name), " ",
+      el("span", { class: "badge " + (m.state === "up" ? "badge-up" : "badge-bad") }, String(m.state || "unknown").toUpperCase()),
+      m.state === "up" ? el("span", { class: "small muted" }, " " + (m.tools ? m.tools.length : 0) + " tools" + (m.restarts ? " · " + m.restarts + " restarts" : "")) : null,
+      m.error ? el("div", { class: "small mcp-error" }, m.error) : null,
+      m.state !== "up" && m.retry_at ? el("div", { class: "small muted" }, "retry at " + fmtTime(m.retry_at)) : null)));
+  }
+
   // ---- desks -------------------------------------------------------------
 
   // problems lists a desk's troubles as [{level, text}], worst first.
@@ -294,10 +392,14 @@
     const le = state.lastError.get(s.name);
     if (le) out.push({ level: "bad", text: "Last error (" + le.topic + ", " + fmtClock(le.at) + "): " + le.text });
     if (s.last_answer && s.last_answer.fallback) out.push({ level: "warn", text: "Answered by fallback model " + s.last_answer.model });
+    const waiting = (state.approvals.get(s.name) || []).length;
+    if (waiting) out.push({ level: "warn", text: waiting + (waiting > 1 ? " tool calls wait" : " tool call waits") + " for your decision" });
+    if (Array.isArray(s.mcp)) for (const m of s.mcp) if (m.state !== "up") out.push({ level: "bad", text: "MCP server " + m.name + " " + (m.state || "down") + (m.error ? ": " + m.error : "") });
     return out;
   }
 
   function severity(s) {
+    if ((state.approvals.get(s.name) || []).length) return 0; // an operator must decide
     const p = problems(s);
     if (p.some((x) => x.level === "bad")) return 0;
     if (s.state === "paused" || s.state === "stopped") return 1;
@@ -398,7 +500,7 @@
       cell("Schedule", s.next_slot ? el("div", {}, el("span", { class: "small" }, "next " + (s.next_schedule || "slot") + " "), el("span", { class: "mono small" }, fmtTime(s.next_slot))) : el("div", { class: "muted small" }, "no next slot"), el("div", { class: "small" }, marketCell(s))),
       cell("Attention", probs.length
         ? el("ul", { class: "problems" }, probs.map((p) => el("li", { class: "problem problem-" + p.level }, el("span", { class: "problem-tag" }, p.level === "bad" ? "PROBLEM" : "WARNING"), " ", p.text)))
-        : el("span", { class: "ok-text" }, "✓ OK"), interruptedList(s)),
+        : el("span", { class: "ok-text" }, "✓ OK"), interruptedList(s), approvalList(s.name)),
       cell("Actions", el("div", { class: "actions" }, killSwitch(s),
         el("button", { type: "button", class: "btn btn-small", on: { click: () => rolloverDesk(s.name) } }, "Roll over"),
         el("a", { class: "btn btn-small", href: "#/desk/" + encodeURIComponent(s.name) }, "Open"))),
@@ -427,6 +529,7 @@
       Object.assign({}, s, { as_of: undefined }),  // as_of changes at every fetch
       state.lastError.get(s.name) || null,
       state.timeZone,
+      state.approvals.get(s.name) || null,
     ]);
     const had = rowCache.get(s.name);
     if (had && had.key === key) return had.tr;
@@ -445,12 +548,15 @@
     if (!same) body.replaceChildren(...rows);
     $("no-desks").hidden = list.length > 0;
     const count = (f) => list.filter(f).length;
+    const hasBad = (s) => problems(s).some((p) => p.level === "bad");
     const sum = clear($("summary"));
     sum.append(
       el("span", { class: "pill" }, list.length + " desks"),
       el("span", { class: "pill pill-running" }, count((s) => s.state === "running" || s.state === "rolling_over") + " running"),
       el("span", { class: "pill" + (count((s) => s.paused) ? " pill-paused" : "") }, count((s) => s.paused) + " paused"),
-      el("span", { class: "pill" + (count((s) => severity(s) === 0) ? " pill-bad" : "") }, count((s) => severity(s) === 0) + " with problems"));
+      el("span", { class: "pill" + (count(hasBad) ? " pill-bad" : "") }, count(hasBad) + " with problems"));
+    const waiting = list.reduce((n, s) => n + (state.approvals.get(s.name) || []).length, 0);
+    if (waiting) sum.append(el("span", { class: "pill pill-paused" }, waiting + " awaiting approval"));
     renderBanner();
     renderDeskFilter();
     if (state.route.view === "desk") renderDeskStatus();
@@ -484,6 +590,7 @@
     for (const s of (res.data && res.data.desks) || []) { noteClock(s); state.desks.set(s.name, s); }
     state.globalRejected = (res.data && Array.isArray(res.data.config_rejected)) ? res.data.config_rejected : [];
     renderDesks();
+    scheduleApprovals();
     return true;
   }
 
@@ -576,6 +683,7 @@
     if (ERROR_TOPICS.has(d.topic) && d.desk) state.lastError.set(d.desk, { topic: d.topic, at: d.at, text: d.error || d.reason || "" });
     if (CLEARS_ERROR.has(d.topic) && d.desk) state.lastError.delete(d.desk);
     addEvent(d);
+    if (APPROVAL_TOPICS.has(d.topic)) scheduleApprovals();
     if (d.topic === "config.rejected" || d.topic === "config.reloaded" || !d.desk) scheduleFull();
     else refreshDesk(d.desk);
     if (state.route.view === "desk" && d.desk === state.route.desk) deskPageEvent(d.topic);
@@ -678,9 +786,10 @@
         fact("Session", el("span", { class: "mono small" }, s.session || "none")), fact("Trading date", s.trading_date || "not available"),
         fact("Next slot", s.next_slot ? (s.next_schedule || "") + " " + fmtTime(s.next_slot) : "none"), fact("Market", marketCell(s)),
         fact("Spend today", s.spend ? (s.spend.day_tokens ?? 0) + " tokens" + (s.spend.day_cost ? " · $" + Number(s.spend.day_cost).toFixed(4) : "") : "not available"),
-        fact("Paused triggers", s.paused_triggers || "not available")),
+        fact("Paused triggers", s.paused_triggers || "not available"),
+        Array.isArray(s.mcp) && s.mcp.length ? fact("MCP servers", mcpList(s)) : null),
       probs.length ? el("ul", { class: "problems" }, probs.map((p) => el("li", { class: "problem problem-" + p.level }, el("span", { class: "problem-tag" }, p.level === "bad" ? "PROBLEM" : "WARNING"), " ", p.text))) : null,
-      interruptedList(s)].filter(Boolean));
+      interruptedList(s), approvalList(s.name)].filter(Boolean));
   }
 
   function fact(k, v) { return el("div", { class: "fact" }, el("dt", {}, k), el("dd", {}, v)); }

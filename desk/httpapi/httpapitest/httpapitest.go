@@ -59,6 +59,10 @@ type Options struct {
 	Files httpapi.Files
 	// NATS is the API's (httpapi.Options); nil: no NATS.
 	NATS func() *httpapi.NATSStatus
+	// Approvals is the API's (httpapi.Options); nil: not configured.
+	Approvals httpapi.Approvals
+	// Console is the API's (httpapi.Options): the web console's handler.
+	Console http.Handler
 }
 
 // Harness is one running desk behind the API.
@@ -100,7 +104,7 @@ func Start(tb testing.TB, o Options) *Harness {
 	met := metrics.New(h.Bus)
 	met.SetGauges(metrics.DeskGauges(set))
 	h.API = httpapi.New(httpapi.Options{Desks: set, Token: o.Token, FeedToken: o.FeedToken, MetricsToken: o.MetricsToken,
-		Clock: h.Clock, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(tb)).Level(zerolog.DebugLevel), Files: files(o.Files), NATS: o.NATS}) // the trace of each request: not into a fuzz target's F
+		Clock: h.Clock, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(tb)).Level(zerolog.DebugLevel), Files: files(o.Files), NATS: o.NATS, Approvals: o.Approvals, Console: o.Console}) // the trace of each request: not into a fuzz target's F
 	h.API.Handle("GET /metrics", met.Handler())
 	h.Server = httptest.NewServer(h.API)
 	tb.Cleanup(func() { // before desktest's, which stops the desk and closes the bus
