@@ -128,10 +128,11 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 		sigs, release = signals()
 		defer release()
 	}
-	d, err := desk.NewDaemon(desk.DaemonOptions{
+	var d *desk.Daemon // its API decides on the calls that wait for an operator
+	d, err = desk.NewDaemon(desk.DaemonOptions{
 		Config: cfg, Rejected: loaded.Rejected, Clock: clk, Bus: bus, Log: log, Level: level, Notify: systemd.NewNotifier(clk), Watchdog: watchdog,
 		Serve: func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
-			front, err := startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()}, nc)
+			front, err := startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()}, nc, d.Approvals())
 			if err != nil || nc == nil || cfg.NATS.Triggers == nil {
 				return front, err // the NATS ingress starts once the desks are up; Guard's Refuse stops it before they stop
 			}

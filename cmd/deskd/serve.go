@@ -36,9 +36,10 @@ var _ desk.Frontend = (*apiFrontend)(nil)
 // startAPI serves the API of the desks of set on cfg's listeners, and logs
 // "deskd ready" with the addresses served; ring, made before the desks
 // started, replays their start on GET /v1/events. check answers
-// GET /v1/config/diff; extra handlers (such as GET /metrics) join the API.
+// GET /v1/config/diff; extra handlers (such as GET /metrics) join the API;
+// approvals lists and decides the tool calls that wait for an operator.
 func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *httpapi.EventRing, log zerolog.Logger,
-	set *desk.Set, check func() desk.ConfigCheck, extra map[string]http.Handler, nc *natsconn.Conn) (desk.Frontend, error) {
+	set *desk.Set, check func() desk.ConfigCheck, extra map[string]http.Handler, nc *natsconn.Conn, approvals httpapi.Approvals) (desk.Frontend, error) {
 	// The operator's, the feeds' and the scraper's tokens (desk/httpapi).
 	var token, feedToken, metricsToken string
 	for _, f := range []struct {
@@ -54,7 +55,7 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 		}
 	}
 	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check, NATS: natsState(nc),
-		Console: console.Handler(), Files: httpapi.Files{Day: cfg.Day, Version: version(),
+		Approvals: approvals, Console: console.Handler(), Files: httpapi.Files{Day: cfg.Day, Version: version(),
 			AuditConfig: func(name string) (audit.Config, error) { return auditConfig(cfg, name) }}})
 	for pattern, h := range extra {
 		a.Handle(pattern, h)
