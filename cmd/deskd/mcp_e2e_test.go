@@ -1,0 +1,219 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/mcptest"
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/router"
+)
+
+// mcpConfig writes a config of desk main on the scripted model with the
+// test MCP server over stdio as "broker" (this test binary, started again
+// by deskd; its orders go to orders), quote free, place_order under
+// approval (1 minute) and a limit of 2 a day.
+func mcpConfig(t *testing.T, dir, orders string) string {
+	t.Helper()
+	srv := mcptest.Stdio(t)
+	extra := fmt.Sprintf("mcp_servers:\n  broker: {command: [%q], env: {%s: stdio, %s: %q}, timeout: 20s}\n",
+		srv.Command[0], mcptest.EnvMode, mcptest.EnvOrders, orders)
+	desk := "mcp:\n  broker: {tools: [quote, place_order], approve: [place_order], approve_within: 1m, limits: {place_order: 2}}\n"
+	return apiConfig(t, dir, "{provider: scripted}", extra, desk)
+}
+
+// mcpCall is a trigger whose text makes the scripted model call tool with args.
+func mcpCall(id, tool, args string) string {
+	body, _ := json.Marshal(map[string]string{"id": id, "text": "CALL: mcp__broker__" + tool + " " + args})
+	return string(body)
+}
+
+// waitingCall posts a trigger calling place_order and returns the id of
+// the approval it waits for, once deskd has announced it.
+func waitingCall(t *testing.T, d *deskdProc, id, args string) string {
+	t.Helper()
+	if s, _ := d.post(t, mcpCall(id, "place_order", args)); s != http.StatusAccepted {
+		d.fail(t, "POST %s = %d", id, s)
+	}
+	l := d.waitFor(t, time.Now().Add(30*time.Second), "approval.requested of "+id, isEvent("approval.requested", "trigger", id))
+	return l.Str("id")
+}
+
+func orderLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// TestMCPApprovalE2E: a desk calls tools on a real MCP server (stdio,
+// written with the official SDK) through deskd: a free tool runs at once;
+// an acting one waits for an operator, and runs when approved, not when
+// denied, expired or its desk paused; past the day's limit it is refused
+// without asking anyone. Every decision is in the session and in the day's
+// audit bundle; the desk's status lists its server and what waits.
+func TestMCPApprovalE2E(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	orders := filepath.Join(dir, "orders")
+	d := startInProcess(t, "deskd", mcpConfig(t, dir, orders), apiStart)
+	d.waitReady(t)
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+
+	// A free tool.
+	if s, _ := d.post(t, mcpCall("q1", "quote", `{"symbol":"INFY"}`)); s != http.StatusAccepted {
+		t.Fatalf("POST q1 = %d", s)
+	}
+	if q := d.trigger(t, "q1"); q["state"] != "answered" || !strings.Contains(fmt.Sprint(q["reply"]), "QUOTE INFY "+mcptest.QuotePrice) {
+		t.Fatalf("q1 = %v", q)
+	}
+
+	// Approved: it runs.
+	id := waitingCall(t, d, "o1", `{"symbol":"INFY","qty":5,"side":"buy"}`)
+	status, body := d.call(t, http.MethodGet, "/v1/desks/main/approvals", "", "")
+	var list httpapi.ApprovalsResponse
+	if err := json.Unmarshal([]byte(body), &list); err != nil || status != 200 || len(list.Approvals) != 1 || list.Approvals[0].ID != id ||
+		list.Approvals[0].Tool != "mcp__broker__place_order" || !strings.Contains(string(list.Approvals[0].Arguments), "INFY") {
+		t.Fatalf("GET approvals = %d %s", status, body)
+	}
+	_, desks := d.call(t, http.MethodGet, "/v1/desks", "", "")
+	var st httpapi.DesksResponse
+	if err := json.Unmarshal([]byte(desks), &st); err != nil || len(st.Desks[0].Approvals) != 1 || len(st.Desks[0].MCP) != 1 ||
+		st.Desks[0].MCP[0].State != "up" || st.Desks[0].MCP[0].Name != "broker" {
+		t.Fatalf("the desk's status does not list its server up and its waiting call: %s", desks)
+	}
+	if len(orderLines(t, orders)) != 0 {
+		t.Fatal("the order ran before it was approved")
+	}
+	status, body = d.call(t, http.MethodPost, "/v1/desks/main/approvals/"+id+"/approve", "", `{"by": "alice", "reason": "within limits"}`)
+	if status != 200 || !strings.Contains(body, `"outcome": "approved"`) {
+		t.Fatalf("approve = %d %s", status, body)
+	}
+	if o := d.trigger(t, "o1"); !strings.Contains(fmt.Sprint(o["reply"]), "accepted") {
+		t.Fatalf("o1 = %v", o)
+	}
+	if n := len(orderLines(t, orders)); n != 1 {
+		t.Fatalf("%d orders reached the broker, want 1", n)
+	}
+
+	// Denied: it does not run, and the model hears who denied it and why.
+	id = waitingCall(t, d, "o2", `{"symbol":"TCS","qty":500,"side":"sell"}`)
+	if status, body := d.call(t, http.MethodPost, "/v1/desks/main/approvals/"+id+"/deny", "", `{"by": "risk", "reason": "too big"}`); status != 200 {
+		t.Fatalf("deny = %d %s", status, body)
+	}
+	if o := d.trigger(t, "o2"); !strings.Contains(fmt.Sprint(o["reply"]), "denied by risk: too big") {
+		t.Fatalf("o2 = %v", o)
+	}
+
+	// Expired: nobody decides within approve_within, on deskd's clock.
+	_ = waitingCall(t, d, "o3", `{"symbol":"HDFC","qty":1,"side":"buy"}`)
+	d.advanceTo(t, d.Clock().Now().Add(time.Minute))
+	if o := d.trigger(t, "o3"); !strings.Contains(fmt.Sprint(o["reply"]), "expired") {
+		t.Fatalf("o3 = %v", o)
+	}
+
+	// Paused: the waiting call is denied by whoever paused the desk.
+	_ = waitingCall(t, d, "o4", `{"symbol":"SBIN","qty":1,"side":"buy"}`)
+	if status, body := d.call(t, http.MethodPost, "/v1/desks/main/pause", "", `{"by": "bob", "reason": "halt"}`); status != 200 {
+		t.Fatalf("pause = %d %s", status, body)
+	}
+	d.waitFor(t, time.Now().Add(30*time.Second), "the paused desk's denial", isEvent("approval.decided", "trigger", "o4", "outcome", "denied", "by", "bob"))
+	if status, body := d.call(t, http.MethodPost, "/v1/desks/main/resume", "", `{"by": "bob"}`); status != 200 {
+		t.Fatalf("resume = %d %s", status, body)
+	}
+	if o := d.trigger(t, "o4"); !strings.Contains(fmt.Sprint(o["reply"]), "denied by bob") {
+		t.Fatalf("o4 = %v", o)
+	}
+
+	// The day's limit: a second approved order runs, a third is refused
+	// without asking anyone.
+	id = waitingCall(t, d, "o5", `{"symbol":"INFY","qty":1,"side":"sell"}`)
+	if status, body := d.call(t, http.MethodPost, "/v1/desks/main/approvals/"+id+"/approve", "", `{}`); status != 200 {
+		t.Fatalf("approve o5 = %d %s", status, body)
+	}
+	d.trigger(t, "o5")
+	if s, _ := d.post(t, mcpCall("o6", "place_order", `{"symbol":"INFY","qty":1,"side":"sell"}`)); s != http.StatusAccepted {
+		t.Fatalf("POST o6 = %d", s)
+	}
+	if o := d.trigger(t, "o6"); !strings.Contains(fmt.Sprint(o["reply"]), "at most 2 times a trading day") {
+		t.Fatalf("o6 = %v", o)
+	}
+	if n := d.count(isEvent("approval.requested", "trigger", "o6")); n != 0 {
+		t.Fatal("a call over the day's limit was put to an operator")
+	}
+	if n := len(orderLines(t, orders)); n != 2 {
+		t.Fatalf("%d orders reached the broker, want 2 (o1 and o5)", n)
+	}
+
+	// The session holds every decision, with who made it.
+	dec := sessionDecisions(t, filepath.Join(dir, "state", "desks", "main"))
+	want := []string{"approved alice", "denied risk", "expired deskd", "denied bob", "approved api"}
+	if len(dec) != len(want) {
+		t.Fatalf("the session holds %d decisions %v, want %v", len(dec), dec, want)
+	}
+	for i, w := range want {
+		if got := dec[i].Outcome + " " + dec[i].By; got != w {
+			t.Errorf("decision %d = %q, want %q", i, got, w)
+		}
+	}
+
+	// So does the day's audit bundle.
+	bundle := filepath.Join(dir, "audit.tar.gz")
+	if code, out := deskdCLI(t, "audit", "main", "2026-03-02", "--config", filepath.Join(dir, "deskd.yaml"), "-o", bundle); code != 0 {
+		t.Fatalf("deskd audit = %d: %s", code, out)
+	}
+	found := false
+	for _, f := range readBundle(t, bundle) {
+		if strings.HasSuffix(f.name, "/approvals.jsonl") {
+			found = true
+			if n := strings.Count(f.data, "\n"); n != len(want) || !strings.Contains(f.data, `"by":"alice"`) {
+				t.Fatalf("the audit's approvals.jsonl has %d lines, want %d:\n%s", n, len(want), f.data)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the audit bundle has no approvals.jsonl")
+	}
+}
+
+// sessionDecisions reads the decisions of the desk's sessions.
+func sessionDecisions(t *testing.T, deskDir string) []router.Decision {
+	t.Helper()
+	f, err := memory.OpenFolder(deskDir, "main", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := f.ListSessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []router.Decision
+	for _, info := range infos {
+		recs, err := f.ReadSession(info.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Kind == router.RecordApproval {
+				var d router.Decision
+				if err := json.Unmarshal(r.Data, &d); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
