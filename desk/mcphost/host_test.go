@@ -516,7 +516,7 @@ func TestStdioServerDiesWithItsParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	if err := waitExit(pid, wait); err != nil {
+	if err := mcptest.WaitExit(pid, wait); err != nil {
 		t.Errorf("the server %d outlived its SIGKILLed parent: %v", pid, err)
 		syscall.Kill(pid, syscall.SIGKILL)
 	}

@@ -2,13 +2,8 @@ package mcphost_test
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strconv"
 	"testing"
-	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 func atoi(t *testing.T, s string) int {
@@ -18,32 +13,6 @@ func atoi(t *testing.T, s string) int {
 		t.Fatalf("not a PID: %q", s)
 	}
 	return n
-}
-
-// waitExit waits up to d for the process pid (not a child of this one) to
-// exit, through a pidfd that becomes readable when it does.
-func waitExit(pid int, d time.Duration) error {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("pidfd_open %d: %w", pid, err)
-	}
-	defer unix.Close(fd)
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(d.Milliseconds()))
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("poll the pidfd of %d: %w", pid, err)
-		}
-		if n == 0 {
-			return fmt.Errorf("still running after %s", d)
-		}
-		return nil
-	}
 }
 
 func toJSON(v any) string {
