@@ -217,3 +217,87 @@ func sessionDecisions(t *testing.T, deskDir string) []router.Decision {
 	}
 	return out
 }
+
+// TestMCPServerDiesWithDeskdE2E: the stdio MCP server deskd started dies
+// with deskd, also when deskd is killed with SIGKILL and has no chance to
+// stop it; the server here does not even stop when its stdin closes. The
+// binary: SIGKILL.
+func TestMCPServerDiesWithDeskdE2E(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := fmt.Sprintf("mcp_servers:\n  broker: {command: [%q], env: {%s: stdio, %s: \"1\"}}\n", exe, mcptest.EnvMode, mcptest.EnvLinger)
+	cfg := apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [\"*\"]}\n")
+	d := startAPIBinary(t, "deskd", cfg)
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	_, body := d.call(t, http.MethodGet, "/v1/desks", "", "")
+	var st httpapi.DesksResponse
+	if err := json.Unmarshal([]byte(body), &st); err != nil || len(st.Desks) != 1 || len(st.Desks[0].MCP) != 1 || st.Desks[0].MCP[0].PID == 0 {
+		t.Fatalf("the status names no server process: %s", body)
+	}
+	pid := st.Desks[0].MCP[0].PID
+	killNow(t, d)
+	if err := mcptest.WaitExit(pid, 30*time.Second); err != nil {
+		t.Fatalf("the MCP server outlived the deskd that was killed: %v", err)
+	}
+}
+
+// TestMCPHTTPServerGoesAndComesBackE2E: a desk calls a tool on an MCP
+// server over streamable HTTP, with the bearer token of its headers_file.
+// When the server dies, deskd announces it down, the desk's status says
+// so, and the desk goes on answering without its tools; when the server is
+// back, deskd reconnects (on its clock's backoff) and the tools work
+// again.
+func TestMCPHTTPServerGoesAndComesBackE2E(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, srv := mcptest.HTTP(t)
+	headers := writeTestFile(t, dir, "broker.headers", "# the broker's token\nAuthorization: Bearer "+mcptest.Token+"\n")
+	extra := fmt.Sprintf("mcp_servers:\n  broker: {url: %q, headers_file: %q, timeout: 10s}\n", srv.URL, headers)
+	d := startInProcess(t, "deskd", apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [quote]}\n"), apiStart)
+	d.waitReady(t)
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	quote := func(id string) string {
+		t.Helper()
+		if s, _ := d.post(t, mcpCall(id, "quote", `{"symbol":"INFY"}`)); s != http.StatusAccepted {
+			t.Fatalf("POST %s = %d", id, s)
+		}
+		tr := d.trigger(t, id)
+		if tr["state"] != "answered" {
+			t.Fatalf("%s = %v", id, tr)
+		}
+		return fmt.Sprint(tr["reply"])
+	}
+	if r := quote("q1"); !strings.Contains(r, "QUOTE INFY") {
+		t.Fatalf("q1's reply %q has no quote", r)
+	}
+
+	srv.Stop()
+	down := d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.down", isEvent("mcp.server.down", "server", "broker"))
+	if strings.Contains(down.Raw, mcptest.Token) {
+		t.Fatalf("the down event carries the secret token: %s", down.Raw)
+	}
+	_, body := d.call(t, http.MethodGet, "/v1/desks", "", "")
+	var st httpapi.DesksResponse
+	if err := json.Unmarshal([]byte(body), &st); err != nil || len(st.Desks[0].MCP) != 1 || st.Desks[0].MCP[0].State == "up" ||
+		st.Desks[0].MCP[0].Error == "" {
+		t.Fatalf("the status does not say the server is down: %s", body)
+	}
+	if r := quote("q2"); strings.Contains(r, "QUOTE INFY") || !strings.Contains(r, "Received") {
+		t.Fatalf("q2's reply %q: the desk should answer without the tool", r)
+	}
+
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	retry := parseTimeField(t, down, "retry_at")
+	d.advanceTo(t, retry)
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up again", isEvent("mcp.server.up", "server", "broker"))
+	if r := quote("q3"); !strings.Contains(r, "QUOTE INFY") {
+		t.Fatalf("q3's reply %q has no quote: the server is back", r)
+	}
+}
