@@ -8,7 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/approval"
+	"github.com/deskd/deskd/desk/mcphost"
 	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/router"
 )
@@ -74,4 +76,27 @@ func Decided(deskName string, d router.Decision) string {
 		s += "\nthe call does not run; the model is told it was denied"
 	}
 	return s
+}
+
+// actingNotes says, under the status table, which MCP servers of each desk
+// are not up (their tools are unavailable to the desk) and how many of its
+// tool calls wait for an operator's decision.
+func actingNotes(w io.Writer, desks []desk.Status) {
+	p := termsafe.Line
+	for _, s := range desks {
+		for _, m := range s.MCP {
+			if m.State == mcphost.StateUp {
+				continue
+			}
+			fmt.Fprintf(w, "\ndesk %s: MCP server %s is %s, so its tools are unavailable to the desk", p(s.Name), p(m.Name), p(m.State))
+			if m.Error != "" {
+				fmt.Fprintf(w, ": %s", p(m.Error))
+			}
+			fmt.Fprintln(w)
+		}
+		if n := len(s.Approvals); n > 0 {
+			fmt.Fprintf(w, "\ndesk %s: %s %s for an operator's decision: deskd approvals %s\n", p(s.Name), termsafe.Plural(n, "tool call"),
+				map[bool]string{true: "waits", false: "wait"}[n == 1], p(s.Name))
+		}
+	}
 }

@@ -99,6 +99,7 @@ func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 				p(s.Name), what, st.Since.Format(time.RFC3339), p(st.Error))
 		}
 	}
+	actingNotes(w, desks)
 	for _, s := range desks {
 		if len(s.Interrupted) == 0 {
 			continue
