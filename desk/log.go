@@ -65,8 +65,12 @@ func levelOf(e event.Event) zerolog.Level {
 	case event.ConfigRejected, event.RolloverFailed, event.StorageFailed, event.MemoryUnreadable:
 		return zerolog.ErrorLevel
 	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.ScheduleMissed, event.InboxRejected,
-		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.ModelFailed, event.NATSOutboxFull:
+		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.ModelFailed, event.NATSOutboxFull, event.MCPServerDown:
 		return zerolog.WarnLevel
+	case event.ApprovalDecided:
+		if e.Outcome == "expired" {
+			return zerolog.WarnLevel // nobody decided on a call that waited
+		}
 	case event.TurnCompleted:
 		if e.Fallback {
 			return zerolog.WarnLevel

@@ -108,10 +108,7 @@ func Describe(e event.Event, loc *time.Location) string {
 	case event.ApprovalRequested:
 		s = fmt.Sprintf("tool call %s (%s) waits for an operator's approval until %s: deskd approve %s %s, or deny", e.ID, e.Tool, e.ExpiresAt.In(loc).Format(time.DateTime), e.Desk, e.ID)
 	case event.ApprovalDecided:
-		s = fmt.Sprintf("tool call %s (%s) %s by %s", e.ID, e.Tool, e.Outcome, e.By)
-		if e.Reason != "" {
-			s += ": " + e.Reason
-		}
+		s = describeDecided(e)
 	case event.MCPServerUp:
 		s = fmt.Sprintf("MCP server %s is up with %s", e.Server, termsafe.Plural(e.Tools, "tool"))
 	case event.MCPServerDown:
@@ -199,6 +196,21 @@ func describeToolCalled(e event.ToolCalled) string {
 	s := fmt.Sprintf("tool %s %s in %s", e.Tool, e.Outcome, time.Duration(e.DurationMS)*time.Millisecond)
 	if e.Error != "" {
 		s += ": " + e.Error
+	}
+	return s
+}
+
+// describeDecided says what became of a call that waited for an operator.
+func describeDecided(e event.ApprovalDecided) string {
+	switch e.Outcome {
+	case "expired":
+		return fmt.Sprintf("tool call %s (%s) expired: no operator decided on it in time; it did not run", e.ID, e.Tool)
+	case "refused":
+		return fmt.Sprintf("tool call %s (%s) no longer waits: %s; it did not run", e.ID, e.Tool, e.Reason)
+	}
+	s := fmt.Sprintf("tool call %s (%s) %s by %s", e.ID, e.Tool, e.Outcome, e.By)
+	if e.Reason != "" {
+		s += ": " + e.Reason
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -299,5 +300,37 @@ func TestMCPHTTPServerGoesAndComesBackE2E(t *testing.T) {
 	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up again", isEvent("mcp.server.up", "server", "broker"))
 	if r := quote("q3"); !strings.Contains(r, "QUOTE INFY") {
 		t.Fatalf("q3's reply %q has no quote: the server is back", r)
+	}
+}
+
+// TestMCPHeadersFileReadAtReloadE2E: a headers file with the wrong token
+// leaves the server down (401), never quoting the token; once the file is
+// mended, a reload (SIGHUP) reads it again, reports that its contents
+// changed without showing them, and the server comes up.
+func TestMCPHeadersFileReadAtReloadE2E(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, srv := mcptest.HTTP(t)
+	const wrong = "Bearer wrong-secret-0123456789"
+	headers := writeTestFile(t, dir, "broker.headers", "Authorization: "+wrong+"\n")
+	extra := fmt.Sprintf("mcp_servers:\n  broker: {url: %q, headers_file: %q}\n", srv.URL, headers)
+	d := startInProcess(t, "deskd", apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [quote]}\n"), apiStart)
+	d.waitReady(t)
+	down := d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.down", isEvent("mcp.server.down", "server", "broker"))
+	if !strings.Contains(down.Str("error"), "Unauthorized") {
+		t.Errorf("the down event does not say the server refused the credential: %s", down.Raw)
+	}
+
+	writeTestFile(t, dir, "broker.headers", "Authorization: Bearer "+mcptest.Token+"\n")
+	if err := d.signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	rel := d.waitFor(t, time.Now().Add(30*time.Second), "config.reloaded", isEvent("config.reloaded"))
+	if !strings.Contains(rel.Raw, "headers_file contents changed") {
+		t.Errorf("the reload does not say the headers file changed: %s", rel.Raw)
+	}
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	if all := d.stderr.String(); strings.Contains(all, "wrong-secret") || strings.Contains(all, mcptest.Token) {
+		t.Fatalf("the log carries a secret of the headers file:\n%s", all)
 	}
 }
