@@ -232,3 +232,52 @@ func TestScriptedCallsTheToolItIsToldTo(t *testing.T) {
 		t.Fatalf("an unoffered tool: %d calls, %v", reply.ToolCalls, err)
 	}
 }
+
+// TestDecisionIsRecordedBeforeTheCallRuns: an approved call's decision is
+// in the session file before the tool runs, so that a crash during the
+// call cannot leave an order without its approval on record.
+func TestDecisionIsRecordedBeforeTheCallRuns(t *testing.T) {
+	g := newLoopRig(t)
+	var session string // the router's lock is held while the tool runs: read the file by the gate's session
+	seen := false
+	gate := func(_ context.Context, c router.GateCall) router.Verdict {
+		session = c.Session
+		return router.Verdict{Run: true, Decision: &router.Decision{ID: "ab12", Call: c.ID, Tool: c.Tool, Outcome: router.DecisionApproved, By: "ops"}}
+	}
+	tool := router.Tool{
+		Spec: router.ToolSpec{Name: "mcp__broker__place_order", Schema: json.RawMessage(`{"type":"object"}`)},
+		Gate: gate,
+		Run: func(context.Context, json.RawMessage) (string, error) {
+			recs, err := g.folder.ReadSession(session)
+			if err != nil {
+				t.Error(err)
+			}
+			for _, rec := range recs {
+				seen = seen || rec.Kind == router.RecordApproval
+			}
+			return "ORDER 1 accepted", nil
+		},
+	}
+	p := &playbook{steps: []router.Response{{ToolCalls: []router.ToolCall{call("c1", "mcp__broker__place_order", `{}`)}}, {Text: "done"}}}
+	r := g.router(router.Settings{Route: []router.Model{model(p, 0)}, Tools: []router.Tool{tool}})
+	g.send(r, "t1", "buy")
+	if !seen {
+		t.Fatal("the tool ran before its approval was in the session file")
+	}
+}
+
+// TestToolCalledSaysWhenNoToolHasTheName: a call of a name the desk has no
+// tool of is announced as unknown (the metrics keep one series for them).
+func TestToolCalledSaysWhenNoToolHasTheName(t *testing.T) {
+	g := newLoopRig(t)
+	w := eventtest.Watch[event.ToolCalled](t, g.bus)
+	p := &playbook{steps: []router.Response{{ToolCalls: []router.ToolCall{call("c1", "made_up_1", `{}`), call("c2", "note", `{"text":"x"}`)}}, {Text: "done"}}}
+	r := g.router(router.Settings{Route: []router.Model{model(p, 0)}})
+	g.send(r, "t1", "go")
+	if e := eventtest.Next[event.ToolCalled](w); !e.Unknown || e.Tool != "made_up_1" {
+		t.Fatalf("made_up_1: %+v", e)
+	}
+	if e := eventtest.Next[event.ToolCalled](w); e.Unknown {
+		t.Fatalf("note is a tool of the desk: %+v", e)
+	}
+}

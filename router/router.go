@@ -948,28 +948,32 @@ func decisionText(d Decision) string {
 }
 
 // answerCallLocked answers the i-th of an answer's n tool calls: it runs
-// the call (or says why not), records the operator's decision on it if it
-// waited for one, then its result with how long it took, and announces
-// tool.called. It returns the result's message, and whether the call was
+// the call (or says why not), recording the operator's decision on it,
+// if it waited for one, before it runs; then its result with how long it
+// took; and announces tool.called. It returns the result's message, and whether the call was
 // put to its tool (not refused for its arguments or the cap on calls).
 func (r *Router) answerCallLocked(ctx context.Context, trigger string, runnable []Tool, call ToolCall, i, n int, silent bool) (msg Message, ran bool, err error) {
 	start := r.clock.Now()
 	var ans toolAnswer
+	record := func(d Decision) error {
+		data, _ := json.Marshal(d)
+		if err := r.appendLocked(memory.Record{
+			Type: memory.RecordEvent, At: d.DecidedAt, Kind: RecordApproval, Trigger: trigger, Text: decisionText(d),
+			ToolCallID: call.ID, ToolName: call.Name, Silent: silent, Data: data,
+		}); err != nil {
+			return fmt.Errorf("record the decision on tool call %s for %s (the call did not run): %w", call.ID, trigger, err)
+		}
+		return nil
+	}
 	if fault, bad := argumentsFault(call); bad && i < r.set.MaxToolCalls {
 		ans = toolAnswer{result: fault, isError: true, outcome: OutcomeRefused} // not run: the model hears why
 	} else if i < r.set.MaxToolCalls {
-		ans, ran = runTool(ctx, r.tools, runnable, call, GateCall{Desk: r.desk, Session: r.cur.Session, Trigger: trigger}), true
+		ran = true
+		if ans, err = runTool(ctx, r.tools, runnable, call, GateCall{Desk: r.desk, Session: r.cur.Session, Trigger: trigger}, record); err != nil {
+			return Message{}, ran, err
+		}
 	} else {
 		ans = toolAnswer{result: notRun(call, n, r.set.MaxToolCalls), isError: true, outcome: OutcomeRefused}
-	}
-	if d := ans.decision; d != nil {
-		data, _ := json.Marshal(d)
-		if err := r.appendLocked(memory.Record{
-			Type: memory.RecordEvent, At: d.DecidedAt, Kind: RecordApproval, Trigger: trigger, Text: decisionText(*d),
-			ToolCallID: call.ID, ToolName: call.Name, Silent: silent, Data: data,
-		}); err != nil {
-			return Message{}, ran, fmt.Errorf("record the decision on tool call %s for %s: %w", call.ID, trigger, err)
-		}
 	}
 	end := r.clock.Now()
 	if err := r.appendLocked(memory.Record{
@@ -979,14 +983,13 @@ func (r *Router) answerCallLocked(ctx context.Context, trigger string, runnable 
 		return Message{}, ran, fmt.Errorf("record tool result for %s: %w", trigger, err)
 	}
 	called := event.ToolCalled{Header: event.Header{At: end, Desk: r.desk}, Session: r.cur.Session, Trigger: trigger, Call: call.ID,
-		Tool: call.Name, Server: ans.server, Outcome: ans.outcome, DurationMS: end.Sub(start).Milliseconds()}
+		Tool: call.Name, Server: ans.server, Outcome: ans.outcome, DurationMS: end.Sub(start).Milliseconds(), Unknown: ans.unknown}
 	if ans.isError {
 		called.Error = cutText(firstLine(ans.result), 200)
 	}
 	event.Publish(r.bus, called)
 	return Message{Role: RoleTool, Text: ans.result, ToolCallID: call.ID, ToolName: call.Name, IsError: ans.isError}, ran, nil
 }
-
 
 // Summarise asks the desk's model, in the current session, for a summary
 // of the session of trading date date. It makes one call (with the route's

@@ -285,18 +285,22 @@ func SkillsIndex(folder *memory.Folder) (string, error) {
 // hears, whether it is an error, the call's outcome, and the operator's
 // decision when it waited for one.
 type toolAnswer struct {
-	result   string
-	isError  bool
-	outcome  string
-	server   string
-	decision *Decision
+	result  string
+	isError bool
+	outcome string
+	server  string
+	// unknown is true when no tool of the desk has the call's name.
+	unknown bool
 }
 
 // runTool checks a call's arguments against its tool's schema, asks the
 // tool's gate, and runs it, if it is one of runnable (the others of
-// defined are not available in this turn). The result is cut at the
-// tool's cap. Every failure becomes the tool's result, never the turn's.
-func runTool(ctx context.Context, defined, runnable []Tool, call ToolCall, gc GateCall) toolAnswer {
+// defined are not available in this turn). An operator's decision on the
+// call is handed to record before the call runs (or is answered): when
+// record fails, the call does not run and runTool returns its error. The
+// result is cut at the tool's cap. Every other failure becomes the tool's
+// result, never the turn's.
+func runTool(ctx context.Context, defined, runnable []Tool, call ToolCall, gc GateCall, record func(Decision) error) (toolAnswer, error) {
 	for _, t := range runnable {
 		if t.Spec.Name != call.Name {
 			continue
@@ -311,26 +315,29 @@ func runTool(ctx context.Context, defined, runnable []Tool, call ToolCall, gc Ga
 		}
 		if err := checkArgs(t.Spec.Schema, args); err != nil {
 			return toolAnswer{result: capResult("error: bad arguments for "+call.Name+": "+err.Error(), limit), isError: true,
-				outcome: OutcomeRefused, server: t.Server}
+				outcome: OutcomeRefused, server: t.Server}, nil
 		}
-		var decision *Decision
 		if t.Gate != nil {
 			gc.ID, gc.Tool, gc.Arguments = call.ID, call.Name, args
 			v := t.Gate(ctx, gc)
-			decision = v.Decision
+			if v.Decision != nil {
+				if err := record(*v.Decision); err != nil {
+					return toolAnswer{}, err
+				}
+			}
 			if !v.Run {
 				outcome := v.Outcome
 				if outcome == "" {
 					outcome = OutcomeRefused
 				}
-				return toolAnswer{result: capResult(v.Result, limit), isError: true, outcome: outcome, server: t.Server, decision: decision}
+				return toolAnswer{result: capResult(v.Result, limit), isError: true, outcome: outcome, server: t.Server}, nil
 			}
 		}
 		out, err := safeRun(ctx, t, args)
 		if err != nil {
-			return toolAnswer{result: capResult("error: "+err.Error(), limit), isError: true, outcome: OutcomeError, server: t.Server, decision: decision}
+			return toolAnswer{result: capResult("error: "+err.Error(), limit), isError: true, outcome: OutcomeError, server: t.Server}, nil
 		}
-		return toolAnswer{result: capResult(out, limit), outcome: OutcomeOK, server: t.Server, decision: decision}
+		return toolAnswer{result: capResult(out, limit), outcome: OutcomeOK, server: t.Server}, nil
 	}
 	for _, t := range defined {
 		if t.Spec.Name == call.Name {
@@ -339,7 +346,7 @@ func runTool(ctx context.Context, defined, runnable []Tool, call ToolCall, gc Ga
 				names = append(names, t.Spec.Name)
 			}
 			return toolAnswer{result: fmt.Sprintf("error: %s is not available in this turn; only %s may be called", call.Name, strings.Join(names, ", ")),
-				isError: true, outcome: OutcomeRefused, server: t.Server}
+				isError: true, outcome: OutcomeRefused, server: t.Server}, nil
 		}
 	}
 	names := make([]string, 0, len(runnable))
@@ -347,7 +354,7 @@ func runTool(ctx context.Context, defined, runnable []Tool, call ToolCall, gc Ga
 		names = append(names, t.Spec.Name)
 	}
 	return toolAnswer{result: fmt.Sprintf("error: no tool named %s; the tools you may call are %s", call.Name, strings.Join(names, ", ")),
-		isError: true, outcome: OutcomeRefused}
+		isError: true, outcome: OutcomeRefused, unknown: true}, nil
 }
 
 // capResult cuts a tool's result at limit bytes.

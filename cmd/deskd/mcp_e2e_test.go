@@ -334,3 +334,35 @@ func TestMCPHeadersFileReadAtReloadE2E(t *testing.T) {
 		t.Fatalf("the log carries a secret of the headers file:\n%s", all)
 	}
 }
+
+// TestMCPDamagedLimitsFileRefusesLimitedCallsE2E: a desk whose count of
+// the day's limited calls cannot be read refuses every call of a limited
+// tool, saying which file and why, rather than risk passing its limit;
+// its other tools work. The file is left as it was.
+func TestMCPDamagedLimitsFileRefusesLimitedCallsE2E(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	orders := filepath.Join(dir, "orders")
+	damaged := writeTestFile(t, filepath.Join(dir, "state", "desks", "main"), "tool-limits.json", `{"date":"2026-03-02","calls":{"mcp__broker__pla`)
+	d := startInProcess(t, "deskd", mcpConfig(t, dir, orders), apiStart)
+	d.waitReady(t)
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	if s, _ := d.post(t, mcpCall("o1", "place_order", `{"symbol":"INFY","qty":5,"side":"buy"}`)); s != http.StatusAccepted {
+		t.Fatalf("POST o1 = %d", s)
+	}
+	if r := fmt.Sprint(d.trigger(t, "o1")["reply"]); !strings.Contains(r, "tool-limits.json") {
+		t.Fatalf("o1's reply %q does not name the damaged file", r)
+	}
+	if n := d.count(isEvent("approval.requested", "trigger", "o1")); n != 0 || len(orderLines(t, orders)) != 0 {
+		t.Fatal("a limited call ran, or was put to an operator, with its day's count unreadable")
+	}
+	if s, _ := d.post(t, mcpCall("q1", "quote", `{"symbol":"INFY"}`)); s != http.StatusAccepted {
+		t.Fatalf("POST q1 = %d", s)
+	}
+	if r := fmt.Sprint(d.trigger(t, "q1")["reply"]); !strings.Contains(r, "QUOTE INFY") {
+		t.Fatalf("q1's reply %q: a tool without a limit should work", r)
+	}
+	if b, err := os.ReadFile(damaged); err != nil || !strings.HasSuffix(string(b), "pla") {
+		t.Fatalf("the damaged file was changed: %q, %v", b, err)
+	}
+}

@@ -551,6 +551,9 @@ type ToolCalled struct {
 	Outcome    string `json:"outcome"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
+	// Unknown is true when the desk has no tool of that name (the model
+	// made it up): the metrics count it under tool "unknown".
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // Topic returns "tool.called".

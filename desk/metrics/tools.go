@@ -21,7 +21,7 @@ func newToolMetrics(reg *prometheus.Registry) *toolMetrics {
 	t := &toolMetrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "deskd_tool_calls_total",
-			Help: "Tool calls a desk's model made, by desk, tool (mcp__<server>__<tool> for an MCP server's) and outcome: " +
+			Help: "Tool calls a desk's model made, by desk, tool (mcp__<server>__<tool> for an MCP server's; unknown for a name the desk has no tool of) and outcome: " +
 				"ok, error (the tool failed or timed out), refused (not run: not allowed, over its day's limit, its server down), denied or expired (waiting for an operator).",
 		}, []string{"desk", "tool", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -51,8 +51,12 @@ func newToolMetrics(reg *prometheus.Registry) *toolMetrics {
 func (t *toolMetrics) observe(e event.Event) bool {
 	switch e := e.(type) {
 	case event.ToolCalled:
-		t.calls.WithLabelValues(e.Desk, e.Tool, e.Outcome).Inc()
-		t.duration.WithLabelValues(e.Desk, e.Tool).Observe(float64(e.DurationMS) / 1000)
+		tool := e.Tool
+		if e.Unknown {
+			tool = "unknown" // a name the model made up: one series for them all
+		}
+		t.calls.WithLabelValues(e.Desk, tool, e.Outcome).Inc()
+		t.duration.WithLabelValues(e.Desk, tool).Observe(float64(e.DurationMS) / 1000)
 	case event.ApprovalDecided:
 		t.decisions.WithLabelValues(e.Desk, e.Tool, e.Outcome).Inc()
 	case event.MCPServerUp:

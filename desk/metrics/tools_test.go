@@ -21,6 +21,8 @@ func TestMetricsTools(t *testing.T) {
 	event.Publish(bus, event.ToolCalled{Header: h, Tool: order, Server: "broker", Outcome: "ok", DurationMS: 1500})
 	event.Publish(bus, event.ToolCalled{Header: h, Tool: order, Server: "broker", Outcome: "denied", DurationMS: 500})
 	event.Publish(bus, event.ToolCalled{Header: h, Tool: "note", Outcome: "ok"})
+	event.Publish(bus, event.ToolCalled{Header: h, Tool: "made_up_1", Outcome: "refused", Unknown: true})
+	event.Publish(bus, event.ToolCalled{Header: h, Tool: "made_up_2", Outcome: "refused", Unknown: true})
 	event.Publish(bus, event.ApprovalDecided{Header: h, Tool: order, Outcome: "approved"})
 	event.Publish(bus, event.ApprovalDecided{Header: h, Tool: order, Outcome: "expired"})
 	event.Publish(bus, event.MCPServerUp{Server: "broker", Tools: 3})
@@ -35,6 +37,7 @@ func TestMetricsTools(t *testing.T) {
 		{"deskd_tool_calls_total", []string{"desk", "fx", "outcome", "ok", "tool", order}, 1},
 		{"deskd_tool_calls_total", []string{"desk", "fx", "outcome", "denied", "tool", order}, 1},
 		{"deskd_tool_calls_total", []string{"desk", "fx", "outcome", "ok", "tool", "note"}, 1},
+		{"deskd_tool_calls_total", []string{"desk", "fx", "outcome", "refused", "tool", "unknown"}, 2},
 		{"deskd_approvals_total", []string{"desk", "fx", "outcome", "approved", "tool", order}, 1},
 		{"deskd_approvals_total", []string{"desk", "fx", "outcome", "expired", "tool", order}, 1},
 		{"deskd_mcp_server_up", []string{"server", "broker"}, 1},
