@@ -63,6 +63,9 @@ type waiter struct {
 	seq      uint64
 	done     chan struct{}
 	decision router.Decision
+	// paused says whether the call's desk is paused: an approval that
+	// comes after a pause, before the queue heard of it, is a denial.
+	paused func() bool
 }
 
 // New returns an empty queue that denies a desk's waiting calls when the
@@ -103,7 +106,7 @@ func (q *Queue) wait(ctx context.Context, call router.GateCall, within time.Dura
 	if paused() {
 		return verdict(q.decideNow(call, ByDeskd, reasonPaused), within)
 	}
-	w, ok := q.enqueue(call, within)
+	w, ok := q.enqueue(call, within, paused)
 	if !ok {
 		return verdict(q.decideNow(call, ByDeskd, reasonStopping), within)
 	}
@@ -130,7 +133,7 @@ func (q *Queue) wait(ctx context.Context, call router.GateCall, within time.Dura
 
 // enqueue adds call to the waiting calls under a fresh id; false when the
 // queue is closed.
-func (q *Queue) enqueue(call router.GateCall, within time.Duration) (*waiter, bool) {
+func (q *Queue) enqueue(call router.GateCall, within time.Duration, paused func() bool) (*waiter, bool) {
 	now := q.clock.Now()
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -150,8 +153,9 @@ func (q *Queue) enqueue(call router.GateCall, within time.Duration) (*waiter, bo
 			RequestedAt: now,
 			ExpiresAt:   now.Add(within),
 		},
-		seq:  q.seq,
-		done: make(chan struct{}),
+		seq:    q.seq,
+		done:   make(chan struct{}),
+		paused: paused,
 	}
 	q.waiting[w.p.ID] = w
 	return w, true
@@ -212,6 +216,11 @@ func (q *Queue) resolve(desk, id, outcome, by, reason string) (router.Decision, 
 		return router.Decision{}, false
 	}
 	delete(q.waiting, id)
+	if outcome == router.DecisionApproved && w.paused != nil && w.paused() {
+		// Paused since the call came, and desk.paused not yet heard: no
+		// approval runs a call on a paused desk.
+		outcome, by, reason = router.DecisionDenied, ByDeskd, reasonPaused+" (the approval by "+by+" came after the pause)"
+	}
 	w.decision = router.Decision{
 		ID: id, Call: w.p.Call, Tool: w.p.Tool, Arguments: w.p.Arguments,
 		Outcome: outcome, By: by, Reason: reason,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -467,4 +468,25 @@ func TestClose(t *testing.T) {
 	}
 	// Closed, the queue no longer hears of pauses; closing again is harmless.
 	f.q.Close()
+}
+
+// TestApproveAfterPauseIsADenial: a desk paused (its pause on disk, Pause
+// returned) before its desk.paused event reaches the queue: an approval
+// in that window does not run the call; it is a denial that says so.
+func TestApproveAfterPauseIsADenial(t *testing.T) {
+	f := newFixture(t)
+	var paused atomic.Bool
+	out := f.call(t.Context(), f.q.Gate(within, paused.Load), placeOrder("fx", "c1"))
+	r := eventtest.NextWhere(f.requested, func(e event.ApprovalRequested) bool { return e.Call == "c1" })
+	paused.Store(true) // Desk.Pause has returned; its event is not yet delivered
+	d, err := f.q.Decide("fx", r.ID, true, "bob", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Outcome != "denied" || !strings.Contains(d.Reason, "after the pause") {
+		t.Errorf("the decision %+v, want a denial saying the approval came after the pause", d)
+	}
+	if v := verdict(t, out); v.Run {
+		t.Errorf("the call runs on a paused desk: %+v", v)
+	}
 }
