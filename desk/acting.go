@@ -41,10 +41,27 @@ type acting struct {
 }
 
 // counter is a desk's counter of limited calls, or why it could not be
-// opened (the desk then refuses every limited call).
+// opened: the desk then refuses every limited call, and tries the file
+// again at each one, so that a mended file is taken up without a restart.
 type counter struct {
-	c   *calllimit.Counter
-	err error
+	path string
+	mu   sync.Mutex
+	c    *calllimit.Counter
+	err  error
+}
+
+// get returns the open counter, opening it again after a failure.
+func (c *counter) get() (*calllimit.Counter, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.c == nil {
+		c.c, c.err = calllimit.Open(c.path)
+		if c.err != nil {
+			c.c = nil
+			c.err = fmt.Errorf("its counts of limited tool calls: %w", c.err)
+		}
+	}
+	return c.c, c.err
 }
 
 func newActing(clk clock.Clock, bus *event.Bus, log zerolog.Logger) *acting {
@@ -84,16 +101,15 @@ func (a *acting) toolset(cfg *config.Config, dc *config.Desk, folder *memory.Fol
 func (a *acting) counter(desk string, folder *memory.Folder) *counter {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if c, ok := a.counters[desk]; ok && c.err == nil {
-		return c
+	c, ok := a.counters[desk]
+	if !ok {
+		c = &counter{path: folder.Path(LimitsFile)}
+		a.counters[desk] = c
 	}
-	c, err := calllimit.Open(folder.Path(LimitsFile))
-	if err != nil {
-		err = fmt.Errorf("desk %s: its counts of limited tool calls: %w", desk, err)
+	if _, err := c.get(); err != nil {
 		a.log.Error().Err(err).Str("desk", desk).Msg("the desk refuses every call of a limited tool until the file is mended")
 	}
-	a.counters[desk] = &counter{c: c, err: err}
-	return a.counters[desk]
+	return c
 }
 
 // forget is desk's end: it no longer uses any server.
@@ -193,17 +209,19 @@ func (g gatedToolset) gate(tool string, limit int, approve router.Gate) router.G
 }
 
 func (g gatedToolset) check(tool string, limit int) error {
-	if g.counter.err != nil {
-		return g.counter.err
+	c, err := g.counter.get()
+	if err != nil {
+		return err
 	}
-	return g.counter.c.Check(g.today(), tool, limit)
+	return c.Check(g.today(), tool, limit)
 }
 
 func (g gatedToolset) take(tool string, limit int) error {
-	if g.counter.err != nil {
-		return g.counter.err
+	c, err := g.counter.get()
+	if err != nil {
+		return err
 	}
-	_, err := g.counter.c.Take(g.today(), tool, limit)
+	_, err = c.Take(g.today(), tool, limit)
 	return err
 }
 

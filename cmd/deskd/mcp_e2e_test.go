@@ -345,6 +345,8 @@ func TestMCPDamagedLimitsFileRefusesLimitedCallsE2E(t *testing.T) {
 	orders := filepath.Join(dir, "orders")
 	damaged := writeTestFile(t, filepath.Join(dir, "state", "desks", "main"), "tool-limits.json", `{"date":"2026-03-02","calls":{"mcp__broker__pla`)
 	d := startInProcess(t, "deskd", mcpConfig(t, dir, orders), apiStart)
+	d.waitFor(t, time.Now().Add(30*time.Second), "the error naming the damaged file",
+		func(l stderrLine) bool { return l.Str("level") == "error" && strings.Contains(l.Str("error"), "tool-limits.json") })
 	d.waitReady(t)
 	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
 	if s, _ := d.post(t, mcpCall("o1", "place_order", `{"symbol":"INFY","qty":5,"side":"buy"}`)); s != http.StatusAccepted {
@@ -364,5 +366,64 @@ func TestMCPDamagedLimitsFileRefusesLimitedCallsE2E(t *testing.T) {
 	}
 	if b, err := os.ReadFile(damaged); err != nil || !strings.HasSuffix(string(b), "pla") {
 		t.Fatalf("the damaged file was changed: %q, %v", b, err)
+	}
+
+	// Mended, it is taken up at the next call, without a restart.
+	writeTestFile(t, filepath.Join(dir, "state", "desks", "main"), "tool-limits.json", `{"date":"2026-03-02","calls":{"mcp__broker__place_order":1}}`)
+	id := waitingCall(t, d, "o2", `{"symbol":"INFY","qty":5,"side":"buy"}`)
+	if status, body := d.call(t, http.MethodPost, "/v1/desks/main/approvals/"+id+"/approve", "", `{}`); status != 200 {
+		t.Fatalf("approve o2 = %d %s", status, body)
+	}
+	if r := fmt.Sprint(d.trigger(t, "o2")["reply"]); !strings.Contains(r, "accepted") {
+		t.Fatalf("o2's reply %q: the mended file allows one more call", r)
+	}
+	if s, _ := d.post(t, mcpCall("o3", "place_order", `{"symbol":"INFY","qty":5,"side":"buy"}`)); s != http.StatusAccepted {
+		t.Fatalf("POST o3 = %d", s)
+	}
+	if r := fmt.Sprint(d.trigger(t, "o3")["reply"]); !strings.Contains(r, "at most 2 times a trading day; 2 calls were made on 2026-03-02") {
+		t.Fatalf("o3's reply %q: the mended file's count was not kept", r)
+	}
+}
+
+// TestMCPLimitAcrossRestartAndDayE2E: a day's limit holds across a
+// restart of deskd (the count is on disk before the call runs) and starts
+// again on the next trading date in Asia/Kolkata.
+func TestMCPLimitAcrossRestartAndDayE2E(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	orders := filepath.Join(dir, "orders")
+	srv := mcptest.Stdio(t)
+	extra := fmt.Sprintf("mcp_servers:\n  broker: {command: [%q], env: {%s: stdio, %s: %q}}\n", srv.Command[0], mcptest.EnvMode, mcptest.EnvOrders, orders)
+	cfg := apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [place_order], limits: {place_order: 1}}\n")
+	order := func(d *deskdProc, id string) string {
+		t.Helper()
+		if s, _ := d.post(t, mcpCall(id, "place_order", `{"symbol":"INFY","qty":1,"side":"buy"}`)); s != http.StatusAccepted {
+			t.Fatalf("POST %s = %d", id, s)
+		}
+		return fmt.Sprint(d.trigger(t, id)["reply"])
+	}
+	const over = "at most 1 time a trading day; 1 call was made on 2026-03-02"
+
+	d := startInProcess(t, "first deskd", cfg, apiStart)
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	if r := order(d, "o1"); !strings.Contains(r, "accepted") {
+		t.Fatalf("o1: %q", r)
+	}
+	if r := order(d, "o2"); !strings.Contains(r, over) {
+		t.Fatalf("o2: %q", r)
+	}
+	d.stopCleanly(t, syscall.SIGTERM)
+
+	d = startInProcess(t, "second deskd", cfg, apiStart.Add(time.Hour))
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	if r := order(d, "o3"); !strings.Contains(r, over) {
+		t.Fatalf("o3 after the restart: %q", r)
+	}
+	d.at(t, "2026-03-03T00:00:00+05:30") // the next trading date begins
+	if r := order(d, "o4"); !strings.Contains(r, "accepted") {
+		t.Fatalf("o4 on the next trading date: %q", r)
+	}
+	if n := len(orderLines(t, orders)); n != 2 {
+		t.Fatalf("%d orders reached the broker, want 2 (o1, o4)", n)
 	}
 }
