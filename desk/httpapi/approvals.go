@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/deskd/deskd/desk/approval"
 	"github.com/deskd/deskd/router"
@@ -31,6 +32,9 @@ type Approvals interface {
 
 // MaxApprovalReason bounds the reason of an approval or a denial, in bytes.
 const MaxApprovalReason = 500
+
+// MaxApprovalBy bounds the name of who decides, in bytes.
+const MaxApprovalBy = 128
 
 // ApprovalsResponse is the body of GET /v1/approvals and
 // GET /v1/desks/{desk}/approvals.
@@ -144,6 +148,12 @@ func readDecisionRequest(w http.ResponseWriter, r *http.Request) (DecisionReques
 		return req, false
 	case strings.ContainsAny(req.By, "\r\n"):
 		writeError(w, http.StatusBadRequest, "by: one line, without line breaks")
+		return req, false
+	case len(req.By) > MaxApprovalBy:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("by: %d bytes, at most %d", len(req.By), MaxApprovalBy))
+		return req, false
+	case strings.IndexFunc(req.Reason+req.By, unicode.IsControl) >= 0:
+		writeError(w, http.StatusBadRequest, "reason and by: no control characters (they are kept in the session and the audit bundle)")
 		return req, false
 	}
 	if req.By == "" {

@@ -173,6 +173,9 @@ func TestAPIDecisionBadBody(t *testing.T) {
 		{`{"reason": "one\ntwo"}`, "reason: one line"},
 		{`{"reason": "` + strings.Repeat("x", 501) + `"}`, "reason: 501 bytes, at most 500"},
 		{`{"by": "a\nb"}`, "by: one line"},
+		{`{"by": "` + strings.Repeat("b", 129) + `"}`, "by: 129 bytes, at most 128"},
+		{`{"reason": "ok \u001b[2J"}`, "no control characters"},
+		{`{"by": "eve\u0007"}`, "no control characters"},
 	} {
 		status, _, body := h.Call("POST", "/v1/desks/main/approvals/a1b2c3d4/deny", tt.body)
 		if e := httpapitest.Decode[map[string]string](t, body); status != 400 || !strings.Contains(e["error"], tt.err) {
