@@ -76,6 +76,9 @@ func startProcess(cfg *config.MCPServer) (*process, error) {
 		p.pid = cmd.Process.Pid
 		started <- nil
 		p.err = cmd.Wait()
+		// What the server left in its process group (a helper, a
+		// wrapper's child) ends with it, whether it exited or was stopped.
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		close(p.exited)
 	}()
 	err = <-started

@@ -18,7 +18,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,6 +35,10 @@ const (
 	// EnvOrders names a file a stdio server appends a line to for each
 	// order placed.
 	EnvOrders = "DESKD_MCPTEST_ORDERS"
+	// EnvChild names a file a stdio server writes the PID of a child to,
+	// which it starts in its process group and leaves running (a server's
+	// helper process, or a wrapper's).
+	EnvChild = "DESKD_MCPTEST_CHILD"
 	// EnvLinger, set to anything, makes a stdio server keep running once
 	// its stdin has closed, until a signal kills it: a server that does
 	// not notice its client has gone.
@@ -149,6 +155,9 @@ func ServeStdioIfAsked() bool {
 	if path := os.Getenv(EnvOrders); path != "" {
 		o.OnOrder = func(line string) { appendLine(path, line) }
 	}
+	if path := os.Getenv(EnvChild); path != "" {
+		startChild(path)
+	}
 	fmt.Fprintln(os.Stderr, "mcptest: serving on stdio")
 	if err := NewServer(o).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
@@ -174,4 +183,17 @@ func appendLine(path, line string) {
 	}
 	defer f.Close()
 	fmt.Fprintln(f, line)
+}
+
+// startChild starts a child that sleeps an hour, in the server's process
+// group and with none of its pipes, and writes its PID to path.
+func startChild(path string) {
+	cmd := exec.Command("sleep", "3600")
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "mcptest: start the child:", err)
+		return
+	}
+	if err := os.WriteFile(path, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "mcptest: child's PID file:", err)
+	}
 }
