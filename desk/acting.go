@@ -8,6 +8,8 @@ package desk
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -174,8 +176,12 @@ func (g gatedToolset) Tools() []router.Tool {
 		if use.NeedsApproval(name) {
 			approve = g.queue.Gate(use.ApproveWithin, g.paused)
 		}
-		if limit := use.Limits[name]; limit > 0 || approve != nil {
+		limit := use.Limits[name]
+		if limit > 0 || approve != nil {
 			out[i].Gate = g.gate(t.Spec.Name, limit, approve)
+		}
+		if limit > 0 {
+			out[i].Run = g.counted(t.Spec.Name, limit, t.Run)
 		}
 	}
 	return out
@@ -193,18 +199,33 @@ func (g gatedToolset) gate(tool string, limit int, approve router.Gate) router.G
 				return router.Verdict{Outcome: router.OutcomeRefused, Result: "error: " + err.Error() + ". The call did not run."}
 			}
 		}
-		v := router.Verdict{Run: true}
-		if approve != nil {
-			if v = approve(ctx, c); !v.Run {
-				return v
+		if approve == nil {
+			return router.Verdict{Run: true}
+		}
+		return approve(ctx, c)
+	}
+}
+
+// counted is run, a limited tool's run, counted in the day's calls before
+// it runs (a call over the limit does not run); a call its server never
+// got is given back.
+func (g gatedToolset) counted(tool string, limit int, run func(context.Context, json.RawMessage) (string, error)) func(context.Context, json.RawMessage) (string, error) {
+	return func(ctx context.Context, args json.RawMessage) (string, error) {
+		date := g.today()
+		c, err := g.counter.get()
+		if err == nil {
+			_, err = c.Take(date, tool, limit)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%w. The call did not run", err)
+		}
+		out, err := run(ctx, args)
+		if errors.Is(err, mcphost.ErrUnavailable) {
+			if rerr := c.Release(date, tool); rerr != nil {
+				err = fmt.Errorf("%w (and its count could not be given back: %v)", err, rerr)
 			}
 		}
-		if limit > 0 {
-			if err := g.take(tool, limit); err != nil {
-				v.Run, v.Outcome, v.Result = false, router.OutcomeRefused, "error: "+err.Error()+". The call did not run."
-			}
-		}
-		return v
+		return out, err
 	}
 }
 
@@ -214,15 +235,6 @@ func (g gatedToolset) check(tool string, limit int) error {
 		return err
 	}
 	return c.Check(g.today(), tool, limit)
-}
-
-func (g gatedToolset) take(tool string, limit int) error {
-	c, err := g.counter.get()
-	if err != nil {
-		return err
-	}
-	_, err = c.Take(g.today(), tool, limit)
-	return err
 }
 
 // statusOf returns the function a desk's status asks for its MCP servers

@@ -427,3 +427,43 @@ func TestMCPLimitAcrossRestartAndDayE2E(t *testing.T) {
 		t.Fatalf("%d orders reached the broker, want 2 (o1, o4)", n)
 	}
 }
+
+// TestMCPApprovedCallToADownServerIsGivenBackE2E: a call approved while
+// its server is down is not sent (the model hears so) and does not use up
+// the day's limit: once the server is back, the next call may run.
+func TestMCPApprovedCallToADownServerIsGivenBackE2E(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, srv := mcptest.HTTP(t)
+	headers := writeTestFile(t, dir, "broker.headers", "Authorization: Bearer "+mcptest.Token+"\n")
+	extra := fmt.Sprintf("mcp_servers:\n  broker: {url: %q, headers_file: %q}\n", srv.URL, headers)
+	desk := "mcp:\n  broker: {tools: [place_order], approve: [place_order], limits: {place_order: 1}}\n"
+	d := startInProcess(t, "deskd", apiConfig(t, dir, "{provider: scripted}", extra, desk), apiStart)
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+
+	id := waitingCall(t, d, "o1", `{"symbol":"INFY","qty":1,"side":"buy"}`)
+	srv.Stop()
+	down := d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.down", isEvent("mcp.server.down", "server", "broker"))
+	if status, body := d.call(t, http.MethodPost, "/v1/desks/main/approvals/"+id+"/approve", "", `{}`); status != 200 {
+		t.Fatalf("approve o1 = %d %s", status, body)
+	}
+	if r := fmt.Sprint(d.trigger(t, "o1")["reply"]); !strings.Contains(r, "is unavailable: MCP server broker is not connected") {
+		t.Fatalf("o1's reply %q: the model should hear the call was not sent", r)
+	}
+
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.advanceTo(t, parseTimeField(t, down, "retry_at"))
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up again", isEvent("mcp.server.up", "server", "broker"))
+	id = waitingCall(t, d, "o2", `{"symbol":"INFY","qty":1,"side":"buy"}`)
+	if status, body := d.call(t, http.MethodPost, "/v1/desks/main/approvals/"+id+"/approve", "", `{}`); status != 200 {
+		t.Fatalf("approve o2 = %d %s", status, body)
+	}
+	if r := fmt.Sprint(d.trigger(t, "o2")["reply"]); !strings.Contains(r, "accepted") {
+		t.Fatalf("o2's reply %q: the call o1 never sent should not count against the limit", r)
+	}
+	if n := srv.Orders(); n != 1 {
+		t.Fatalf("%d orders reached the broker, want 1", n)
+	}
+}

@@ -129,6 +129,29 @@ func (c *Counter) Take(date memory.Date, tool string, limit int) (used int, err 
 	return n + 1, nil
 }
 
+// Release gives back one call of tool on date that Take counted but that
+// never reached its tool (its server was not connected), and persists
+// that; a date the counter no longer holds, or no count, is nothing to
+// give back.
+func (c *Counter) Release(date memory.Date, tool string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.used(date, tool)
+	if c.state.Date != date || n == 0 {
+		return nil
+	}
+	next := state{Date: date, Calls: map[string]int{}}
+	for t, k := range c.state.Calls {
+		next.Calls[t] = k
+	}
+	next.Calls[tool] = n - 1
+	if err := c.write(next); err != nil {
+		return fmt.Errorf("give back a call of %s: %w", tool, err)
+	}
+	c.state = next
+	return nil
+}
+
 // Used returns the calls of each tool counted on date (none for another
 // date than the counter's).
 func (c *Counter) Used(date memory.Date) map[string]int {

@@ -252,3 +252,37 @@ func TestConcurrentTakeNeverExceeds(t *testing.T) {
 		t.Errorf("Used after Open = %v, want %d", got, limit)
 	}
 }
+
+// TestReleaseGivesBack: a call counted but never sent is given back, on
+// disk too; there is nothing to give back of another date or of a tool
+// with no count.
+func TestReleaseGivesBack(t *testing.T) {
+	path := countsPath(t)
+	c := open(t, path)
+	if _, err := c.Take(day1, order, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Take(day1, order, 1); !errors.Is(err, calllimit.ErrLimit) {
+		t.Fatalf("a second Take of limit 1: %v", err)
+	}
+	if err := c.Release(day1, order); err != nil {
+		t.Fatal(err)
+	}
+	if got := open(t, path).Used(day1)[order]; got != 0 {
+		t.Fatalf("after Release the file counts %d calls, want 0", got)
+	}
+	if _, err := c.Take(day1, order, 1); err != nil {
+		t.Fatalf("the call given back may be made again: %v", err)
+	}
+	for _, tt := range []struct {
+		date memory.Date
+		tool string
+	}{{day1.AddDays(1), order}, {day1, "mcp__broker__quote"}} {
+		if err := c.Release(tt.date, tt.tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.Used(day1)[order]; got != 1 {
+		t.Fatalf("a Release of another date or tool changed the count: %d, want 1", got)
+	}
+}

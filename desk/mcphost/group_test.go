@@ -1,6 +1,8 @@
 package mcphost_test
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/mcphost"
 	"github.com/deskd/deskd/desk/mcptest"
 )
 
@@ -47,5 +50,42 @@ func TestServersChildrenEndWithIt(t *testing.T) {
 				t.Fatalf("the server's child outlived it: %v", err)
 			}
 		})
+	}
+}
+
+// TestATimeoutChangeKeepsTheServer: a reload that changes only what deskd
+// itself uses of a server (timeout, max_result) does not restart it (a
+// call in flight or waiting for approval is not cut off); the next call
+// takes the new timeout.
+func TestATimeoutChangeKeepsTheServer(t *testing.T) {
+	r := newRig(t)
+	srv := mcptest.Stdio(t)
+	r.serve(srv)
+	pid := r.status("stdio").PID
+
+	changed := *srv
+	changed.Timeout, changed.MaxResult = 7*time.Second, 1000
+	r.host.Configure(map[string]*config.MCPServer{"stdio": &changed})
+	if st := r.status("stdio"); st.PID != pid || st.Restarts != 0 || st.State != mcphost.StateUp {
+		t.Fatalf("a timeout change restarted the server: %+v (its process was %d)", st, pid)
+	}
+	ts := r.host.Toolset("d", map[string]config.DeskMCP{"stdio": {Server: "stdio", Tools: []string{"*"}}})
+	if big := tool(t, ts, "mcp__stdio__big"); big.MaxResult != 1000 {
+		t.Errorf("max_result after the reload: %d, want 1000", big.MaxResult)
+	}
+	slow := tool(t, ts, "mcp__stdio__slow")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := slow.Run(t.Context(), json.RawMessage(`{}`))
+		errc <- err
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	if err := r.clock.WaitTimerAt(ctx, start.Add(7*time.Second)); err != nil {
+		t.Fatalf("the call armed no timer of the new 7s timeout: %v", err)
+	}
+	r.clock.Set(start.Add(7 * time.Second))
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "timed out after 7s") {
+		t.Fatalf("slow: %v, want a timeout after 7s", err)
 	}
 }

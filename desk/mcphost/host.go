@@ -11,6 +11,7 @@ package mcphost
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"sync"
@@ -138,8 +139,10 @@ func (h *Host) Configure(servers map[string]*config.MCPServer) {
 			delete(h.servers, name)
 			stop = append(stop, s)
 		case !reflect.DeepEqual(s.config(), cfg):
-			s.setConfig(cfg)
-			restart = append(restart, s)
+			if reaches(s.config()) != reaches(cfg) {
+				restart = append(restart, s)
+			}
+			s.setConfig(cfg) // a new timeout or max_result applies to the next call
 		}
 	}
 	for name, cfg := range servers {
@@ -156,6 +159,19 @@ func (h *Host) Configure(servers map[string]*config.MCPServer) {
 		}
 	}
 	h.apply()
+}
+
+// reach is what deskd starts or reaches a server with: a change of it
+// restarts the server; a change of anything else (timeout, max_result)
+// does not.
+type reach struct {
+	command, env, url, headersFile, secrets string
+}
+
+// reaches returns cfg's reach, comparable.
+func reaches(cfg *config.MCPServer) reach {
+	return reach{command: fmt.Sprintf("%q", cfg.Command), env: fmt.Sprintf("%v|%v|%v", cfg.Env, cfg.EnvFiles, cfg.PassEnv), url: cfg.URL,
+		headersFile: cfg.HeadersFile, secrets: cfg.Secrets.Digest + fmt.Sprintf("%v|%v", cfg.Secrets.Env, cfg.Secrets.Headers)}
 }
 
 // Use says which servers a desk uses now: a server starts when its first

@@ -22,6 +22,10 @@ const toolPrefix = "mcp__"
 // validToolName is what the model providers accept as a tool's name.
 var validToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// ErrUnavailable is in the error of a call that was never sent: its
+// server is not configured, or not connected now.
+var ErrUnavailable = errors.New("unavailable")
+
 // ToolName is the name the model sees for a server's tool:
 // "mcp__<server>__<tool>".
 func ToolName(server, tool string) string { return toolPrefix + server + "__" + tool }
@@ -177,7 +181,7 @@ func (h *Host) call(ctx context.Context, server, tool string, args json.RawMessa
 	full := ToolName(server, tool)
 	s := h.lookup(server)
 	if s == nil {
-		return "", fmt.Errorf("%s is unavailable: MCP server %s is not configured", full, server)
+		return "", fmt.Errorf("%s is %w: MCP server %s is not configured", full, ErrUnavailable, server)
 	}
 	snap := s.snapshot()
 	if snap.live == nil {
@@ -185,7 +189,7 @@ func (h *Host) call(ctx context.Context, server, tool string, args json.RawMessa
 		if why == "" {
 			why = "it is " + snap.state
 		}
-		return "", fmt.Errorf("%s is unavailable: MCP server %s is not connected (%s)", full, server, why)
+		return "", fmt.Errorf("%s is %w: MCP server %s is not connected (%s); the call was not sent", full, ErrUnavailable, server, why)
 	}
 	d := timeout(snap.cfg)
 	cctx, stop, timedOut := withTimeout(ctx, h.o.Clock, d)
