@@ -346,7 +346,9 @@ func TestMCPDamagedLimitsFileRefusesLimitedCallsE2E(t *testing.T) {
 	damaged := writeTestFile(t, filepath.Join(dir, "state", "desks", "main"), "tool-limits.json", `{"date":"2026-03-02","calls":{"mcp__broker__pla`)
 	d := startInProcess(t, "deskd", mcpConfig(t, dir, orders), apiStart)
 	d.waitFor(t, time.Now().Add(30*time.Second), "the error naming the damaged file",
-		func(l stderrLine) bool { return l.Str("level") == "error" && strings.Contains(l.Str("error"), "tool-limits.json") })
+		func(l stderrLine) bool {
+			return l.Str("level") == "error" && strings.Contains(l.Str("error"), "tool-limits.json")
+		})
 	d.waitReady(t)
 	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
 	if s, _ := d.post(t, mcpCall("o1", "place_order", `{"symbol":"INFY","qty":5,"side":"buy"}`)); s != http.StatusAccepted {
