@@ -22,6 +22,7 @@ import (
 	"github.com/deskd/deskd/desk/approval"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/mcphost"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 )
@@ -152,6 +153,16 @@ func NewDaemon(o DaemonOptions) (*Daemon, error) {
 // Approvals returns the tool calls of every desk that wait for an
 // operator's decision, to list and decide on (the API's).
 func (d *Daemon) Approvals() *approval.Queue { return d.fleet.acting.queue }
+
+// MCPServersUp returns each configured MCP server, and whether it is up
+// now (the metrics' deskd_mcp_server_up).
+func (d *Daemon) MCPServersUp() map[string]bool {
+	out := map[string]bool{}
+	for _, s := range d.fleet.acting.host.Status() {
+		out[s.Name] = s.State == mcphost.StateUp
+	}
+	return out
+}
 
 // Set returns the running desks: what the front end, the spool and the
 // metrics see.

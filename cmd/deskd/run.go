@@ -145,6 +145,7 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 	}
 	met.SetGauges(metrics.DeskGauges(d.Set()))
 	met.SetRejections(d.Set().ConfigRejections)
+	met.SetMCP(d.MCPServersUp)
 	ran = true
 	return d.Run(ctx, sigs)
 }

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/deskd/deskd/desk/event"
@@ -13,8 +15,11 @@ type toolMetrics struct {
 	calls     *prometheus.CounterVec   // desk, tool, outcome
 	duration  *prometheus.HistogramVec // desk, tool
 	decisions *prometheus.CounterVec   // desk, tool, outcome
-	serverUp  *prometheus.GaugeVec     // server
 	restarts  *prometheus.CounterVec   // server
+	upDsc     *prometheus.Desc
+
+	mu      sync.Mutex
+	servers func() map[string]bool // SetMCP's
 }
 
 func newToolMetrics(reg *prometheus.Registry) *toolMetrics {
@@ -33,16 +38,15 @@ func newToolMetrics(reg *prometheus.Registry) *toolMetrics {
 			Name: "deskd_approvals_total",
 			Help: "Tool calls that waited for an operator's decision, by desk, tool and outcome: approved, denied or expired.",
 		}, []string{"desk", "tool", "outcome"}),
-		serverUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "deskd_mcp_server_up",
-			Help: "1 while deskd is connected to the MCP server and has its tools, 0 while it is down (deskd retries). Absent before its first start.",
-		}, []string{"server"}),
+		upDsc: prometheus.NewDesc("deskd_mcp_server_up",
+			"1 while deskd is connected to the MCP server and has its tools, 0 while it is not (starting, down: deskd retries; or stopped: no desk uses it). "+
+				"Absent for a server not in mcp_servers.", []string{"server"}, nil),
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "deskd_mcp_server_down_total",
 			Help: "Times an MCP server could not be started or reached, or went away, by server.",
 		}, []string{"server"}),
 	}
-	reg.MustRegister(t.calls, t.duration, t.decisions, t.serverUp, t.restarts)
+	reg.MustRegister(t.calls, t.duration, t.decisions, t.restarts, t)
 	return t
 }
 
@@ -59,13 +63,38 @@ func (t *toolMetrics) observe(e event.Event) bool {
 		t.duration.WithLabelValues(e.Desk, tool).Observe(float64(e.DurationMS) / 1000)
 	case event.ApprovalDecided:
 		t.decisions.WithLabelValues(e.Desk, e.Tool, e.Outcome).Inc()
-	case event.MCPServerUp:
-		t.serverUp.WithLabelValues(e.Server).Set(1)
 	case event.MCPServerDown:
-		t.serverUp.WithLabelValues(e.Server).Set(0)
 		t.restarts.WithLabelValues(e.Server).Inc()
 	default:
 		return false
 	}
 	return true
+}
+
+// SetMCP sets the function read at each scrape for deskd_mcp_server_up:
+// each configured MCP server, and whether it is up now.
+func (m *Registry) SetMCP(servers func() map[string]bool) {
+	m.tools.mu.Lock()
+	m.tools.servers = servers
+	m.tools.mu.Unlock()
+}
+
+// Describe is prometheus.Collector's: the servers' gauge.
+func (t *toolMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- t.upDsc }
+
+// Collect is prometheus.Collector's: each server's gauge, once set.
+func (t *toolMetrics) Collect(ch chan<- prometheus.Metric) {
+	t.mu.Lock()
+	f := t.servers
+	t.mu.Unlock()
+	if f == nil {
+		return
+	}
+	for name, up := range f() {
+		v := 0.0
+		if up {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(t.upDsc, prometheus.GaugeValue, v, name)
+	}
 }

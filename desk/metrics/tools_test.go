@@ -10,8 +10,8 @@ import (
 
 // TestMetricsTools: tool.called counts in deskd_tool_calls_total and
 // deskd_tool_call_duration_seconds, approval.decided in
-// deskd_approvals_total, mcp.server.up and .down in deskd_mcp_server_up and
-// deskd_mcp_server_down_total.
+// deskd_approvals_total, mcp.server.down in deskd_mcp_server_down_total;
+// deskd_mcp_server_up is read from SetMCP's function at each scrape.
 func TestMetricsTools(t *testing.T) {
 	bus := event.New()
 	m := metrics.New(bus)
@@ -28,6 +28,11 @@ func TestMetricsTools(t *testing.T) {
 	event.Publish(bus, event.MCPServerUp{Server: "broker", Tools: 3})
 	event.Publish(bus, event.MCPServerDown{Server: "quotes", Error: "connection refused"})
 	bus.Close() // every event delivered
+	if _, ok := metricstest.Value(metricstest.Scrape(t, m.Handler()), "deskd_mcp_server_up", "server", "broker"); ok {
+		t.Error("deskd_mcp_server_up is present before SetMCP")
+	}
+	servers := map[string]bool{"broker": true, "quotes": false}
+	m.SetMCP(func() map[string]bool { return servers })
 	fams := metricstest.Scrape(t, m.Handler())
 	for _, c := range []struct {
 		name   string
@@ -40,13 +45,17 @@ func TestMetricsTools(t *testing.T) {
 		{"deskd_tool_calls_total", []string{"desk", "fx", "outcome", "refused", "tool", "unknown"}, 2},
 		{"deskd_approvals_total", []string{"desk", "fx", "outcome", "approved", "tool", order}, 1},
 		{"deskd_approvals_total", []string{"desk", "fx", "outcome", "expired", "tool", order}, 1},
+		{"deskd_mcp_server_down_total", []string{"server", "quotes"}, 1},
 		{"deskd_mcp_server_up", []string{"server", "broker"}, 1},
 		{"deskd_mcp_server_up", []string{"server", "quotes"}, 0},
-		{"deskd_mcp_server_down_total", []string{"server", "quotes"}, 1},
 	} {
 		if v, ok := metricstest.Value(fams, c.name, c.labels...); !ok || v != c.want {
 			t.Errorf("%s%v = %v, %v; want %v", c.name, c.labels, v, ok, c.want)
 		}
+	}
+	delete(servers, "quotes") // removed from mcp_servers
+	if _, ok := metricstest.Value(metricstest.Scrape(t, m.Handler()), "deskd_mcp_server_up", "server", "quotes"); ok {
+		t.Error("deskd_mcp_server_up of a removed server is still there")
 	}
 	if v, ok := metricstest.Value(fams, "deskd_tool_call_duration_seconds", "desk", "fx", "tool", order); !ok || v != 2 {
 		t.Errorf("deskd_tool_call_duration_seconds{fx,%s} = %v, %v; want 2 calls", order, v, ok)
