@@ -19,7 +19,7 @@ import (
 // stdio server, its process.
 type conn struct {
 	sess  *mcp.ClientSession
-	tools []*mcp.Tool
+	tools toolList
 	proc  *process      // nil for an HTTP server
 	http  *http.Client  // nil for a stdio server
 	done  chan struct{} // closed when the connection has ended (fail)
@@ -102,16 +102,20 @@ func (c *conn) listTools(ctx context.Context) error {
 	return err
 }
 
-// list reads every page of the server's tools.
-func (c *conn) list(ctx context.Context) ([]*mcp.Tool, error) {
+// list reads the pages of the server's tools, up to MaxServerTools
+// tools: a server that lists more (or pages without end) is cut there.
+func (c *conn) list(ctx context.Context) (toolList, error) {
 	var tools []*mcp.Tool
 	for t, err := range c.sess.Tools(ctx, nil) {
 		if err != nil {
-			return nil, fmt.Errorf("list tools: %w", err)
+			return toolList{}, fmt.Errorf("list tools: %w", err)
+		}
+		if len(tools) == MaxServerTools {
+			return newToolList(tools, true), nil
 		}
 		tools = append(tools, t)
 	}
-	return tools, nil
+	return newToolList(tools, false), nil
 }
 
 // watch ends the connection (fail) when the session ends or the process

@@ -1,6 +1,7 @@
 package mcphost_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,4 +50,10 @@ func waitExit(pid int, d time.Duration) error {
 func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+func killPID(pid int) { unix.Kill(pid, unix.SIGKILL) }
+
+func contextWithWait(t *testing.T) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(t.Context(), wait)
 }

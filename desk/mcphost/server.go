@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/event"
 )
@@ -23,7 +21,7 @@ type server struct {
 	err      string
 	since    time.Time
 	retryAt  time.Time
-	tools    []*mcp.Tool
+	tools    toolList
 	restarts int
 	live     *conn
 	cancel   context.CancelFunc // set while the supervisor runs
@@ -94,7 +92,7 @@ func (s *server) stop() error {
 func (s *server) set(state, errText string, retryAt time.Time) {
 	s.state, s.err, s.retryAt, s.since = state, errText, retryAt, s.h.o.Clock.Now()
 	if state != StateUp {
-		s.tools, s.live = nil, nil
+		s.tools, s.live = toolList{}, nil
 	}
 }
 
@@ -172,18 +170,21 @@ func (s *server) relist(ctx context.Context, c *conn) error {
 }
 
 // up makes c, with those tools, the live connection and announces it.
-func (s *server) up(c *conn, tools []*mcp.Tool) {
+func (s *server) up(c *conn, tools toolList) {
 	s.mu.Lock()
 	s.set(StateUp, "", time.Time{})
 	s.live, s.tools = c, tools
 	restarts := s.restarts
 	s.mu.Unlock()
-	s.h.o.Log.Info().Str("server", s.name).Int("tools", len(tools)).Int("restarts", restarts).Msg("MCP server up")
+	s.h.o.Log.Info().Str("server", s.name).Int("tools", len(tools.tools)).Int("restarts", restarts).Msg("MCP server up")
+	if tools.more {
+		s.h.o.Log.Warn().Str("server", s.name).Int("max_tools", MaxServerTools).Msg("MCP server lists more tools than deskd takes")
+	}
 	if s.h.o.Bus == nil {
 		return
 	}
 	event.Publish(s.h.o.Bus, event.MCPServerUp{Header: event.Header{At: s.h.o.Clock.Now()}, Server: s.name,
-		Tools: len(tools), Restarts: restarts})
+		Tools: len(tools.tools), Restarts: restarts})
 }
 
 // down marks the server down, announces it, and waits for the backoff; it
@@ -214,7 +215,7 @@ type snapshot struct {
 	cfg   *config.MCPServer
 	state string
 	err   string
-	tools []*mcp.Tool
+	tools toolList
 	live  *conn
 }
 
@@ -229,8 +230,8 @@ func (s *server) status() ServerStatus {
 	defer s.mu.Unlock()
 	st := ServerStatus{Name: s.name, Transport: transport(s.cfg), State: s.state, Error: s.err, Since: s.since,
 		RetryAt: s.retryAt, Restarts: s.restarts}
-	for _, t := range s.tools {
-		st.Tools = append(st.Tools, t.Name)
+	if len(s.tools.tools) > 0 {
+		st.Tools = s.tools.names()
 	}
 	if s.live != nil && s.live.proc != nil {
 		st.PID = s.live.proc.pid

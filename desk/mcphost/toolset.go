@@ -85,9 +85,9 @@ func (t toolset) Tools() []router.Tool {
 		if !e.known || e.snap.state != StateUp {
 			continue
 		}
-		for _, tool := range e.snap.tools {
-			full := ToolName(e.server, tool.Name)
-			if !e.use.Allows(tool.Name) || !validToolName.MatchString(full) {
+		for _, tool := range e.snap.tools.tools {
+			full := ToolName(e.server, tool.name)
+			if !e.use.Allows(tool.name) || !validToolName.MatchString(full) || tool.leftOut != "" {
 				continue
 			}
 			out = append(out, t.h.tool(e.server, e.snap, tool))
@@ -134,11 +134,23 @@ func unavailable(server, why string, retrying bool) string {
 func toolNotes(e entry) []string {
 	var out []string
 	have := map[string]bool{}
-	for _, tool := range e.snap.tools {
-		have[tool.Name] = true
-		if full := ToolName(e.server, tool.Name); e.use.Allows(tool.Name) && !validToolName.MatchString(full) {
+	if e.snap.tools.more {
+		out = append(out, fmt.Sprintf("MCP server %s lists more than %d tools: deskd takes the first %d",
+			e.server, MaxServerTools, MaxServerTools))
+	}
+	for _, tool := range e.snap.tools.tools {
+		if have[tool.name] && tool.leftOut == "" {
+			continue // its second listing is noted once
+		}
+		have[tool.name] = true
+		full := ToolName(e.server, tool.name)
+		switch {
+		case !e.use.Allows(tool.name):
+		case !validToolName.MatchString(full):
 			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %q is not a valid tool name "+
-				"(letters, digits, _ and -, at most 64)", tool.Name, e.server, full))
+				"(letters, digits, _ and -, at most 64)", tool.name, e.server, full))
+		case tool.leftOut != "":
+			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %s", tool.name, e.server, tool.leftOut))
 		}
 	}
 	for _, name := range e.use.Tools {
@@ -150,22 +162,18 @@ func toolNotes(e entry) []string {
 }
 
 // tool is the router's tool for one of a server's tools.
-func (h *Host) tool(server string, snap snapshot, tool *mcp.Tool) router.Tool {
-	schema, err := json.Marshal(tool.InputSchema)
-	if err != nil || tool.InputSchema == nil {
-		schema = json.RawMessage(`{"type":"object"}`)
-	}
+func (h *Host) tool(server string, snap snapshot, tool toolDef) router.Tool {
 	limit := snap.cfg.MaxResult
 	if limit <= 0 {
 		limit = router.DefaultMaxToolResult
 	}
-	full := ToolName(server, tool.Name)
+	full := ToolName(server, tool.name)
 	return router.Tool{
-		Spec:      router.ToolSpec{Name: full, Description: tool.Description, Schema: schema},
+		Spec:      router.ToolSpec{Name: full, Description: tool.description, Schema: tool.schema},
 		Server:    server,
 		MaxResult: limit,
 		Run: func(ctx context.Context, args json.RawMessage) (string, error) {
-			return h.call(ctx, server, tool.Name, args)
+			return h.call(ctx, server, tool.name, args)
 		},
 	}
 }

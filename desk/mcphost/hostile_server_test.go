@@ -1,0 +1,127 @@
+package mcphost_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/deskd/deskd/config"
+)
+
+// Hostile servers: the test binary re-executed as a raw JSON-RPC server
+// on stdio that does what the SDK would not let a server do.
+const (
+	// hostileEnv names the scenario the server plays.
+	hostileEnv = "DESKD_MCPHOST_HOSTILE"
+	// hostileFile names a file the scenario writes to (a PID).
+	hostileFile = "DESKD_MCPHOST_HOSTILE_FILE"
+)
+
+// hostile returns the config of a stdio server playing scenario.
+func hostile(t *testing.T, scenario string) *config.MCPServer {
+	t.Helper()
+	return &config.MCPServer{Name: "hostile", Command: []string{os.Args[0]},
+		Env:     map[string]string{hostileEnv: scenario, hostileFile: t.TempDir() + "/file"},
+		Timeout: config.DefaultMCPTimeout}
+}
+
+// serveHostileIfAsked plays the scenario named by hostileEnv, and exits.
+func serveHostileIfAsked() bool {
+	scenario := os.Getenv(hostileEnv)
+	if scenario == "" {
+		return false
+	}
+	signal.Ignore(syscall.SIGPIPE)
+	switch scenario {
+	case "sleeper":
+		select {}
+	case "fork":
+		// A child that keeps the stdout pipe open after the server exits.
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = []string{hostileEnv + "=sleeper"}
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "hostile: fork:", err)
+			os.Exit(1)
+		}
+		os.WriteFile(os.Getenv(hostileFile), []byte(fmt.Sprint(cmd.Process.Pid)), 0o600)
+	}
+	rawServe(scenario)
+	os.Exit(0)
+	return true
+}
+
+// rawServe answers JSON-RPC requests, line by line, until stdin closes.
+func rawServe(scenario string) {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 64<<20)
+	out := bufio.NewWriter(os.Stdout)
+	for in.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
+			continue // a notification
+		}
+		if scenario == "silent" {
+			continue
+		}
+		res := rawResult(scenario, req.Method)
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
+		out.Write(b)
+		out.WriteByte('\n')
+		out.Flush()
+	}
+}
+
+func rawResult(scenario, method string) any {
+	switch method {
+	case "initialize":
+		return map[string]any{"protocolVersion": "2025-06-18", "serverInfo": map[string]any{"name": "hostile", "version": "1"},
+			"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}}}
+	case "tools/list":
+		return map[string]any{"tools": hostileTools(scenario)}
+	case "tools/call":
+		return map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}
+	}
+	return map[string]any{}
+}
+
+var object = map[string]any{"type": "object"}
+
+// Tools of the scenarios.
+func hostileTools(scenario string) []any {
+	tool := func(name, desc string, schema any) any {
+		return map[string]any{"name": name, "description": desc, "inputSchema": schema}
+	}
+	switch scenario {
+	case "odd":
+		return []any{
+			tool("echo", "first echo", object),
+			tool("echo", "second echo", object),
+			tool("a.b", "dots", object),
+			tool("a/b", "slashes", object),
+			tool("ünï", "unicode", object),
+			tool("str", "a string schema", map[string]any{"type": "string"}),
+			tool("arr", "an array schema", map[string]any{"type": "array"}),
+			tool("ctl", "\x1b[31mred\x1b[0m\x07 and \x1b]0;title\x07 ok\r\nline two\ttab", object),
+			tool("longdesc", strings.Repeat("d", 1<<20), object),
+			tool("bigschema", "a huge schema", map[string]any{"type": "object", "description": strings.Repeat("s", 1<<20)}),
+			tool("fine", "a fine tool", object),
+		}
+	case "many":
+		var out []any
+		for i := range 5000 {
+			out = append(out, tool(fmt.Sprintf("t%d", i), strings.Repeat("d", 100), object))
+		}
+		return out
+	}
+	return []any{tool("echo", "echo", object)}
+}

@@ -1,0 +1,145 @@
+package mcphost_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/mcphost"
+)
+
+// all is a desk's entry that allows every tool of the hostile server.
+var all = map[string]config.DeskMCP{"hostile": {Tools: []string{config.AllMCPTools}}}
+
+// TestHostileToolList: a server whose tools/list has two tools of one
+// name, names the model cannot take, schemas that are not object schemas
+// or are huge, and descriptions with terminal escapes or a megabyte of
+// text. The model gets each name once, object schemas only, bounded and
+// clean descriptions; the notes say what was left out.
+func TestHostileToolList(t *testing.T) {
+	r := newRig(t)
+	r.serve(hostile(t, "odd"))
+	ts := r.host.Toolset("d", all)
+	got := map[string]string{}
+	for _, tl := range ts.Tools() {
+		if _, dup := got[tl.Spec.Name]; dup {
+			t.Errorf("tool %s is offered twice", tl.Spec.Name)
+		}
+		got[tl.Spec.Name] = tl.Spec.Description
+		var schema struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(tl.Spec.Schema, &schema); err != nil || schema.Type != "object" {
+			t.Errorf("tool %s has schema %s, not an object schema", tl.Spec.Name, tl.Spec.Schema)
+		}
+		if len(tl.Spec.Schema) > 64<<10 {
+			t.Errorf("tool %s has a schema of %d bytes", tl.Spec.Name, len(tl.Spec.Schema))
+		}
+		if len(tl.Spec.Description) > 8<<10 {
+			t.Errorf("tool %s has a description of %d bytes", tl.Spec.Name, len(tl.Spec.Description))
+		}
+		for _, c := range tl.Spec.Description {
+			if unicode.IsControl(c) && c != '\n' && c != '\t' {
+				t.Errorf("tool %s's description %q has the control character %U", tl.Spec.Name, tl.Spec.Description, c)
+				break
+			}
+		}
+	}
+	want := []string{"echo", "ctl", "longdesc", "fine"}
+	if len(got) != len(want) {
+		t.Errorf("%d tools offered, want %v", len(got), want)
+	}
+	for _, name := range want {
+		if _, ok := got[mcphost.ToolName("hostile", name)]; !ok {
+			t.Errorf("tool %s is not offered", name)
+		}
+	}
+	if d := got["mcp__hostile__echo"]; d != "first echo" {
+		t.Errorf("echo's description %q, want the first echo's", d)
+	}
+	contains(t, "ctl's description", got["mcp__hostile__ctl"], "ok\nline two\ttab")
+	notes := strings.Join(ts.Notes(), "\n")
+	for _, want := range []string{`"echo" of MCP server hostile is left out: the server lists it twice`,
+		`"str" of MCP server hostile is left out: its input schema is not an object schema`,
+		`"bigschema" of MCP server hostile is left out: its input schema is larger than`,
+		`"a.b" of MCP server hostile is left out`, `"ünï" of MCP server hostile is left out`} {
+		contains(t, "the notes", notes, want)
+	}
+}
+
+// TestHostileManyTools: a server with 5,000 tools gives the model at most
+// mcphost.MaxServerTools of them, and a note says so.
+func TestHostileManyTools(t *testing.T) {
+	r := newRig(t)
+	r.serve(hostile(t, "many"))
+	ts := r.host.Toolset("d", all)
+	if n := len(ts.Tools()); n != mcphost.MaxServerTools {
+		t.Errorf("%d tools offered, want the first %d", n, mcphost.MaxServerTools)
+	}
+	if n := len(r.status("hostile").Tools); n > mcphost.MaxServerTools {
+		t.Errorf("the status lists %d tools", n)
+	}
+	contains(t, "the notes", strings.Join(ts.Notes(), "\n"),
+		fmt.Sprintf("MCP server hostile lists more than %d tools: deskd takes the first %d", mcphost.MaxServerTools, mcphost.MaxServerTools))
+}
+
+// TestSilentServerTimesOut: a server that never answers initialize is
+// down once its timeout has passed on the host's clock, with a clear
+// error, and deskd tries again.
+func TestSilentServerTimesOut(t *testing.T) {
+	r := newRig(t)
+	srv := hostile(t, "silent")
+	srv.Timeout = 5 * time.Second
+	r.host.Configure(map[string]*config.MCPServer{srv.Name: srv})
+	r.host.Use("d", []string{srv.Name})
+	r.expire(start.Add(5 * time.Second))
+	down := r.waitDown("hostile")
+	contains(t, "the down error", down.Error, "no answer within 5s")
+	r.retry(down)
+	r.expire(down.RetryAt.Add(5 * time.Second))
+	contains(t, "the second down error", r.waitDown("hostile").Error, "no answer within 5s")
+}
+
+// expire moves the clock to a timer at at.
+func (r *rig) expire(at time.Time) {
+	r.t.Helper()
+	ctx, cancel := contextWithWait(r.t)
+	defer cancel()
+	if err := r.clock.WaitTimerAt(ctx, at); err != nil {
+		r.t.Fatalf("no timer at %s: %v; status %+v", at, err, r.host.Status())
+	}
+	r.clock.Set(at)
+}
+
+// TestCloseKillsAForkedChild: a stdio server that forks a child which
+// keeps its stdout open, and exits: Close returns, and no process of the
+// server's is left.
+func TestCloseKillsAForkedChild(t *testing.T) {
+	r := newRig(t)
+	srv := hostile(t, "fork")
+	r.serve(srv)
+	b, err := os.ReadFile(srv.Env[hostileFile])
+	if err != nil {
+		t.Fatalf("the forked child's PID: %v", err)
+	}
+	child := atoi(t, string(b))
+	t.Cleanup(func() { killPID(child) })
+	closed := make(chan error, 1)
+	go func() { closed <- r.host.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatalf("Close did not return within %s", wait)
+	}
+	if err := waitExit(child, 5*time.Second); err != nil {
+		t.Errorf("the server's forked child %d is left after Close: %v", child, err)
+	}
+}
