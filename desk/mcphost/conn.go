@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,19 +213,44 @@ func (c *conn) stderr() string {
 	return c.proc.stderr.String()
 }
 
-// httpClient sends the server's secret headers with every request.
+// httpClient sends the server's secret headers with every request to the
+// server's own origin (scheme, host and port of its url), and never
+// anywhere else: a redirect to another origin is not followed.
 func httpClient(cfg *config.MCPServer) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	return &http.Client{Transport: headers{base: base, h: cfg.Secrets.Headers}}
+	origin := originOf(cfg.URL)
+	return &http.Client{
+		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if originOf(req.URL.String()) != origin {
+				return fmt.Errorf("MCP server %s redirected to another host (%s); deskd does not follow it", cfg.Name, req.URL.Host)
+			}
+			if len(via) >= 10 {
+				return fmt.Errorf("MCP server %s redirected %d times", cfg.Name, len(via))
+			}
+			return nil
+		},
+	}
+}
+
+// originOf is a URL's scheme and host (with its port), lower-cased; ""
+// for a URL that does not parse.
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
 }
 
 type headers struct {
-	base http.RoundTripper
-	h    map[string][]string
+	base   http.RoundTripper
+	h      map[string][]string
+	origin string
 }
 
 func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.h) == 0 {
+	if len(t.h) == 0 || originOf(r.URL.String()) != t.origin {
 		return t.base.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())
