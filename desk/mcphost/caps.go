@@ -115,3 +115,7 @@ func cleanText(s string, max int) string {
 	}
 	return s[:cut] + "…"
 }
+
+// MaxMessage is the most bytes deskd reads of one message from a server
+// (a stdio line, an HTTP body or event): a larger one ends the connection.
+const MaxMessage = mcp.DefaultMaxLineLength

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -67,14 +69,17 @@ func connect(ctx context.Context, cfg *config.MCPServer) (*conn, error) {
 		c.http = httpClient(cfg)
 		// No retries of its own: a broken stream ends the connection, and
 		// the supervisor reconnects with its backoff, on the host's clock.
-		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: c.http, MaxRetries: -1}
+		// MaxEventSize given: the SDK's streamable client has no cap of
+		// its own on an event (an application/json body is capped by
+		// httpClient).
+		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: c.http, MaxRetries: -1, MaxEventSize: MaxMessage}
 	} else {
 		p, err := startProcess(cfg)
 		if err != nil {
 			return nil, err
 		}
 		c.proc = p
-		t = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}
+		t = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: MaxMessage}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "deskd", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -220,7 +225,7 @@ func httpClient(cfg *config.MCPServer) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	origin := originOf(cfg.URL)
 	return &http.Client{
-		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin},
+		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin, server: cfg.Name},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if originOf(req.URL.String()) != origin {
 				return fmt.Errorf("MCP server %s redirected to another host (%s); deskd does not follow it", cfg.Name, req.URL.Host)
@@ -243,13 +248,28 @@ func originOf(raw string) string {
 	return strings.ToLower(u.Scheme + "://" + u.Host)
 }
 
+// headers is the RoundTripper of an HTTP server's client: it adds the
+// secret headers (to the server's origin only) and caps each answer that
+// is not an event stream at MaxMessage bytes.
 type headers struct {
 	base   http.RoundTripper
 	h      map[string][]string
 	origin string
+	server string
 }
 
 func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.send(r)
+	if err != nil {
+		return nil, err
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
+		resp.Body = &cappedBody{body: resp.Body, left: MaxMessage, server: t.server}
+	}
+	return resp, nil
+}
+
+func (t headers) send(r *http.Request) (*http.Response, error) {
 	if len(t.h) == 0 || originOf(r.URL.String()) != t.origin {
 		return t.base.RoundTrip(r)
 	}
@@ -262,6 +282,35 @@ func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return t.base.RoundTrip(r)
 }
+
+// cappedBody fails a read past its cap: deskd never holds more of one
+// answer than MaxMessage bytes.
+type cappedBody struct {
+	body   io.ReadCloser
+	left   int64
+	server string
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, b.tooLarge()
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, b.tooLarge()
+	}
+	return n, err
+}
+
+func (b *cappedBody) tooLarge() error {
+	return fmt.Errorf("an answer of MCP server %s is larger than %d bytes", b.server, MaxMessage)
+}
+
+func (b *cappedBody) Close() error { return b.body.Close() }
 
 func (t headers) CloseIdleConnections() {
 	if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {

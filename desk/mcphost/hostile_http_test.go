@@ -1,14 +1,18 @@
 package mcphost_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/mcphost"
 )
 
 // TestRedirectKeepsSecretHeaders: an HTTP server that redirects to another
@@ -46,4 +50,85 @@ func TestRedirectKeepsSecretHeaders(t *testing.T) {
 		t.Errorf("the secret headers went to another host: %q", leaked)
 	}
 	contains(t, "the down error", down.Error, "redirected to another host")
+}
+
+// rawHTTP is a raw streamable-HTTP MCP server that answers every call in
+// application/json; answer gives a tools/call's result.
+func rawHTTP(t *testing.T, answer func(w http.ResponseWriter, id json.RawMessage)) *config.MCPServer {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.NewDecoder(req.Body).Decode(&msg); err != nil || msg.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s1")
+		if msg.Method == "tools/call" {
+			answer(w, msg.ID)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": rawResult("", msg.Method)})
+	}))
+	t.Cleanup(srv.Close)
+	return &config.MCPServer{Name: "raw", URL: srv.URL + "/mcp", Timeout: config.DefaultMCPTimeout}
+}
+
+// TestHugeJSONAnswerIsRefused: an HTTP server that answers a call with a
+// 40 MiB application/json body: deskd stops reading at
+// mcphost.MaxMessage, the call fails with a clear error, and the server
+// is reconnected.
+func TestHugeJSONAnswerIsRefused(t *testing.T) {
+	r := newRig(t)
+	var sent atomic.Int64
+	srv := rawHTTP(t, func(w http.ResponseWriter, id json.RawMessage) {
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, id)
+		chunk := []byte(strings.Repeat("x", 1<<20))
+		for range 40 {
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+		io.WriteString(w, `"}]}}`)
+	})
+	r.serve(srv)
+	ts := r.host.Toolset("d", map[string]config.DeskMCP{"raw": {Tools: []string{"*"}}})
+	out, err := call(t, tool(t, ts, "mcp__raw__echo"), map[string]any{"text": "x"})
+	if err == nil {
+		t.Fatalf("a 40 MiB answer was taken (%d bytes)", len(out))
+	}
+	contains(t, "the call's error", err.Error(), fmt.Sprintf("larger than %d bytes", mcphost.MaxMessage))
+	r.retry(r.waitDown("raw"))
+	r.waitUp("raw")
+}
+
+// TestOversizedResultOverBothTransports: a result larger than
+// mcphost.MaxMessage (over stdio a line, over HTTP an event) fails the
+// call, the connection is made again, and the next call works.
+func TestOversizedResultOverBothTransports(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			r := newRig(t)
+			srv := tr.cfg(t)
+			r.serve(srv)
+			ts := r.host.Toolset("d", map[string]config.DeskMCP{srv.Name: {Server: srv.Name, Tools: []string{"*"}}})
+			if _, err := call(t, tool(t, ts, mcphost.ToolName(srv.Name, "big")), map[string]any{"bytes": mcphost.MaxMessage + 1}); err == nil {
+				t.Fatal("an answer over the cap was taken")
+			}
+			r.retry(r.waitDown(srv.Name))
+			r.waitUp(srv.Name)
+			if got := mustCall(t, tool(t, ts, mcphost.ToolName(srv.Name, "echo")), map[string]any{"text": "back"}); got != "back" {
+				t.Errorf("echo after the big answer = %q", got)
+			}
+		})
+	}
 }
