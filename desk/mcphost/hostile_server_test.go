@@ -62,18 +62,34 @@ func rawServe(scenario string) {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 64<<20)
 	out := bufio.NewWriter(os.Stdout)
+	lists := 0
 	for in.Scan() {
 		var req struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
-			continue // a notification
+		if json.Unmarshal(in.Bytes(), &req) != nil {
+			continue
+		}
+		if req.ID == nil { // a notification
+			if scenario == "flood" && req.Method == "notifications/initialized" {
+				for range 500 {
+					out.WriteString(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
+				}
+				out.Flush()
+			}
+			continue
 		}
 		if scenario == "silent" {
 			continue
 		}
 		res := rawResult(scenario, req.Method)
+		switch {
+		case req.Method == "tools/list":
+			lists++
+		case req.Method == "tools/call" && scenario == "flood":
+			res = map[string]any{"content": []any{map[string]any{"type": "text", "text": fmt.Sprint(lists)}}}
+		}
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
 		out.Write(b)
 		out.WriteByte('\n')

@@ -143,3 +143,30 @@ func TestCloseKillsAForkedChild(t *testing.T) {
 		t.Errorf("the server's forked child %d is left after Close: %v", child, err)
 	}
 }
+
+// TestToolListFloodIsThrottled: a server that sends tools/list_changed
+// 500 times is listed again at once for the first, then at most once a
+// second on the host's clock, however many more come.
+func TestToolListFloodIsThrottled(t *testing.T) {
+	r := newRig(t)
+	r.serve(hostile(t, "flood"))
+	ts := r.host.Toolset("d", all)
+	ctx, cancel := contextWithWait(t)
+	defer cancel()
+	if err := r.clock.WaitTimerAt(ctx, start.Add(time.Second)); err != nil {
+		t.Fatalf("no re-listing waits for a second after the first: %v", err)
+	}
+	lists := func() int { return atoi(t, mustCall(t, tool(t, ts, "mcp__hostile__echo"), map[string]any{})) }
+	if n := lists(); n > 2 {
+		t.Errorf("the server was listed %d times before the clock moved, want at most 2", n)
+	}
+	r.clock.Set(start.Add(time.Second))
+	for lists() < 3 {
+		if ctx.Err() != nil {
+			t.Fatal("no re-listing after the second")
+		}
+	}
+	if n := lists(); n != 3 {
+		t.Errorf("listed %d times after a second, want 3", n)
+	}
+}

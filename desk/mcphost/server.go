@@ -3,10 +3,12 @@ package mcphost
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 )
 
@@ -136,9 +138,30 @@ func (s *server) supervise(ctx context.Context, cfg *config.MCPServer, done chan
 	}
 }
 
+// relistEvery is the least time, on the host's clock, between two
+// re-listings of a server's tools: a server that says its tools changed
+// in a loop is not listed in a loop.
+const relistEvery = time.Second
+
 // serve waits for the connection to end (its reason) or ctx to, and lists
-// the tools again each time the server says they changed.
+// the tools again when the server says they changed: at once the first
+// time, then at most once every relistEvery.
 func (s *server) serve(ctx context.Context, c *conn) error {
+	clk := s.h.o.Clock
+	var last time.Time // of the last re-listing
+	var due clock.Timer
+	var dueC <-chan time.Time // set while a re-listing waits
+	defer func() {
+		if due != nil {
+			due.Stop()
+		}
+	}()
+	relist := func() {
+		last = clk.Now()
+		if err := s.relist(ctx, c); err != nil {
+			c.fail(err)
+		}
+	}
 	for {
 		select {
 		case <-c.done:
@@ -146,14 +169,23 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-c.changed:
-			if err := s.relist(ctx, c); err != nil {
-				c.fail(err)
+			switch now := clk.Now(); {
+			case dueC != nil: // one is due already
+			case last.IsZero() || now.Sub(last) >= relistEvery:
+				relist()
+			default:
+				due = clk.NewTimer(last.Add(relistEvery).Sub(now))
+				dueC = due.C()
 			}
+		case <-dueC:
+			dueC = nil
+			relist()
 		}
 	}
 }
 
-// relist reads the server's tools again, and announces the new list.
+// relist reads the server's tools again, and announces the new list if
+// it changed.
 func (s *server) relist(ctx context.Context, c *conn) error {
 	cfg := s.config()
 	lctx, stop, timedOut := withTimeout(ctx, s.h.o.Clock, timeout(cfg))
@@ -165,7 +197,12 @@ func (s *server) relist(ctx context.Context, c *conn) error {
 	if err != nil {
 		return err
 	}
-	s.up(c, tools)
+	s.mu.Lock()
+	same := reflect.DeepEqual(s.tools, tools)
+	s.mu.Unlock()
+	if !same {
+		s.up(c, tools)
+	}
 	return nil
 }
 
