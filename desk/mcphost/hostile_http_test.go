@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/mcphost"
@@ -131,4 +132,52 @@ func TestOversizedResultOverBothTransports(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHTTPErrorsAreClear: an HTTP server that answers 401 or 500 is down
+// with an error that names the status and shows no secret.
+func TestHTTPErrorsAreClear(t *testing.T) {
+	for _, status := range []int{http.StatusUnauthorized, http.StatusInternalServerError, http.StatusServiceUnavailable} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				http.Error(w, "\x1b[31mgo away\x1b[0m", status)
+			}))
+			defer srv.Close()
+			r := newRig(t)
+			cfg := &config.MCPServer{Name: "bad", URL: srv.URL + "/mcp", Timeout: config.DefaultMCPTimeout,
+				Secrets: config.MCPSecrets{Headers: map[string][]string{"Authorization": {"Bearer s3cret"}}, Digest: "d"}}
+			r.host.Configure(map[string]*config.MCPServer{"bad": cfg})
+			r.host.Use("d", []string{"bad"})
+			down := r.waitDown("bad")
+			contains(t, "the down error", down.Error, http.StatusText(status))
+			if strings.Contains(down.Error, "s3cret") || strings.ContainsRune(down.Error, '\x1b') {
+				t.Errorf("the down error %q shows the secret or an escape", down.Error)
+			}
+		})
+	}
+}
+
+// TestSlowLorisHTTP: an HTTP server that sends its answer's headers and
+// then never the body is down once the server's timeout has passed on
+// the host's clock.
+func TestSlowLorisHTTP(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, `{"jsonrpc":`)
+		w.(http.Flusher).Flush()
+		select {
+		case <-req.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	r := newRig(t)
+	cfg := &config.MCPServer{Name: "loris", URL: srv.URL + "/mcp", Timeout: 5 * time.Second}
+	r.host.Configure(map[string]*config.MCPServer{"loris": cfg})
+	r.host.Use("d", []string{"loris"})
+	r.expire(start.Add(5 * time.Second))
+	contains(t, "the down error", r.waitDown("loris").Error, "no answer within 5s")
 }

@@ -41,6 +41,19 @@ func serveHostileIfAsked() bool {
 	switch scenario {
 	case "sleeper":
 		select {}
+	case "garbage":
+		fmt.Println("\x1b[2Jthis is not JSON-RPC")
+	case "stubborn":
+		// Ignores SIGTERM, and keeps running once its stdin closes.
+		signal.Ignore(syscall.SIGTERM)
+		rawServe(scenario)
+		select {}
+	case "stderr":
+		// Floods its stderr, then serves.
+		line := strings.Repeat("e", 1000) + "\x1b]0;pwned\x07\n"
+		for range 20000 {
+			os.Stderr.WriteString(line)
+		}
 	case "fork":
 		// A child that keeps the stdout pipe open after the server exits.
 		cmd := exec.Command(os.Args[0])

@@ -170,3 +170,42 @@ func TestToolListFloodIsThrottled(t *testing.T) {
 		t.Errorf("listed %d times after a second, want 3", n)
 	}
 }
+
+// TestGarbageOnStdout: a server that writes a line that is not JSON-RPC
+// is down with a clear error (its escapes cleaned), and retried.
+func TestGarbageOnStdout(t *testing.T) {
+	r := newRig(t)
+	r.host.Configure(map[string]*config.MCPServer{"hostile": hostile(t, "garbage")})
+	r.host.Use("d", []string{"hostile"})
+	down := r.waitDown("hostile")
+	if strings.ContainsRune(down.Error, '\x1b') {
+		t.Errorf("the down error %q has an escape", down.Error)
+	}
+	r.retry(down)
+	r.waitDown("hostile")
+}
+
+// TestStderrFlood: a server that writes 20 MB on stderr before serving
+// comes up; deskd keeps only a bounded, cleaned tail of it.
+func TestStderrFlood(t *testing.T) {
+	r := newRig(t)
+	r.serve(hostile(t, "stderr"))
+	ts := r.host.Toolset("d", all)
+	if got := mustCall(t, tool(t, ts, "mcp__hostile__echo"), map[string]any{}); got != "ok" {
+		t.Errorf("echo = %q", got)
+	}
+}
+
+// TestCloseKillsAServerIgnoringSIGTERM: a server that ignores SIGTERM and
+// its stdin closing is killed by Close, which returns.
+func TestCloseKillsAServerIgnoringSIGTERM(t *testing.T) {
+	r := newRig(t)
+	r.serve(hostile(t, "stubborn"))
+	pid := r.status("hostile").PID
+	if err := r.host.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !gone(pid) {
+		t.Errorf("process %d is left after Close", pid)
+	}
+}
