@@ -55,7 +55,10 @@ func newToolList(tools []*mcp.Tool, more bool) toolList {
 	for _, t := range tools {
 		d := toolDef{name: t.Name, description: cleanText(t.Description, MaxToolDescription)}
 		d.schema, d.leftOut = checkSchema(t.InputSchema)
-		if seen[t.Name] {
+		switch {
+		case t.Name == "":
+			d.schema, d.leftOut = nil, "it has no name"
+		case seen[t.Name]:
 			d.schema, d.leftOut = nil, "the server lists it twice"
 		}
 		seen[t.Name] = true

@@ -54,6 +54,9 @@ func serveHostileIfAsked() bool {
 		for range 20000 {
 			os.Stderr.WriteString(line)
 		}
+	case "dies":
+		os.Stderr.WriteString(strings.Repeat("e", 100) + "\x1b]0;pwned\x07\x1b[31m fatal: no licence\r\n")
+		os.Exit(4)
 	case "fork":
 		// A child that keeps the stdout pipe open after the server exits.
 		cmd := exec.Command(os.Args[0])
@@ -144,6 +147,10 @@ func hostileTools(scenario string) []any {
 			tool("longdesc", strings.Repeat("d", 1<<20), object),
 			tool("bigschema", "a huge schema", map[string]any{"type": "object", "description": strings.Repeat("s", 1<<20)}),
 			tool("fine", "a fine tool", object),
+			tool("", "no name", object),
+			tool("refloop", "a schema that refers to itself", map[string]any{"type": "object", "$ref": "#",
+				"properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/a"}},
+				"$defs": map[string]any{"a": map[string]any{"$ref": "#/$defs/b"}, "b": map[string]any{"$ref": "#/$defs/a"}}}),
 		}
 	case "many":
 		var out []any

@@ -50,7 +50,7 @@ func TestHostileToolList(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"echo", "ctl", "longdesc", "fine"}
+	want := []string{"echo", "ctl", "longdesc", "fine", "refloop"}
 	if len(got) != len(want) {
 		t.Errorf("%d tools offered, want %v", len(got), want)
 	}
@@ -63,11 +63,15 @@ func TestHostileToolList(t *testing.T) {
 		t.Errorf("echo's description %q, want the first echo's", d)
 	}
 	contains(t, "ctl's description", got["mcp__hostile__ctl"], "ok\nline two\ttab")
+	if out := mustCall(t, tool(t, ts, "mcp__hostile__refloop"), map[string]any{"x": 1}); out != "ok" {
+		t.Errorf("refloop = %q", out)
+	}
 	notes := strings.Join(ts.Notes(), "\n")
 	for _, want := range []string{`"echo" of MCP server hostile is left out: the server lists it twice`,
 		`"str" of MCP server hostile is left out: its input schema is not an object schema`,
 		`"bigschema" of MCP server hostile is left out: its input schema is larger than`,
-		`"a.b" of MCP server hostile is left out`, `"ünï" of MCP server hostile is left out`} {
+		`"a.b" of MCP server hostile is left out`, `"ünï" of MCP server hostile is left out`,
+		`the tool "" of MCP server hostile is left out: it has no name`} {
 		contains(t, "the notes", notes, want)
 	}
 }
@@ -193,6 +197,23 @@ func TestStderrFlood(t *testing.T) {
 	ts := r.host.Toolset("d", all)
 	if got := mustCall(t, tool(t, ts, "mcp__hostile__echo"), map[string]any{}); got != "ok" {
 		t.Errorf("echo = %q", got)
+	}
+}
+
+// TestStderrTailIsCleaned: the last line of a dead server's stderr, in
+// the down error (logs, status, the model's note), has no escapes.
+func TestStderrTailIsCleaned(t *testing.T) {
+	r := newRig(t)
+	r.host.Configure(map[string]*config.MCPServer{"hostile": hostile(t, "dies")})
+	r.host.Use("d", []string{"hostile"})
+	down := r.waitDown("hostile")
+	contains(t, "the down error", down.Error, "exit status 4")
+	contains(t, "the down error", down.Error, "]0;pwned[31m fatal: no licence")
+	for _, c := range down.Error {
+		if unicode.IsControl(c) {
+			t.Errorf("the down error %q has the control character %U", down.Error, c)
+			break
+		}
 	}
 }
 

@@ -146,11 +146,11 @@ func toolNotes(e entry) []string {
 		full := ToolName(e.server, tool.name)
 		switch {
 		case !e.use.Allows(tool.name):
+		case tool.leftOut != "":
+			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %s", tool.name, e.server, tool.leftOut))
 		case !validToolName.MatchString(full):
 			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %q is not a valid tool name "+
 				"(letters, digits, _ and -, at most 64)", tool.name, e.server, full))
-		case tool.leftOut != "":
-			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %s", tool.name, e.server, tool.leftOut))
 		}
 	}
 	for _, name := range e.use.Tools {
