@@ -22,6 +22,13 @@ const (
 	// MaxToolSchema is the most bytes of a tool's input schema, as JSON;
 	// a tool with a larger one is left out.
 	MaxToolSchema = 32 << 10
+
+	// maxShownName is the most bytes of a tool's name in a note or the
+	// status (a longer name is not valid anyway).
+	maxShownName = 80
+	// maxLeftOutNotes is how many tools of a server left out are named
+	// in the notes; one more note counts the rest.
+	maxLeftOutNotes = 10
 )
 
 // toolDef is one of a server's tools, as deskd keeps it: the description
@@ -29,8 +36,10 @@ const (
 // offered says why in leftOut.
 type toolDef struct {
 	name, description string
-	schema            json.RawMessage
-	leftOut           string
+	// shown is the name cleaned and cut, for notes and the status.
+	shown   string
+	schema  json.RawMessage
+	leftOut string
 }
 
 // toolList is what a server listed: at most MaxServerTools tools; more
@@ -43,7 +52,7 @@ type toolList struct {
 func (l toolList) names() []string {
 	out := make([]string, 0, len(l.tools))
 	for _, t := range l.tools {
-		out = append(out, t.name)
+		out = append(out, t.shown)
 	}
 	return out
 }
@@ -53,7 +62,8 @@ func newToolList(tools []*mcp.Tool, more bool) toolList {
 	l := toolList{more: more}
 	seen := map[string]bool{}
 	for _, t := range tools {
-		d := toolDef{name: t.Name, description: cleanText(t.Description, MaxToolDescription)}
+		d := toolDef{name: t.Name, shown: cleanText(t.Name, maxShownName),
+			description: cleanText(t.Description, MaxToolDescription)}
 		d.schema, d.leftOut = checkSchema(t.InputSchema)
 		switch {
 		case t.Name == "":

@@ -150,8 +150,14 @@ func hostileTools(scenario string) []any {
 			tool("", "no name", object),
 			tool("refloop", "a schema that refers to itself", map[string]any{"type": "object", "$ref": "#",
 				"properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/a"}},
-				"$defs": map[string]any{"a": map[string]any{"$ref": "#/$defs/b"}, "b": map[string]any{"$ref": "#/$defs/a"}}}),
+				"$defs":      map[string]any{"a": map[string]any{"$ref": "#/$defs/b"}, "b": map[string]any{"$ref": "#/$defs/a"}}}),
 		}
+	case "longnames":
+		out := []any{tool("fine", "a fine tool", object)}
+		for i := range 200 {
+			out = append(out, tool(fmt.Sprintf("%d%s", i, strings.Repeat("n", 10<<10)), "long", object))
+		}
+		return out
 	case "many":
 		var out []any
 		for i := range 5000 {

@@ -230,3 +230,26 @@ func TestCloseKillsAServerIgnoringSIGTERM(t *testing.T) {
 		t.Errorf("process %d is left after Close", pid)
 	}
 }
+
+// TestHostileToolNamesStayShort: 200 tools with names of 10 KB put a few
+// short notes in the model's prompt, not megabytes, and the status shows
+// the names cut.
+func TestHostileToolNamesStayShort(t *testing.T) {
+	r := newRig(t)
+	r.serve(hostile(t, "longnames"))
+	ts := r.host.Toolset("d", all)
+	if got := names(ts.Tools()); len(got) != 1 || got[0] != "mcp__hostile__fine" {
+		t.Errorf("tools %v, want only fine", got)
+	}
+	notes := ts.Notes()
+	if n := len(strings.Join(notes, "\n")); n > 4<<10 || len(notes) > 11 {
+		t.Errorf("%d notes of %d bytes in all", len(notes), n)
+	}
+	contains(t, "the last note", notes[len(notes)-1], "and 190 more tools of MCP server hostile are left out")
+	for _, name := range r.status("hostile").Tools {
+		if len(name) > 100 {
+			t.Errorf("the status shows a name of %d bytes", len(name))
+			break
+		}
+	}
+}

@@ -138,20 +138,25 @@ func toolNotes(e entry) []string {
 		out = append(out, fmt.Sprintf("MCP server %s lists more than %d tools: deskd takes the first %d",
 			e.server, MaxServerTools, MaxServerTools))
 	}
+	leftOut := 0
 	for _, tool := range e.snap.tools.tools {
 		if have[tool.name] && tool.leftOut == "" {
 			continue // its second listing is noted once
 		}
 		have[tool.name] = true
-		full := ToolName(e.server, tool.name)
-		switch {
-		case !e.use.Allows(tool.name):
-		case tool.leftOut != "":
-			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %s", tool.name, e.server, tool.leftOut))
-		case !validToolName.MatchString(full):
-			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %q is not a valid tool name "+
-				"(letters, digits, _ and -, at most 64)", tool.name, e.server, full))
+		why := tool.leftOut
+		if why == "" && !validToolName.MatchString(ToolName(e.server, tool.name)) {
+			why = fmt.Sprintf("%q is not a valid tool name (letters, digits, _ and -, at most 64)", ToolName(e.server, tool.shown))
 		}
+		if why == "" || !e.use.Allows(tool.name) {
+			continue
+		}
+		if leftOut++; leftOut <= maxLeftOutNotes {
+			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %s", tool.shown, e.server, why))
+		}
+	}
+	if leftOut > maxLeftOutNotes {
+		out = append(out, fmt.Sprintf("and %d more tools of MCP server %s are left out", leftOut-maxLeftOutNotes, e.server))
 	}
 	for _, name := range e.use.Tools {
 		if name != config.AllMCPTools && !have[name] {
