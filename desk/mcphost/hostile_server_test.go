@@ -88,12 +88,6 @@ func rawServe(scenario string) {
 			continue
 		}
 		if req.ID == nil { // a notification
-			if scenario == "flood" && req.Method == "notifications/initialized" {
-				for range 500 {
-					out.WriteString(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
-				}
-				out.Flush()
-			}
 			continue
 		}
 		if scenario == "silent" {
@@ -109,6 +103,13 @@ func rawServe(scenario string) {
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
 		out.Write(b)
 		out.WriteByte('\n')
+		if scenario == "flood" && req.Method == "tools/list" {
+			// After each listing, it says its tools changed: a client
+			// that re-lists at once loops.
+			for range 50 {
+				out.WriteString(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
+			}
+		}
 		out.Flush()
 	}
 }

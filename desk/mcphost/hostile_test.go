@@ -149,29 +149,25 @@ func TestCloseKillsAForkedChild(t *testing.T) {
 }
 
 // TestToolListFloodIsThrottled: a server that sends tools/list_changed
-// 500 times is listed again at once for the first, then at most once a
-// second on the host's clock, however many more come.
+// 50 times after each listing is listed again at once the first time,
+// then at most once a second on the host's clock.
 func TestToolListFloodIsThrottled(t *testing.T) {
 	r := newRig(t)
 	r.serve(hostile(t, "flood"))
 	ts := r.host.Toolset("d", all)
-	ctx, cancel := contextWithWait(t)
-	defer cancel()
-	if err := r.clock.WaitTimerAt(ctx, start.Add(time.Second)); err != nil {
-		t.Fatalf("no re-listing waits for a second after the first: %v", err)
-	}
 	lists := func() int { return atoi(t, mustCall(t, tool(t, ts, "mcp__hostile__echo"), map[string]any{})) }
-	if n := lists(); n > 2 {
-		t.Errorf("the server was listed %d times before the clock moved, want at most 2", n)
-	}
-	r.clock.Set(start.Add(time.Second))
-	for lists() < 3 {
-		if ctx.Err() != nil {
-			t.Fatal("no re-listing after the second")
+	for i, want := range []int{2, 3, 4} {
+		at := start.Add(time.Duration(i+1) * time.Second)
+		ctx, cancel := contextWithWait(t)
+		err := r.clock.WaitTimerAt(ctx, at)
+		cancel()
+		if err != nil {
+			t.Fatalf("no re-listing waits for %s: %v", at, err)
 		}
-	}
-	if n := lists(); n != 3 {
-		t.Errorf("listed %d times after a second, want 3", n)
+		if n := lists(); n != want {
+			t.Fatalf("listed %d times before %s, want %d", n, at, want)
+		}
+		r.clock.Set(at)
 	}
 }
 
