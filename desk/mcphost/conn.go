@@ -189,6 +189,20 @@ func (c *conn) broke(err error) error {
 	return c.failure()
 }
 
+// alive reports whether the server answers a ping within d on clk: after
+// a call failed otherwise than by the server's refusal, it tells a bad
+// answer (the connection goes on) from a broken connection.
+func (c *conn) alive(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	pctx, stop, _ := withTimeout(ctx, clk, d)
+	defer stop()
+	return c.sess.Ping(pctx, nil) == nil
+}
+
 func (c *conn) failure() error {
 	<-c.done
 	return c.err

@@ -83,6 +83,9 @@ func rawServe(scenario string) {
 		var req struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
 		}
 		if json.Unmarshal(in.Bytes(), &req) != nil {
 			continue
@@ -97,6 +100,11 @@ func rawServe(scenario string) {
 		switch {
 		case req.Method == "tools/list":
 			lists++
+		case req.Method == "tools/call" && scenario == "badresult":
+			res = map[string]any{"content": "not a list"}
+			if req.Params.Name == "weird" {
+				res = map[string]any{"content": []any{map[string]any{"type": "weird"}}}
+			}
 		case req.Method == "tools/call" && scenario == "flood":
 			res = map[string]any{"content": []any{map[string]any{"type": "text", "text": fmt.Sprint(lists)}}}
 		}
@@ -159,6 +167,8 @@ func hostileTools(scenario string) []any {
 			out = append(out, tool(fmt.Sprintf("%d%s", i, strings.Repeat("n", 10<<10)), "long", object))
 		}
 		return out
+	case "badresult":
+		return []any{tool("echo", "echo", object), tool("weird", "weird content", object)}
 	case "many":
 		var out []any
 		for i := range 5000 {

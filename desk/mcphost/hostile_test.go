@@ -249,3 +249,23 @@ func TestHostileToolNamesStayShort(t *testing.T) {
 		}
 	}
 }
+
+// TestUndecodableResult: a call whose result does not decode is a failed
+// call, not a broken connection: the server stays up (no other desk's
+// call in flight is cut), and the next call goes through.
+func TestUndecodableResult(t *testing.T) {
+	r := newRig(t)
+	r.serve(hostile(t, "badresult"))
+	ts := r.host.Toolset("d", all)
+	pid := r.status("hostile").PID
+	for _, name := range []string{"echo", "weird", "echo"} {
+		_, err := call(t, tool(t, ts, "mcp__hostile__"+name), map[string]any{})
+		if err == nil {
+			t.Fatalf("%s: an undecodable result was taken", name)
+		}
+		contains(t, name+"'s error", err.Error(), "MCP server hostile answered the call of "+name+" with a result that is not valid MCP")
+	}
+	if st := r.status("hostile"); st.State != mcphost.StateUp || st.PID != pid || st.Restarts != 0 {
+		t.Errorf("status after the calls %+v, want up, PID %d", st, pid)
+	}
+}

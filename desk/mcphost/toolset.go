@@ -212,6 +212,9 @@ func (h *Host) call(ctx context.Context, server, tool string, args json.RawMessa
 		return "", fmt.Errorf("%s: %w", full, ctx.Err())
 	case refused(err):
 		return "", fmt.Errorf("MCP server %s refused the call of %s: %w", server, tool, err)
+	case !errors.Is(err, mcp.ErrConnectionClosed) && snap.live.alive(ctx, h.o.Clock, d):
+		return "", fmt.Errorf("MCP server %s answered the call of %s with a result that is not valid MCP (%s)", server, tool,
+			cleanText(err.Error(), 300))
 	default:
 		why := snap.live.broke(fmt.Errorf("the call of %s failed: %w", tool, err))
 		return "", fmt.Errorf("%s failed: the connection to MCP server %s broke (%v); deskd is reconnecting", full, server, why)
