@@ -23,6 +23,8 @@ const (
 	// a tool with a larger one is left out.
 	MaxToolSchema = 32 << 10
 
+	// maxToolPages is how many pages of tools/list deskd reads.
+	maxToolPages = 100
 	// maxShownName is the most bytes of a tool's name in a note or the
 	// status (a longer name is not valid anyway).
 	maxShownName = 80
@@ -43,10 +45,11 @@ type toolDef struct {
 }
 
 // toolList is what a server listed: at most MaxServerTools tools; more
-// says it listed more.
+// says it listed more, pages that its pages went on past maxToolPages.
 type toolList struct {
 	tools []toolDef
 	more  bool
+	pages bool
 }
 
 func (l toolList) names() []string {

@@ -110,19 +110,32 @@ func (c *conn) listTools(ctx context.Context) error {
 }
 
 // list reads the pages of the server's tools, up to MaxServerTools
-// tools: a server that lists more (or pages without end) is cut there.
+// tools and maxToolPages pages: a server that lists more, or pages
+// without end, is cut there.
 func (c *conn) list(ctx context.Context) (toolList, error) {
 	var tools []*mcp.Tool
-	for t, err := range c.sess.Tools(ctx, nil) {
+	params := &mcp.ListToolsParams{}
+	for page := 0; ; page++ {
+		if page == maxToolPages {
+			l := newToolList(tools, false)
+			l.pages = true
+			return l, nil
+		}
+		res, err := c.sess.ListTools(ctx, params)
 		if err != nil {
 			return toolList{}, fmt.Errorf("list tools: %w", err)
 		}
-		if len(tools) == MaxServerTools {
-			return newToolList(tools, true), nil
+		for _, t := range res.Tools {
+			if len(tools) == MaxServerTools {
+				return newToolList(tools, true), nil
+			}
+			tools = append(tools, t)
 		}
-		tools = append(tools, t)
+		if res.NextCursor == "" {
+			return newToolList(tools, false), nil
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
-	return newToolList(tools, false), nil
 }
 
 // watch ends the connection (fail) when the session ends or the process

@@ -97,9 +97,13 @@ func rawServe(scenario string) {
 			continue
 		}
 		res := rawResult(scenario, req.Method)
-		switch {
-		case req.Method == "tools/list":
+		if req.Method == "tools/list" {
 			lists++
+		}
+		switch {
+		case req.Method == "tools/list" && scenario == "pages":
+			// Pages without end: each empty, each with a next cursor.
+			res = map[string]any{"tools": []any{}, "nextCursor": fmt.Sprint("c", lists)}
 		case req.Method == "tools/call" && scenario == "badresult":
 			res = map[string]any{"content": "not a list"}
 			if req.Params.Name == "weird" {

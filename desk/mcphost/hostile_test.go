@@ -269,3 +269,12 @@ func TestUndecodableResult(t *testing.T) {
 		t.Errorf("status after the calls %+v, want up, PID %d", st, pid)
 	}
 }
+
+// TestEndlessToolPages: a server whose tools/list pages never end (empty
+// pages, each with a next cursor) is read up to a bound, and comes up.
+func TestEndlessToolPages(t *testing.T) {
+	r := newRig(t)
+	r.serve(hostile(t, "pages"))
+	ts := r.host.Toolset("d", all)
+	contains(t, "the notes", strings.Join(ts.Notes(), "\n"), "MCP server hostile lists its tools in more than")
+}

@@ -214,8 +214,8 @@ func (s *server) up(c *conn, tools toolList) {
 	restarts := s.restarts
 	s.mu.Unlock()
 	s.h.o.Log.Info().Str("server", s.name).Int("tools", len(tools.tools)).Int("restarts", restarts).Msg("MCP server up")
-	if tools.more {
-		s.h.o.Log.Warn().Str("server", s.name).Int("max_tools", MaxServerTools).Msg("MCP server lists more tools than deskd takes")
+	if tools.more || tools.pages {
+		s.h.o.Log.Warn().Str("server", s.name).Int("max_tools", MaxServerTools).Msg("MCP server lists more tools (or pages) than deskd takes")
 	}
 	if s.h.o.Bus == nil {
 		return

@@ -134,6 +134,10 @@ func unavailable(server, why string, retrying bool) string {
 func toolNotes(e entry) []string {
 	var out []string
 	have := map[string]bool{}
+	if e.snap.tools.pages {
+		out = append(out, fmt.Sprintf("MCP server %s lists its tools in more than %d pages: deskd takes the tools of the first %d",
+			e.server, maxToolPages, maxToolPages))
+	}
 	if e.snap.tools.more {
 		out = append(out, fmt.Sprintf("MCP server %s lists more than %d tools: deskd takes the first %d",
 			e.server, MaxServerTools, MaxServerTools))
