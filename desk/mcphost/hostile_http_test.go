@@ -181,3 +181,61 @@ func TestSlowLorisHTTP(t *testing.T) {
 	r.expire(start.Add(5 * time.Second))
 	contains(t, "the down error", r.waitDown("loris").Error, "no answer within 5s")
 }
+
+// TestEchoedSecretsAreHidden: a server that echoes deskd's secret header
+// back, in an HTTP error at the start and in a tool's result and error,
+// does not get the secret into the down error (logs, status, the model's
+// note) or into what the model reads.
+func TestEchoedSecretsAreHidden(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		auth := req.Header.Get("Authorization")
+		if req.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if err := json.NewDecoder(req.Body).Decode(&msg); err != nil || msg.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if refuse.Load() {
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
+				"error": map[string]any{"code": -32600, "message": "bad credentials: " + auth}})
+			return
+		}
+		res := rawResult("", msg.Method)
+		if msg.Method == "tools/call" {
+			res = map[string]any{"isError": msg.Params.Name == "fail", "content": []any{map[string]any{"type": "text", "text": "you sent " + auth}}}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": res})
+	}))
+	defer srv.Close()
+	r := newRig(t)
+	cfg := &config.MCPServer{Name: "echoer", URL: srv.URL + "/mcp", Timeout: config.DefaultMCPTimeout,
+		Secrets: config.MCPSecrets{Headers: map[string][]string{"Authorization": {"Bearer s3cret-t0ken"}}, Digest: "d"}}
+	r.host.Configure(map[string]*config.MCPServer{"echoer": cfg})
+	r.host.Use("d", []string{"echoer"})
+	down := r.waitDown("echoer")
+	if strings.Contains(down.Error, "s3cret-t0ken") {
+		t.Errorf("the down error shows the secret: %q", down.Error)
+	}
+	contains(t, "the down error", down.Error, "bad credentials")
+	refuse.Store(false)
+	r.retry(down)
+	r.waitUp("echoer")
+	ts := r.host.Toolset("d", map[string]config.DeskMCP{"echoer": {Tools: []string{"*"}}})
+	out, err := call(t, tool(t, ts, "mcp__echoer__echo"), map[string]any{})
+	if err != nil || strings.Contains(out, "s3cret-t0ken") {
+		t.Errorf("echo = %q, %v: the secret reaches the model", out, err)
+	}
+}

@@ -180,5 +180,5 @@ func hostileTools(scenario string) []any {
 		}
 		return out
 	}
-	return []any{tool("echo", "echo", object)}
+	return []any{tool("echo", "echo", object), tool("fail", "fail", object)}
 }

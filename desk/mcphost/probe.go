@@ -25,7 +25,7 @@ type ToolInfo struct {
 func Probe(ctx context.Context, srv *config.MCPServer) ([]ToolInfo, error) {
 	c, err := dial(ctx, clock.Real(), srv)
 	if err != nil {
-		return nil, fmt.Errorf("probe MCP server %s: %w", srv.Name, err)
+		return nil, fmt.Errorf("probe MCP server %s: %w", srv.Name, hideErr(srv, err))
 	}
 	defer c.close()
 	out := make([]ToolInfo, 0, len(c.tools.tools))

@@ -229,7 +229,7 @@ func (s *server) up(c *conn, tools toolList) {
 func (s *server) down(ctx context.Context, err error, backoff time.Duration) bool {
 	o := s.h.o
 	retryAt := o.Clock.Now().Add(backoff)
-	text := fmt.Sprint(err)
+	text := hide(s.config(), fmt.Sprint(err))
 	s.mu.Lock()
 	s.set(StateDown, text, retryAt)
 	s.mu.Unlock()

@@ -182,7 +182,12 @@ func (h *Host) tool(server string, snap snapshot, tool toolDef) router.Tool {
 		Server:    server,
 		MaxResult: limit,
 		Run: func(ctx context.Context, args json.RawMessage) (string, error) {
-			return h.call(ctx, server, tool.name, args)
+			out, err := h.call(ctx, server, tool.name, args)
+			out, err = hide(snap.cfg, out), hideErr(snap.cfg, err)
+			if s := h.lookup(server); s != nil { // a reload may have brought new secrets
+				out, err = hide(s.config(), out), hideErr(s.config(), err)
+			}
+			return out, err
 		},
 	}
 }
