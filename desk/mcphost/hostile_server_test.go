@@ -54,6 +54,9 @@ func serveHostileIfAsked() bool {
 		for range 20000 {
 			os.Stderr.WriteString(line)
 		}
+	case "leaks":
+		// Prints its secret env on stderr, serves, and dies when asked.
+		fmt.Fprintln(os.Stderr, "debug: my key is", os.Getenv("BROKER_KEY"))
 	case "dies":
 		os.Stderr.WriteString(strings.Repeat("e", 100) + "\x1b]0;pwned\x07\x1b[31m fatal: no licence\r\n")
 		os.Exit(4)
@@ -104,6 +107,9 @@ func rawServe(scenario string) {
 		case req.Method == "tools/list" && scenario == "pages":
 			// Pages without end: each empty, each with a next cursor.
 			res = map[string]any{"tools": []any{}, "nextCursor": fmt.Sprint("c", lists)}
+		case req.Method == "tools/call" && scenario == "leaks":
+			fmt.Fprintln(os.Stderr, "fatal: key", os.Getenv("BROKER_KEY"), "refused")
+			os.Exit(5)
 		case req.Method == "tools/call" && scenario == "badresult":
 			res = map[string]any{"content": "not a list"}
 			if req.Params.Name == "weird" {

@@ -1,6 +1,7 @@
 package mcphost_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/mcphost"
+	"github.com/rs/zerolog"
 )
 
 // all is a desk's entry that allows every tool of the hostile server.
@@ -277,4 +279,35 @@ func TestEndlessToolPages(t *testing.T) {
 	r.serve(hostile(t, "pages"))
 	ts := r.host.Toolset("d", all)
 	contains(t, "the notes", strings.Join(ts.Notes(), "\n"), "MCP server hostile lists its tools in more than")
+}
+
+// TestStderrSecretsAreHidden: a stdio server that prints its secret env
+// on stderr does not get it into the down error or deskd's log (the
+// stderr tail is logged at debug level).
+func TestStderrSecretsAreHidden(t *testing.T) {
+	var logs bytes.Buffer
+	r := newRig(t)
+	r.host = mcphost.New(mcphost.Options{Clock: r.clock, Bus: r.bus, Log: zerolog.New(&syncWriter{w: &logs}).Level(zerolog.DebugLevel)})
+	t.Cleanup(func() { r.host.Close() })
+	srv := hostile(t, "leaks")
+	srv.Secrets.Env = map[string]string{"BROKER_KEY": "env-s3cret-9"}
+	r.serve(srv)
+	ts := r.host.Toolset("d", all)
+	if _, err := call(t, tool(t, ts, "mcp__hostile__echo"), map[string]any{}); err == nil {
+		t.Fatal("the call that kills the server answered")
+	} else if strings.Contains(err.Error(), "env-s3cret-9") {
+		t.Errorf("the call's error shows the secret: %v", err)
+	}
+	down := r.waitDown("hostile")
+	contains(t, "the down error", down.Error, "exit status 5")
+	if strings.Contains(down.Error, "env-s3cret-9") {
+		t.Errorf("the down error shows the secret: %q", down.Error)
+	}
+	r.host.Close()
+	if strings.Contains(logs.String(), "env-s3cret-9") {
+		t.Errorf("the log shows the secret:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "MCP server's stderr") {
+		t.Errorf("the stderr tail is not logged:\n%s", logs.String())
+	}
 }

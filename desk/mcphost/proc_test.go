@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,4 +58,16 @@ func killPID(pid int) { unix.Kill(pid, unix.SIGKILL) }
 
 func contextWithWait(t *testing.T) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(t.Context(), wait)
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -127,7 +127,7 @@ func (s *server) supervise(ctx context.Context, cfg *config.MCPServer, done chan
 				backoff = o.Backoff
 			}
 			if tail := c.stderr(); tail != "" {
-				o.Log.Debug().Str("server", s.name).Str("stderr", tail).Msg("MCP server's stderr")
+				o.Log.Debug().Str("server", s.name).Str("stderr", hide(cfg, tail)).Msg("MCP server's stderr")
 			}
 		}
 		if !s.down(ctx, err, backoff) {
