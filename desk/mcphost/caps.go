@@ -22,6 +22,10 @@ const (
 	// MaxToolSchema is the most bytes of a tool's input schema, as JSON;
 	// a tool with a larger one is left out.
 	MaxToolSchema = 32 << 10
+	// MaxServerSpecBytes is the most bytes of names, descriptions and
+	// schemas of one server's tools offered to the model at a turn; the
+	// tools past it (in the server's order) are left out.
+	MaxServerSpecBytes = 256 << 10
 
 	// maxToolPages is how many pages of tools/list deskd reads.
 	maxToolPages = 100

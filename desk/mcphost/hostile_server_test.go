@@ -179,6 +179,13 @@ func hostileTools(scenario string) []any {
 		return out
 	case "badresult":
 		return []any{tool("echo", "echo", object), tool("weird", "weird content", object)}
+	case "fat":
+		var out []any
+		for i := range 40 {
+			out = append(out, tool(fmt.Sprintf("t%d", i), strings.Repeat("d", 2000),
+				map[string]any{"type": "object", "description": strings.Repeat("s", 28<<10)}))
+		}
+		return out
 	case "many":
 		var out []any
 		for i := range 5000 {

@@ -311,3 +311,26 @@ func TestStderrSecretsAreHidden(t *testing.T) {
 		t.Errorf("the stderr tail is not logged:\n%s", logs.String())
 	}
 }
+
+// TestFatToolsAreBounded: 40 tools of 30 KB of description and schema
+// each are not all put in the model's prompt: at most
+// mcphost.MaxServerSpecBytes of them, and a note counts the rest.
+func TestFatToolsAreBounded(t *testing.T) {
+	r := newRig(t)
+	r.serve(hostile(t, "fat"))
+	ts := r.host.Toolset("d", all)
+	size := 0
+	for _, tl := range ts.Tools() {
+		size += len(tl.Spec.Name) + len(tl.Spec.Description) + len(tl.Spec.Schema)
+	}
+	if n := len(ts.Tools()); n == 0 || size > mcphost.MaxServerSpecBytes+1024 {
+		t.Errorf("%d tools of %d bytes offered", n, size)
+	}
+	contains(t, "the notes", strings.Join(ts.Notes(), "\n"),
+		fmt.Sprintf("%d tools of MCP server hostile are left out: with them", 40-len(ts.Tools())))
+	// A desk that allows only the last one gets it.
+	last := r.host.Toolset("d", map[string]config.DeskMCP{"hostile": {Tools: []string{"t39"}}})
+	if got := names(last.Tools()); len(got) != 1 {
+		t.Errorf("tools %v, want t39", got)
+	}
+}

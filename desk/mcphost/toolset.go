@@ -85,15 +85,32 @@ func (t toolset) Tools() []router.Tool {
 		if !e.known || e.snap.state != StateUp {
 			continue
 		}
-		for _, tool := range e.snap.tools.tools {
-			full := ToolName(e.server, tool.name)
-			if !e.use.Allows(tool.name) || !validToolName.MatchString(full) || tool.leftOut != "" {
-				continue
-			}
+		offered, _ := e.offered()
+		for _, tool := range offered {
 			out = append(out, t.h.tool(e.server, e.snap, tool))
 		}
 	}
 	return out
+}
+
+// offered returns the entry's tools the model is offered, in the
+// server's order, within MaxServerSpecBytes of names, descriptions and
+// schemas; over counts the allowed tools left out for that budget.
+func (e entry) offered() (in []toolDef, over int) {
+	used := 0
+	for _, tool := range e.snap.tools.tools {
+		if !e.use.Allows(tool.name) || tool.leftOut != "" || !validToolName.MatchString(ToolName(e.server, tool.name)) {
+			continue
+		}
+		size := len(tool.name) + len(tool.description) + len(tool.schema)
+		if used+size > MaxServerSpecBytes {
+			over++
+			continue
+		}
+		used += size
+		in = append(in, tool)
+	}
+	return in, over
 }
 
 // Notes says which servers are unavailable and why, which allowed tools
@@ -161,6 +178,10 @@ func toolNotes(e entry) []string {
 	}
 	if leftOut > maxLeftOutNotes {
 		out = append(out, fmt.Sprintf("and %d more tools of MCP server %s are left out", leftOut-maxLeftOutNotes, e.server))
+	}
+	if _, over := e.offered(); over > 0 {
+		out = append(out, fmt.Sprintf("%d tools of MCP server %s are left out: with them, its tools' descriptions and schemas "+
+			"would take more than %d bytes", over, e.server, MaxServerSpecBytes))
 	}
 	for _, name := range e.use.Tools {
 		if name != config.AllMCPTools && !have[name] {
