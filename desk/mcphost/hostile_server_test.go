@@ -107,6 +107,8 @@ func rawServe(scenario string) {
 		case req.Method == "tools/list" && scenario == "pages":
 			// Pages without end: each empty, each with a next cursor.
 			res = map[string]any{"tools": []any{}, "nextCursor": fmt.Sprint("c", lists)}
+		case req.Method == "tools/call" && scenario == "deaf":
+			select {} // reads no more: deskd's writes fill the pipe
 		case req.Method == "tools/call" && scenario == "leaks":
 			fmt.Fprintln(os.Stderr, "fatal: key", os.Getenv("BROKER_KEY"), "refused")
 			os.Exit(5)

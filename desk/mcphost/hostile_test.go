@@ -334,3 +334,34 @@ func TestFatToolsAreBounded(t *testing.T) {
 		t.Errorf("tools %v, want t39", got)
 	}
 }
+
+// TestDeafServerTimesOut: a server that stops reading its stdin (deskd's
+// writes of a large call fill the pipe and block) still times out on the
+// host's clock, and Close returns.
+func TestDeafServerTimesOut(t *testing.T) {
+	r := newRig(t)
+	srv := hostile(t, "deaf")
+	srv.Timeout = 5 * time.Second
+	r.serve(srv)
+	ts := r.host.Toolset("d", all)
+	echo := tool(t, ts, "mcp__hostile__echo")
+	big := map[string]any{"text": strings.Repeat("x", 4<<20)}
+	errc := make(chan error, 2)
+	ctx, cancel := contextWithWait(t)
+	defer cancel()
+	for i := range 2 {
+		go func() { _, err := call(t, echo, big); errc <- err }()
+		if err := r.clock.WaitPending(ctx, i+1); err != nil {
+			t.Fatalf("call %d armed no timer: %v", i+1, err)
+		}
+	}
+	r.clock.Set(start.Add(5 * time.Second))
+	for range 2 {
+		select {
+		case err := <-errc:
+			contains(t, "the call's error", fmt.Sprint(err), "timed out after 5s")
+		case <-time.After(wait):
+			t.Fatal("a call to a deaf server did not end at its timeout")
+		}
+	}
+}
