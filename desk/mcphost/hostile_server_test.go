@@ -60,11 +60,14 @@ func serveHostileIfAsked() bool {
 	case "dies":
 		os.Stderr.WriteString(strings.Repeat("e", 100) + "\x1b]0;pwned\x07\x1b[31m fatal: no licence\r\n")
 		os.Exit(4)
-	case "fork":
-		// A child that keeps the stdout pipe open after the server exits.
+	case "fork", "forkquiet":
+		// A child that keeps the stdout pipe open after the server exits
+		// (forkquiet: one that holds none of its pipes).
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = []string{hostileEnv + "=sleeper"}
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if scenario == "fork" {
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		}
 		if err := cmd.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, "hostile: fork:", err)
 			os.Exit(1)

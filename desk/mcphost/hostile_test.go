@@ -126,8 +126,14 @@ func (r *rig) expire(at time.Time) {
 // keeps its stdout open, and exits: Close returns, and no process of the
 // server's is left.
 func TestCloseKillsAForkedChild(t *testing.T) {
+	for _, scenario := range []string{"fork", "forkquiet"} {
+		t.Run(scenario, func(t *testing.T) { closeKillsAForkedChild(t, scenario) })
+	}
+}
+
+func closeKillsAForkedChild(t *testing.T, scenario string) {
 	r := newRig(t)
-	srv := hostile(t, "fork")
+	srv := hostile(t, scenario)
 	r.serve(srv)
 	b, err := os.ReadFile(srv.Env[hostileFile])
 	if err != nil {

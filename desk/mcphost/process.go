@@ -76,6 +76,10 @@ func startProcess(cfg *config.MCPServer) (*process, error) {
 		p.pid = cmd.Process.Pid
 		started <- nil
 		p.err = cmd.Wait()
+		// Whatever the server left in its process group (a child that
+		// outlives it) goes with it. The group's ID cannot name another
+		// process while one of the group lives.
+		syscall.Kill(-p.pid, syscall.SIGKILL)
 		close(p.exited)
 	}()
 	err = <-started
