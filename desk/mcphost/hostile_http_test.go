@@ -1,6 +1,7 @@
 package mcphost_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -73,7 +74,7 @@ func rawHTTP(t *testing.T, answer func(w http.ResponseWriter, id json.RawMessage
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Mcp-Session-Id", "s1")
 		if msg.Method == "tools/call" {
-			answer(w, msg.ID)
+			answer(ctxWriter{w, req.Context()}, msg.ID)
 			return
 		}
 		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": rawResult("", msg.Method)})
@@ -239,3 +240,45 @@ func TestEchoedSecretsAreHidden(t *testing.T) {
 		t.Errorf("echo = %q, %v: the secret reaches the model", out, err)
 	}
 }
+
+// TestSlowLorisCallIsDropped: an HTTP server that starts its answer to a
+// call and never ends it: the call times out on the host's clock, and
+// deskd drops the request (the server sees it go), so that slow answers
+// do not pile up.
+func TestSlowLorisCallIsDropped(t *testing.T) {
+	gaveUp := make(chan struct{}, 1)
+	srv := rawHTTP(t, func(w http.ResponseWriter, id json.RawMessage) {
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, id)
+		w.(http.Flusher).Flush()
+		<-rawRequest(w).Done()
+		gaveUp <- struct{}{}
+	})
+	srv.Timeout = 5 * time.Second
+	r := newRig(t)
+	r.serve(srv)
+	ts := r.host.Toolset("d", map[string]config.DeskMCP{"raw": {Tools: []string{"*"}}})
+	errc := make(chan error, 1)
+	go func() { _, err := call(t, tool(t, ts, "mcp__raw__echo"), map[string]any{}); errc <- err }()
+	r.expire(start.Add(5 * time.Second))
+	select {
+	case err := <-errc:
+		contains(t, "the call's error", fmt.Sprint(err), "timed out after 5s")
+	case <-time.After(wait):
+		t.Fatal("the call did not end at its timeout")
+	}
+	select {
+	case <-gaveUp:
+	case <-time.After(wait):
+		t.Fatal("deskd still holds the slow answer's request")
+	}
+}
+
+// ctxWriter carries the request's context to an answer.
+type ctxWriter struct {
+	http.ResponseWriter
+	ctx context.Context
+}
+
+func (w ctxWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
+func rawRequest(w http.ResponseWriter) context.Context { return w.(ctxWriter).ctx }
