@@ -282,3 +282,41 @@ type ctxWriter struct {
 func (w ctxWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
 
 func rawRequest(w http.ResponseWriter) context.Context { return w.(ctxWriter).ctx }
+
+// TestCloseWithAStalledHTTPServer: an HTTP server that never answers the
+// DELETE ending its session does not keep Close from returning.
+func TestCloseWithAStalledHTTPServer(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		switch req.Method {
+		case http.MethodDelete:
+			<-release // stalls
+			return
+		case http.MethodGet:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.NewDecoder(req.Body).Decode(&msg); err != nil || msg.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s1")
+		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": rawResult("", msg.Method)})
+	}))
+	defer srv.Close()
+	defer close(release) // before srv.Close, which waits for the handlers
+	r := newRig(t)
+	r.serve(&config.MCPServer{Name: "stall", URL: srv.URL + "/mcp", Timeout: 5 * time.Second})
+	closed := make(chan error, 1)
+	go func() { closed <- r.host.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(wait):
+		t.Fatal("Close did not return")
+	}
+}
