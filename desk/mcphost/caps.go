@@ -116,12 +116,13 @@ func checkSchema(schema any) (json.RawMessage, string) {
 
 // cleanText makes a server's text safe for logs, terminals and the model:
 // valid UTF-8, no control characters but newlines and tabs (a CR LF is a
-// newline), at most max bytes (cut at a rune, with "…").
+// newline), no bidirectional controls (text that reads otherwise than it
+// is), at most max bytes (cut at a rune, with "…").
 func cleanText(s string, max int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && r != '\n' && r != '\t' {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' || unicode.Is(unicode.Bidi_Control, r) {
 			return -1
 		}
 		return r

@@ -167,7 +167,7 @@ func hostileTools(scenario string) []any {
 			tool("ünï", "unicode", object),
 			tool("str", "a string schema", map[string]any{"type": "string"}),
 			tool("arr", "an array schema", map[string]any{"type": "array"}),
-			tool("ctl", "\x1b[31mred\x1b[0m\x07 and \x1b]0;title\x07 ok\r\nline two\ttab", object),
+			tool("ctl", "\x1b[31mred\x1b[0m\x07 and \x1b]0;title\x07 ok\r\nline two\ttab \u202egnp.exe\u2066", object),
 			tool("longdesc", strings.Repeat("d", 1<<20), object),
 			tool("bigschema", "a huge schema", map[string]any{"type": "object", "description": strings.Repeat("s", 1<<20)}),
 			tool("fine", "a fine tool", object),

@@ -46,7 +46,7 @@ func TestHostileToolList(t *testing.T) {
 			t.Errorf("tool %s has a description of %d bytes", tl.Spec.Name, len(tl.Spec.Description))
 		}
 		for _, c := range tl.Spec.Description {
-			if unicode.IsControl(c) && c != '\n' && c != '\t' {
+			if unicode.IsControl(c) && c != '\n' && c != '\t' || unicode.Is(unicode.Bidi_Control, c) {
 				t.Errorf("tool %s's description %q has the control character %U", tl.Spec.Name, tl.Spec.Description, c)
 				break
 			}
