@@ -115,7 +115,14 @@ func TestApprovalsEscapeHostileText(t *testing.T) {
 	if code != 0 || hasRaw(out) || json.Unmarshal([]byte(out), &got) != nil || len(got.Approvals) != 1 || got.Approvals[0].Tool != "mcp__x__"+hostileText {
 		t.Errorf("approvals --json = %d %q %s: want JSON of the same value, escaped", code, out, errs)
 	}
-	code, out, errs = cli("deny", "main", "a1b2c3d4", "--by", "ops\u202eevil", "--reason", "no\x1b[2J")
+	// A reason with an escape never gets in: deskd refuses it, and says why.
+	code, out, errs = cli("deny", "main", "a1b2c3d4", "--by", "ops", "--reason", "no\x1b[2J")
+	if code == 0 || !strings.Contains(errs, "no control characters") || hasRaw(errs) || len(stub.decided) != 0 {
+		t.Errorf("deny with an escape in its reason = %d %q %s", code, out, errs)
+	}
+	// A bidi override is not a control character: it is kept, and reaches
+	// the terminal escaped.
+	code, out, errs = cli("deny", "main", "a1b2c3d4", "--by", "ops\u202eevil", "--reason", "no\u202eway")
 	if code != 0 || hasRaw(out) || !strings.Contains(out, "denied by ops") {
 		t.Errorf("deny = %d %q %s", code, out, errs)
 	}

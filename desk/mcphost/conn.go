@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +23,7 @@ import (
 // stdio server, its process.
 type conn struct {
 	sess  *mcp.ClientSession
-	tools []*mcp.Tool
+	tools toolList
 	proc  *process      // nil for an HTTP server
 	http  *http.Client  // nil for a stdio server
 	done  chan struct{} // closed when the connection has ended (fail)
@@ -65,14 +69,17 @@ func connect(ctx context.Context, cfg *config.MCPServer) (*conn, error) {
 		c.http = httpClient(cfg)
 		// No retries of its own: a broken stream ends the connection, and
 		// the supervisor reconnects with its backoff, on the host's clock.
-		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: c.http, MaxRetries: -1}
+		// MaxEventSize given: the SDK's streamable client has no cap of
+		// its own on an event (an application/json body is capped by
+		// httpClient).
+		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: c.http, MaxRetries: -1, MaxEventSize: MaxMessage}
 	} else {
 		p, err := startProcess(cfg)
 		if err != nil {
 			return nil, err
 		}
 		c.proc = p
-		t = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}
+		t = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: MaxMessage}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "deskd", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -102,16 +109,33 @@ func (c *conn) listTools(ctx context.Context) error {
 	return err
 }
 
-// list reads every page of the server's tools.
-func (c *conn) list(ctx context.Context) ([]*mcp.Tool, error) {
+// list reads the pages of the server's tools, up to MaxServerTools
+// tools and maxToolPages pages: a server that lists more, or pages
+// without end, is cut there.
+func (c *conn) list(ctx context.Context) (toolList, error) {
 	var tools []*mcp.Tool
-	for t, err := range c.sess.Tools(ctx, nil) {
-		if err != nil {
-			return nil, fmt.Errorf("list tools: %w", err)
+	params := &mcp.ListToolsParams{}
+	for page := 0; ; page++ {
+		if page == maxToolPages {
+			l := newToolList(tools, false)
+			l.pages = true
+			return l, nil
 		}
-		tools = append(tools, t)
+		res, err := c.sess.ListTools(ctx, params)
+		if err != nil {
+			return toolList{}, fmt.Errorf("list tools: %w", err)
+		}
+		for _, t := range res.Tools {
+			if len(tools) == MaxServerTools {
+				return newToolList(tools, true), nil
+			}
+			tools = append(tools, t)
+		}
+		if res.NextCursor == "" {
+			return newToolList(tools, false), nil
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
-	return tools, nil
 }
 
 // watch ends the connection (fail) when the session ends or the process
@@ -178,6 +202,20 @@ func (c *conn) broke(err error) error {
 	return c.failure()
 }
 
+// alive reports whether the server answers a ping within d on clk: after
+// a call failed otherwise than by the server's refusal, it tells a bad
+// answer (the connection goes on) from a broken connection.
+func (c *conn) alive(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	pctx, stop, _ := withTimeout(ctx, clk, d)
+	defer stop()
+	return c.sess.Ping(pctx, nil) == nil
+}
+
 func (c *conn) failure() error {
 	<-c.done
 	return c.err
@@ -207,19 +245,59 @@ func (c *conn) stderr() string {
 	return c.proc.stderr.String()
 }
 
-// httpClient sends the server's secret headers with every request.
+// httpClient sends the server's secret headers with every request to the
+// server's own origin (scheme, host and port of its url), and never
+// anywhere else: a redirect to another origin is not followed.
 func httpClient(cfg *config.MCPServer) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	return &http.Client{Transport: headers{base: base, h: cfg.Secrets.Headers}}
+	origin := originOf(cfg.URL)
+	return &http.Client{
+		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin, server: cfg.Name},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if originOf(req.URL.String()) != origin {
+				return fmt.Errorf("MCP server %s redirected to another host (%s); deskd does not follow it", cfg.Name, req.URL.Host)
+			}
+			if len(via) >= 10 {
+				return fmt.Errorf("MCP server %s redirected %d times", cfg.Name, len(via))
+			}
+			return nil
+		},
+	}
 }
 
+// originOf is a URL's scheme and host (with its port), lower-cased; ""
+// for a URL that does not parse.
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
+}
+
+// headers is the RoundTripper of an HTTP server's client: it adds the
+// secret headers (to the server's origin only) and caps each answer that
+// is not an event stream at MaxMessage bytes.
 type headers struct {
-	base http.RoundTripper
-	h    map[string][]string
+	base   http.RoundTripper
+	h      map[string][]string
+	origin string
+	server string
 }
 
 func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.h) == 0 {
+	resp, err := t.send(r)
+	if err != nil {
+		return nil, err
+	}
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
+		resp.Body = &cappedBody{body: resp.Body, left: MaxMessage, server: t.server}
+	}
+	return resp, nil
+}
+
+func (t headers) send(r *http.Request) (*http.Response, error) {
+	if len(t.h) == 0 || originOf(r.URL.String()) != t.origin {
 		return t.base.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())
@@ -231,6 +309,35 @@ func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return t.base.RoundTrip(r)
 }
+
+// cappedBody fails a read past its cap: deskd never holds more of one
+// answer than MaxMessage bytes.
+type cappedBody struct {
+	body   io.ReadCloser
+	left   int64
+	server string
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, b.tooLarge()
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, b.tooLarge()
+	}
+	return n, err
+}
+
+func (b *cappedBody) tooLarge() error {
+	return fmt.Errorf("an answer of MCP server %s is larger than %d bytes", b.server, MaxMessage)
+}
+
+func (b *cappedBody) Close() error { return b.body.Close() }
 
 func (t headers) CloseIdleConnections() {
 	if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {

@@ -23,7 +23,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if mcptest.ServeStdioIfAsked() {
+	if mcptest.ServeStdioIfAsked() || serveHostileIfAsked() {
 		return
 	}
 	if os.Getenv(parentEnv) != "" {

@@ -25,18 +25,12 @@ type ToolInfo struct {
 func Probe(ctx context.Context, srv *config.MCPServer) ([]ToolInfo, error) {
 	c, err := dial(ctx, clock.Real(), srv)
 	if err != nil {
-		return nil, fmt.Errorf("probe MCP server %s: %w", srv.Name, err)
+		return nil, fmt.Errorf("probe MCP server %s: %w", srv.Name, hideErr(srv, err))
 	}
 	defer c.close()
-	out := make([]ToolInfo, 0, len(c.tools))
-	for _, t := range c.tools {
-		info := ToolInfo{Name: t.Name, Description: t.Description}
-		if t.InputSchema != nil {
-			if b, err := json.Marshal(t.InputSchema); err == nil {
-				info.InputSchema = b
-			}
-		}
-		out = append(out, info)
+	out := make([]ToolInfo, 0, len(c.tools.tools))
+	for _, t := range c.tools.tools {
+		out = append(out, ToolInfo{Name: t.name, Description: t.description, InputSchema: t.schema})
 	}
 	return out, nil
 }

@@ -193,12 +193,9 @@ func (t *tail) String() string {
 	return string(t.b)
 }
 
-// lastLine is the last non-empty line, cut at 200 bytes.
+// lastLine is the last non-empty line, cleaned (cleanText) and cut at
+// 200 bytes: it reaches logs, terminals and the model.
 func (t *tail) lastLine() string {
 	lines := strings.Split(strings.TrimSpace(t.String()), "\n")
-	line := strings.TrimSpace(lines[len(lines)-1])
-	if len(line) > 200 {
-		line = line[:200] + "…"
-	}
-	return line
+	return cleanText(strings.TrimSpace(lines[len(lines)-1]), 200)
 }

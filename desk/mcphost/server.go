@@ -3,12 +3,12 @@ package mcphost
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 )
 
@@ -23,7 +23,7 @@ type server struct {
 	err      string
 	since    time.Time
 	retryAt  time.Time
-	tools    []*mcp.Tool
+	tools    toolList
 	restarts int
 	live     *conn
 	cancel   context.CancelFunc // set while the supervisor runs
@@ -94,7 +94,7 @@ func (s *server) stop() error {
 func (s *server) set(state, errText string, retryAt time.Time) {
 	s.state, s.err, s.retryAt, s.since = state, errText, retryAt, s.h.o.Clock.Now()
 	if state != StateUp {
-		s.tools, s.live = nil, nil
+		s.tools, s.live = toolList{}, nil
 	}
 }
 
@@ -127,7 +127,7 @@ func (s *server) supervise(ctx context.Context, cfg *config.MCPServer, done chan
 				backoff = o.Backoff
 			}
 			if tail := c.stderr(); tail != "" {
-				o.Log.Debug().Str("server", s.name).Str("stderr", tail).Msg("MCP server's stderr")
+				o.Log.Debug().Str("server", s.name).Str("stderr", hide(cfg, tail)).Msg("MCP server's stderr")
 			}
 		}
 		if !s.down(ctx, err, backoff) {
@@ -138,9 +138,30 @@ func (s *server) supervise(ctx context.Context, cfg *config.MCPServer, done chan
 	}
 }
 
+// relistEvery is the least time, on the host's clock, between two
+// re-listings of a server's tools: a server that says its tools changed
+// in a loop is not listed in a loop.
+const relistEvery = time.Second
+
 // serve waits for the connection to end (its reason) or ctx to, and lists
-// the tools again each time the server says they changed.
+// the tools again when the server says they changed: at once the first
+// time, then at most once every relistEvery.
 func (s *server) serve(ctx context.Context, c *conn) error {
+	clk := s.h.o.Clock
+	var last time.Time // of the last re-listing
+	var due clock.Timer
+	var dueC <-chan time.Time // set while a re-listing waits
+	defer func() {
+		if due != nil {
+			due.Stop()
+		}
+	}()
+	relist := func() {
+		last = clk.Now()
+		if err := s.relist(ctx, c); err != nil {
+			c.fail(err)
+		}
+	}
 	for {
 		select {
 		case <-c.done:
@@ -148,14 +169,23 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-c.changed:
-			if err := s.relist(ctx, c); err != nil {
-				c.fail(err)
+			switch now := clk.Now(); {
+			case dueC != nil: // one is due already
+			case last.IsZero() || now.Sub(last) >= relistEvery:
+				relist()
+			default:
+				due = clk.NewTimer(last.Add(relistEvery).Sub(now))
+				dueC = due.C()
 			}
+		case <-dueC:
+			dueC = nil
+			relist()
 		}
 	}
 }
 
-// relist reads the server's tools again, and announces the new list.
+// relist reads the server's tools again, and announces the new list if
+// it changed.
 func (s *server) relist(ctx context.Context, c *conn) error {
 	cfg := s.config()
 	lctx, stop, timedOut := withTimeout(ctx, s.h.o.Clock, timeout(cfg))
@@ -167,23 +197,31 @@ func (s *server) relist(ctx context.Context, c *conn) error {
 	if err != nil {
 		return err
 	}
-	s.up(c, tools)
+	s.mu.Lock()
+	same := reflect.DeepEqual(s.tools, tools)
+	s.mu.Unlock()
+	if !same {
+		s.up(c, tools)
+	}
 	return nil
 }
 
 // up makes c, with those tools, the live connection and announces it.
-func (s *server) up(c *conn, tools []*mcp.Tool) {
+func (s *server) up(c *conn, tools toolList) {
 	s.mu.Lock()
 	s.set(StateUp, "", time.Time{})
 	s.live, s.tools = c, tools
 	restarts := s.restarts
 	s.mu.Unlock()
-	s.h.o.Log.Info().Str("server", s.name).Int("tools", len(tools)).Int("restarts", restarts).Msg("MCP server up")
+	s.h.o.Log.Info().Str("server", s.name).Int("tools", len(tools.tools)).Int("restarts", restarts).Msg("MCP server up")
+	if tools.more || tools.pages {
+		s.h.o.Log.Warn().Str("server", s.name).Int("max_tools", MaxServerTools).Msg("MCP server lists more tools (or pages) than deskd takes")
+	}
 	if s.h.o.Bus == nil {
 		return
 	}
 	event.Publish(s.h.o.Bus, event.MCPServerUp{Header: event.Header{At: s.h.o.Clock.Now()}, Server: s.name,
-		Tools: len(tools), Restarts: restarts})
+		Tools: len(tools.tools), Restarts: restarts})
 }
 
 // down marks the server down, announces it, and waits for the backoff; it
@@ -191,7 +229,7 @@ func (s *server) up(c *conn, tools []*mcp.Tool) {
 func (s *server) down(ctx context.Context, err error, backoff time.Duration) bool {
 	o := s.h.o
 	retryAt := o.Clock.Now().Add(backoff)
-	text := fmt.Sprint(err)
+	text := hide(s.config(), fmt.Sprint(err))
 	s.mu.Lock()
 	s.set(StateDown, text, retryAt)
 	s.mu.Unlock()
@@ -214,7 +252,7 @@ type snapshot struct {
 	cfg   *config.MCPServer
 	state string
 	err   string
-	tools []*mcp.Tool
+	tools toolList
 	live  *conn
 }
 
@@ -229,8 +267,8 @@ func (s *server) status() ServerStatus {
 	defer s.mu.Unlock()
 	st := ServerStatus{Name: s.name, Transport: transport(s.cfg), State: s.state, Error: s.err, Since: s.since,
 		RetryAt: s.retryAt, Restarts: s.restarts}
-	for _, t := range s.tools {
-		st.Tools = append(st.Tools, t.Name)
+	if len(s.tools.tools) > 0 {
+		st.Tools = s.tools.names()
 	}
 	if s.live != nil && s.live.proc != nil {
 		st.PID = s.live.proc.pid

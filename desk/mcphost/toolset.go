@@ -89,15 +89,32 @@ func (t toolset) Tools() []router.Tool {
 		if !e.known || e.snap.state != StateUp {
 			continue
 		}
-		for _, tool := range e.snap.tools {
-			full := ToolName(e.server, tool.Name)
-			if !e.use.Allows(tool.Name) || !validToolName.MatchString(full) {
-				continue
-			}
+		offered, _ := e.offered()
+		for _, tool := range offered {
 			out = append(out, t.h.tool(e.server, e.snap, tool))
 		}
 	}
 	return out
+}
+
+// offered returns the entry's tools the model is offered, in the
+// server's order, within MaxServerSpecBytes of names, descriptions and
+// schemas; over counts the allowed tools left out for that budget.
+func (e entry) offered() (in []toolDef, over int) {
+	used := 0
+	for _, tool := range e.snap.tools.tools {
+		if !e.use.Allows(tool.name) || tool.leftOut != "" || !validToolName.MatchString(ToolName(e.server, tool.name)) {
+			continue
+		}
+		size := len(tool.name) + len(tool.description) + len(tool.schema)
+		if used+size > MaxServerSpecBytes {
+			over++
+			continue
+		}
+		used += size
+		in = append(in, tool)
+	}
+	return in, over
 }
 
 // Notes says which servers are unavailable and why, which allowed tools
@@ -138,12 +155,37 @@ func unavailable(server, why string, retrying bool) string {
 func toolNotes(e entry) []string {
 	var out []string
 	have := map[string]bool{}
-	for _, tool := range e.snap.tools {
-		have[tool.Name] = true
-		if full := ToolName(e.server, tool.Name); e.use.Allows(tool.Name) && !validToolName.MatchString(full) {
-			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %q is not a valid tool name "+
-				"(letters, digits, _ and -, at most 64)", tool.Name, e.server, full))
+	if e.snap.tools.pages {
+		out = append(out, fmt.Sprintf("MCP server %s lists its tools in more than %d pages: deskd takes the tools of the first %d",
+			e.server, maxToolPages, maxToolPages))
+	}
+	if e.snap.tools.more {
+		out = append(out, fmt.Sprintf("MCP server %s lists more than %d tools: deskd takes the first %d",
+			e.server, MaxServerTools, MaxServerTools))
+	}
+	leftOut := 0
+	for _, tool := range e.snap.tools.tools {
+		if have[tool.name] && tool.leftOut == "" {
+			continue // its second listing is noted once
 		}
+		have[tool.name] = true
+		why := tool.leftOut
+		if why == "" && !validToolName.MatchString(ToolName(e.server, tool.name)) {
+			why = fmt.Sprintf("%q is not a valid tool name (letters, digits, _ and -, at most 64)", ToolName(e.server, tool.shown))
+		}
+		if why == "" || !e.use.Allows(tool.name) {
+			continue
+		}
+		if leftOut++; leftOut <= maxLeftOutNotes {
+			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %s", tool.shown, e.server, why))
+		}
+	}
+	if leftOut > maxLeftOutNotes {
+		out = append(out, fmt.Sprintf("and %d more tools of MCP server %s are left out", leftOut-maxLeftOutNotes, e.server))
+	}
+	if _, over := e.offered(); over > 0 {
+		out = append(out, fmt.Sprintf("%d tools of MCP server %s are left out: with them, its tools' descriptions and schemas "+
+			"would take more than %d bytes", over, e.server, MaxServerSpecBytes))
 	}
 	for _, name := range e.use.Tools {
 		if name != config.AllMCPTools && !have[name] {
@@ -154,22 +196,23 @@ func toolNotes(e entry) []string {
 }
 
 // tool is the router's tool for one of a server's tools.
-func (h *Host) tool(server string, snap snapshot, tool *mcp.Tool) router.Tool {
-	schema, err := json.Marshal(tool.InputSchema)
-	if err != nil || tool.InputSchema == nil {
-		schema = json.RawMessage(`{"type":"object"}`)
-	}
+func (h *Host) tool(server string, snap snapshot, tool toolDef) router.Tool {
 	limit := snap.cfg.MaxResult
 	if limit <= 0 {
 		limit = router.DefaultMaxToolResult
 	}
-	full := ToolName(server, tool.Name)
+	full := ToolName(server, tool.name)
 	return router.Tool{
-		Spec:      router.ToolSpec{Name: full, Description: tool.Description, Schema: schema},
+		Spec:      router.ToolSpec{Name: full, Description: tool.description, Schema: tool.schema},
 		Server:    server,
 		MaxResult: limit,
 		Run: func(ctx context.Context, args json.RawMessage) (string, error) {
-			return h.call(ctx, server, tool.Name, args)
+			out, err := h.call(ctx, server, tool.name, args)
+			out, err = hide(snap.cfg, out), hideErr(snap.cfg, err)
+			if s := h.lookup(server); s != nil { // a reload may have brought new secrets
+				out, err = hide(s.config(), out), hideErr(s.config(), err)
+			}
+			return out, err
 		},
 	}
 }
@@ -203,6 +246,9 @@ func (h *Host) call(ctx context.Context, server, tool string, args json.RawMessa
 		return "", fmt.Errorf("%s: %w", full, ctx.Err())
 	case refused(err):
 		return "", fmt.Errorf("MCP server %s refused the call of %s: %w", server, tool, err)
+	case !errors.Is(err, mcp.ErrConnectionClosed) && snap.live.alive(ctx, h.o.Clock, d):
+		return "", fmt.Errorf("MCP server %s answered the call of %s with a result that is not valid MCP (%s)", server, tool,
+			cleanText(err.Error(), 300))
 	default:
 		why := snap.live.broke(fmt.Errorf("the call of %s failed: %w", tool, err))
 		return "", fmt.Errorf("%s failed: the connection to MCP server %s broke (%v); deskd is reconnecting", full, server, why)
