@@ -213,7 +213,7 @@ func (s *server) up(c *conn, tools toolList) {
 	s.live, s.tools = c, tools
 	restarts := s.restarts
 	s.mu.Unlock()
-	s.h.o.Log.Info().Str("server", s.name).Int("tools", len(tools.tools)).Int("restarts", restarts).Msg("MCP server up")
+	s.h.o.Log.Debug().Str("server", s.name).Int("tools", len(tools.tools)).Int("restarts", restarts).Msg("MCP server up")
 	if tools.more || tools.pages {
 		s.h.o.Log.Warn().Str("server", s.name).Int("max_tools", MaxServerTools).Msg("MCP server lists more tools (or pages) than deskd takes")
 	}
@@ -233,7 +233,7 @@ func (s *server) down(ctx context.Context, err error, backoff time.Duration) boo
 	s.mu.Lock()
 	s.set(StateDown, text, retryAt)
 	s.mu.Unlock()
-	o.Log.Warn().Str("server", s.name).Str("error", text).Time("retry_at", retryAt).Msg("MCP server down")
+	o.Log.Debug().Str("server", s.name).Str("error", text).Time("retry_at", retryAt).Msg("MCP server down")
 	if o.Bus != nil {
 		event.Publish(o.Bus, event.MCPServerDown{Header: event.Header{At: o.Clock.Now()}, Server: s.name, Error: text, RetryAt: retryAt})
 	}
