@@ -163,6 +163,9 @@ func (f *fleet) prepare(cfg *config.Config, dc *config.Desk, reuse *deskRun) (*d
 		if reuse == nil {
 			_ = run.ledger.Close()
 		}
+		if f.acting != nil {
+			f.acting.forget(dc.Name) // a desk that does not run uses no server
+		}
 		return nil, err
 	}
 	run.assembled = a
