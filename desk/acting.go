@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -185,6 +186,30 @@ func (g gatedToolset) Tools() []router.Tool {
 		}
 	}
 	return out
+}
+
+// Refusal says why an mcp__ tool is not offered: the desk's file does not
+// allow it, or names no such server.
+func (g gatedToolset) Refusal(tool string) (string, bool) {
+	server, name, ok := mcphost.SplitToolName(tool)
+	if !ok {
+		return "", false
+	}
+	use, ok := g.uses[server]
+	if !ok {
+		servers := make([]string, 0, len(g.uses))
+		for s := range g.uses {
+			servers = append(servers, s)
+		}
+		sort.Strings(servers)
+		return fmt.Sprintf("%s is not a tool of this desk: its file lets it call tools of the MCP servers %s only, not of %q",
+			tool, strings.Join(servers, ", "), server), true
+	}
+	if !use.Allows(name) {
+		return fmt.Sprintf("%s is not allowed for this desk: of MCP server %s, its file allows %s only; the call did not run",
+			tool, server, strings.Join(use.Tools, ", ")), true
+	}
+	return "", false // allowed, but not offered now: the notes say why
 }
 
 // Notes returns the host's notes on the desk's unavailable tools.

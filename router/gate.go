@@ -100,3 +100,11 @@ type Toolset interface {
 	// of its tools are unavailable now, and why; none when all are there.
 	Notes() []string
 }
+
+// Refuser is a Toolset that can say why a tool of its kind is not offered
+// (an MCP tool its desk's file does not allow): the model hears that
+// rather than "no tool named".
+type Refuser interface {
+	// Refusal returns why tool is not offered, and whether it knows.
+	Refusal(tool string) (string, bool)
+}

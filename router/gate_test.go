@@ -281,3 +281,31 @@ func TestToolCalledSaysWhenNoToolHasTheName(t *testing.T) {
 		t.Fatalf("note is a tool of the desk: %+v", e)
 	}
 }
+
+// refusingToolset is a toolset that knows why it does not offer a tool.
+type refusingToolset struct{ toolset }
+
+func (refusingToolset) Refusal(tool string) (string, bool) {
+	if strings.HasPrefix(tool, "mcp__broker__") {
+		return tool + " is not allowed for this desk", true
+	}
+	return "", false
+}
+
+// TestARefuserSaysWhyAToolIsNotOffered: a call of a tool the desk does
+// not have gets the reason of the toolset that knows it; other names get
+// "no tool named"; the turn goes on.
+func TestARefuserSaysWhyAToolIsNotOffered(t *testing.T) {
+	g := newLoopRig(t)
+	p := &playbook{steps: []router.Response{
+		{ToolCalls: []router.ToolCall{call("c1", "mcp__broker__cancel_all", `{}`), call("c2", "frobnicate", `{}`)}},
+		{Text: "ok"},
+	}}
+	r := g.router(router.Settings{Route: []router.Model{model(p, 0)}, Toolsets: []router.Toolset{&refusingToolset{}}})
+	g.send(r, "t1", "go")
+	res := toolResults(g.sessionRecords(r))
+	if len(res) != 2 || res[0].Text != "error: mcp__broker__cancel_all is not allowed for this desk" || !res[0].IsError ||
+		!strings.HasPrefix(res[1].Text, "error: no tool named frobnicate") {
+		t.Fatalf("results %+v", res)
+	}
+}

@@ -938,6 +938,20 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 	}
 }
 
+// refusalLocked is what the model hears of a call of a tool the desk does
+// not have: a toolset's reason, when one knows it (an MCP tool the desk's
+// file does not allow), else what it heard.
+func (r *Router) refusalLocked(tool, heard string) string {
+	for _, ts := range r.set.Toolsets {
+		if rf, ok := ts.(Refuser); ok {
+			if why, ok := rf.Refusal(tool); ok {
+				return "error: " + why
+			}
+		}
+	}
+	return heard
+}
+
 // decisionText is a decision in a sentence, for transcripts.
 func decisionText(d Decision) string {
 	s := fmt.Sprintf("%s call %s %s by %s", d.Tool, d.ID, d.Outcome, d.By)
@@ -971,6 +985,9 @@ func (r *Router) answerCallLocked(ctx context.Context, trigger string, runnable 
 		ran = true
 		if ans, err = runTool(ctx, r.tools, runnable, call, GateCall{Desk: r.desk, Session: r.cur.Session, Trigger: trigger}, record); err != nil {
 			return Message{}, ran, err
+		}
+		if ans.unknown {
+			ans.result = r.refusalLocked(call.Name, ans.result)
 		}
 	} else {
 		ans = toolAnswer{result: notRun(call, n, r.set.MaxToolCalls), isError: true, outcome: OutcomeRefused}
