@@ -42,7 +42,7 @@ type conn struct {
 func dial(ctx context.Context, clk clock.Clock, cfg *config.MCPServer) (*conn, error) {
 	ctx, stop, timedOut := withTimeout(ctx, clk, timeout(cfg))
 	defer stop()
-	c, err := connect(ctx, cfg)
+	c, err := connect(ctx, clk, cfg)
 	if err == nil {
 		err = c.listTools(ctx)
 	}
@@ -62,11 +62,11 @@ func dial(ctx context.Context, clk clock.Clock, cfg *config.MCPServer) (*conn, e
 }
 
 // connect starts the transport and the MCP session.
-func connect(ctx context.Context, cfg *config.MCPServer) (*conn, error) {
+func connect(ctx context.Context, clk clock.Clock, cfg *config.MCPServer) (*conn, error) {
 	c := &conn{done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	var t mcp.Transport
 	if cfg.URL != "" {
-		c.http = httpClient(cfg)
+		c.http = httpClient(cfg, clk)
 		// No retries of its own: a broken stream ends the connection, and
 		// the supervisor reconnects with its backoff, on the host's clock.
 		// MaxEventSize given: the SDK's streamable client has no cap of
@@ -247,12 +247,14 @@ func (c *conn) stderr() string {
 
 // httpClient sends the server's secret headers with every request to the
 // server's own origin (scheme, host and port of its url), and never
-// anywhere else: a redirect to another origin is not followed.
-func httpClient(cfg *config.MCPServer) *http.Client {
+// anywhere else: a redirect to another origin is not followed. A POST
+// (a call, a listing) and its answer end after the server's timeout on
+// clk, whatever the SDK does with a call given up on.
+func httpClient(cfg *config.MCPServer, clk clock.Clock) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	origin := originOf(cfg.URL)
 	return &http.Client{
-		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin, server: cfg.Name},
+		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin, server: cfg.Name, clock: clk, timeout: timeout(cfg)},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if originOf(req.URL.String()) != origin {
 				return fmt.Errorf("MCP server %s redirected to another host (%s); deskd does not follow it", cfg.Name, req.URL.Host)
@@ -279,21 +281,69 @@ func originOf(raw string) string {
 // secret headers (to the server's origin only) and caps each answer that
 // is not an event stream at MaxMessage bytes.
 type headers struct {
-	base   http.RoundTripper
-	h      map[string][]string
-	origin string
-	server string
+	base    http.RoundTripper
+	h       map[string][]string
+	origin  string
+	server  string
+	clock   clock.Clock
+	timeout time.Duration
 }
 
 func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	var release func()
+	if r.Method == http.MethodPost {
+		r, release = t.bounded(r)
+	}
 	resp, err := t.send(r)
 	if err != nil {
+		if release != nil {
+			release()
+		}
 		return nil, err
 	}
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct != "text/event-stream" {
 		resp.Body = &cappedBody{body: resp.Body, left: MaxMessage, server: t.server}
 	}
+	if release != nil {
+		resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
+	}
 	return resp, nil
+}
+
+// bounded returns r under a context that ends after the server's timeout
+// on the host's clock (a server that answers a call slowly, or never, is
+// not held past it), and the func that ends it once the answer is read.
+func (t headers) bounded(r *http.Request) (*http.Request, func()) {
+	ctx, cancel := context.WithCancel(r.Context())
+	timer := t.clock.NewTimer(t.timeout)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-timer.C():
+			cancel()
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return r.WithContext(ctx), func() {
+		once.Do(func() {
+			timer.Stop()
+			close(done)
+			cancel()
+		})
+	}
+}
+
+// releasingBody calls release when the answer's body is closed.
+type releasingBody struct {
+	io.ReadCloser
+	release func()
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
 }
 
 func (t headers) send(r *http.Request) (*http.Response, error) {

@@ -67,7 +67,10 @@ func rawHTTP(t *testing.T, answer func(w http.ResponseWriter, id json.RawMessage
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if err := json.NewDecoder(req.Body).Decode(&msg); err != nil || msg.ID == nil {
+		// The body is read to its end: only then does net/http watch the
+		// connection, and end the request's context when the client drops it.
+		body, err := io.ReadAll(req.Body)
+		if err != nil || json.Unmarshal(body, &msg) != nil || msg.ID == nil {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
@@ -246,10 +249,11 @@ func TestEchoedSecretsAreHidden(t *testing.T) {
 // deskd drops the request (the server sees it go), so that slow answers
 // do not pile up.
 func TestSlowLorisCallIsDropped(t *testing.T) {
-	gaveUp := make(chan struct{}, 1)
+	gaveUp, asked := make(chan struct{}, 1), make(chan struct{}, 1)
 	srv := rawHTTP(t, func(w http.ResponseWriter, id json.RawMessage) {
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, id)
 		w.(http.Flusher).Flush()
+		asked <- struct{}{}
 		<-rawRequest(w).Done()
 		gaveUp <- struct{}{}
 	})
@@ -259,6 +263,11 @@ func TestSlowLorisCallIsDropped(t *testing.T) {
 	ts := r.host.Toolset("d", map[string]config.DeskMCP{"raw": {Tools: []string{"*"}}})
 	errc := make(chan error, 1)
 	go func() { _, err := call(t, tool(t, ts, "mcp__raw__echo"), map[string]any{}); errc <- err }()
+	select {
+	case <-asked: // the call and its request are under way, each with its 5s timer
+	case <-time.After(wait):
+		t.Fatal("the call never reached the server")
+	}
 	r.expire(start.Add(5 * time.Second))
 	select {
 	case err := <-errc:
