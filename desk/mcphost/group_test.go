@@ -89,3 +89,20 @@ func TestATimeoutChangeKeepsTheServer(t *testing.T) {
 		t.Fatalf("slow: %v, want a timeout after 7s", err)
 	}
 }
+
+// TestHideKeepsOrdinaryWords: every value of the headers file and a
+// bearer's token are hidden in what a server echoes, but not the scheme's
+// name, nor the words of a value (review: "Bearer" read [secret] in every
+// result).
+func TestHideKeepsOrdinaryWords(t *testing.T) {
+	cfg := &config.MCPServer{Name: "x", Secrets: config.MCPSecrets{
+		Headers: map[string][]string{"Authorization": {"Bearer tok-0123456789"}, "Accept": {"application/json"}, "X-Api-Key": {"k-abcdefgh"},
+			"X-Desk": {"fx options-desk"}},
+		Env:     map[string]string{"BROKER_KEY": "env-secret-1"},
+	}}
+	got := mcphost.Hide(cfg, "use a Bearer token tok-0123456789 as application/json; key k-abcdefgh, env env-secret-1; the options-desk")
+	want := "use a Bearer token [secret] as [secret]; key [secret], env [secret]; the options-desk"
+	if got != want {
+		t.Errorf("Hide = %q\nwant   %q", got, want)
+	}
+}

@@ -15,9 +15,20 @@ const hiddenSecret = "[secret]"
 // words.
 const minSecret = 6
 
+// authScheme reports whether w names an HTTP authentication scheme a
+// header's value may start with ("Bearer <token>").
+func authScheme(w string) bool {
+	switch strings.ToLower(w) {
+	case "bearer", "basic", "token", "digest", "apikey", "api-key":
+		return true
+	}
+	return false
+}
+
 // secretsOf returns the values a server must never get into a log, a
-// status or the model's prompt: its secret headers' values (and each
-// word of them, such as a bearer's token) and its secret env values,
+// status or the model's prompt: its secret headers' values (and the
+// credential of one that names its scheme, such as a bearer's token) and
+// its secret env values,
 // longest first.
 func secretsOf(cfg *config.MCPServer) []string {
 	seen := map[string]bool{}
@@ -29,8 +40,10 @@ func secretsOf(cfg *config.MCPServer) []string {
 	for _, values := range cfg.Secrets.Headers {
 		for _, v := range values {
 			add(v)
-			for _, w := range strings.Fields(v) {
-				add(w)
+			// "Bearer <token>": the token alone is a secret too, not the
+			// scheme's name (nor the words of any other header's value).
+			if f := strings.Fields(v); len(f) == 2 && authScheme(f[0]) {
+				add(f[1])
 			}
 		}
 	}

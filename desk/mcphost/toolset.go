@@ -255,6 +255,9 @@ func (h *Host) call(ctx context.Context, server, tool string, args json.RawMessa
 	}
 	text := resultText(res)
 	if res.IsError {
+		if strings.TrimSpace(text) == "" {
+			text = fmt.Sprintf("MCP server %s reported an error with no text", server)
+		}
 		return "", errors.New(text)
 	}
 	return text, nil
