@@ -96,7 +96,22 @@ func decode(data []byte, s *state) error {
 func (c *Counter) Check(date memory.Date, tool string, limit int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.backwards(date, tool); err != nil {
+		return err
+	}
 	return check(date, tool, limit, c.used(date, tool))
+}
+
+// backwards refuses a date before the counts' own: deskd's clock went
+// back (or its trading day moved), and counting on would drop the later
+// date's counts, letting its limit be passed when it comes round again.
+// The caller holds c.mu.
+func (c *Counter) backwards(date memory.Date, tool string) error {
+	if !c.state.Date.IsZero() && date.Before(c.state.Date) {
+		return fmt.Errorf("count a call of %s: its trading date %s is before %s, the date of the counts in %s "+
+			"(deskd's clock went back?); limited calls are refused until that date", tool, date, c.state.Date, c.path)
+	}
+	return nil
 }
 
 // Take counts one call of tool on date and writes the counts to disk
@@ -110,6 +125,9 @@ func (c *Counter) Take(date memory.Date, tool string, limit int) (used int, err 
 	defer c.mu.Unlock()
 	if !date.Valid() {
 		return 0, fmt.Errorf("count a call of %s: %s is not a trading date", tool, date)
+	}
+	if err := c.backwards(date, tool); err != nil {
+		return 0, err
 	}
 	n := c.used(date, tool)
 	if err := check(date, tool, limit, n); err != nil {

@@ -286,3 +286,25 @@ func TestReleaseGivesBack(t *testing.T) {
 		t.Fatalf("a Release of another date or tool changed the count: %d, want 1", got)
 	}
 }
+
+// TestAnEarlierDateIsRefused: a call on a date before the counts' own
+// (deskd's clock went back) is refused, and the later date's counts are
+// kept, so that its limit holds when it comes round again.
+func TestAnEarlierDateIsRefused(t *testing.T) {
+	path := countsPath(t)
+	c := open(t, path)
+	if _, err := c.Take(day2, order, 2); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"Check": c.Check(day1, order, 2),
+		"Take":  func() error { _, err := c.Take(day1, order, 2); return err }(),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "2026-12-01 is before 2026-12-02") || errors.Is(err, calllimit.ErrLimit) {
+			t.Errorf("%s on an earlier date: %v", name, err)
+		}
+	}
+	if got := open(t, path).Used(day2)[order]; got != 1 {
+		t.Fatalf("the later date's count is %d after a call on an earlier one, want 1", got)
+	}
+}
