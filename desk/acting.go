@@ -95,7 +95,7 @@ func (a *acting) toolset(cfg *config.Config, dc *config.Desk, folder *memory.Fol
 		return nil
 	}
 	return gatedToolset{
-		inner: a.host.Toolset(dc.Name, dc.MCP), uses: dc.MCP, queue: a.queue, paused: paused,
+		inner: a.host.Toolset(dc.Name, dc.MCP), server: a.serverStatus, uses: dc.MCP, queue: a.queue, paused: paused,
 		counter: a.counter(dc.Name, folder), today: func() memory.Date { return cfg.Day.DateOf(clk.Now()) },
 	}
 }
@@ -113,6 +113,16 @@ func (a *acting) counter(desk string, folder *memory.Folder) *counter {
 		a.log.Error().Err(err).Str("desk", desk).Msg("the desk refuses every call of a limited tool until the file is mended")
 	}
 	return c
+}
+
+// serverStatus returns the host's status of server.
+func (a *acting) serverStatus(server string) (mcphost.ServerStatus, bool) {
+	for _, s := range a.host.Status() {
+		if s.Name == server {
+			return s, true
+		}
+	}
+	return mcphost.ServerStatus{}, false
 }
 
 // forget is desk's end: it no longer uses any server.
@@ -154,7 +164,9 @@ func contains(list []string, s string) bool {
 // a day's limit is checked first (a call over it does not trouble an
 // operator), then the operator decides, then the call is counted.
 type gatedToolset struct {
-	inner   router.Toolset
+	inner router.Toolset
+	// server returns a server's state (the host's status).
+	server  func(name string) (mcphost.ServerStatus, bool)
 	uses    map[string]config.DeskMCP
 	queue   *approval.Queue
 	paused  func() bool
@@ -189,11 +201,12 @@ func (g gatedToolset) Tools() []router.Tool {
 }
 
 // Refusal says why an mcp__ tool is not offered: the desk's file does not
-// allow it, or names no such server.
-func (g gatedToolset) Refusal(tool string) (string, bool) {
+// allow it, or names no such server (not allowed), or its server is not up
+// or lacks it (allowed).
+func (g gatedToolset) Refusal(tool string) (why string, allowed, ok bool) {
 	server, name, ok := mcphost.SplitToolName(tool)
 	if !ok {
-		return "", false
+		return "", false, false
 	}
 	use, ok := g.uses[server]
 	if !ok {
@@ -203,13 +216,23 @@ func (g gatedToolset) Refusal(tool string) (string, bool) {
 		}
 		sort.Strings(servers)
 		return fmt.Sprintf("%s is not a tool of this desk: its file lets it call tools of the MCP servers %s only, not of %q",
-			tool, strings.Join(servers, ", "), server), true
+			tool, strings.Join(servers, ", "), server), false, true
 	}
 	if !use.Allows(name) {
 		return fmt.Sprintf("%s is not allowed for this desk: of MCP server %s, its file allows %s only; the call did not run",
-			tool, server, strings.Join(use.Tools, ", ")), true
+			tool, server, strings.Join(use.Tools, ", ")), false, true
 	}
-	return "", false // allowed, but not offered now: the notes say why
+	// Allowed, but not offered now: its server is not up, or lacks it.
+	why = fmt.Sprintf("%s is unavailable now: MCP server %s", tool, server)
+	if st, ok := g.server(server); ok && st.State != mcphost.StateUp {
+		why += " is " + st.State
+		if st.Error != "" {
+			why += " (" + st.Error + ")"
+		}
+	} else {
+		why += " does not offer it now"
+	}
+	return why + "; the call did not run", true, true
 }
 
 // Notes returns the host's notes on the desk's unavailable tools.
@@ -236,6 +259,9 @@ func (g gatedToolset) gate(tool string, limit int, approve router.Gate) router.G
 // got is given back.
 func (g gatedToolset) counted(tool string, limit int, run func(context.Context, json.RawMessage) (string, error)) func(context.Context, json.RawMessage) (string, error) {
 	return func(ctx context.Context, args json.RawMessage) (string, error) {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("%s did not run: %w", tool, err) // not counted: its turn ended while it waited
+		}
 		date := g.today()
 		c, err := g.counter.get()
 		if err == nil {
@@ -269,4 +295,21 @@ func (a *acting) statusOf(desk string) func() ([]mcphost.ServerStatus, []approva
 		return nil
 	}
 	return func() ([]mcphost.ServerStatus, []approval.Pending) { return a.status(desk) }
+}
+
+// onPause returns what a desk's pause does to its calls that wait for an
+// operator: they are denied at once, by whoever paused it (the queue's
+// own desk.paused subscription does it too, but a bus may drop an event);
+// nil when a is.
+func (a *acting) onPause(desk string) func(Pause) {
+	if a == nil {
+		return nil
+	}
+	return func(p Pause) {
+		reason := "the desk was paused"
+		if p.Reason != "" {
+			reason += ": " + p.Reason
+		}
+		a.queue.DenyAll(desk, p.By, reason)
+	}
 }

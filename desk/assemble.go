@@ -75,6 +75,7 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 		QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce.ByKey(), Calendar: cfg.CalendarOf(dc.Calendar),
 		ShutdownTimeout: cfg.ShutdownTimeout, PauseFile: folder.Path(PauseFile),
 		RefusePaused: dc.PausedTriggers.Refuse(), Log: log, Folder: folder, Acting: act.statusOf(dc.Name),
+		OnPause: act.onPause(dc.Name),
 	})
 	if err != nil {
 		_ = r.Close()

@@ -177,6 +177,9 @@ type Options struct {
 	// Log receives the desk's debug lines (each trigger accepted, each
 	// next slot of its schedules); the zero Logger writes none.
 	Log zerolog.Logger
+	// OnPause, when set, is called as the desk is paused, before
+	// desk.paused is announced (the desk's waiting tool calls are denied).
+	OnPause func(Pause)
 	// Acting, when set, reports the state of the MCP servers the desk
 	// uses and its tool calls that wait for an operator, for its status.
 	Acting func() ([]mcphost.ServerStatus, []approval.Pending)

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/approval"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory"
@@ -265,6 +266,11 @@ func (f *fleet) startOne(ctx, deskCtx context.Context, cfg *config.Config, dc *c
 // reason desk.stopped gives.
 func (f *fleet) stop(run *deskRun, cause error) {
 	run.stopping = true
+	if f.acting != nil {
+		// Its calls waiting for an operator end now, denied: its turn
+		// ends rather than waiting out the stop.
+		f.acting.queue.DenyAll(run.name, approval.ByDeskd, "the desk is stopping: "+cause.Error())
+	}
 	run.cancel(cause)
 }
 

@@ -126,6 +126,9 @@ func (d *Desk) Pause(by, reason string) (p Pause, changed bool, err error) {
 	d.pause = &p
 	d.pauseMu.Unlock()
 	d.setIdleState()
+	if d.o.OnPause != nil {
+		d.o.OnPause(p) // its tool calls waiting for an operator are denied now
+	}
 	event.Publish(d.o.Bus, event.DeskPaused{Header: d.header(), By: p.By, Reason: p.Reason})
 	d.poke()
 	return p, true, nil

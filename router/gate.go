@@ -105,6 +105,8 @@ type Toolset interface {
 // (an MCP tool its desk's file does not allow): the model hears that
 // rather than "no tool named".
 type Refuser interface {
-	// Refusal returns why tool is not offered, and whether it knows.
-	Refusal(tool string) (string, bool)
+	// Refusal returns why tool is not offered, and whether it knows;
+	// allowed is true when the desk may call it (its server is down, say),
+	// so that it is not counted as a name the model made up.
+	Refusal(tool string) (why string, allowed, ok bool)
 }

@@ -285,27 +285,37 @@ func TestToolCalledSaysWhenNoToolHasTheName(t *testing.T) {
 // refusingToolset is a toolset that knows why it does not offer a tool.
 type refusingToolset struct{ toolset }
 
-func (refusingToolset) Refusal(tool string) (string, bool) {
-	if strings.HasPrefix(tool, "mcp__broker__") {
-		return tool + " is not allowed for this desk", true
+func (refusingToolset) Refusal(tool string) (string, bool, bool) {
+	switch {
+	case tool == "mcp__broker__quote":
+		return tool + " is unavailable now", true, true
+	case strings.HasPrefix(tool, "mcp__broker__"):
+		return tool + " is not allowed for this desk", false, true
 	}
-	return "", false
+	return "", false, false
 }
 
 // TestARefuserSaysWhyAToolIsNotOffered: a call of a tool the desk does
-// not have gets the reason of the toolset that knows it; other names get
-// "no tool named"; the turn goes on.
+// not offer gets the reason of the toolset that knows it; other names get
+// "no tool named"; the turn goes on. Only a tool the desk may call (its
+// server down) is announced as known, not unknown.
 func TestARefuserSaysWhyAToolIsNotOffered(t *testing.T) {
 	g := newLoopRig(t)
+	w := eventtest.Watch[event.ToolCalled](t, g.bus)
 	p := &playbook{steps: []router.Response{
-		{ToolCalls: []router.ToolCall{call("c1", "mcp__broker__cancel_all", `{}`), call("c2", "frobnicate", `{}`)}},
+		{ToolCalls: []router.ToolCall{call("c1", "mcp__broker__cancel_all", `{}`), call("c2", "frobnicate", `{}`), call("c3", "mcp__broker__quote", `{}`)}},
 		{Text: "ok"},
 	}}
 	r := g.router(router.Settings{Route: []router.Model{model(p, 0)}, Toolsets: []router.Toolset{&refusingToolset{}}})
 	g.send(r, "t1", "go")
 	res := toolResults(g.sessionRecords(r))
-	if len(res) != 2 || res[0].Text != "error: mcp__broker__cancel_all is not allowed for this desk" || !res[0].IsError ||
-		!strings.HasPrefix(res[1].Text, "error: no tool named frobnicate") {
+	if len(res) != 3 || res[0].Text != "error: mcp__broker__cancel_all is not allowed for this desk" || !res[0].IsError ||
+		!strings.HasPrefix(res[1].Text, "error: no tool named frobnicate") || res[2].Text != "error: mcp__broker__quote is unavailable now" {
 		t.Fatalf("results %+v", res)
+	}
+	for _, want := range []bool{true, true, false} {
+		if e := eventtest.Next[event.ToolCalled](w); e.Unknown != want {
+			t.Errorf("tool.called %+v: unknown want %v", e, want)
+		}
 	}
 }

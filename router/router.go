@@ -939,17 +939,18 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 }
 
 // refusalLocked is what the model hears of a call of a tool the desk does
-// not have: a toolset's reason, when one knows it (an MCP tool the desk's
-// file does not allow), else what it heard.
-func (r *Router) refusalLocked(tool, heard string) string {
+// not offer: a toolset's reason, when one knows it (an MCP tool the desk's
+// file does not allow, or whose server is down), else what it heard; and
+// whether the name is still unknown (not one the desk may call).
+func (r *Router) refusalLocked(tool, heard string) (string, bool) {
 	for _, ts := range r.set.Toolsets {
 		if rf, ok := ts.(Refuser); ok {
-			if why, ok := rf.Refusal(tool); ok {
-				return "error: " + why
+			if why, allowed, ok := rf.Refusal(tool); ok {
+				return "error: " + why, !allowed
 			}
 		}
 	}
-	return heard
+	return heard, true
 }
 
 // decisionText is a decision in a sentence, for transcripts.
@@ -987,7 +988,7 @@ func (r *Router) answerCallLocked(ctx context.Context, trigger string, runnable 
 			return Message{}, ran, err
 		}
 		if ans.unknown {
-			ans.result = r.refusalLocked(call.Name, ans.result)
+			ans.result, ans.unknown = r.refusalLocked(call.Name, ans.result)
 		}
 	} else {
 		ans = toolAnswer{result: notRun(call, n, r.set.MaxToolCalls), isError: true, outcome: OutcomeRefused}
