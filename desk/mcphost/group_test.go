@@ -98,7 +98,7 @@ func TestHideKeepsOrdinaryWords(t *testing.T) {
 	cfg := &config.MCPServer{Name: "x", Secrets: config.MCPSecrets{
 		Headers: map[string][]string{"Authorization": {"Bearer tok-0123456789"}, "Accept": {"application/json"}, "X-Api-Key": {"k-abcdefgh"},
 			"X-Desk": {"fx options-desk"}},
-		Env:     map[string]string{"BROKER_KEY": "env-secret-1"},
+		Env: map[string]string{"BROKER_KEY": "env-secret-1"},
 	}}
 	got := mcphost.Hide(cfg, "use a Bearer token tok-0123456789 as application/json; key k-abcdefgh, env env-secret-1; the options-desk")
 	want := "use a Bearer token [secret] as [secret]; key [secret], env [secret]; the options-desk"
