@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -41,6 +43,7 @@ type acting struct {
 	mu       sync.Mutex
 	counters map[string]*counter // by desk
 	servers  map[string][]string // the MCP servers each desk uses, by desk
+	warned   map[string]bool     // misnamed entries already reported
 }
 
 // counter is a desk's counter of limited calls, or why it could not be
@@ -74,6 +77,7 @@ func newActing(clk clock.Clock, bus *event.Bus, log zerolog.Logger) *acting {
 		log:      log,
 		counters: map[string]*counter{},
 		servers:  map[string][]string{},
+		warned:   map[string]bool{},
 	}
 }
 
@@ -95,7 +99,7 @@ func (a *acting) toolset(cfg *config.Config, dc *config.Desk, folder *memory.Fol
 		return nil
 	}
 	return gatedToolset{
-		inner: a.host.Toolset(dc.Name, dc.MCP), server: a.serverStatus, uses: dc.MCP, queue: a.queue, paused: paused,
+		inner: a.host.Toolset(dc.Name, dc.MCP), server: a.serverStatus, misnamed: a.misnamed(dc.Name), uses: dc.MCP, queue: a.queue, paused: paused,
 		counter: a.counter(dc.Name, folder), today: func() memory.Date { return cfg.Day.DateOf(clk.Now()) },
 	}
 }
@@ -113,6 +117,22 @@ func (a *acting) counter(desk string, folder *memory.Folder) *counter {
 		a.log.Error().Err(err).Str("desk", desk).Msg("the desk refuses every call of a limited tool until the file is mended")
 	}
 	return c
+}
+
+// misnamed returns how desk's misnamed approve or limits entries are
+// reported: a warning, once for each set of names.
+func (a *acting) misnamed(desk string) func(server string, names []string) {
+	return func(server string, names []string) {
+		key := desk + "\x00" + server + "\x00" + strings.Join(names, "\x00")
+		a.mu.Lock()
+		seen := a.warned[key]
+		a.warned[key] = true
+		a.mu.Unlock()
+		if !seen {
+			a.log.Warn().Str("desk", desk).Str("server", server).Strs("names", names).
+				Msg("the desk's mcp entry names tools its MCP server does not have (a misspelling?): every call of that server's tools waits for an operator until it is mended")
+		}
+	}
 }
 
 // serverStatus returns the host's status of server.
@@ -165,6 +185,9 @@ func contains(list []string, s string) bool {
 // operator), then the operator decides, then the call is counted.
 type gatedToolset struct {
 	inner router.Toolset
+	// misnamed reports a server whose approve or limits name tools it
+	// does not have (its calls all wait for an operator then).
+	misnamed func(server string, names []string)
 	// server returns a server's state (the host's status).
 	server  func(name string) (mcphost.ServerStatus, bool)
 	uses    map[string]config.DeskMCP
@@ -174,9 +197,13 @@ type gatedToolset struct {
 	today   func() memory.Date
 }
 
-// Tools returns the host's tools of the desk, gated.
+// Tools returns the host's tools of the desk, gated. A server whose tools
+// are all allowed (["*"]) but whose approve or limits name a tool it does
+// not have (a misspelling, most likely, of one that acts) has every call
+// of its tools wait for an operator, and the operator is told.
 func (g gatedToolset) Tools() []router.Tool {
 	tools := g.inner.Tools()
+	strict := g.strictServers(tools)
 	out := make([]router.Tool, len(tools))
 	for i, t := range tools {
 		out[i] = t
@@ -186,7 +213,7 @@ func (g gatedToolset) Tools() []router.Tool {
 		}
 		use := g.uses[server]
 		var approve router.Gate
-		if use.NeedsApproval(name) {
+		if use.NeedsApproval(name) || strict[server] {
 			approve = g.queue.Gate(use.ApproveWithin, g.paused)
 		}
 		limit := use.Limits[name]
@@ -233,6 +260,46 @@ func (g gatedToolset) Refusal(tool string) (why string, allowed, ok bool) {
 		why += " does not offer it now"
 	}
 	return why + "; the call did not run", true, true
+}
+
+// strictServers returns the servers of tools whose desk entry allows
+// every tool but names, in approve or limits, one the server does not
+// offer; each is reported (once) through g.misnamed.
+func (g gatedToolset) strictServers(tools []router.Tool) map[string]bool {
+	offered := map[string]map[string]bool{}
+	for _, t := range tools {
+		if server, name, ok := mcphost.SplitToolName(t.Spec.Name); ok {
+			if offered[server] == nil {
+				offered[server] = map[string]bool{}
+			}
+			offered[server][name] = true
+		}
+	}
+	strict := map[string]bool{}
+	for server, names := range offered {
+		use := g.uses[server]
+		if !slices.Contains(use.Tools, config.AllMCPTools) {
+			continue
+		}
+		var missing []string
+		for _, n := range use.Approve {
+			if n != config.AllMCPTools && !names[n] {
+				missing = append(missing, "approve: "+n)
+			}
+		}
+		for _, n := range slices.Sorted(maps.Keys(use.Limits)) {
+			if !names[n] {
+				missing = append(missing, "limits: "+n)
+			}
+		}
+		if len(missing) > 0 {
+			strict[server] = true
+			if g.misnamed != nil {
+				g.misnamed(server, missing)
+			}
+		}
+	}
+	return strict
 }
 
 // Notes returns the host's notes on the desk's unavailable tools.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,12 +41,15 @@ func TestCheckConfigMCP(t *testing.T) {
 
 	cfg = apiConfig(t, t.TempDir(), "{provider: scripted}", servers+"  gone: {url: \"http://127.0.0.1:"+freePortString(t)+"/mcp\", timeout: 5s}\n",
 		"mcp:\n  broker: {tools: [quote, place_order, cancel_all]}\n  gone: {tools: [\"*\"]}\n")
+	writeTestFile(t, filepath.Dir(cfg), "desks.d/fx.yaml", "model: m\ninstructions: fx\nmcp:\n  broker: {tools: [\"*\"], approve: [place-order], limits: {placeorder: 3}}\n")
 	code, out = deskdCLI(t, "check-config", "--config", cfg, "--probe")
 	for _, want := range []string{
-		"mcp server broker (used by main): 7 tools: ",
+		"mcp server broker (used by fx, main): 7 tools: ",
 		"MISSING: desk main allows cancel_all, which server broker does not have",
 		"mcp server gone (used by main): NOT REACHED: ",
-		"the MCP probe found 2 problems",
+		"MISSING: desk fx names in approve place-order, which server broker does not have",
+		"MISSING: desk fx names in limits placeorder, which server broker does not have",
+		"the MCP probe found 4 problems",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("check-config --probe lacks %q:\n%s", want, out)

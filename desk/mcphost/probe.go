@@ -48,8 +48,9 @@ type ProbeReport struct {
 	Used []string
 }
 
-// MissingTool is a tool a desk's mcp entry names that its server lacks.
-type MissingTool struct{ Desk, Tool string }
+// MissingTool is a tool a desk's mcp entry names that its server lacks:
+// in its tools, approve or limits (Key).
+type MissingTool struct{ Desk, Key, Tool string }
 
 // ProbeConfig probes every server of cfg (Probe), one after the other,
 // sorted by name, and marks the tools its desks allow that it does not
@@ -74,11 +75,20 @@ func ProbeConfig(ctx context.Context, cfg *config.Config) []ProbeReport {
 				continue
 			}
 			rep.Used = append(rep.Used, desk)
-			for _, tool := range use.Tools {
-				if tool != config.AllMCPTools && rep.Err == nil && !has[tool] {
-					rep.Missing = append(rep.Missing, MissingTool{Desk: desk, Tool: tool})
+			if rep.Err != nil {
+				continue
+			}
+			for key, tools := range map[string][]string{"tools": use.Tools, "approve": use.Approve, "limits": slices.Sorted(maps.Keys(use.Limits))} {
+				for _, tool := range tools {
+					if tool != config.AllMCPTools && !has[tool] {
+						rep.Missing = append(rep.Missing, MissingTool{Desk: desk, Key: key, Tool: tool})
+					}
 				}
 			}
+			sort.Slice(rep.Missing, func(i, j int) bool {
+				a, b := rep.Missing[i], rep.Missing[j]
+				return a.Desk+"\x00"+a.Key+"\x00"+a.Tool < b.Desk+"\x00"+b.Key+"\x00"+b.Tool
+			})
 		}
 		out = append(out, rep)
 	}

@@ -33,7 +33,11 @@ func Probe(w io.Writer, reports []mcphost.ProbeReport) int {
 			termsafe.Line(strings.Join(names, ", ")))
 		for _, m := range r.Missing {
 			problems++
-			fmt.Fprintf(w, "  MISSING: desk %s allows %s, which server %s does not have\n", termsafe.Line(m.Desk), termsafe.Line(m.Tool), termsafe.Line(r.Server))
+			what := "allows"
+			if m.Key != "tools" {
+				what = "names in " + m.Key // a misspelling leaves the tool it meant without its approval or limit
+			}
+			fmt.Fprintf(w, "  MISSING: desk %s %s %s, which server %s does not have\n", termsafe.Line(m.Desk), what, termsafe.Line(m.Tool), termsafe.Line(r.Server))
 		}
 	}
 	return problems
