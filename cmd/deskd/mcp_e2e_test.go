@@ -469,3 +469,49 @@ func TestMCPApprovedCallToADownServerIsGivenBackE2E(t *testing.T) {
 		t.Fatalf("%d orders reached the broker, want 1", n)
 	}
 }
+
+// TestMCPShutdownDeniesWaitingCallsE2E: a call waiting for an operator
+// when deskd is told to stop is denied at once ("deskd is stopping"), so
+// that its turn ends with its answer rather than being cut off at the
+// shutdown timeout; the denial is in the session.
+func TestMCPShutdownDeniesWaitingCallsE2E(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := startInProcess(t, "deskd", mcpConfig(t, dir, filepath.Join(dir, "orders")), apiStart)
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	_ = waitingCall(t, d, "o1", `{"symbol":"INFY","qty":5,"side":"buy"}`)
+	if err := d.signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor(t, time.Now().Add(30*time.Second), "the denial", isEvent("approval.decided", "trigger", "o1", "outcome", "denied", "by", "deskd"))
+	d.waitFor(t, time.Now().Add(30*time.Second), "o1's answer", isEvent("turn.completed", "trigger", "o1"))
+	if code := d.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("deskd exited %d", code)
+	}
+	dec := sessionDecisions(t, filepath.Join(dir, "state", "desks", "main"))
+	if len(dec) != 1 || dec[0].Outcome != "denied" || dec[0].Reason != "deskd is stopping" {
+		t.Fatalf("the session's decisions: %+v", dec)
+	}
+}
+
+// TestMCPDeskStopDeniesWaitingCallsE2E: a call waiting for an operator on
+// a desk whose file is removed is denied as the desk stops (rather than
+// left undecidable until the stop times out).
+func TestMCPDeskStopDeniesWaitingCallsE2E(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := startInProcess(t, "deskd", mcpConfig(t, dir, filepath.Join(dir, "orders")), apiStart)
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	_ = waitingCall(t, d, "o1", `{"symbol":"INFY","qty":5,"side":"buy"}`)
+	if err := os.Rename(filepath.Join(dir, "desks.d", "main.yaml"), filepath.Join(dir, "main.yaml.off")); err != nil {
+		t.Fatal(err)
+	}
+	d.debounced(t, func() {
+		d.waitFor(t, time.Now().Add(30*time.Second), "the denial", isEvent("approval.decided", "trigger", "o1", "outcome", "denied", "by", "deskd"))
+	})
+	d.waitFor(t, time.Now().Add(30*time.Second), "o1's answer", isEvent("turn.completed", "trigger", "o1"))
+	d.waitFor(t, time.Now().Add(30*time.Second), "desk.stopped", isEvent("desk.stopped", "desk", "main"))
+	if n := d.count(isEvent("turn.interrupted", "trigger", "o1")); n != 0 {
+		t.Fatal("o1's turn was cut off")
+	}
+}
