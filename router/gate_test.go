@@ -285,7 +285,7 @@ func TestToolCalledSaysWhenNoToolHasTheName(t *testing.T) {
 // refusingToolset is a toolset that knows why it does not offer a tool.
 type refusingToolset struct{ toolset }
 
-func (refusingToolset) Refusal(tool string) (string, bool, bool) {
+func (*refusingToolset) Refusal(tool string) (string, bool, bool) {
 	switch {
 	case tool == "mcp__broker__quote":
 		return tool + " is unavailable now", true, true
