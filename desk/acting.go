@@ -163,21 +163,12 @@ func (a *acting) status(desk string) ([]mcphost.ServerStatus, []approval.Pending
 	var out []mcphost.ServerStatus
 	if len(uses) > 0 {
 		for _, s := range a.host.Status() {
-			if contains(uses, s.Name) {
+			if slices.Contains(uses, s.Name) {
 				out = append(out, s)
 			}
 		}
 	}
 	return out, a.queue.Pending(desk)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // gatedToolset is a desk's MCP tools, those that act behind their gates:

@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/deskd/deskd/desk/event"
@@ -16,10 +14,7 @@ type toolMetrics struct {
 	duration  *prometheus.HistogramVec // desk, tool
 	decisions *prometheus.CounterVec   // desk, tool, outcome
 	restarts  *prometheus.CounterVec   // server
-	upDsc     *prometheus.Desc
-
-	mu      sync.Mutex
-	servers func() map[string]bool // SetMCP's
+	up        *upGauge                 // server, read from SetMCP's function
 }
 
 func newToolMetrics(reg *prometheus.Registry) *toolMetrics {
@@ -38,15 +33,15 @@ func newToolMetrics(reg *prometheus.Registry) *toolMetrics {
 			Name: "deskd_approvals_total",
 			Help: "Tool calls that waited for an operator's decision, by desk, tool and outcome: approved, denied or expired.",
 		}, []string{"desk", "tool", "outcome"}),
-		upDsc: prometheus.NewDesc("deskd_mcp_server_up",
+		up: newUpGauge("deskd_mcp_server_up",
 			"1 while deskd is connected to the MCP server and has its tools, 0 while it is not (starting, down: deskd retries; or stopped: no desk uses it). "+
-				"Absent for a server not in mcp_servers.", []string{"server"}, nil),
+				"Absent for a server not in mcp_servers.", "server"),
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "deskd_mcp_server_down_total",
 			Help: "Times an MCP server could not be started or reached, or went away, by server.",
 		}, []string{"server"}),
 	}
-	reg.MustRegister(t.calls, t.duration, t.decisions, t.restarts, t)
+	reg.MustRegister(t.calls, t.duration, t.decisions, t.restarts, t.up)
 	return t
 }
 
@@ -73,28 +68,4 @@ func (t *toolMetrics) observe(e event.Event) bool {
 
 // SetMCP sets the function read at each scrape for deskd_mcp_server_up:
 // each configured MCP server, and whether it is up now.
-func (m *Registry) SetMCP(servers func() map[string]bool) {
-	m.tools.mu.Lock()
-	m.tools.servers = servers
-	m.tools.mu.Unlock()
-}
-
-// Describe is prometheus.Collector's: the servers' gauge.
-func (t *toolMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- t.upDsc }
-
-// Collect is prometheus.Collector's: each server's gauge, once set.
-func (t *toolMetrics) Collect(ch chan<- prometheus.Metric) {
-	t.mu.Lock()
-	f := t.servers
-	t.mu.Unlock()
-	if f == nil {
-		return
-	}
-	for name, up := range f() {
-		v := 0.0
-		if up {
-			v = 1
-		}
-		ch <- prometheus.MustNewConstMetric(t.upDsc, prometheus.GaugeValue, v, name)
-	}
-}
+func (m *Registry) SetMCP(servers func() map[string]bool) { m.tools.up.set(servers) }
