@@ -23,11 +23,34 @@ import (
 // approval (1 minute) and a limit of 2 a day.
 func mcpConfig(t *testing.T, dir, orders string) string {
 	t.Helper()
-	srv := mcptest.Stdio(t)
-	extra := fmt.Sprintf("mcp_servers:\n  broker: {command: [%q], env: {%s: stdio, %s: %q}, timeout: 20s}\n",
-		srv.Command[0], mcptest.EnvMode, mcptest.EnvOrders, orders)
 	desk := "mcp:\n  broker: {tools: [quote, place_order], approve: [place_order], approve_within: 1m, limits: {place_order: 2}}\n"
-	return apiConfig(t, dir, "{provider: scripted}", extra, desk)
+	return apiConfig(t, dir, "{provider: scripted}", stdioBroker(t, orders), desk)
+}
+
+// stdioBroker is the mcp_servers section of the test MCP server over
+// stdio as "broker" (this test binary, started again by deskd), its
+// orders written to orders.
+func stdioBroker(t *testing.T, orders string) string {
+	t.Helper()
+	return fmt.Sprintf("mcp_servers:\n  broker: {command: [%q], env: {%s: stdio, %s: %q}, timeout: 20s}\n",
+		mcptest.Stdio(t).Command[0], mcptest.EnvMode, mcptest.EnvOrders, orders)
+}
+
+// httpBroker starts the test MCP server over streamable HTTP and returns
+// the mcp_servers section that reaches it as "broker", its headers file
+// (in dir) carrying header (the server wants "Authorization: Bearer " +
+// mcptest.Token).
+func httpBroker(t *testing.T, dir, header string) (string, *mcptest.HTTPServer) {
+	t.Helper()
+	_, srv := mcptest.HTTP(t)
+	headers := writeTestFile(t, dir, "broker.headers", "# the broker's credential\n"+header+"\n")
+	return fmt.Sprintf("mcp_servers:\n  broker: {url: %q, headers_file: %q, timeout: 10s}\n", srv.URL, headers), srv
+}
+
+// brokerUp waits until d has announced the broker server up.
+func brokerUp(t *testing.T, d *deskdProc) {
+	t.Helper()
+	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
 }
 
 // mcpCall is a trigger whose text makes the scripted model call tool with args.
@@ -71,7 +94,7 @@ func TestMCPApprovalE2E(t *testing.T) {
 	orders := filepath.Join(dir, "orders")
 	d := startInProcess(t, "deskd", mcpConfig(t, dir, orders), apiStart)
 	d.waitReady(t)
-	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	brokerUp(t, d)
 
 	// A free tool.
 	if s, _ := d.post(t, mcpCall("q1", "quote", `{"symbol":"INFY"}`)); s != http.StatusAccepted {
@@ -234,7 +257,7 @@ func TestMCPServerDiesWithDeskdE2E(t *testing.T) {
 	extra := fmt.Sprintf("mcp_servers:\n  broker: {command: [%q], env: {%s: stdio, %s: \"1\"}}\n", exe, mcptest.EnvMode, mcptest.EnvLinger)
 	cfg := apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [\"*\"]}\n")
 	d := startAPIBinary(t, "deskd", cfg)
-	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	brokerUp(t, d)
 	_, body := d.call(t, http.MethodGet, "/v1/desks", "", "")
 	var st httpapi.DesksResponse
 	if err := json.Unmarshal([]byte(body), &st); err != nil || len(st.Desks) != 1 || len(st.Desks[0].MCP) != 1 || st.Desks[0].MCP[0].PID == 0 {
@@ -256,12 +279,10 @@ func TestMCPServerDiesWithDeskdE2E(t *testing.T) {
 func TestMCPHTTPServerGoesAndComesBackE2E(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	_, srv := mcptest.HTTP(t)
-	headers := writeTestFile(t, dir, "broker.headers", "# the broker's token\nAuthorization: Bearer "+mcptest.Token+"\n")
-	extra := fmt.Sprintf("mcp_servers:\n  broker: {url: %q, headers_file: %q, timeout: 10s}\n", srv.URL, headers)
+	extra, srv := httpBroker(t, dir, "Authorization: Bearer "+mcptest.Token)
 	d := startInProcess(t, "deskd", apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [quote]}\n"), apiStart)
 	d.waitReady(t)
-	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	brokerUp(t, d)
 	quote := func(id string) string {
 		t.Helper()
 		if s, _ := d.post(t, mcpCall(id, "quote", `{"symbol":"INFY"}`)); s != http.StatusAccepted {
@@ -310,10 +331,7 @@ func TestMCPHTTPServerGoesAndComesBackE2E(t *testing.T) {
 func TestMCPHeadersFileReadAtReloadE2E(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	_, srv := mcptest.HTTP(t)
-	const wrong = "Bearer wrong-secret-0123456789"
-	headers := writeTestFile(t, dir, "broker.headers", "Authorization: "+wrong+"\n")
-	extra := fmt.Sprintf("mcp_servers:\n  broker: {url: %q, headers_file: %q}\n", srv.URL, headers)
+	extra, _ := httpBroker(t, dir, "Authorization: Bearer wrong-secret-0123456789")
 	d := startInProcess(t, "deskd", apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [quote]}\n"), apiStart)
 	d.waitReady(t)
 	down := d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.down", isEvent("mcp.server.down", "server", "broker"))
@@ -329,7 +347,7 @@ func TestMCPHeadersFileReadAtReloadE2E(t *testing.T) {
 	if !strings.Contains(rel.Raw, "headers_file contents changed") {
 		t.Errorf("the reload does not say the headers file changed: %s", rel.Raw)
 	}
-	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	brokerUp(t, d)
 	if all := d.stderr.String(); strings.Contains(all, "wrong-secret") || strings.Contains(all, mcptest.Token) {
 		t.Fatalf("the log carries a secret of the headers file:\n%s", all)
 	}
@@ -350,7 +368,7 @@ func TestMCPDamagedLimitsFileRefusesLimitedCallsE2E(t *testing.T) {
 			return l.Str("level") == "error" && strings.Contains(l.Str("error"), "tool-limits.json")
 		})
 	d.waitReady(t)
-	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	brokerUp(t, d)
 	if s, _ := d.post(t, mcpCall("o1", "place_order", `{"symbol":"INFY","qty":5,"side":"buy"}`)); s != http.StatusAccepted {
 		t.Fatalf("POST o1 = %d", s)
 	}
@@ -394,9 +412,7 @@ func TestMCPLimitAcrossRestartAndDayE2E(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	orders := filepath.Join(dir, "orders")
-	srv := mcptest.Stdio(t)
-	extra := fmt.Sprintf("mcp_servers:\n  broker: {command: [%q], env: {%s: stdio, %s: %q}}\n", srv.Command[0], mcptest.EnvMode, mcptest.EnvOrders, orders)
-	cfg := apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [place_order], limits: {place_order: 1}}\n")
+	cfg := apiConfig(t, dir, "{provider: scripted}", stdioBroker(t, orders), "mcp:\n  broker: {tools: [place_order], limits: {place_order: 1}}\n")
 	order := func(d *deskdProc, id string) string {
 		t.Helper()
 		if s, _ := d.post(t, mcpCall(id, "place_order", `{"symbol":"INFY","qty":1,"side":"buy"}`)); s != http.StatusAccepted {
@@ -407,7 +423,7 @@ func TestMCPLimitAcrossRestartAndDayE2E(t *testing.T) {
 	const over = "at most 1 time a trading day; 1 call was made on 2026-03-02"
 
 	d := startInProcess(t, "first deskd", cfg, apiStart)
-	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	brokerUp(t, d)
 	if r := order(d, "o1"); !strings.Contains(r, "accepted") {
 		t.Fatalf("o1: %q", r)
 	}
@@ -417,7 +433,7 @@ func TestMCPLimitAcrossRestartAndDayE2E(t *testing.T) {
 	d.stopCleanly(t, syscall.SIGTERM)
 
 	d = startInProcess(t, "second deskd", cfg, apiStart.Add(time.Hour))
-	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	brokerUp(t, d)
 	if r := order(d, "o3"); !strings.Contains(r, over) {
 		t.Fatalf("o3 after the restart: %q", r)
 	}
@@ -436,12 +452,10 @@ func TestMCPLimitAcrossRestartAndDayE2E(t *testing.T) {
 func TestMCPApprovedCallToADownServerIsGivenBackE2E(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	_, srv := mcptest.HTTP(t)
-	headers := writeTestFile(t, dir, "broker.headers", "Authorization: Bearer "+mcptest.Token+"\n")
-	extra := fmt.Sprintf("mcp_servers:\n  broker: {url: %q, headers_file: %q}\n", srv.URL, headers)
+	extra, srv := httpBroker(t, dir, "Authorization: Bearer "+mcptest.Token)
 	desk := "mcp:\n  broker: {tools: [place_order], approve: [place_order], limits: {place_order: 1}}\n"
 	d := startInProcess(t, "deskd", apiConfig(t, dir, "{provider: scripted}", extra, desk), apiStart)
-	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	brokerUp(t, d)
 
 	id := waitingCall(t, d, "o1", `{"symbol":"INFY","qty":1,"side":"buy"}`)
 	srv.Stop()
@@ -478,7 +492,7 @@ func TestMCPShutdownDeniesWaitingCallsE2E(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	d := startInProcess(t, "deskd", mcpConfig(t, dir, filepath.Join(dir, "orders")), apiStart)
-	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	brokerUp(t, d)
 	_ = waitingCall(t, d, "o1", `{"symbol":"INFY","qty":5,"side":"buy"}`)
 	if err := d.signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -501,7 +515,7 @@ func TestMCPDeskStopDeniesWaitingCallsE2E(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	d := startInProcess(t, "deskd", mcpConfig(t, dir, filepath.Join(dir, "orders")), apiStart)
-	d.waitFor(t, time.Now().Add(30*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "broker"))
+	brokerUp(t, d)
 	_ = waitingCall(t, d, "o1", `{"symbol":"INFY","qty":5,"side":"buy"}`)
 	if err := os.Rename(filepath.Join(dir, "desks.d", "main.yaml"), filepath.Join(dir, "main.yaml.off")); err != nil {
 		t.Fatal(err)
