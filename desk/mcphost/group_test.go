@@ -1,8 +1,6 @@
 package mcphost_test
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,21 +71,7 @@ func TestATimeoutChangeKeepsTheServer(t *testing.T) {
 	if big := tool(t, ts, "mcp__stdio__big"); big.MaxResult != 1000 {
 		t.Errorf("max_result after the reload: %d, want 1000", big.MaxResult)
 	}
-	slow := tool(t, ts, "mcp__stdio__slow")
-	errc := make(chan error, 1)
-	go func() {
-		_, err := slow.Run(t.Context(), json.RawMessage(`{}`))
-		errc <- err
-	}()
-	ctx, cancel := context.WithTimeout(t.Context(), wait)
-	defer cancel()
-	if err := r.clock.WaitTimerAt(ctx, start.Add(7*time.Second)); err != nil {
-		t.Fatalf("the call armed no timer of the new 7s timeout: %v", err)
-	}
-	r.clock.Set(start.Add(7 * time.Second))
-	if err := <-errc; err == nil || !strings.Contains(err.Error(), "timed out after 7s") {
-		t.Fatalf("slow: %v, want a timeout after 7s", err)
-	}
+	r.timesOut(tool(t, ts, "mcp__stdio__slow"), 7*time.Second)
 }
 
 // TestHideKeepsOrdinaryWords: every value of the headers file and a

@@ -128,6 +128,37 @@ func (r *rig) retry(e event.MCPServerDown) {
 	r.clock.Set(e.RetryAt)
 }
 
+// timesOut runs tl, a call that never answers, and checks that it ends
+// "timed out after d" when the fake clock reaches d after start, and not
+// before.
+func (r *rig) timesOut(tl router.Tool, d time.Duration) {
+	r.t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := tl.Run(r.t.Context(), json.RawMessage(`{}`))
+		errc <- err
+	}()
+	ctx, cancel := context.WithTimeout(r.t.Context(), wait)
+	defer cancel()
+	if err := r.clock.WaitTimerAt(ctx, start.Add(d)); err != nil {
+		r.t.Fatalf("the call armed no %s timer: %v", d, err)
+	}
+	select {
+	case err := <-errc:
+		r.t.Fatalf("%s answered before its timeout: %v", tl.Spec.Name, err)
+	default:
+	}
+	r.clock.Set(start.Add(d))
+	select {
+	case err := <-errc:
+		if want := tl.Spec.Name + " timed out after " + d.String(); err == nil || err.Error() != want {
+			r.t.Errorf("%s: error %v, want %q", tl.Spec.Name, err, want)
+		}
+	case <-ctx.Done():
+		r.t.Fatalf("%s did not end at its timeout", tl.Spec.Name)
+	}
+}
+
 func (r *rig) status(server string) mcphost.ServerStatus {
 	r.t.Helper()
 	for _, s := range r.host.Status() {

@@ -169,32 +169,7 @@ func TestTimeoutOnTheHostClock(t *testing.T) {
 			srv.Timeout = 5 * time.Second
 			r.serve(srv)
 			ts := r.host.Toolset("d", map[string]config.DeskMCP{srv.Name: {Server: srv.Name, Tools: []string{"*"}}})
-			slow := tool(t, ts, mcphost.ToolName(srv.Name, "slow"))
-			errc := make(chan error, 1)
-			go func() {
-				_, err := slow.Run(t.Context(), json.RawMessage(`{}`))
-				errc <- err
-			}()
-			ctx, cancel := context.WithTimeout(t.Context(), wait)
-			defer cancel()
-			if err := r.clock.WaitTimerAt(ctx, start.Add(5*time.Second)); err != nil {
-				t.Fatalf("the call armed no 5s timer: %v", err)
-			}
-			select {
-			case err := <-errc:
-				t.Fatalf("slow answered before its timeout: %v", err)
-			default:
-			}
-			r.clock.Set(start.Add(5 * time.Second))
-			select {
-			case err := <-errc:
-				want := mcphost.ToolName(srv.Name, "slow") + " timed out after 5s"
-				if err == nil || err.Error() != want {
-					t.Errorf("slow: error %v, want %q", err, want)
-				}
-			case <-ctx.Done():
-				t.Fatal("slow did not end at its timeout")
-			}
+			r.timesOut(tool(t, ts, mcphost.ToolName(srv.Name, "slow")), 5*time.Second)
 			if got := mustCall(t, tool(t, ts, mcphost.ToolName(srv.Name, "echo")), map[string]any{"text": "still here"}); got != "still here" {
 				t.Errorf("echo after a timeout = %q", got)
 			}
