@@ -248,13 +248,15 @@ func (c *conn) stderr() string {
 // httpClient sends the server's secret headers with every request to the
 // server's own origin (scheme, host and port of its url), and never
 // anywhere else: a redirect to another origin is not followed. A POST
-// (a call, a listing) and its answer end after the server's timeout on
-// clk, whatever the SDK does with a call given up on.
+// (a call, a listing) and its answer end after twice the server's timeout
+// on clk, whatever the SDK does with a call given up on.
 func httpClient(cfg *config.MCPServer, clk clock.Clock) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	origin := originOf(cfg.URL)
 	return &http.Client{
-		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin, server: cfg.Name, clock: clk, timeout: timeout(cfg)},
+		// Twice the call's timeout: a backstop behind the call's own
+		// (which ends its request), never racing it.
+		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin, server: cfg.Name, clock: clk, timeout: 2 * timeout(cfg)},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if originOf(req.URL.String()) != origin {
 				return fmt.Errorf("MCP server %s redirected to another host (%s); deskd does not follow it", cfg.Name, req.URL.Host)
@@ -310,8 +312,8 @@ func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// bounded returns r under a context that ends after the server's timeout
-// on the host's clock (a server that answers a call slowly, or never, is
+// bounded returns r under a context that ends after t.timeout on the
+// host's clock (a server that answers a call slowly, or never, is
 // not held past it), and the func that ends it once the answer is read.
 func (t headers) bounded(r *http.Request) (*http.Request, func()) {
 	ctx, cancel := context.WithCancel(r.Context())
