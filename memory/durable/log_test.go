@@ -286,3 +286,170 @@ func TestScanRecordsGluedAfterManyBraces(t *testing.T) {
 		t.Errorf("records = %q, want the glued record {\"n\":2}", got)
 	}
 }
+
+// opener is OpenLog or OpenLogAt from the file's start, as a test opens a
+// log: both must recover a file the same way.
+type opener struct {
+	name string
+	open func(fsys durable.FS, path string) (*durable.Log, durable.Scan, error)
+}
+
+var openers = []opener{
+	{"OpenLog", func(fsys durable.FS, path string) (*durable.Log, durable.Scan, error) {
+		return durable.OpenLog(fsys, path, 0o640, isObject)
+	}},
+	{"OpenLogAt", func(fsys durable.FS, path string) (*durable.Log, durable.Scan, error) {
+		return durable.OpenLogAt(fsys, path, 0o640, 0, func(line []byte, _ int64) bool { return isObject(line) })
+	}},
+}
+
+// readBack reopens path with every opener and fails unless each finds
+// exactly want (the file's bytes) and no damage.
+func readBack(t *testing.T, path, want string) {
+	t.Helper()
+	if got, _ := os.ReadFile(path); string(got) != want {
+		t.Fatalf("file = %q, want %q", got, want)
+	}
+	for _, o := range openers {
+		l, sc, err := o.open(nil, path)
+		if err != nil {
+			t.Fatalf("%s again: %v", o.name, err)
+		}
+		_ = l.Close()
+		if sc.Torn != nil || len(sc.Skipped) != 0 {
+			t.Errorf("%s again found damage: torn %+v, skipped %+v", o.name, sc.Torn, sc.Skipped)
+		}
+	}
+	if got, _ := os.ReadFile(path); string(got) != want {
+		t.Fatalf("file after reopening = %q, want %q", got, want)
+	}
+}
+
+// TestEveryRecoveryThenAFault: whatever the log recovered from (a last
+// record without its newline, a torn tail with or without its newline,
+// half a record of JSON or not, a failed write, a failed fsync, a failed
+// cut), a failed append after it, then a good one, leave a file of
+// exactly the good records, through OpenLog and OpenLogAt alike. (The
+// issue's case: {"n":1} without its newline, a failed append, then
+// {"n":3}: the file must read {"n":1}\n{"n":3}\n.)
+func TestEveryRecoveryThenAFault(t *testing.T) {
+	const want = "{\"n\":1}\n{\"n\":3}\n"
+	big := []byte(`{"n":2,"pad":"` + strings.Repeat("x", 100) + `"}`)
+	recoveries := []struct {
+		name    string
+		content string
+		// after runs on the opened log: a failure the log must recover from.
+		after func(t *testing.T, ffs *faultfs.FS, l *durable.Log)
+	}{
+		{name: "no newline", content: `{"n":1}`},
+		{name: "torn half of JSON", content: "{\"n\":1}\n{\"n\":2,\"ha"},
+		{name: "torn half of JSON with its newline", content: "{\"n\":1}\n{\"n\":2,\"ha\n"},
+		{name: "torn not JSON", content: "{\"n\":1}\ngarbage"},
+		{name: "torn half after a record without newline", content: "{\"n\":1}\n{\"n\":2,\"ha{\""},
+		{name: "failed write", content: "{\"n\":1}\n", after: func(t *testing.T, ffs *faultfs.FS, l *durable.Log) {
+			ffs.FailAt(faultfs.Write, 1, faultfs.ErrNoSpace)
+			if err := l.Append(big, true); err == nil {
+				t.Fatal("Append with a failing write succeeded")
+			}
+		}},
+		{name: "failed fsync", content: "{\"n\":1}\n", after: func(t *testing.T, ffs *faultfs.FS, l *durable.Log) {
+			ffs.FailAt(faultfs.Sync, 1, faultfs.ErrIO)
+			if err := l.Append(big, true); err == nil {
+				t.Fatal("Append with a failing fsync succeeded")
+			}
+		}},
+		{name: "failed cut", content: "{\"n\":1}\n", after: func(t *testing.T, ffs *faultfs.FS, l *durable.Log) {
+			ffs.FailAt(faultfs.Write, 1, faultfs.ErrIO)
+			ffs.FailAt(faultfs.Truncate, 1, faultfs.ErrIO)
+			if err := l.Append(big, true); err == nil || l.Err() == nil {
+				t.Fatalf("Append with a failing write and cut = %v, Err %v; want both set", err, l.Err())
+			}
+		}},
+	}
+	faults := []struct {
+		op  faultfs.Op
+		err error
+	}{{faultfs.Write, faultfs.ErrNoSpace}, {faultfs.Sync, faultfs.ErrIO}}
+	for _, o := range openers {
+		for _, rc := range recoveries {
+			for _, fault := range faults {
+				t.Run(o.name+"/"+rc.name+"/then a failed "+string(fault.op), func(t *testing.T) {
+					path := filepath.Join(t.TempDir(), "log.jsonl")
+					if err := os.WriteFile(path, []byte(rc.content), 0o640); err != nil {
+						t.Fatal(err)
+					}
+					ffs := &faultfs.FS{}
+					l, _, err := o.open(ffs, path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer func() { _ = l.Close() }()
+					if rc.after != nil {
+						rc.after(t, ffs, l)
+					}
+					ffs.FailAt(fault.op, 1, fault.err)
+					if err := l.Append(big, true); err == nil {
+						t.Fatalf("Append with a failing %s succeeded", fault.op)
+					}
+					if err := l.Append([]byte(`{"n":3}`), true); err != nil {
+						t.Fatalf("the good Append after the fault: %v", err)
+					}
+					if err := l.Close(); err != nil {
+						t.Fatal(err)
+					}
+					readBack(t, path, want)
+				})
+			}
+		}
+	}
+}
+
+// TestAFaultDuringRecovery: when the open's own recovery fails (ending
+// the last record with its newline, saving or cutting the torn tail), the
+// open fails and changes nothing it cannot finish; the next open recovers,
+// and a failed append then a good one leave exactly the good records.
+func TestAFaultDuringRecovery(t *testing.T) {
+	const want = "{\"n\":1}\n{\"n\":3}\n"
+	tests := []struct {
+		name, content string
+		op            faultfs.Op
+	}{
+		{"newline not written", `{"n":1}`, faultfs.Write},
+		{"newline not synced", `{"n":1}`, faultfs.Sync},
+		{"torn tail not saved", "{\"n\":1}\n{\"n\":2,\"ha", faultfs.Create},
+		{"torn tail not cut", "{\"n\":1}\n{\"n\":2,\"ha", faultfs.Truncate},
+	}
+	for _, o := range openers {
+		for _, tt := range tests {
+			t.Run(o.name+"/"+tt.name, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "log.jsonl")
+				if err := os.WriteFile(path, []byte(tt.content), 0o640); err != nil {
+					t.Fatal(err)
+				}
+				ffs := &faultfs.FS{}
+				ffs.FailAt(tt.op, 1, faultfs.ErrIO)
+				if l, _, err := o.open(ffs, path); err == nil {
+					_ = l.Close()
+					t.Fatalf("%s with a failing %s succeeded", o.name, tt.op)
+				}
+				ffs.Free()
+				l, _, err := o.open(ffs, path)
+				if err != nil {
+					t.Fatalf("%s after the failed one: %v", o.name, err)
+				}
+				defer func() { _ = l.Close() }()
+				ffs.FailAt(faultfs.Write, 1, faultfs.ErrNoSpace)
+				if err := l.Append([]byte(`{"n":2}`), true); err == nil {
+					t.Fatal("Append with a failing write succeeded")
+				}
+				if err := l.Append([]byte(`{"n":3}`), true); err != nil {
+					t.Fatalf("the good Append after the fault: %v", err)
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				readBack(t, path, want)
+			})
+		}
+	}
+}
