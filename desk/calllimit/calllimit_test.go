@@ -308,3 +308,78 @@ func TestAnEarlierDateIsRefused(t *testing.T) {
 		t.Fatalf("the later date's count is %d after a call on an earlier one, want 1", got)
 	}
 }
+
+// TestANewDateResetsEveryTool: a new trading date starts every tool's
+// count at nothing, not only the tool called first that day. Day 1 has
+// place_order at its limit and other tools part-used; on day 2 a
+// cancel_order first, then place_order must run, and so must each other
+// tool up to its full limit, in memory and after a reopen.
+func TestANewDateResetsEveryTool(t *testing.T) {
+	const (
+		cancel = "mcp__broker__cancel_order"
+		quote  = "mcp__broker__quote"
+	)
+	limits := map[string]int{order: 2, cancel: 1, quote: 3}
+	path := countsPath(t)
+	c := open(t, path)
+	for tool, n := range map[string]int{order: 2, cancel: 1, quote: 2} {
+		for range n {
+			if _, err := c.Take(day1, tool, limits[tool]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := c.Take(day1, order, limits[order]); !errors.Is(err, calllimit.ErrLimit) {
+		t.Fatalf("place_order past its limit on day 1: %v, want ErrLimit", err)
+	}
+	for tool, limit := range limits {
+		if err := c.Check(day2, tool, limit); err != nil {
+			t.Errorf("Check(day2, %s) before any call that day: %v", tool, err)
+		}
+	}
+	if used, err := c.Take(day2, cancel, limits[cancel]); err != nil || used != 1 {
+		t.Fatalf("day 2 cancel_order = %d, %v; want 1, nil", used, err)
+	}
+	if used, err := c.Take(day2, order, limits[order]); err != nil || used != 1 {
+		t.Fatalf("day 2 place_order after cancel_order = %d, %v; want 1, nil (day 1's count carried over)", used, err)
+	}
+	if err := c.Check(day2, quote, limits[quote]); err != nil {
+		t.Errorf("Check(day2, quote) after the day's other calls: %v", err)
+	}
+	// A give-back of day 1 (a call that ran late) changes nothing of day 2.
+	if err := c.Release(day1, quote); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{cancel: 1, order: 1}
+	for name, got := range map[string]map[string]int{"Used": c.Used(day2), "Used after Open": open(t, path).Used(day2)} {
+		if len(got) != len(want) || got[cancel] != 1 || got[order] != 1 {
+			t.Errorf("%s(day2) = %v, want %v", name, got, want)
+		}
+	}
+	// Every tool has its whole limit on day 2, after a reopen too.
+	again := open(t, path)
+	for tool, limit := range limits {
+		taken := again.Used(day2)[tool]
+		for i := taken + 1; i <= limit; i++ {
+			if used, err := again.Take(day2, tool, limit); err != nil || used != i {
+				t.Fatalf("day 2 call %d of %s = %d, %v; want %d, nil", i, tool, used, err, i)
+			}
+		}
+		if _, err := again.Take(day2, tool, limit); !errors.Is(err, calllimit.ErrLimit) {
+			t.Errorf("day 2 call past the limit of %s: %v, want ErrLimit", tool, err)
+		}
+	}
+	// Day 3 again starts every tool at nothing.
+	day3 := day2.AddDays(1)
+	for tool, limit := range limits {
+		if err := again.Check(day3, tool, limit); err != nil {
+			t.Errorf("Check(day3, %s): %v", tool, err)
+		}
+	}
+	if _, err := again.Take(day3, quote, limits[quote]); err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Used(day3); len(got) != 1 || got[quote] != 1 {
+		t.Errorf("Used(day3) = %v, want quote: 1 only", got)
+	}
+}
