@@ -515,7 +515,7 @@ func TestProblems(t *testing.T) {
 				return withModel(t, "gpt: {provider: openai, model: m, api_key_env: DESKD_TEST_UNSET}")
 			},
 			env:  map[string]string{"DESKD_TEST_UNSET": ""},
-			want: want{mainFile, "models.gpt.api_key_env", "the environment variable it names is not set"}},
+			want: want{mainFile, "models.gpt.api_key_env", "the environment variable it names, DESKD_TEST_UNSET, is not set"}},
 		{name: "api_key_file unreadable",
 			main: func(t *testing.T) string {
 				return withModel(t, "gpt: {provider: openai, model: m, api_key_file: keys/none}")
@@ -666,9 +666,21 @@ func TestMissingAPIKeyEnv(t *testing.T) {
 
 	t.Setenv(name, "")
 	ps := problemsOf(t, func() error { _, err := config.Load(path); return err }())
-	w := want{"deskd.yaml", "models.gpt.api_key_env", "the environment variable it names is not set"}
+	w := want{"deskd.yaml", "models.gpt.api_key_env", "the environment variable it names, " + name + ", is not set"}
 	if len(ps) != 1 || !w.matches(ps[0]) {
 		t.Fatalf("problems:\n%v\nwant exactly: %s: %s: %s", ps, w.file, w.field, w.reason)
+	}
+
+	// A name not in the usual upper-case form may be a key pasted by
+	// mistake: it is not shown.
+	const odd = "sk_live_0a1b2c3d4e5f"
+	t.Setenv(odd, "")
+	ps = problemsOf(t, func() error {
+		_, err := config.Load(setup(t, strings.Replace(main, name, odd, 1), nil))
+		return err
+	}())
+	if len(ps) != 1 || !strings.Contains(ps[0].Reason, "is not set") || strings.Contains(fmt.Sprint(ps[0]), odd) {
+		t.Fatalf("problems:\n%v\nwant one saying the variable is not set, without its name", ps)
 	}
 
 	t.Setenv(name, "sk-live-secret")

@@ -24,6 +24,10 @@ var (
 	modelNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 	clockRE     = regexp.MustCompile(`^([01][0-9]|2[0-3]):([0-5][0-9])$`)
 	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// usualEnvNameRE is the upper-case form environment variables are given
+	// by convention: a name of that form is quoted in a problem, any other
+	// is not (it may be a key pasted where its name belongs).
+	usualEnvNameRE = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,39}$`)
 )
 
 // Load reads and validates the main file at path and every desk file in
@@ -279,14 +283,14 @@ func loadModel(ms node, name, dir string) Model {
 		case envSt == set && fileSt == set:
 			n.problem("api_key_file", "set only one of api_key_env and api_key_file")
 		case envSt == set:
-			// The name is never quoted: a key pasted here by mistake must
-			// not reach the log or the events.
+			// The name is quoted only in its usual upper-case form: a key
+			// pasted here by mistake must not reach the log or the events.
 			switch {
 			case !envNameRE.MatchString(env):
 				n.problem("api_key_env", "not an environment variable name (letters, digits and _, not starting with a digit); "+
 					"if it is the key itself, put the key in the environment or a file: the YAML names where it is")
 			case os.Getenv(env) == "":
-				n.problem("api_key_env", "the environment variable it names is not set in this environment")
+				n.problem("api_key_env", "%s", unsetEnvReason(env, "this environment"))
 			}
 		case fileSt == set && strings.TrimSpace(file) == "":
 			n.problem("api_key_file", "must not be empty")
@@ -628,4 +632,15 @@ func loadTokenFiles(root node, c *Config, dir string) {
 		tokens[f.key] = tok
 		*f.dst = path
 	}
+}
+
+// unsetEnvReason is the reason of a problem with a field naming env, an
+// environment variable unset in where: the name is given when it has the
+// usual upper-case form, and withheld otherwise, since it may then be a
+// secret pasted where its name belongs.
+func unsetEnvReason(env, where string) string {
+	if usualEnvNameRE.MatchString(env) {
+		return fmt.Sprintf("the environment variable it names, %s, is not set (or empty) in %s", env, where)
+	}
+	return fmt.Sprintf("the environment variable it names is not set (or empty) in %s (its name is not shown, as it is not in the usual upper-case form and may be a secret pasted by mistake)", where)
 }

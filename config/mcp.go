@@ -350,8 +350,7 @@ func loadMCPEnv(n node, srv *MCPServer, dir string, httpOnly bool) {
 			seen[v] = field
 			val := os.Getenv(v)
 			if val == "" {
-				// not quoted, as api_key_env's: a name may be a secret pasted by mistake
-				n.s.add(n.file, field, "the environment variable it names is not set (or empty) in deskd's environment")
+				n.s.add(n.file, field, "%s", unsetEnvReason(v, "deskd's environment"))
 				continue
 			}
 			srv.PassEnv = append(srv.PassEnv, v)

@@ -232,7 +232,7 @@ func TestMCPProblems(t *testing.T) {
 		{name: "variable set twice", servers: stdio(", env: {LEVEL_ID: a}, env_files: {LEVEL_ID: secrets/broker}"),
 			want: want{mainFile, "mcp_servers.s.env_files.level_id", "LEVEL_ID is also set by mcp_servers.s.env"}},
 		{name: "pass_env not set", servers: stdio(", pass_env: [DESKD_MCP_TEST_UNSET]"),
-			want: want{mainFile, "mcp_servers.s.pass_env[0]", "the environment variable it names is not set"}},
+			want: want{mainFile, "mcp_servers.s.pass_env[0]", "the environment variable it names, DESKD_MCP_TEST_UNSET, is not set"}},
 		{name: "pass_env not a name", servers: stdio(", pass_env: [\"" + mcpYAMLSecret + "\"]"),
 			want: want{mainFile, "mcp_servers.s.pass_env[0]", "not an environment variable name"}},
 		{name: "headers_file of a stdio server", servers: stdio(", headers_file: broker.headers"),

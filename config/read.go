@@ -274,7 +274,7 @@ func (n node) str(key string) (string, state) {
 		return "", absent
 	}
 	s, ok := v.(string)
-	if ok && secretField(key) {
+	if ok && secretField(key) && !namesUsualEnv(key, s) {
 		n.s.hide(s)
 	}
 	if !ok {

@@ -35,6 +35,15 @@ func secretField(field string) bool {
 	return false
 }
 
+// namesUsualEnv reports whether the value v of the secret field key is
+// the name of an environment variable in the usual upper-case form
+// (api_key_env: OPENAI_API_KEY): such a name is shown in problems, as the
+// operator needs it to mend the environment, where a value of any other
+// form may be a key pasted by mistake.
+func namesUsualEnv(key, v string) bool {
+	return strings.HasSuffix(key, "_env") && usualEnvNameRE.MatchString(v)
+}
+
 // minHidden is the shortest value of a secret field that the sink hides
 // from every reason: shorter ones would blank out ordinary words.
 const minHidden = 8

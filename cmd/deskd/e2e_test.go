@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -251,19 +252,35 @@ func TestE2ESIGINTStopsCleanly(t *testing.T) {
 	}
 }
 
-// TestE2EVersion: deskd version prints its name and version.
+// TestE2EVersion: deskd version and deskd --version print the same line:
+// the name, the module version, the VCS revision the test's binary was
+// built from (go build in this checkout records it) and the Go version.
 func TestE2EVersion(t *testing.T) {
 	bin := deskdBinary(t)
 	t.Parallel()
-	cmd := exec.CommandContext(t.Context(), bin, "version")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	head, err := exec.CommandContext(t.Context(), "git", "rev-parse", "HEAD").Output()
 	if err != nil {
-		t.Fatalf("deskd version: %v\n%s", err, stderr.String())
+		t.Skipf("not a git checkout, so the build records no revision: %v", err)
 	}
-	if !strings.HasPrefix(string(out), "deskd ") {
-		t.Errorf("deskd version printed %q, want it to start with \"deskd \"", out)
+	var lines []string
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		cmd := exec.CommandContext(t.Context(), bin, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("deskd %s: %v\n%s", args[0], err, stderr.String())
+		}
+		lines = append(lines, string(out))
+	}
+	if lines[0] != lines[1] {
+		t.Errorf("deskd version printed %q, deskd --version %q: want the same", lines[0], lines[1])
+	}
+	if want := ", revision " + string(head[:12]); !strings.HasPrefix(lines[0], "deskd ") || !strings.Contains(lines[0], want) {
+		t.Errorf("deskd version printed %q, want it to start with \"deskd \" and hold %q", lines[0], want)
+	}
+	if want := runtime.Version() + "\n"; !strings.HasSuffix(lines[0], want) {
+		t.Errorf("deskd version printed %q, want it to end with the Go version %q", lines[0], want)
 	}
 }
 

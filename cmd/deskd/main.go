@@ -92,7 +92,9 @@ func newRootCommand(stdout, stderr io.Writer, signals signalSource) *cobra.Comma
 		Short:         "deskd runs LLM trading desks: sessions, schedules, memory and rollovers",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("deskd {{.Version}}\n") // deskd --version prints what deskd version does
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCommand(stderr, signals), newCheckConfigCommand(stdout), newVersionCommand(stdout))
@@ -115,23 +117,39 @@ func newVersionCommand(stdout io.Writer) *cobra.Command {
 	}
 }
 
-// version is the module version the binary was built from, with the VCS
-// revision when the build recorded one.
+// version is what deskd version and deskd --version print after the
+// name: the module version, the VCS revision the binary was built from
+// (with +dirty when the work tree had uncommitted changes) and its commit
+// time, or a note that the build recorded none, and the Go version.
 func version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown)"
+		return "(no build information: built without module support)"
 	}
-	v := info.Main.Version
+	var revision, when string
+	dirty := false
 	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
-		}
-		if s.Key == "vcs.modified" && s.Value == "true" {
-			v += "+dirty"
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
 		}
 	}
-	return v + " " + info.GoVersion
+	v := info.Main.Version // v0.0.0-<time>-<revision>[+dirty] for a build in a checkout
+	if revision == "" {
+		return v + " (no VCS revision recorded: go run and -buildvcs=false leave it out; build with go build -buildvcs=true ./cmd/deskd in a git checkout), " + info.GoVersion
+	}
+	v += ", revision " + revision[:min(12, len(revision))]
+	if dirty {
+		v += " with uncommitted changes"
+	}
+	if when != "" {
+		v += ", committed " + when
+	}
+	return v + ", " + info.GoVersion
 }
 
 // sortedNames returns the keys of m, sorted.

@@ -102,7 +102,9 @@ func deskdBinary(t testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(buildDir, "deskd")
-		args := []string{"build", "-o", buildPath}
+		// -buildvcs=auto overrides a GOFLAGS=-buildvcs=false of the
+		// machine's go env, so that deskd version has a revision to show.
+		args := []string{"build", "-buildvcs=auto", "-o", buildPath}
 		if builtWithRace() {
 			args = append(args, "-race")
 		}
