@@ -69,10 +69,12 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 		Disabled: dc.Rollover == keeper.RolloverOff,
 		Guard:    memory.FoldGuard{MaxBytes: dc.Memory.MaxBytes, MinKept: dc.Memory.MinKept},
 		Progress: func(p keeper.Progress) { d.KeeperProgress(p) }, StillEvery: keeper.DefaultStillEvery,
+		Log: log,
 	})
 	d, err = New(Options{
 		Name: dc.Name, Keeper: k, Router: r, Ledger: ledger, Schedules: cfg.Entries(dc), Clock: clk, Bus: bus,
 		QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce.ByKey(), Calendar: cfg.CalendarOf(dc.Calendar),
+		Beyond: dc.BeyondCalendar, Day: cfg.Day,
 		ShutdownTimeout: cfg.ShutdownTimeout, PauseFile: folder.Path(PauseFile),
 		RefusePaused: dc.PausedTriggers.Refuse(), Log: log, Folder: folder, Acting: act.statusOf(dc.Name),
 		OnPause: act.onPause(dc.Name),
@@ -95,7 +97,7 @@ func settingsOf(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk 
 	}
 	return Settings{
 		Schedules: cfg.Entries(dc), QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce.ByKey(),
-		Calendar: cfg.CalendarOf(dc.Calendar), Router: &rs, RefusePaused: dc.PausedTriggers.Refuse(),
+		Calendar: cfg.CalendarOf(dc.Calendar), Beyond: dc.BeyondCalendar, Router: &rs, RefusePaused: dc.PausedTriggers.Refuse(),
 	}, nil
 }
 

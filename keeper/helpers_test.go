@@ -17,6 +17,7 @@ import (
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
@@ -35,6 +36,9 @@ type model struct {
 	summary  string   // if set, the answer to every summary call
 	foldText string   // if set, the answer to every fold call
 	folds    []string // the notes of every fold call, in order
+	// answered, if set, is called with each summary answer before it is
+	// returned (a test stops the process there).
+	answered func()
 }
 
 func newModel() *model {
@@ -44,13 +48,16 @@ func newModel() *model {
 func (m *model) Complete(ctx context.Context, req router.Request) (router.Response, error) {
 	m.mu.Lock()
 	m.calls[req.Task]++
-	fail, summary, foldText := m.fail[req.Task], m.summary, m.foldText
+	fail, summary, foldText, answered := m.fail[req.Task], m.summary, m.foldText, m.answered
 	if req.Task == router.TaskFold && req.Fold != nil {
 		m.folds = append(m.folds, req.Fold.Notes)
 	}
 	m.mu.Unlock()
 	if fail {
 		return router.Response{}, errModel
+	}
+	if req.Task == router.TaskSummary && answered != nil {
+		answered()
 	}
 	if req.Task == router.TaskSummary && summary != "" {
 		return router.Response{Text: summary}, nil
@@ -103,6 +110,8 @@ type env struct {
 	// another (its summaries then read as a model's, without the
 	// scripted header).
 	provider router.ProviderName
+	// fs, if set, is the file layer of the folders opened from now on.
+	fs durable.FS
 }
 
 // newEnv returns a desk environment whose clock reads start and whose
@@ -137,6 +146,7 @@ func (e *env) open(o keeper.Options) *proc {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	folder.FS = e.fs
 	r, err := router.New(router.Options{
 		Desk: "main", Folder: folder, Clock: e.clock, Day: e.day, Bus: e.bus,
 		Settings: router.Settings{

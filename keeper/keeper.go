@@ -21,7 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
@@ -114,12 +117,20 @@ type Options struct {
 	// StillEvery is how often a running step is reported as still running
 	// (DefaultStillEvery in deskd); zero reports only starts and ends.
 	StillEvery time.Duration
+	// Log receives the keeper's warnings (deskd's clock behind the
+	// session's trading date); the zero Logger drops them.
+	Log zerolog.Logger
 }
 
 // Keeper looks after one desk's sessions. It is driven by the desk's loop,
 // one call at a time.
 type Keeper struct {
 	o Options
+
+	mu sync.Mutex
+	// behind is the session for which the clock behind its trading date
+	// was last warned of ("" once the clock has caught up).
+	behind string
 }
 
 // New returns a keeper; call Start before the first turn.
@@ -211,7 +222,10 @@ func (k *Keeper) Start(ctx context.Context) error {
 func (k *Keeper) Today() memory.Date { return k.o.Day.DateOf(k.o.Clock.Now()) }
 
 // Due reports whether the current session belongs to an earlier trading
-// date, so that the desk must roll over.
+// date, so that the desk must roll over. A session of a later date than
+// today's (deskd's clock started before it, or stepped back) is not due:
+// the desk keeps it, and the keeper warns once, until a trading date after
+// the session's begins.
 func (k *Keeper) Due() bool {
 	if k.o.Disabled {
 		return false
@@ -222,10 +236,34 @@ func (k *Keeper) Due() bool {
 	for {
 		today := k.Today()
 		d, ok := k.o.Router.TradingDate()
-		if k.Today() == today {
-			return ok && d != today
+		if k.Today() != today {
+			continue
 		}
+		k.noteBehind(ok && today.Before(d), d, today)
+		return ok && d.Before(today)
 	}
+}
+
+// noteBehind warns, once per session, that deskd's clock (trading date
+// today) is behind the session's trading date d; behind is false once it
+// is not, so that a later step back warns again.
+func (k *Keeper) noteBehind(behind bool, d, today memory.Date) {
+	session := k.o.Router.SessionID()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !behind {
+		k.behind = ""
+		return
+	}
+	if k.behind == session {
+		return
+	}
+	k.behind = session
+	now := k.o.Clock.Now().In(k.o.Day.Location)
+	k.o.Log.Warn().Str("desk", k.o.Desk).Str("session", session).Str("session_date", d.String()).Str("trading_date", today.String()).
+		Msgf("desk %s: deskd's clock is at %s, trading date %s, before the trading date %s of session %s (--clock-start, or a clock stepped back); "+
+			"the desk keeps session %s and rolls over only once a trading date after %s begins",
+			k.o.Desk, now.Format(time.RFC3339), today, d, session, session, d)
 }
 
 // NextBoundary returns when the next trading date begins.
@@ -310,12 +348,25 @@ func (k *Keeper) rollOver(ctx context.Context, reason event.SessionReason) (stri
 // summarise asks the model for the summary, with retries, and degrades to
 // the mechanical digest when every attempt fails. The text is journalled
 // before the summary file is written, so a crash between the two writes the
-// same text on resume instead of asking the model again.
+// same text on resume instead of asking the model again. The router records
+// the model's answer in the session file (fsynced) before it returns it, an
+// instant before the journal can hold it: an answer found there after the
+// session's last exchange, and not in the journal, is the answer of this
+// rollover that a crash (or a failed journal write) cut short, and is used
+// without asking the model again.
 func (k *Keeper) summarise(ctx context.Context, j *journal) error {
 	if j.Summarised {
 		return nil
 	}
 	if j.SummarizedEvent == nil {
+		if j.Summary == "" {
+			if text, ok := k.recordedSummary(j.Session); ok {
+				j.Summary, j.SummaryAttempts = strings.TrimRight(text, "\n")+"\n", 1
+				if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
+					return err
+				}
+			}
+		}
 		if j.Summary == "" {
 			text, n, err := k.retry(ctx, func() (string, error) { return k.o.Router.Summarise(ctx, j.Date) })
 			j.SummaryAttempts = n
@@ -344,6 +395,33 @@ func (k *Keeper) summarise(ctx context.Context, j *journal) error {
 	}
 	ev := *j.SummarizedEvent
 	return k.announced(j, StepSummarised, func() { event.Publish(k.o.Bus, ev) }, func() { j.Summarised = true })
+}
+
+// recordedSummary returns the model's summary answer that session's file
+// holds after its last exchange, as Router.Summarise returned it (with the
+// scripted model's header when that model wrote it); ok is false when there
+// is none: no answer, one cut at its cap, or one a later message, tool
+// result or checkpoint followed (it does not cover the session). A file
+// that cannot be read holds none to reuse: the model is asked, as it would
+// be without it.
+func (k *Keeper) recordedSummary(session string) (text string, ok bool) {
+	recs, err := k.o.Folder.ReadSession(session)
+	if err != nil {
+		return "", false
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		switch r := recs[i]; {
+		case r.Type == memory.RecordMessage || r.Type == memory.RecordTool || r.Type == memory.RecordCheckpoint:
+			return "", false
+		case r.Type == memory.RecordEvent && r.Kind == memory.SummaryKind && r.ForkedFrom == "" && !r.Truncated &&
+			strings.TrimSpace(r.Text) != "":
+			if r.Scripted {
+				return memory.ScriptedSummaryHeader(r.Model) + r.Text, true
+			}
+			return r.Text, true
+		}
+	}
+	return "", false
 }
 
 // writeSummary writes the journalled summary, unless the summary file holds

@@ -748,14 +748,16 @@ func historyStart(lines memory.SessionLines) int {
 // dayMarkerLocked returns the line that goes before the first message of a
 // new trading day in a session that spans the boundary without rolling over
 // (rollover off, or a rollover that failed), so that the desk knows which
-// turns were "yesterday"; "" on the session's own day.
+// turns were "yesterday"; "" on the session's own day, and while deskd's
+// clock is behind the last turn's date (a clock started before it or
+// stepped back: no new day has begun).
 func (r *Router) dayMarkerLocked(now time.Time) string {
 	last := r.lastTurn
 	if last.IsZero() {
 		last = r.cur.Date
 	}
 	today := r.day.DateOf(now)
-	if last.IsZero() || last == today {
+	if last.IsZero() || !last.Before(today) {
 		return ""
 	}
 	return fmt.Sprintf("[deskd: a new trading day, %s; it is now %s. The turns above were on %s or before.]",
