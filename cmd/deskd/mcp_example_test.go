@@ -1,10 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +26,8 @@ func TestMCPReferenceServerExample(t *testing.T) {
 		}
 		t.Skipf("the MCP reference server is not installed (npm install --prefix examples/mcp @modelcontextprotocol/server-everything): %v", err)
 	}
-	t.Parallel()
+	// Not parallel: the CLI finds the daemon through $DESKD_STATE_DIR, as
+	// the README's lines do.
 	const example = "../../examples/mcp/deskd.yaml"
 	code, out := deskdCLI(t, "check-config", "--config", example, "--probe")
 	if code != 0 || !strings.Contains(out, "mcp server everything (used by tools):") || !strings.Contains(out, "echo") || !strings.Contains(out, "get-sum") {
@@ -42,37 +43,131 @@ func TestMCPReferenceServerExample(t *testing.T) {
 	d.waitReady(t)
 	d.waitFor(t, time.Now().Add(60*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "everything"))
 
-	call := func(id, text string) {
+	// The README's lines, as an operator types them, against this daemon
+	// (found, as there, through $DESKD_STATE_DIR's runtime file).
+	t.Setenv("DESKD_STATE_DIR", cfg.StateDir)
+	lines := readmeExample(t, "CALL: mcp__everything__echo")
+	cli := func(line []string) string {
 		t.Helper()
-		body := fmt.Sprintf(`{"id": %q, "text": %q}`, id, text)
-		if s, _ := d.call(t, http.MethodPost, "/v1/desks/tools/triggers", "", body); s != http.StatusAccepted {
-			t.Fatalf("POST %s = %d", id, s)
+		code, out := deskdCLI(t, line...)
+		if code != 0 {
+			t.Fatalf("deskd %s = %d:\n%s", strings.Join(line, " "), code, out)
+		}
+		return out
+	}
+	var approvalID, sumTrigger string
+	for _, line := range lines {
+		switch line[0] {
+		case "check-config", "run": // run above, the daemon in process
+		case "trigger":
+			out := cli(line)
+			if strings.Contains(strings.Join(line, " "), "mcp__everything__echo") && !strings.Contains(out, `Echo: hello`) {
+				t.Fatalf("the echo trigger's reply (%q) lacks the tool's answer:\n%s", line, out)
+			}
+		case "approvals":
+			l := d.waitFor(t, time.Now().Add(60*time.Second), "approval.requested", isEvent("approval.requested", "tool", "mcp__everything__get-sum"))
+			approvalID, sumTrigger = l.Str("id"), l.Str("trigger")
+			if out := cli(line); !strings.Contains(out, approvalID) {
+				t.Fatalf("deskd approvals does not list %s:\n%s", approvalID, out)
+			}
+		case "approve":
+			if approvalID == "" {
+				t.Fatal("the README approves before it lists the approvals")
+			}
+			line = slices.Clone(line)
+			line[slices.Index(line, "ID")] = approvalID
+			if out := cli(line); !strings.Contains(out, "approved") {
+				t.Fatalf("deskd approve:\n%s", out)
+			}
+		default:
+			t.Fatalf("the README's example runs deskd %s, which this test does not know", line[0])
 		}
 	}
-	reply := func(id string) string {
-		t.Helper()
-		s, text := d.call(t, http.MethodGet, "/v1/desks/tools/triggers/"+id+"?wait=60s", "", "")
-		if s != http.StatusOK || !strings.Contains(text, `"answered"`) {
-			t.Fatalf("GET %s = %d %s", id, s, text)
-		}
-		return text
+	if approvalID == "" {
+		t.Fatal("the README's example never asked for an approval")
 	}
-	call("echo", `CALL: mcp__everything__echo {"message": "hello"}`)
-	if r := reply("echo"); !strings.Contains(r, `Echo: hello`) {
-		t.Fatalf("echo's reply: %s", r)
-	}
-	call("sum", `CALL: mcp__everything__get-sum {"a": 2, "b": 3}`)
-	l := d.waitFor(t, time.Now().Add(60*time.Second), "approval.requested", isEvent("approval.requested", "tool", "mcp__everything__get-sum"))
-	if code, out := deskdCLI(t, "approvals", "--addr", d.URL(t)); code != 0 || !strings.Contains(out, l.Str("id")) {
-		t.Fatalf("deskd approvals = %d:\n%s", code, out)
-	}
-	if code, out := deskdCLI(t, "approve", "tools", l.Str("id"), "--addr", d.URL(t), "--by", "alice"); code != 0 || !strings.Contains(out, "approved") {
-		t.Fatalf("deskd approve = %d:\n%s", code, out)
-	}
-	if r := reply("sum"); !strings.Contains(r, "5") || !strings.Contains(r, "get-sum answered") {
-		t.Fatalf("get-sum's reply: %s", r)
+	s, reply := d.call(t, http.MethodGet, "/v1/desks/tools/triggers/"+sumTrigger+"?wait=60s", "", "")
+	if s != http.StatusOK || !strings.Contains(reply, `"answered"`) || !strings.Contains(reply, "get-sum answered") || !strings.Contains(reply, "5") {
+		t.Fatalf("GET the get-sum trigger = %d %s", s, reply)
 	}
 	if _, err := os.Stat(filepath.Join(cfg.StateDir, "desks", "tools", "tool-limits.json")); err != nil {
 		t.Fatalf("the day's count of get-sum was not kept: %v", err)
 	}
+}
+
+// readmeExample returns the deskd command lines of the README's indented
+// example that holds marker, each split as the shell would (single quotes,
+// $C as the example exports it, comments dropped), without "/tmp/deskd".
+func readmeExample(t *testing.T, marker string) [][]string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block []string
+	for _, para := range strings.Split(string(b), "\n\n") {
+		if strings.Contains(para, marker) {
+			block = strings.Split(para, "\n")
+			break
+		}
+	}
+	vars := map[string]string{}
+	var lines [][]string
+	for _, l := range block {
+		words := shellWords(strings.TrimSpace(l))
+		switch {
+		case len(words) > 1 && words[0] == "export":
+			for _, w := range words[1:] {
+				if k, v, ok := strings.Cut(w, "="); ok {
+					vars[k] = v
+				}
+			}
+		case len(words) > 1 && words[0] == "/tmp/deskd":
+			for i, w := range words {
+				if v, ok := vars[strings.TrimPrefix(w, "$")]; ok && strings.HasPrefix(w, "$") {
+					words[i] = strings.Replace(v, "examples/", "../../examples/", 1)
+				}
+			}
+			lines = append(lines, words[1:])
+		}
+	}
+	if len(lines) < 3 {
+		t.Fatalf("README.md's example with %q has %d deskd lines, want the whole example", marker, len(lines))
+	}
+	return lines
+}
+
+// shellWords splits a line as sh would for the README's examples: words
+// at blanks, '...' quoted, "..." quoted without expansions, a trailing
+// comment (after a blank and #) dropped; "&" at the end is dropped too.
+func shellWords(line string) []string {
+	var words []string
+	var w strings.Builder
+	in, quote := false, rune(0)
+	for i, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			w.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == '#' && !in && (i == 0 || line[i-1] == ' '):
+			return words
+		case r == ' ' || r == '\t':
+			if in {
+				words = append(words, w.String())
+				w.Reset()
+				in = false
+			}
+		case r == '&' && i == len(line)-1:
+		default:
+			w.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	return words
 }
