@@ -96,7 +96,7 @@ func TestAttackLoginThrottle(t *testing.T) {
 func TestAttackThrottleIsBounded(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{Token: consoleToken})
 	call := func(addr, token string) int {
-		r := httptest.NewRequest("GET", "/v1/whoami", nil)
+		r := httptest.NewRequest("GET", "http://127.0.0.1/v1/whoami", nil)
 		r.RemoteAddr = addr + ":4242"
 		r.Header.Set("Authorization", "Bearer "+token)
 		w := httptest.NewRecorder()
@@ -327,7 +327,7 @@ func TestAttackSlowEventReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, "GET /v1/events?backlog=1 HTTP/1.1\r\nHost: deskd\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(conn, "GET /v1/events?backlog=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	// The ring takes the flood from its mailbox while the stream starts:

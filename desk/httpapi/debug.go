@@ -30,7 +30,10 @@ func StartDebug(addr string, log zerolog.Logger) (stop func()) {
 
 // DebugServer is the debug listener (debug_listen): net/http/pprof's
 // handlers on a mux of their own, never the API's nor the default mux,
-// on a loopback address.
+// on a loopback address, behind the API's Host rule (hosts.go) without
+// allowed_hosts: a request must name an IP address, localhost or
+// debug_listen's own host, so that no web page can rebind a name to it
+// and read the daemon's memory.
 type DebugServer struct {
 	srv  *http.Server
 	addr string
@@ -57,7 +60,8 @@ func ServeDebug(addr string) (*DebugServer, error) {
 	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	// No write timeout: a CPU profile or a trace streams for its seconds.
-	d := &DebugServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, addr: ln.Addr().String(), done: make(chan struct{})}
+	h := newHostRule([]string{addr}, nil).wrap(mux)
+	d := &DebugServer{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, addr: ln.Addr().String(), done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
 		_ = d.srv.Serve(ln) // ErrServerClosed once Stop closes it

@@ -39,7 +39,7 @@ func fzAPI(f *testing.F, queueLimit int) (*httpapi.Server, *desk.Desk) {
 func fzServe(t *testing.T, h http.Handler, method, path string, body []byte) (int, map[string]any) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, bytes.NewReader(body)))
+	h.ServeHTTP(rec, httptest.NewRequest(method, "http://127.0.0.1"+path, bytes.NewReader(body)))
 	if rec.Code >= 500 {
 		t.Fatalf("%s %s with body %q = %d %s", method, path, body, rec.Code, rec.Body)
 	}

@@ -98,6 +98,14 @@ type Options struct {
 	// Approvals, if set, are the tool calls that wait for an operator's
 	// decision (approvals.go); nil: those endpoints answer 404.
 	Approvals Approvals
+	// Listen are the listen addresses as configured (listen): the host
+	// name of each is accepted in Host (hosts.go).
+	Listen []string
+	// AllowedHosts, if set, returns the names of allowed_hosts in force
+	// (config.Config.AllowedHosts), read at each request over TCP so that
+	// a reload applies at once; every other name but localhost is
+	// refused in Host (hosts.go).
+	AllowedHosts func() []string
 }
 
 // Server serves the HTTP API. Extra handlers (GET /metrics) may be added
@@ -105,7 +113,9 @@ type Options struct {
 type Server struct {
 	o     Options
 	desks Desks
-	mux   *http.ServeMux
+	mux   *routes // routes.go
+	// hosts is the Host rule of every request over TCP (hosts.go).
+	hosts hostRule
 	// tokens are the SHA-256 digests of the bearer tokens, by the
 	// credential each gives; a credential without a token has none.
 	tokens map[credential][sha256.Size]byte
@@ -122,7 +132,7 @@ type Server struct {
 
 // New returns the API over o.Desks.
 func New(o Options) *Server {
-	s := &Server{o: o, desks: o.Desks, mux: http.NewServeMux()}
+	s := &Server{o: o, desks: o.Desks, mux: newRoutes(), hosts: newHostRule(o.Listen, o.AllowedHosts)}
 	if s.desks == nil {
 		s.desks = desk.NewSet()
 	}
@@ -175,8 +185,10 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // is shutting down.
 func (s *Server) Refuse() { s.stopping.Store(true) }
 
-// ServeHTTP sets the headers that keep a browser from sniffing, framing
-// or running what it answers (headers.go); answers 503 to mutations once
+// ServeHTTP answers 421 to a request over TCP whose Host is not one of
+// deskd's names (hosts.go: against DNS rebinding); sets the headers that
+// keep a browser from sniffing, framing or running what it answers
+// (headers.go); answers 503 to mutations once
 // deskd is shutting down; 429 to a token from an address that guessed too
 // many (throttle.go); then
 // refuses what a browser must not send (guard: cross-origin mutations,
@@ -192,6 +204,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serve is ServeHTTP's body.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	secureHeaders(w.Header()) // headers.go; the console's handler sets its own
+	if !s.hosts.check(w, r) { // hosts.go: before anything else, credentials included
+		return
+	}
 	if s.stopping.Load() && (mutation(r) || r.URL.Path == "/healthz") {
 		writeError(w, http.StatusServiceUnavailable, "deskd is shutting down")
 		return

@@ -494,6 +494,6 @@ type recorded struct {
 func httpGet(t *testing.T, h http.Handler, path string) recorded {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+path, nil))
 	return recorded{rec.Code, rec.Body.String()}
 }

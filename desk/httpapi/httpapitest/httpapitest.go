@@ -63,6 +63,10 @@ type Options struct {
 	Approvals httpapi.Approvals
 	// Console is the API's (httpapi.Options): the web console's handler.
 	Console http.Handler
+	// Listen and AllowedHosts are the API's (httpapi.Options): the names
+	// its Host rule accepts beyond localhost and the IP addresses.
+	Listen       []string
+	AllowedHosts func() []string
 }
 
 // Harness is one running desk behind the API.
@@ -104,7 +108,8 @@ func Start(tb testing.TB, o Options) *Harness {
 	met := metrics.New(h.Bus)
 	met.SetGauges(metrics.DeskGauges(set))
 	h.API = httpapi.New(httpapi.Options{Desks: set, Token: o.Token, FeedToken: o.FeedToken, MetricsToken: o.MetricsToken,
-		Clock: h.Clock, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(tb)).Level(zerolog.DebugLevel), Files: files(o.Files), NATS: o.NATS, Approvals: o.Approvals, Console: o.Console}) // the trace of each request: not into a fuzz target's F
+		Clock: h.Clock, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(tb)).Level(zerolog.DebugLevel), Files: files(o.Files), NATS: o.NATS, Approvals: o.Approvals, Console: o.Console,
+		Listen: o.Listen, AllowedHosts: o.AllowedHosts}) // the trace of each request: not into a fuzz target's F
 	h.API.Handle("GET /metrics", met.Handler())
 	h.Server = httptest.NewServer(h.API)
 	tb.Cleanup(func() { // before desktest's, which stops the desk and closes the bus
@@ -158,8 +163,8 @@ func (h *Harness) ServeUnix() *httpapi.Serving {
 // URL is the API's address, for a client or the CLI's --addr.
 func (h *Harness) URL() string { return h.Server.URL }
 
-// Call sends a request with the header's name, value pairs and returns
-// the status, the headers and the body.
+// Call sends a request with the header's name, value pairs ("Host" sets
+// the request's Host) and returns the status, the headers and the body.
 func (h *Harness) Call(method, path, body string, header ...string) (int, http.Header, string) {
 	h.t.Helper()
 	req, err := http.NewRequestWithContext(h.t.Context(), method, h.Server.URL+path, strings.NewReader(body))
@@ -167,6 +172,10 @@ func (h *Harness) Call(method, path, body string, header ...string) (int, http.H
 		h.t.Fatal(err)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if http.CanonicalHeaderKey(header[i]) == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
