@@ -314,7 +314,8 @@ func (g gatedToolset) gate(tool string, limit int, approve router.Gate) router.G
 
 // counted is run, a limited tool's run, counted in the day's calls before
 // it runs (a call over the limit does not run); a call its server never
-// got is given back.
+// got is given back, never one that was sent and whose outcome is unknown
+// (it timed out, or its connection broke: it may have run).
 func (g gatedToolset) counted(tool string, limit int, run func(context.Context, json.RawMessage) (string, error)) func(context.Context, json.RawMessage) (string, error) {
 	return func(ctx context.Context, args json.RawMessage) (string, error) {
 		if err := ctx.Err(); err != nil {
@@ -329,7 +330,7 @@ func (g gatedToolset) counted(tool string, limit int, run func(context.Context, 
 			return "", fmt.Errorf("%w. The call did not run", err)
 		}
 		out, err := run(ctx, args)
-		if errors.Is(err, mcphost.ErrUnavailable) {
+		if errors.Is(err, mcphost.ErrUnavailable) && !errors.Is(err, mcphost.ErrOutcomeUnknown) {
 			if rerr := c.Release(date, tool); rerr != nil {
 				err = fmt.Errorf("%w (and its count could not be given back: %v)", err, rerr)
 			}

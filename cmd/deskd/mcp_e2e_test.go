@@ -529,3 +529,39 @@ func TestMCPDeskStopDeniesWaitingCallsE2E(t *testing.T) {
 		t.Fatal("o1's turn was cut off")
 	}
 }
+
+// TestMCPTimedOutCallStaysCountedE2E: a limited call deskd gave up on (its
+// server's timeout passed on deskd's clock) tells the model, and the
+// session, that deskd timed out and that the call may have run, not that
+// the server refused it; and it stays counted against the day's limit (a
+// cut place_order may still execute), so the next call is refused.
+func TestMCPTimedOutCallStaysCountedE2E(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := apiConfig(t, dir, "{provider: scripted}", stdioBroker(t, filepath.Join(dir, "orders")),
+		"mcp:\n  broker: {tools: [slow], limits: {slow: 1}}\n")
+	d := startInProcess(t, "deskd", cfg, apiStart)
+	brokerUp(t, d)
+	if s, _ := d.post(t, mcpCall("s1", "slow", `{}`)); s != http.StatusAccepted {
+		t.Fatalf("POST s1 = %d", s)
+	}
+	d.advanceTo(t, d.in.clk.Now().Add(20*time.Second)) // the broker's timeout: 20s
+	const want = "deskd timed out after 20s waiting for MCP server broker's answer to slow; " +
+		"the call's outcome is unknown (the server may still have run it)"
+	if r := fmt.Sprint(d.trigger(t, "s1")["reply"]); !strings.Contains(r, want) || strings.Contains(r, "refused") {
+		t.Fatalf("s1's reply %q, want it to say %q", r, want)
+	}
+	sessions, err := filepath.Glob(filepath.Join(dir, "state", "desks", "main", "sessions", "*.jsonl"))
+	if err != nil || len(sessions) != 1 {
+		t.Fatalf("the desk's sessions: %v, %v", sessions, err)
+	}
+	if _, raw := readSessionRecords(t, sessions[0]); !strings.Contains(string(raw), want) {
+		t.Errorf("the session does not record the tool's error %q", want)
+	}
+	if s, _ := d.post(t, mcpCall("s2", "slow", `{}`)); s != http.StatusAccepted {
+		t.Fatalf("POST s2 = %d", s)
+	}
+	if r := fmt.Sprint(d.trigger(t, "s2")["reply"]); !strings.Contains(r, "at most 1 time a trading day; 1 call was made on 2026-03-02") {
+		t.Fatalf("s2's reply %q: the timed-out call was given back to the day's limit", r)
+	}
+}

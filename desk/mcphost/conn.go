@@ -38,11 +38,14 @@ type conn struct {
 }
 
 // dial starts or reaches the server, and lists its tools, within the
-// server's timeout on clk.
-func dial(ctx context.Context, clk clock.Clock, cfg *config.MCPServer) (*conn, error) {
+// server's timeout on clk. current returns the server's settings now: the
+// connection reads its timeout from it at each request, so that a reload
+// applies to the next one (nothing is captured at connect time).
+func dial(ctx context.Context, clk clock.Clock, current func() *config.MCPServer) (*conn, error) {
+	cfg := current()
 	ctx, stop, timedOut := withTimeout(ctx, clk, timeout(cfg))
 	defer stop()
-	c, err := connect(ctx, clk, cfg)
+	c, err := connect(ctx, clk, cfg, current)
 	if err == nil {
 		err = c.listTools(ctx)
 	}
@@ -61,12 +64,13 @@ func dial(ctx context.Context, clk clock.Clock, cfg *config.MCPServer) (*conn, e
 	return nil, err
 }
 
-// connect starts the transport and the MCP session.
-func connect(ctx context.Context, clk clock.Clock, cfg *config.MCPServer) (*conn, error) {
+// connect starts the transport and the MCP session, of cfg; current
+// returns the server's settings at each request (its timeout).
+func connect(ctx context.Context, clk clock.Clock, cfg *config.MCPServer, current func() *config.MCPServer) (*conn, error) {
 	c := &conn{done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	var t mcp.Transport
 	if cfg.URL != "" {
-		c.http = httpClient(cfg, clk)
+		c.http = httpClient(cfg, clk, func() time.Duration { return timeout(current()) })
 		// No retries of its own: a broken stream ends the connection, and
 		// the supervisor reconnects with its backoff, on the host's clock.
 		// MaxEventSize given: the SDK's streamable client has no cap of
@@ -249,14 +253,17 @@ func (c *conn) stderr() string {
 // server's own origin (scheme, host and port of its url), and never
 // anywhere else: a redirect to another origin is not followed. A POST
 // (a call, a listing) and its answer end after twice the server's timeout
-// on clk, whatever the SDK does with a call given up on.
-func httpClient(cfg *config.MCPServer, clk clock.Clock) *http.Client {
+// (as timeoutNow reads it when the POST starts) on clk, whatever the SDK
+// does with a call given up on.
+func httpClient(cfg *config.MCPServer, clk clock.Clock, timeoutNow func() time.Duration) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	origin := originOf(cfg.URL)
 	return &http.Client{
 		// Twice the call's timeout: a backstop behind the call's own
-		// (which ends its request), never racing it.
-		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin, server: cfg.Name, clock: clk, timeout: 2 * timeout(cfg)},
+		// (which ends its request), never racing it. Read at each POST:
+		// a reload's new timeout applies to the next request.
+		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin, server: cfg.Name, clock: clk,
+			timeout: func() time.Duration { return 2 * timeoutNow() }},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if originOf(req.URL.String()) != origin {
 				return fmt.Errorf("MCP server %s redirected to another host (%s); deskd does not follow it", cfg.Name, req.URL.Host)
@@ -283,12 +290,13 @@ func originOf(raw string) string {
 // secret headers (to the server's origin only) and caps each answer that
 // is not an event stream at MaxMessage bytes.
 type headers struct {
-	base    http.RoundTripper
-	h       map[string][]string
-	origin  string
-	server  string
-	clock   clock.Clock
-	timeout time.Duration
+	base   http.RoundTripper
+	h      map[string][]string
+	origin string
+	server string
+	clock  clock.Clock
+	// timeout returns how long a POST and its answer may take, now.
+	timeout func() time.Duration
 }
 
 func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -312,12 +320,12 @@ func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// bounded returns r under a context that ends after t.timeout on the
+// bounded returns r under a context that ends after t.timeout() on the
 // host's clock (a server that answers a call slowly, or never, is
 // not held past it), and the func that ends it once the answer is read.
 func (t headers) bounded(r *http.Request) (*http.Request, func()) {
 	ctx, cancel := context.WithCancel(r.Context())
-	timer := t.clock.NewTimer(t.timeout)
+	timer := t.clock.NewTimer(t.timeout())
 	done := make(chan struct{})
 	go func() {
 		select {

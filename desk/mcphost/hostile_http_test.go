@@ -66,6 +66,9 @@ func rawHTTP(t *testing.T, answer func(w http.ResponseWriter, id json.RawMessage
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
 		}
 		// The body is read to its end: only then does net/http watch the
 		// connection, and end the request's context when the client drops it.
@@ -77,7 +80,7 @@ func rawHTTP(t *testing.T, answer func(w http.ResponseWriter, id json.RawMessage
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Mcp-Session-Id", "s1")
 		if msg.Method == "tools/call" {
-			answer(ctxWriter{w, req.Context()}, msg.ID)
+			answer(ctxWriter{w, req.Context(), msg.Params.Name}, msg.ID)
 			return
 		}
 		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": rawResult("", msg.Method)})
@@ -282,15 +285,20 @@ func TestSlowLorisCallIsDropped(t *testing.T) {
 	}
 }
 
-// ctxWriter carries the request's context to an answer.
+// ctxWriter carries the request's context, and the tool called, to an
+// answer.
 type ctxWriter struct {
 	http.ResponseWriter
-	ctx context.Context
+	ctx  context.Context
+	name string
 }
 
 func (w ctxWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
 
 func rawRequest(w http.ResponseWriter) context.Context { return w.(ctxWriter).ctx }
+
+// rawName is the name of the tool a call of rawHTTP calls.
+func rawName(w http.ResponseWriter) string { return w.(ctxWriter).name }
 
 // TestCloseWithAStalledHTTPServer: an HTTP server that never answers the
 // DELETE ending its session does not keep Close from returning.

@@ -60,6 +60,14 @@ func serveHostileIfAsked() bool {
 	case "dies":
 		os.Stderr.WriteString(strings.Repeat("e", 100) + "\x1b]0;pwned\x07\x1b[31m fatal: no licence\r\n")
 		os.Exit(4)
+	case "silentlater":
+		// Serves its first start, and exits at its first call; every
+		// later start is silent.
+		if _, err := os.Stat(os.Getenv(hostileFile)); err == nil {
+			scenario = "silent"
+		} else {
+			os.WriteFile(os.Getenv(hostileFile), []byte("started"), 0o600)
+		}
 	case "fork", "forkquiet":
 		// A child that keeps the stdout pipe open after the server exits
 		// (forkquiet: one that holds none of its pipes).
@@ -110,6 +118,8 @@ func rawServe(scenario string) {
 		case req.Method == "tools/list" && scenario == "pages":
 			// Pages without end: each empty, each with a next cursor.
 			res = map[string]any{"tools": []any{}, "nextCursor": fmt.Sprint("c", lists)}
+		case req.Method == "tools/call" && scenario == "silentlater":
+			os.Exit(3)
 		case req.Method == "tools/call" && scenario == "deaf":
 			select {} // reads no more: deskd's writes fill the pipe
 		case req.Method == "tools/call" && scenario == "leaks":

@@ -69,7 +69,7 @@ func (s *server) start() {
 	// running, from start to stop, not any caller's request.
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
-	go s.supervise(ctx, s.cfg, s.done)
+	go s.supervise(ctx, s.done)
 }
 
 // stop ends the supervisor and waits for it: the connection is closed and
@@ -99,8 +99,10 @@ func (s *server) set(state, errText string, retryAt time.Time) {
 }
 
 // supervise connects, waits for the connection to end, and reconnects
-// after a doubling backoff, until ctx ends.
-func (s *server) supervise(ctx context.Context, cfg *config.MCPServer, done chan struct{}) {
+// after a doubling backoff, until ctx ends. Each connection reads the
+// server's settings as they are then (a reload's new timeout applies to a
+// reconnection; a change of how it is reached restarts the supervisor).
+func (s *server) supervise(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	o := s.h.o
 	backoff := o.Backoff
@@ -108,7 +110,7 @@ func (s *server) supervise(ctx context.Context, cfg *config.MCPServer, done chan
 		s.mu.Lock()
 		s.set(StateStarting, "", time.Time{})
 		s.mu.Unlock()
-		c, err := dial(ctx, o.Clock, cfg)
+		c, err := dial(ctx, o.Clock, s.config)
 		if ctx.Err() != nil {
 			if c != nil {
 				c.close()
@@ -127,7 +129,7 @@ func (s *server) supervise(ctx context.Context, cfg *config.MCPServer, done chan
 				backoff = o.Backoff
 			}
 			if tail := c.stderr(); tail != "" {
-				o.Log.Debug().Str("server", s.name).Str("stderr", hide(cfg, tail)).Msg("MCP server's stderr")
+				o.Log.Debug().Str("server", s.name).Str("stderr", hide(s.config(), tail)).Msg("MCP server's stderr")
 			}
 		}
 		if !s.down(ctx, err, backoff) {

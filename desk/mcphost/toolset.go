@@ -26,6 +26,12 @@ var validToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // server is not configured, or not connected now.
 var ErrUnavailable = errors.New("unavailable")
 
+// ErrOutcomeUnknown is in the error of a call that was sent but whose
+// answer deskd did not get (it timed out, its turn ended, the request or
+// the connection broke, the answer could not be read): the server may
+// have run it. Such a call is never given back to a day's limit.
+var ErrOutcomeUnknown = errors.New("the call's outcome is unknown")
+
 // ToolName is the name the model sees for a server's tool:
 // "mcp__<server>__<tool>".
 func ToolName(server, tool string) string { return toolPrefix + server + "__" + tool }
@@ -238,20 +244,31 @@ func (h *Host) call(ctx context.Context, server, tool string, args json.RawMessa
 	cctx, stop, timedOut := withTimeout(ctx, h.o.Clock, d)
 	defer stop()
 	res, err := snap.live.sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	// Only an answer of the server says what became of a call: every
+	// other failure says its outcome is unknown (a cut place_order may
+	// still execute), and only a JSON-RPC error of the server is its
+	// refusal.
 	switch {
 	case err == nil:
 	case timedOut():
-		return "", fmt.Errorf("%s timed out after %s", full, d)
+		return "", fmt.Errorf("deskd timed out after %s waiting for MCP server %s's answer to %s; %w (the server may still have run it)",
+			d, server, tool, ErrOutcomeUnknown)
 	case ctx.Err() != nil:
-		return "", fmt.Errorf("%s: %w", full, ctx.Err())
+		return "", fmt.Errorf("deskd stopped waiting for MCP server %s's answer to %s (%v); %w (the server may still have run it)",
+			server, tool, ctx.Err(), ErrOutcomeUnknown)
 	case refused(err):
 		return "", fmt.Errorf("MCP server %s refused the call of %s: %w", server, tool, err)
 	case !errors.Is(err, mcp.ErrConnectionClosed) && snap.live.alive(ctx, h.o.Clock, d):
-		return "", fmt.Errorf("MCP server %s answered the call of %s with a result that is not valid MCP (%s)", server, tool,
-			cleanText(err.Error(), 300))
+		if transportFailed(err) {
+			return "", fmt.Errorf("the request to MCP server %s for %s failed before its answer (%s); %w (the server may have run it)",
+				server, tool, cleanText(err.Error(), 300), ErrOutcomeUnknown)
+		}
+		return "", fmt.Errorf("MCP server %s answered the call of %s with a result that is not valid MCP (%s); %w (the server may have run it)",
+			server, tool, cleanText(err.Error(), 300), ErrOutcomeUnknown)
 	default:
 		why := snap.live.broke(fmt.Errorf("the call of %s failed: %w", tool, err))
-		return "", fmt.Errorf("%s failed: the connection to MCP server %s broke (%v); deskd is reconnecting", full, server, why)
+		return "", fmt.Errorf("%s failed: the connection to MCP server %s broke (%v); deskd is reconnecting; %w (the server may have run it)",
+			full, server, why, ErrOutcomeUnknown)
 	}
 	text := resultText(res)
 	if res.IsError {
@@ -263,11 +280,48 @@ func (h *Host) call(ctx context.Context, server, tool string, args json.RawMessa
 	return text, nil
 }
 
-// refused reports whether err is the server's answer (a JSON-RPC error),
-// not a failure of the connection.
+// codeRejected is the code of the JSON-RPC error the SDK makes (it is not
+// the server's) for a request its transport could not send or whose
+// answer it could not read ("rejected by transport").
+const codeRejected = -32005
+
+// refused reports whether err holds the server's answer (a JSON-RPC
+// error of its own), not a failure of the transport or the connection:
+// the SDK's own "rejected by transport" is a JSON-RPC error too, but says
+// nothing of what the server did.
 func refused(err error) bool {
-	var we *jsonrpc.Error
-	return errors.As(err, &we) && !errors.Is(err, mcp.ErrConnectionClosed)
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		return false
+	}
+	found := false
+	walkErrors(err, func(e error) {
+		if we, ok := e.(*jsonrpc.Error); ok && we.Code != codeRejected {
+			found = true
+		}
+	})
+	return found
+}
+
+// transportFailed reports whether err is the SDK's "rejected by
+// transport": the request or its answer broke on the way.
+func transportFailed(err error) bool {
+	return errors.Is(err, &jsonrpc.Error{Code: codeRejected})
+}
+
+// walkErrors calls fn with err and every error it wraps.
+func walkErrors(err error, fn func(error)) {
+	if err == nil {
+		return
+	}
+	fn(err)
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		walkErrors(u.Unwrap(), fn)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			walkErrors(e, fn)
+		}
+	}
 }
 
 // resultText is what the model reads of a result: its text items joined
