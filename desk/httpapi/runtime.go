@@ -120,6 +120,9 @@ func Locate(ctx context.Context, c config.Client, fallback string, pick func([]s
 	r, err := ReadRuntime(c.StateDir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		if answers(ctx, fallback) == nil {
+			loc.Notes = append(loc.Notes, fmt.Sprintf("note: a deskd answers at %s, the config's listen, but no runtime file at %s vouches that it runs this config: it may be another deskd's (one of another config or state folder)", fallback, path))
+		}
 		return loc
 	case err != nil:
 		loc.Notes = append(loc.Notes, fmt.Sprintf("note: %v; ignored", err))

@@ -70,6 +70,12 @@ func TestLocate(t *testing.T) {
 	if loc.Addr != "127.0.0.1:7400" || len(loc.Notes) != 0 || !strings.Contains(loc.Looked, httpapi.RuntimePath(dir)) {
 		t.Errorf("no runtime file: %+v, want the config's listen, no notes, and where it looked", loc)
 	}
+	// Something answers at the config's listen, but no runtime file says
+	// it is this config's deskd: the CLI says so.
+	loc = httpapi.Locate(t.Context(), cc, served, first)
+	if loc.Addr != served || len(loc.Notes) != 1 || !strings.Contains(loc.Notes[0], "a deskd answers at "+served+", the config's listen, but no runtime file at "+httpapi.RuntimePath(dir)+" vouches") {
+		t.Errorf("no runtime file, a deskd at the config's listen: %+v, want its address and a note that nothing vouches for it", loc)
+	}
 
 	if _, err := httpapi.WriteRuntime(dir, httpapi.Runtime{PID: os.Getpid(), Listen: []string{served}, Config: "/srv/other.yaml"}); err != nil {
 		t.Fatal(err)
