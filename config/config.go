@@ -73,6 +73,12 @@ type Config struct {
 	// Listens is every address of listen, which may be one string or a
 	// list; Listen is its first.
 	Listens []string
+	// AllowedHosts are the host names (allowed_hosts), lower case and
+	// without a final dot, that a request over TCP may name in its Host
+	// header beyond those always accepted: localhost, the listen
+	// addresses' own hosts and every IP address. Any other name is
+	// refused (421), against DNS rebinding. A reload applies a change.
+	AllowedHosts []string
 	// AuthTokenFile is the absolute path of the file holding the API's
 	// bearer token (auth_token_file, relative to the main file's
 	// directory; $VARIABLES expanded). Empty: no token, and then listen
@@ -97,6 +103,13 @@ type Config struct {
 	// (NSE) and those of CalendarsDir, whose files replace shipped ones of
 	// the same name.
 	Calendars map[string]*triggers.Calendar
+	// CalendarWarnDays is how many days before a calendar's end (its
+	// through) deskd starts to warn of it (calendar_warn_days, default
+	// DefaultCalendarWarnDays).
+	CalendarWarnDays int
+	// BeyondCalendar is the desks' default of what they do past the end of
+	// a calendar (beyond_calendar: hold, the default, or weekdays).
+	BeyondCalendar triggers.Beyond
 	// DesksDir is the absolute path of the desks folder (desks_dir,
 	// default desks.d beside the main file).
 	DesksDir string
@@ -193,6 +206,10 @@ type Desk struct {
 	// Config.Calendars): the default of its schedules, and what
 	// rollover: trading_day follows.
 	Calendar string
+	// BeyondCalendar is what the desk does past the end of its calendars
+	// (beyond_calendar, default the main file's): hold its trading_days and
+	// market_hours slots, or assume the calendar's weekdays.
+	BeyondCalendar triggers.Beyond
 	// Budgets are the desk's spending limits (budgets).
 	Budgets Budgets
 	// MaxToolRounds bounds the tool rounds of a turn (max_tool_rounds,

@@ -136,6 +136,9 @@ func diffDaemon(o, n *Config) []Change {
 	if !slices.Equal(o.Listens, n.Listens) {
 		fds = append(fds, changed("listen", "listen changed from %s to %s", list(o.Listens), list(n.Listens)))
 	}
+	if !slices.Equal(o.AllowedHosts, n.AllowedHosts) { // applied at once (desk/httpapi reads it at each request)
+		fds = append(fds, changed("allowed_hosts", "allowed_hosts changed from %s to %s", list(o.AllowedHosts), list(n.AllowedHosts)))
+	}
 	if o.Log.Level != n.Log.Level {
 		fds = append(fds, changed("log.level", "log level changed from %s to %s", o.Log.Level, n.Log.Level))
 	}
@@ -150,7 +153,7 @@ func diffDaemon(o, n *Config) []Change {
 	// Path is the file given; Location and Day are parsed from timezone and
 	// rollover_at, which are compared; Listen is the first of Listens.
 	fds = append(fds, fieldDiffs("", *o, *n,
-		"Path", "Location", "Day", "Listen", "Listens", "Log", "Models", "Calendars", "Desks", "MCPServers")...)
+		"Path", "Location", "Day", "Listen", "Listens", "AllowedHosts", "Log", "Models", "Calendars", "Desks", "MCPServers")...)
 
 	cs := make([]Change, 0, len(fds))
 	for _, fd := range fds {

@@ -67,7 +67,7 @@ func loadMain(s *sink, file string) *Config {
 	if !ok {
 		return nil
 	}
-	root.only("auth_token_file", "calendars_dir", "debug_listen", "desks_dir", "feed_token_file", "listen", "log", "mcp_servers", "metrics_token_file", "models", "nats", "rollover_at",
+	root.only("allowed_hosts", "auth_token_file", "beyond_calendar", "calendar_warn_days", "calendars_dir", "debug_listen", "desks_dir", "feed_token_file", "listen", "log", "mcp_servers", "metrics_token_file", "models", "nats", "rollover_at",
 		"shutdown_timeout", "state_dir", "timezone")
 	dir := filepath.Dir(file)
 	c := &Config{Path: file, Models: map[string]Model{}, Desks: map[string]*Desk{}}
@@ -110,7 +110,8 @@ func loadMain(s *sink, file string) *Config {
 	}
 	c.Day.Location = c.Location
 
-	loadListen(root, c) // listen, auth_token_file, calendars: triggers.go
+	loadListen(root, c)       // listen, auth_token_file, calendars: triggers.go
+	loadAllowedHosts(root, c) // hosts.go
 	loadAuth(root, c, dir)
 	loadTokenFiles(root, c, dir)
 	loadCalendars(root, c, dir)
@@ -423,7 +424,7 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 	if !ok {
 		return nil
 	}
-	root.only("budgets", "calendar", "coalesce", "compact_at_tokens", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "mcp", "memory", "model", "paused_triggers", "queue_limit", "rollover", "schedules", "tools")
+	root.only("beyond_calendar", "budgets", "calendar", "coalesce", "compact_at_tokens", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "mcp", "memory", "model", "paused_triggers", "queue_limit", "rollover", "schedules", "tools")
 	d := &Desk{Name: name, Path: file, Curator: Curator{Enabled: true}, Rollover: keeper.RolloverDaily}
 
 	if m, ok := root.requiredStr("model"); ok {

@@ -47,6 +47,7 @@ type effectiveConfig struct {
 	Timezone         string                    `json:"timezone"`
 	RolloverAt       string                    `json:"rollover_at"`
 	Listen           []string                  `json:"listen"`
+	AllowedHosts     []string                  `json:"allowed_hosts,omitempty"`
 	AuthTokenFile    string                    `json:"auth_token_file,omitempty"`
 	FeedTokenFile    string                    `json:"feed_token_file,omitempty"`
 	MetricsTokenFile string                    `json:"metrics_token_file,omitempty"`
@@ -145,7 +146,7 @@ type effectiveTool struct {
 func effective(cfg *Config) effectiveConfig {
 	e := effectiveConfig{
 		Path: cfg.Path, StateDir: cfg.StateDir, Timezone: cfg.Timezone, RolloverAt: cfg.RolloverAt,
-		Listen: cfg.Listens, AuthTokenFile: cfg.AuthTokenFile, FeedTokenFile: cfg.FeedTokenFile, MetricsTokenFile: cfg.MetricsTokenFile,
+		Listen: cfg.Listens, AllowedHosts: cfg.AllowedHosts, AuthTokenFile: cfg.AuthTokenFile, FeedTokenFile: cfg.FeedTokenFile, MetricsTokenFile: cfg.MetricsTokenFile,
 		DesksDir: cfg.DesksDir, CalendarsDir: cfg.CalendarsDir,
 		Calendars: append([]string{}, slices.Sorted(maps.Keys(cfg.Calendars))...), LogLevel: cfg.Log.Level, LogFormat: cfg.Log.Format,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(), DebugListen: cfg.DebugListen,
