@@ -173,6 +173,11 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Errorf("desk main's row does not say its model is scripted:\n%s", row)
 	}
 	p.waitTrue(t, "the event stream is live", `document.getElementById("conn").textContent.includes("live")`)
+	// The connection's badge says it is the event stream's, so that it
+	// cannot be read as a model's name (the demo's model is "offline").
+	if conn := evalJS[string](t, p, `document.getElementById("conn").textContent`); !strings.HasPrefix(conn, "events: ") || strings.Contains(conn, "offline") {
+		t.Errorf("the connection badge reads %q, want it to start with \"events: \" and not to say offline", conn)
+	}
 
 	// 2. A turn, seen through the event stream.
 	status, tr := d.post(t, `{"text": "Morning brief, please.", "kind": "manual", "id": "brief-1"}`)

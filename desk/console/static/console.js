@@ -692,7 +692,7 @@
   function setConn(kind, text) {
     const c = $("conn");
     c.className = "conn conn-" + kind;
-    c.textContent = text;
+    c.textContent = "events: " + text; // the connection, never to be read as a model's name
   }
 
   // A closed stream is retried after RETRY_FIRST ms, doubling up to
