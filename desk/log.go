@@ -67,6 +67,8 @@ func levelOf(e event.Event) zerolog.Level {
 	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.ScheduleMissed, event.InboxRejected,
 		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.ModelFailed, event.NATSOutboxFull, event.MCPServerDown:
 		return zerolog.WarnLevel
+	case event.NATSDuplicate:
+		return zerolog.ErrorLevel // an event is not on the stream
 	case event.ApprovalDecided:
 		if e.Outcome == "expired" {
 			return zerolog.WarnLevel // nobody decided on a call that waited

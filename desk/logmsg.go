@@ -99,6 +99,8 @@ func Describe(e event.Event, loc *time.Location) string {
 		s = describeOutboxFull(e)
 	case event.NATSOutboxDrained:
 		s = fmt.Sprintf("the NATS event outbox has drained (full since %s); %s dropped", e.Since.In(loc).Format(time.DateTime), termsafe.Plural(int(e.Dropped), "event"))
+	case event.NATSDuplicate:
+		s = fmt.Sprintf("NATS dropped event %s (Nats-Msg-Id %s) as a duplicate of stream message %d, which is not deskd's copy: the event is not on the stream (a message published with deskd's id?)", e.Subject, e.MsgID, e.StreamSeq)
 	case event.NATSRejected:
 		s = fmt.Sprintf("nats message %q on %s refused (terminated): %s", e.MsgID, e.Subject, e.Reason)
 	case event.NATSBackpressure:

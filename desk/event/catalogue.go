@@ -506,6 +506,26 @@ type NATSOutboxDrained struct {
 // Topic returns "nats.outbox_drained".
 func (NATSOutboxDrained) Topic() string { return "nats.outbox_drained" }
 
+// NATSDuplicate: JetStream dropped an event deskd sent for the first time
+// as a duplicate of a message it already stored with the same
+// Nats-Msg-Id, and that message is not deskd's copy of the event: a
+// message published with deskd's id (its secret leaked?) or a colliding
+// id. The event is not on the stream. Desk is the event's desk.
+type NATSDuplicate struct {
+	Header
+	// Subject is the dropped event's subject.
+	Subject string `json:"subject"`
+	// EventID is the event's own id (Header.ID), empty when it had none.
+	EventID string `json:"event_id,omitempty"`
+	// MsgID is the Nats-Msg-Id the event was sent with.
+	MsgID string `json:"msg_id"`
+	// StreamSeq is the stream sequence of the message stored in its place.
+	StreamSeq uint64 `json:"stream_seq"`
+}
+
+// Topic returns "nats.duplicate".
+func (NATSDuplicate) Topic() string { return "nats.duplicate" }
+
 // NATSRejected: a trigger message from NATS was terminated (never
 // redelivered): its subject names no desk, its body is not a trigger, or
 // it asks for a manual trigger, which a feed may not send.
@@ -634,7 +654,7 @@ func Topics() []string {
 		StorageFailed{}.Topic(), StorageRecovered{}.Topic(), FileTorn{}.Topic(),
 		MemoryUnreadable{}.Topic(),
 		TriggerAcknowledged{}.Topic(), MemoryRestored{}.Topic(), SkillsUndone{}.Topic(),
-		NATSOutboxFull{}.Topic(), NATSOutboxDrained{}.Topic(), NATSRejected{}.Topic(), NATSBackpressure{}.Topic(),
+		NATSOutboxFull{}.Topic(), NATSOutboxDrained{}.Topic(), NATSDuplicate{}.Topic(), NATSRejected{}.Topic(), NATSBackpressure{}.Topic(),
 		ToolCalled{}.Topic(), ApprovalRequested{}.Topic(), ApprovalDecided{}.Topic(), MCPServerUp{}.Topic(), MCPServerDown{}.Topic(),
 	}
 }

@@ -8,11 +8,15 @@ type NATSEvents interface {
 	// OutboxCounts returns how many events wait in the outbox, its file's
 	// size, and how many events were published and dropped since start.
 	OutboxCounts() (waiting int, bytes, published, dropped int64)
+	// DuplicateCount returns how many events the stream dropped as a
+	// duplicate of a message that was not deskd's copy (nats.duplicate).
+	DuplicateCount() int64
 }
 
 // SetNATSEvents adds the metrics of the NATS event publisher, read from
 // pub at each scrape: deskd_nats_outbox_events, deskd_nats_outbox_bytes,
-// deskd_nats_events_published_total and deskd_nats_events_dropped_total.
+// deskd_nats_events_published_total, deskd_nats_events_dropped_total and
+// deskd_nats_events_duplicate_total.
 // Without it (no NATS events configured) they are absent. Call it once.
 func (m *Registry) SetNATSEvents(pub NATSEvents) {
 	read := func(pick func(waiting int, bytes, published, dropped int64) int64) func() float64 {
@@ -35,5 +39,9 @@ func (m *Registry) SetNATSEvents(pub NATSEvents) {
 			Name: "deskd_nats_events_dropped_total",
 			Help: "Events the NATS event outbox could not keep (full, or its disk refused the write): NATS never receives them.",
 		}, read(func(_ int, _, _, d int64) int64 { return d })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "deskd_nats_events_duplicate_total",
+			Help: "Events JetStream dropped as a duplicate of a message with the same Nats-Msg-Id that was not deskd's copy (nats.duplicate): they are not on the stream.",
+		}, func() float64 { return float64(pub.DuplicateCount()) }),
 	)
 }

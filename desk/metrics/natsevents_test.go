@@ -9,9 +9,11 @@ import (
 )
 
 type outboxCounts struct {
-	waiting                   int
-	bytes, published, dropped int64
+	waiting                               int
+	bytes, published, dropped, duplicates int64
 }
+
+func (c *outboxCounts) DuplicateCount() int64 { return c.duplicates }
 
 func (c *outboxCounts) OutboxCounts() (int, int64, int64, int64) {
 	return c.waiting, c.bytes, c.published, c.dropped
@@ -26,7 +28,7 @@ func TestMetricsNATSEvents(t *testing.T) {
 	if fams := metricstest.Scrape(t, m.Handler()); fams["deskd_nats_outbox_events"] != nil {
 		t.Error("deskd_nats_outbox_events present without NATS events")
 	}
-	c := &outboxCounts{waiting: 3, bytes: 900, published: 10, dropped: 2}
+	c := &outboxCounts{waiting: 3, bytes: 900, published: 10, dropped: 2, duplicates: 1}
 	m.SetNATSEvents(c)
 	check := func(want map[string]float64) {
 		t.Helper()
@@ -38,7 +40,7 @@ func TestMetricsNATSEvents(t *testing.T) {
 		}
 	}
 	check(map[string]float64{"deskd_nats_outbox_events": 3, "deskd_nats_outbox_bytes": 900,
-		"deskd_nats_events_published_total": 10, "deskd_nats_events_dropped_total": 2})
+		"deskd_nats_events_published_total": 10, "deskd_nats_events_dropped_total": 2, "deskd_nats_events_duplicate_total": 1})
 	c.waiting, c.published = 0, 13
 	check(map[string]float64{"deskd_nats_outbox_events": 0, "deskd_nats_events_published_total": 13})
 }

@@ -6,11 +6,17 @@
 // goroutine, so a turn never waits for it; one sender goroutine publishes
 // the outbox's entries in order, one at a time, as <subject>.<desk>.<topic>
 // (Subject), the body the event's JSON as on GET /v1/events (event.JSON),
-// with the header Nats-Msg-Id set to the event's Header.ID or, for an event
-// without one, to an id the outbox gave it when it kept it. An entry leaves
-// the outbox only after the stream's PubAck, so a restart sends what was
-// not acknowledged again, with the same ids, and the stream's duplicate
-// window stores it once.
+// with the header Nats-Msg-Id. That id cannot be told in advance by
+// anybody else, so that nobody who may publish on the stream can make it
+// drop one of deskd's events as a duplicate: for an event with an id of
+// its own (Header.ID, such as a rollover step's) it is keyed with the
+// install's secret (KeyFile), the same on every copy; for the others it
+// is random. Either way the outbox keeps it with the event. An entry
+// leaves the outbox only after the stream's PubAck, so a restart sends
+// what was not acknowledged again, with the same ids, and the stream's
+// duplicate window stores it once. A PubAck that says duplicate for an
+// event sent for the first time, whose stored copy is not deskd's, is
+// announced (nats.duplicate) and counted.
 //
 // While NATS is away the sender waits for the connection to come back (it
 // never leaves events to nats.go's reconnect buffer); after a publish error
@@ -24,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,6 +95,9 @@ type Stats struct {
 	Published int64
 	// Dropped counts the events the outbox could not keep since New.
 	Dropped int64
+	// Duplicates counts the events the stream dropped, since New, as
+	// duplicates of a message that was not deskd's copy (nats.duplicate).
+	Duplicates int64
 	// Full is true from the first event dropped until the outbox empties.
 	Full bool
 }
@@ -99,9 +109,11 @@ type Publisher struct {
 	js   jetstream.JetStream
 	ob   *outbox
 	scan durable.Scan
+	key  []byte // the install's secret (KeyFile)
 
-	published atomic.Int64
-	dropped   atomic.Int64
+	published  atomic.Int64
+	dropped    atomic.Int64
+	duplicates atomic.Int64
 
 	// life guards closed: take holds it for reading while it writes to
 	// the outbox, so that Close never closes the file under it.
@@ -134,7 +146,16 @@ func New(o Options) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{o: o, js: js, ob: ob, scan: sc, changed: make(chan struct{})}, nil
+	key, damaged, err := loadKey(o.Dir)
+	if err != nil {
+		_ = ob.close()
+		return nil, err
+	}
+	if damaged != "" {
+		o.Log.Warn().Str("path", filepath.Join(o.Dir, KeyFile)).Str("saved_to", damaged).
+			Msg("NATS events: the secret of the events' ids was damaged; set aside and made again (an event announced again may be stored twice)")
+	}
+	return &Publisher{o: o, js: js, ob: ob, scan: sc, key: key, changed: make(chan struct{})}, nil
 }
 
 // check validates o and applies the defaults.
@@ -211,8 +232,12 @@ func (p *Publisher) Stats() Stats {
 	p.mu.Lock()
 	full := p.full
 	p.mu.Unlock()
-	return Stats{Waiting: waiting, Bytes: size, Published: p.published.Load(), Dropped: p.dropped.Load(), Full: full}
+	return Stats{Waiting: waiting, Bytes: size, Published: p.published.Load(), Dropped: p.dropped.Load(),
+		Duplicates: p.duplicates.Load(), Full: full}
 }
+
+// DuplicateCount returns Stats's Duplicates, for the metrics read at scrape.
+func (p *Publisher) DuplicateCount() int64 { return p.duplicates.Load() }
 
 // OutboxCounts returns Stats's numbers, for the metrics read at scrape.
 func (p *Publisher) OutboxCounts() (waiting int, bytes, published, dropped int64) {

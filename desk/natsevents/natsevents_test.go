@@ -240,8 +240,13 @@ func TestEventsArePublishedWithSubjectBodyAndMsgID(t *testing.T) {
 		}
 		ids[id] = true
 	}
-	if id := msgs[2].Headers().Get(jetstream.MsgIDHeader); id != "rollover:s1:summary" {
-		t.Errorf("an event with an id is published with Nats-Msg-Id %q, want its id", id)
+	if id, want := msgs[2].Headers().Get(jetstream.MsgIDHeader), msgID(t, r.dir, "main", "rollover:s1:summary"); id != want {
+		t.Errorf("an event with an id is published with Nats-Msg-Id %q, want %q (keyed with the install's secret)", id, want)
+	}
+	for _, i := range []int{0, 1, 3} {
+		if id := msgs[i].Headers().Get(jetstream.MsgIDHeader); !strings.HasPrefix(id, "r-") || len(id) != 34 {
+			t.Errorf("message %d: Nats-Msg-Id %q, want r- and 16 random bytes in hex", i, id)
+		}
 	}
 	if !strings.HasPrefix(string(msgs[0].Data()), `{"topic":"desk.started",`) {
 		t.Errorf("body %s does not start with its topic", msgs[0].Data())
@@ -311,12 +316,14 @@ func TestAnEventWithAnIDPublishedTwiceIsStoredOnce(t *testing.T) {
 	r2 := newRig(t, nc, dir, 0, clock.NewFake(t0))
 	event.Publish(r2.bus, step)
 	event.Publish(r2.bus, turn("main", 1))
-	r2.waitStats("sent after the restart", func(s natsevents.Stats) bool { return s.Published == 2 })
+	if st := r2.waitStats("sent after the restart", func(s natsevents.Stats) bool { return s.Published == 2 }); st.Duplicates != 0 {
+		t.Errorf("Stats.Duplicates = %d: a repeat of deskd's own event counted as a duplicate", st.Duplicates)
+	}
 	if n := streamCount(t, nc); n != 2 {
 		t.Errorf("stream holds %d messages, want 2 (the step once, the turn)", n)
 	}
 	msgs := streamMsgs(t, nc, 2)
-	if msgs[0].Headers().Get(jetstream.MsgIDHeader) != "rollover:s1:fold" || trigger(t, msgs[1]) != "t001" {
+	if msgs[0].Headers().Get(jetstream.MsgIDHeader) != msgID(t, dir, "main", "rollover:s1:fold") || trigger(t, msgs[1]) != "t001" {
 		t.Errorf("stream holds %s then %s", msgs[0].Data(), msgs[1].Data())
 	}
 }
@@ -543,14 +550,15 @@ func TestTheOutboxIsCompactedAsItIsAcknowledged(t *testing.T) {
 	}
 }
 
-func TestAnIDAHeaderCannotHoldIsEscaped(t *testing.T) {
+func TestAnIDAHeaderCannotHoldMakesAHeaderSafeMsgID(t *testing.T) {
 	ns := startNATS(t)
 	nc := ns.connect()
 	r := newRig(t, nc, t.TempDir(), 0, clock.NewFake(t0))
-	event.Publish(r.bus, event.RolloverProgress{Header: event.Header{At: t0, Desk: "main", ID: "step\r\n1 100%"}})
+	const id = "step\r\n1 100%"
+	event.Publish(r.bus, event.RolloverProgress{Header: event.Header{At: t0, Desk: "main", ID: id}})
 	msgs := streamMsgs(t, nc, 1)
-	if id := msgs[0].Headers().Get(jetstream.MsgIDHeader); id != "step%0D%0A1 100%25" {
-		t.Errorf("Nats-Msg-Id %q, want the control bytes and %% escaped", id)
+	if got, want := msgs[0].Headers().Get(jetstream.MsgIDHeader), msgID(t, r.dir, "main", id); got != want {
+		t.Errorf("Nats-Msg-Id %q, want %q", got, want)
 	}
 }
 

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
-
-	"github.com/nats-io/nuid"
 
 	"github.com/deskd/deskd/memory/durable"
 )
@@ -58,6 +55,9 @@ type outbox struct {
 	fileBytes int64   // the file's length
 	next      uint64  // the seq of the next entry
 	acked     uint64  // the last seq acknowledged
+	// resumed is the last seq the file held at open: an entry up to it
+	// may have been sent before the restart.
+	resumed uint64
 	// floor is what the file holds besides pending just after a
 	// compaction (its acked line): a compaction frees nothing below it.
 	floor int64
@@ -86,6 +86,7 @@ func openOutbox(dir string, maxBytes int64) (*outbox, durable.Scan, error) {
 		o.fileBytes = sc.Offsets[i] + int64(len(sc.Records[i])) + 1
 		o.load(r, sc.Records[i])
 	}
+	o.resumed = o.next - 1
 	return o, sc, nil
 }
 
@@ -117,18 +118,13 @@ func (o *outbox) load(r record, line []byte) {
 	o.pendBytes += e.size()
 }
 
-// add keeps an event for subject with body data; id is its Nats-Msg-Id,
-// or empty for one the outbox assigns. It returns false, keeping nothing,
+// add keeps an event for subject with body data and Nats-Msg-Id id. It
+// returns false, keeping nothing,
 // when the entry would take the file past maxBytes (after a compaction of
 // what was acknowledged), or with the error when the file refused it.
 func (o *outbox) add(subject, id string, data []byte) (bool, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if id == "" {
-		id = nuid.Next()
-	} else {
-		id = headerSafe(id)
-	}
 	r := record{Seq: o.next, ID: id, Subject: subject, Data: data}
 	line, err := json.Marshal(r)
 	if err != nil {
@@ -156,6 +152,10 @@ func (o *outbox) add(subject, id string, data []byte) (bool, error) {
 	}
 	return true, nil
 }
+
+// wasResumed says whether entry seq was in the file at open: sent before
+// the restart, perhaps.
+func (o *outbox) wasResumed(seq uint64) bool { return seq <= o.resumed }
 
 // head returns the oldest waiting entry.
 func (o *outbox) head() (entry, bool) {
@@ -229,18 +229,3 @@ func (o *outbox) counts() (waiting int, fileBytes int64) {
 
 // close closes the file.
 func (o *outbox) close() error { return o.log.Close() }
-
-// headerSafe escapes, as %XX, the bytes of a Nats-Msg-Id that a header
-// value cannot hold (control bytes), and '%' itself.
-func headerSafe(id string) string {
-	var b strings.Builder
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if c < 0x20 || c == 0x7f || c == '%' {
-			fmt.Fprintf(&b, "%%%02X", c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}

@@ -2,6 +2,7 @@ package natsevents
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -22,7 +23,11 @@ func (p *Publisher) take(e event.Event) {
 	}
 	h := e.Head()
 	subject := Subject(p.o.Subject, h.Desk, e.Topic())
-	kept, err := p.ob.add(subject, h.ID, event.JSON(e))
+	id := randomID()
+	if h.ID != "" {
+		id = keyedID(p.key, h.Desk, h.ID)
+	}
+	kept, err := p.ob.add(subject, id, event.JSON(e))
 	if !kept {
 		p.drop(err)
 	}
@@ -72,6 +77,7 @@ func (p *Publisher) drained() {
 func (p *Publisher) send(ctx context.Context, status <-chan nats.Status) {
 	ready := false // the stream is known to exist
 	backoff := firstBackoff
+	var failed uint64 // the entry whose last attempt failed: its PubAck may have been lost
 	for ctx.Err() == nil {
 		e, ok := p.ob.head()
 		switch {
@@ -88,11 +94,12 @@ func (p *Publisher) send(ctx context.Context, status <-chan nats.Status) {
 			}
 			continue
 		}
-		err := p.publish(ctx, e, &ready)
+		err := p.publish(ctx, e, &ready, e.seq == failed || p.ob.wasResumed(e.seq))
 		if err == nil {
 			backoff = firstBackoff
 			continue
 		}
+		failed = e.seq
 		if ctx.Err() != nil {
 			return
 		}
@@ -129,8 +136,9 @@ func (p *Publisher) wait(ctx context.Context, d time.Duration, status <-chan nat
 // publish sends e and, once NATS acknowledged it, removes it from the
 // outbox. ready says whether the stream is known to exist; publish
 // ensures it first when not, and forgets it when the stream did not
-// answer.
-func (p *Publisher) publish(ctx context.Context, e entry, ready *bool) error {
+// answer. again says e may have been stored already (sent before a
+// restart, or its last PubAck lost), so that a duplicate is expected.
+func (p *Publisher) publish(ctx context.Context, e entry, ready *bool, again bool) error {
 	if !*ready {
 		if err := p.ensureStream(ctx); err != nil {
 			return err
@@ -139,11 +147,15 @@ func (p *Publisher) publish(ctx context.Context, e entry, ready *bool) error {
 	}
 	msg := &nats.Msg{Subject: e.subject, Data: e.data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, e.id)
-	if _, err := p.js.PublishMsg(ctx, msg); err != nil {
+	ack, err := p.js.PublishMsg(ctx, msg)
+	if err != nil {
 		if errors.Is(err, jetstream.ErrNoStreamResponse) {
 			*ready = false
 		}
 		return fmt.Errorf("publish event %s (id %s) to NATS: %w", e.subject, e.id, err)
+	}
+	if ack.Duplicate && !again {
+		p.duplicate(ctx, e, ack.Sequence)
 	}
 	waiting, err := p.ob.ack(e.seq)
 	p.published.Add(1)
@@ -156,6 +168,51 @@ func (p *Publisher) publish(ctx context.Context, e entry, ready *bool) error {
 	}
 	p.notify()
 	return nil
+}
+
+// head is what a duplicate is checked against: an event body's topic,
+// desk and id.
+type head struct {
+	Topic string `json:"topic"`
+	Desk  string `json:"desk"`
+	ID    string `json:"id"`
+}
+
+// duplicate handles a PubAck that says the stream already held a message
+// with e's Nats-Msg-Id (at seq) when e was sent for the first time. That
+// message is deskd's own copy when e has an id of its own and the stored
+// message is the same event (a rollover step announced again): nothing to
+// say. Otherwise e is not on the stream: it is counted and announced
+// (nats.duplicate).
+func (p *Publisher) duplicate(ctx context.Context, e entry, seq uint64) {
+	var ours head
+	_ = json.Unmarshal(e.data, &ours) // event.JSON: cannot fail
+	if ours.ID != "" {
+		if stored, err := p.stored(ctx, seq); err == nil && stored == ours {
+			return
+		}
+	}
+	p.duplicates.Add(1)
+	event.Publish(p.o.Bus, event.NATSDuplicate{
+		Header: event.Header{At: p.o.Clock.Now(), Desk: ours.Desk}, Subject: e.subject, EventID: ours.ID, MsgID: e.id, StreamSeq: seq,
+	}) // deskd's log has it from the bus
+}
+
+// stored returns the head of the stream's message at seq.
+func (p *Publisher) stored(ctx context.Context, seq uint64) (head, error) {
+	s, err := p.js.Stream(ctx, p.o.Stream)
+	if err != nil {
+		return head{}, fmt.Errorf("the NATS events stream %s: %w", p.o.Stream, err)
+	}
+	m, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		return head{}, fmt.Errorf("message %d of the NATS events stream %s: %w", seq, p.o.Stream, err)
+	}
+	var h head
+	if err := json.Unmarshal(m.Data, &h); err != nil {
+		return head{}, fmt.Errorf("message %d of the NATS events stream %s: %w", seq, p.o.Stream, err)
+	}
+	return h, nil
 }
 
 // recovered logs the end of a streak of failures.
