@@ -271,6 +271,11 @@ func (d *Daemon) configure(cfg *config.Config, run *deskRun, dc *config.Desk) er
 	return nil
 }
 
+// Config returns the config in force: the one the daemon started on, or
+// the last a reload applied. It may be called from any goroutine; the
+// config returned must not be changed.
+func (d *Daemon) Config() *config.Config { return d.cur.Load() }
+
 // Check loads the config files as a reload would, and compares them with
 // the config in force (GET /v1/config/diff). It changes nothing, and may
 // be called from any goroutine.
