@@ -32,6 +32,27 @@ var shipped embed.FS
 
 var calendarNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
 
+// DefaultCalendarWarnDays is calendar_warn_days when the main file says
+// nothing: deskd warns of a calendar's end from 30 days before it.
+const DefaultCalendarWarnDays = 30
+
+// MaxCalendarWarnDays bounds calendar_warn_days.
+const MaxCalendarWarnDays = 366
+
+// loadBeyond reads beyond_calendar of n, defaulting to def.
+func loadBeyond(n node, def triggers.Beyond) triggers.Beyond {
+	v, st := n.str("beyond_calendar")
+	if st != set {
+		return def
+	}
+	b := triggers.Beyond(v)
+	if b != triggers.BeyondHold && b != triggers.BeyondWeekdays {
+		n.problem("beyond_calendar", "%q: want hold (past a calendar's end, its trading_days and market_hours slots are held and recorded missed) or weekdays (they fire on its weekdays and sessions, with no holidays known)", v)
+		return def
+	}
+	return b
+}
+
 // loadListen reads listen: one address or a list of them, each host:port
 // or unix:PATH. Port 0 asks the system for a free port (tests).
 func loadListen(root node, c *Config) {
@@ -176,9 +197,20 @@ func checkTokenFile(p string) error {
 }
 
 // loadCalendars reads the shipped calendars, then calendars_dir, into
-// c.Calendars (keyed by upper-case name).
+// c.Calendars (keyed by upper-case name). A file of calendars_dir replaces
+// the shipped calendar of its name, unless it says extends: then it adds
+// to that shipped calendar (mergeCalendar).
 func loadCalendars(root node, c *Config, dir string) {
 	c.Calendars = map[string]*triggers.Calendar{}
+	c.BeyondCalendar = loadBeyond(root, triggers.BeyondHold)
+	c.CalendarWarnDays = DefaultCalendarWarnDays
+	if n, st := root.integer("calendar_warn_days"); st == set {
+		c.CalendarWarnDays = n
+		if n < 0 || n > MaxCalendarWarnDays {
+			root.problem("calendar_warn_days", "%d is out of range: want 0 (no warning before the end) to %d", n, MaxCalendarWarnDays)
+		}
+	}
+	base := map[string]*triggers.Calendar{}
 	entries, _ := fs.ReadDir(shipped, "calendars")
 	for _, e := range entries {
 		data, err := shipped.ReadFile("calendars/" + e.Name())
@@ -187,8 +219,9 @@ func loadCalendars(root node, c *Config, dir string) {
 			continue
 		}
 		name := strings.TrimSuffix(e.Name(), ".yaml")
-		if cal := loadCalendar(root.s, "(shipped calendar) "+e.Name(), name, data); cal != nil {
+		if cal := loadCalendar(root.s, "(shipped calendar) "+e.Name(), name, data, nil); cal != nil {
 			c.Calendars[strings.ToUpper(name)] = cal
+			base[strings.ToUpper(name)] = cal
 		}
 	}
 	c.CalendarsDir = resolve(dir, DefaultCalendarsDir)
@@ -224,7 +257,7 @@ func loadCalendars(root node, c *Config, dir string) {
 		if !ok {
 			continue
 		}
-		if cal := loadCalendar(root.s, p, name, data); cal != nil {
+		if cal := loadCalendar(root.s, p, name, data, base); cal != nil {
 			c.Calendars[strings.ToUpper(name)] = cal
 		}
 	}
@@ -233,26 +266,95 @@ func loadCalendars(root node, c *Config, dir string) {
 // loadCalendar reads one calendar file:
 //
 //	timezone: Asia/Kolkata
+//	through: 2026-12-31                      # the last date it covers (required)
 //	weekdays: [mon, tue, wed, thu, fri]      # the default
 //	sessions: [{open: "09:15", close: "15:30"}]
 //	holidays: [{date: "2026-01-26", name: Republic Day}]
 //	special_sessions: [{date: "2026-11-08", name: Muhurat trading, open: "18:00", close: "19:00"}]
-func loadCalendar(s *sink, file, name string, data []byte) *triggers.Calendar {
+//
+// A file of calendars_dir may instead say extends: NAME (a calendar of
+// shipped): it then starts from a copy of that calendar, adds its
+// holidays and special sessions to the shipped ones (a date it lists
+// replaces the shipped entry of that date), moves through (to a date no
+// earlier than the shipped one), and replaces timezone, weekdays and
+// sessions only where it gives them. shipped is nil for a shipped file.
+func loadCalendar(s *sink, file, name string, data []byte, shipped map[string]*triggers.Calendar) *triggers.Calendar {
 	root, ok := readYAMLData(s, file, data)
 	if !ok {
 		return nil
 	}
-	root.only("holidays", "sessions", "special_sessions", "timezone", "weekdays")
+	root.only("extends", "holidays", "sessions", "special_sessions", "through", "timezone", "weekdays")
 	cal := &triggers.Calendar{Name: name, Holidays: map[string]string{}, Special: map[string]triggers.SpecialDay{}}
-	if tz, ok := root.requiredStr("timezone"); ok {
+	var base *triggers.Calendar
+	if ext, st := root.str("extends"); st == set {
+		var known []string
+		for _, b := range shipped {
+			known = append(known, b.Name)
+		}
+		slices.Sort(known)
+		switch {
+		case shipped == nil:
+			root.problem("extends", "a shipped calendar extends no other")
+		case shipped[strings.ToUpper(strings.TrimSpace(ext))] == nil:
+			root.problem("extends", "%q is not a calendar deskd ships; it ships %s", ext, strings.Join(known, ", "))
+			return nil
+		default:
+			base = shipped[strings.ToUpper(strings.TrimSpace(ext))]
+			cal.Location, cal.Weekdays = base.Location, base.Weekdays
+			cal.Sessions = slices.Clone(base.Sessions)
+			for d, h := range base.Holidays {
+				cal.Holidays[d] = h
+			}
+			for d, sd := range base.Special {
+				cal.Special[d] = triggers.SpecialDay{Name: sd.Name, Sessions: slices.Clone(sd.Sessions)}
+			}
+		}
+	} else if st == invalid {
+		return nil
+	}
+	tz, tzOK := "", false
+	if base == nil {
+		tz, tzOK = root.requiredStr("timezone")
+	} else if v, st := root.str("timezone"); st == set {
+		tz, tzOK = v, true
+	}
+	if tzOK {
 		if loc, err := time.LoadLocation(tz); err != nil || tz == "Local" {
 			root.problem("timezone", "unknown time zone %q", tz)
 		} else {
 			cal.Location = loc
 		}
 	}
+	late := false // a date after through was reported: Check would say it again
+	date := func(n node, key string) (string, bool) {
+		v, ok := n.get(key)
+		if !ok {
+			n.problem(key, "required")
+			return "", false
+		}
+		switch v := v.(type) {
+		case time.Time:
+			return v.UTC().Format(time.DateOnly), true
+		case string:
+			if t, err := time.Parse(time.DateOnly, v); err == nil && t.Format(time.DateOnly) == v {
+				return v, true
+			}
+		}
+		n.problem(key, "%v is not a date: want YYYY-MM-DD", v)
+		return "", false
+	}
+	if _, ok := root.get("through"); !ok {
+		root.problem("through", "required: the last date the calendar covers (its holidays are known up to it), such as through: 2026-12-31; past it deskd does not guess (beyond_calendar)")
+	} else if d, ok := date(root, "through"); ok {
+		cal.Through = d
+		if base != nil && d < base.Through {
+			late = true // the base's own dates would be after it: said once, here
+			root.problem("through", "%s is before %s, the end of the shipped %s it extends: an extension may only move the end later", d, base.Through, base.Name)
+		}
+	}
 	days := []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
 	if wd, st := root.list("weekdays"); st == set {
+		cal.Weekdays = [7]bool{}
 		for i, v := range wd {
 			d, _ := v.(string)
 			j := slices.Index(days, strings.ToLower(strings.TrimSpace(d)))
@@ -262,7 +364,7 @@ func loadCalendar(s *sink, file, name string, data []byte) *triggers.Calendar {
 			}
 			cal.Weekdays[j] = true
 		}
-	} else if st == absent {
+	} else if st == absent && base == nil {
 		for d := time.Monday; d <= time.Friday; d++ {
 			cal.Weekdays[d] = true
 		}
@@ -298,6 +400,7 @@ func loadCalendar(s *sink, file, name string, data []byte) *triggers.Calendar {
 		return ses, okAll
 	}
 	if ss, st := root.list("sessions"); st == set {
+		cal.Sessions = nil
 		if len(ss) == 0 {
 			root.problem("sessions", "the list is empty: give the regular trading sessions, such as [{open: \"09:15\", close: \"15:30\"}]")
 		}
@@ -311,55 +414,54 @@ func loadCalendar(s *sink, file, name string, data []byte) *triggers.Calendar {
 				cal.Sessions = append(cal.Sessions, ses)
 			}
 		}
-	} else if st == absent {
+	} else if st == absent && base == nil {
 		root.problem("sessions", "required: the regular trading sessions, such as [{open: \"09:15\", close: \"15:30\"}]")
 	}
-	date := func(n node) (string, bool) {
-		v, ok := n.get("date")
-		if !ok {
-			n.problem("date", "required")
-			return "", false
+	// afterEnd adds a problem if d is past the calendar's through.
+	afterEnd := func(n node, d string) {
+		if cal.Through != "" && d > cal.Through {
+			late = true
+			n.problem("date", "%s is after through (%s): move through to the last date the file covers", d, cal.Through)
 		}
-		switch v := v.(type) {
-		case time.Time:
-			return v.UTC().Format(time.DateOnly), true
-		case string:
-			if t, err := time.Parse(time.DateOnly, v); err == nil && t.Format(time.DateOnly) == v {
-				return v, true
-			}
-		}
-		n.problem("date", "%v is not a date: want YYYY-MM-DD", v)
-		return "", false
 	}
 	if hs, st := root.list("holidays"); st == set {
+		mine := map[string]bool{}
 		for i, v := range hs {
 			n, ok := root.asMapping(fmt.Sprintf("holidays[%d]", i), v)
 			if !ok {
 				continue
 			}
 			n.only("date", "name")
-			d, ok := date(n)
+			d, ok := date(n, "date")
 			name, _ := n.str("name")
 			if ok {
-				if _, dup := cal.Holidays[d]; dup {
+				if mine[d] {
 					n.problem("date", "%s is listed twice", d)
 				}
+				mine[d] = true
+				afterEnd(n, d)
 				cal.Holidays[d] = name
 			}
 		}
 	}
 	if ss, st := root.list("special_sessions"); st == set {
+		mine := map[string]bool{}
 		for i, v := range ss {
 			n, ok := root.asMapping(fmt.Sprintf("special_sessions[%d]", i), v)
 			if !ok {
 				continue
 			}
 			n.only("close", "date", "name", "open")
-			d, okDate := date(n)
+			d, okDate := date(n, "date")
 			name, _ := n.str("name")
 			ses, okSes := session(n)
 			if okDate && okSes {
+				afterEnd(n, d)
 				sd := cal.Special[d]
+				if !mine[d] { // the file's own sessions of a date replace the shipped ones
+					sd = triggers.SpecialDay{}
+				}
+				mine[d] = true
 				sd.Name = name
 				sd.Sessions = append(sd.Sessions, ses)
 				slices.SortFunc(sd.Sessions, func(a, b triggers.Session) int { return int(a.Open - b.Open) })
@@ -367,13 +469,11 @@ func loadCalendar(s *sink, file, name string, data []byte) *triggers.Calendar {
 			}
 		}
 	}
-	if len(cal.Sessions) > 0 && cal.Location != nil {
-		if err := cal.Check(); err != nil {
-			root.s.add(file, "", "%v", err)
-			return nil
-		}
+	if len(cal.Sessions) == 0 || cal.Location == nil || cal.Through == "" || late {
+		return nil
 	}
-	if cal.Location == nil || len(cal.Sessions) == 0 {
+	if err := cal.Check(); err != nil {
+		root.s.add(file, "", "%v", err)
 		return nil
 	}
 	return cal
@@ -427,6 +527,7 @@ func loadDeskTriggers(root node, d *Desk, c *Config) {
 		d.Calendar = v
 		checkCalendarRef(root, "calendar", v, c)
 	}
+	d.BeyondCalendar = loadBeyond(root, c.BeyondCalendar)
 	d.PausedTriggers = triggers.PausedQueue
 	if v, st := root.str("paused_triggers"); st == set {
 		d.PausedTriggers = triggers.PausedTriggers(v)
@@ -509,6 +610,29 @@ func checkCalendarRef(n node, field, name string, c *Config) {
 		name, strings.Join(known, ", "), c.CalendarsDir)
 }
 
+// CalendarsInUse returns the calendars the desks of c follow (a desk's
+// calendar, its schedules'), sorted by name.
+func (c *Config) CalendarsInUse() []*triggers.Calendar {
+	seen := map[string]*triggers.Calendar{}
+	for _, d := range c.Desks {
+		names := []string{d.Calendar}
+		for _, sc := range d.Schedules {
+			names = append(names, sc.Calendar)
+		}
+		for _, n := range names {
+			if cal := c.CalendarOf(n); cal != nil {
+				seen[strings.ToUpper(cal.Name)] = cal
+			}
+		}
+	}
+	out := make([]*triggers.Calendar, 0, len(seen))
+	for _, cal := range seen {
+		out = append(out, cal)
+	}
+	slices.SortFunc(out, func(a, b *triggers.Calendar) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // CalendarOf returns the calendar of name (case-insensitive), or nil.
 func (c *Config) CalendarOf(name string) *triggers.Calendar {
 	if name == "" {
@@ -521,7 +645,7 @@ func (c *Config) CalendarOf(name string) *triggers.Calendar {
 func (c *Config) Entries(d *Desk) []triggers.Entry {
 	var out []triggers.Entry
 	for _, s := range d.Schedules {
-		out = append(out, triggers.Entry{Name: s.Name, Spec: s.Spec, Text: s.Text, Calendar: c.CalendarOf(s.Calendar), On: s.On, RunWithin: s.RunWithin})
+		out = append(out, triggers.Entry{Name: s.Name, Spec: s.Spec, Text: s.Text, Calendar: c.CalendarOf(s.Calendar), On: s.On, RunWithin: s.RunWithin, Beyond: d.BeyondCalendar})
 	}
 	return out
 }

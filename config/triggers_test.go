@@ -57,6 +57,7 @@ schedules:
 		"desks.d/main.yaml": desk,
 		"token":             "s3cret\n",
 		"calendars.d/MYCAL.yaml": `timezone: Europe/London
+through: 2026-12-31
 weekdays: [mon, tue, wed, thu, fri, sat]
 sessions: [{open: "08:00", close: "12:00"}, {open: "13:00", close: "16:30"}]
 holidays: [{date: "2026-12-25", name: Christmas}]
@@ -144,7 +145,7 @@ func TestShippedNSE(t *testing.T) {
 func TestCalendarOverride(t *testing.T) {
 	c := mustLoad(t, setup(t, baseMain, map[string]string{
 		"desks.d/main.yaml":      baseDesk,
-		"calendars.d/NSE.yaml":   "timezone: Asia/Kolkata\nsessions: [{open: \"10:00\", close: \"11:00\"}]\n",
+		"calendars.d/NSE.yaml":   "timezone: Asia/Kolkata\nthrough: 2026-12-31\nsessions: [{open: \"10:00\", close: \"11:00\"}]\n",
 		"calendars.d/notes.txt":  "ignored",
 		"calendars.d/.NSE.yaml~": "ignored",
 	}))
@@ -192,15 +193,15 @@ func TestTriggerProblems(t *testing.T) {
 		{name: "empty token file", main: baseMain + "auth_token_file: token\n", files: map[string]string{"token": ""},
 			file: mainFile, field: "auth_token_file", reason: "is empty"},
 		{name: "calendars_dir missing when set", main: baseMain + "calendars_dir: cals\n", file: mainFile, field: "calendars_dir", reason: "cannot read"},
-		{name: "calendar session backwards", files: map[string]string{"calendars.d/X.yaml": "timezone: UTC\nsessions: [{open: \"15:00\", close: \"09:00\"}]\n"},
+		{name: "calendar session backwards", files: map[string]string{"calendars.d/X.yaml": "timezone: UTC\nthrough: 2026-12-31\nsessions: [{open: \"15:00\", close: \"09:00\"}]\n"},
 			file: "X.yaml", field: "sessions[0].close", reason: "is not after open"},
-		{name: "calendar bad date", files: map[string]string{"calendars.d/X.yaml": "timezone: UTC\nsessions: [{open: \"09:00\", close: \"15:00\"}]\nholidays: [{date: \"2026-02-30\"}]\n"},
+		{name: "calendar bad date", files: map[string]string{"calendars.d/X.yaml": "timezone: UTC\nthrough: 2026-12-31\nsessions: [{open: \"09:00\", close: \"15:00\"}]\nholidays: [{date: \"2026-02-30\"}]\n"},
 			file: "X.yaml", field: "holidays[0].date", reason: "not a date"},
-		{name: "calendar bad weekday", files: map[string]string{"calendars.d/X.yaml": "timezone: UTC\nweekdays: [mon, funday]\nsessions: [{open: \"09:00\", close: \"15:00\"}]\n"},
+		{name: "calendar bad weekday", files: map[string]string{"calendars.d/X.yaml": "timezone: UTC\nthrough: 2026-12-31\nweekdays: [mon, funday]\nsessions: [{open: \"09:00\", close: \"15:00\"}]\n"},
 			file: "X.yaml", field: "weekdays[1]", reason: "want mon"},
-		{name: "calendar without sessions", files: map[string]string{"calendars.d/X.yaml": "timezone: UTC\n"},
+		{name: "calendar without sessions", files: map[string]string{"calendars.d/X.yaml": "timezone: UTC\nthrough: 2026-12-31\n"},
 			file: "X.yaml", field: "sessions", reason: "required"},
-		{name: "calendar unknown zone", files: map[string]string{"calendars.d/X.yaml": "timezone: Mars/Olympus\nsessions: [{open: \"09:00\", close: \"15:00\"}]\n"},
+		{name: "calendar unknown zone", files: map[string]string{"calendars.d/X.yaml": "timezone: Mars/Olympus\nthrough: 2026-12-31\nsessions: [{open: \"09:00\", close: \"15:00\"}]\n"},
 			file: "X.yaml", field: "timezone", reason: "unknown time zone"},
 	}
 	for _, tt := range tests {

@@ -25,6 +25,85 @@ type Calendar struct {
 	// Special are dates (YYYY-MM-DD) whose sessions replace the regular
 	// ones, holiday, weekend or not.
 	Special map[string]SpecialDay
+	// Through is the last date (YYYY-MM-DD, in the calendar's zone) the
+	// calendar covers: its holidays are known up to it and no further.
+	// Past it, the answers of SessionsOn, TradingDay, Open, NextOpen and
+	// NextTradingDay are assumed from the weekdays and sessions alone;
+	// every consumer asks Covers first and applies its Beyond policy.
+	// Config requires it of every calendar file; empty means no end (a
+	// calendar built in code).
+	Through string
+}
+
+// Beyond is what a desk does past the end of a calendar (beyond_calendar).
+type Beyond string
+
+// The values of Beyond.
+const (
+	// BeyondHold (the default) holds every trading_days and market_hours
+	// slot past the end: recorded missed, announced, never fired; the
+	// market is unknown.
+	BeyondHold Beyond = "hold"
+	// BeyondWeekdays assumes the calendar's weekdays and sessions past the
+	// end, with no holidays: slots fire, the market is assumed.
+	BeyondWeekdays Beyond = "weekdays"
+)
+
+// MarketState is what a calendar says of the market at an instant, for a
+// desk's status.
+type MarketState string
+
+// The values of MarketState.
+const (
+	MarketOpen   MarketState = "open"
+	MarketClosed MarketState = "closed"
+	// MarketUnknown: past the calendar's end, under beyond_calendar: hold.
+	MarketUnknown MarketState = "unknown"
+	// MarketAssumedOpen and MarketAssumedClosed: past the calendar's end,
+	// under beyond_calendar: weekdays, from its weekdays and sessions.
+	MarketAssumedOpen   MarketState = "assumed_open"
+	MarketAssumedClosed MarketState = "assumed_closed"
+)
+
+// Covers reports whether the date t falls on, in the calendar's zone, is
+// at or before Through.
+func (c *Calendar) Covers(t time.Time) bool {
+	return c.Through == "" || c.dateKey(t) <= c.Through
+}
+
+// DaysLeft returns the days from date (a civil date; its clock and zone
+// are ignored) to Through: 0 on the last date covered, negative past it.
+// ok is false for a calendar with no end.
+func (c *Calendar) DaysLeft(date time.Time) (days int, ok bool) {
+	end, err := time.Parse(time.DateOnly, c.Through)
+	if err != nil {
+		return 0, false
+	}
+	y, m, d := date.Date()
+	from := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	return int(end.Sub(from).Round(24*time.Hour) / (24 * time.Hour)), true
+}
+
+// Ends is the reason a slot past the end is held, naming the calendar
+// and its end: "calendar NSE ends 2026-12-31".
+func (c *Calendar) Ends() string { return fmt.Sprintf("calendar %s ends %s", c.Name, c.Through) }
+
+// MarketAt returns the market's state at t under policy b: open or closed
+// while the calendar covers t's date; past its end, unknown (hold, the
+// default) or assumed from the weekdays and sessions (weekdays).
+func (c *Calendar) MarketAt(t time.Time, b Beyond) MarketState {
+	open := c.Open(t)
+	switch {
+	case c.Covers(t) && open:
+		return MarketOpen
+	case c.Covers(t):
+		return MarketClosed
+	case b != BeyondWeekdays:
+		return MarketUnknown
+	case open:
+		return MarketAssumedOpen
+	}
+	return MarketAssumedClosed
 }
 
 // Session is one trading session: Open to Close, as times of day in the
@@ -60,6 +139,16 @@ func (c *Calendar) Check() error {
 	}
 	if err := check(c.Sessions); err != nil {
 		return fmt.Errorf("calendar %s: sessions: %w", c.Name, err)
+	}
+	if c.Through != "" {
+		if t, err := time.Parse(time.DateOnly, c.Through); err != nil || t.Format(time.DateOnly) != c.Through {
+			return fmt.Errorf("calendar %s: through %q is not a date: want YYYY-MM-DD", c.Name, c.Through)
+		}
+		for _, d := range c.Dates() {
+			if d > c.Through {
+				return fmt.Errorf("calendar %s: %s is after through (%s): move through to cover it", c.Name, d, c.Through)
+			}
+		}
 	}
 	for d, sd := range c.Special {
 		if err := check(sd.Sessions); err != nil {

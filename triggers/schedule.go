@@ -39,6 +39,10 @@ type Entry struct {
 	// Calendar, if set, filters the slots by On.
 	Calendar *Calendar
 	On       On
+	// Beyond is what the schedule does past the end of its calendar
+	// (beyond_calendar; the zero Beyond is BeyondHold): a held slot is
+	// reported to the Scheduler's Missed and Held, never fired.
+	Beyond Beyond
 	// RunWithin is the missed-run policy: a slot that passed while deskd
 	// was down still runs if it is at most this late (only the latest such
 	// slot); 0 means skip every missed slot.
@@ -80,6 +84,19 @@ func (e Entry) Next(t time.Time) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// Held reports whether slot is held rather than fired: a slot of a
+// trading_days or market_hours schedule past the end of its calendar,
+// under beyond_calendar: hold. reason names the calendar and its end.
+func (e Entry) Held(slot time.Time) (reason string, held bool) {
+	if e.Calendar == nil || e.Calendar.Covers(slot) || e.Beyond == BeyondWeekdays {
+		return "", false
+	}
+	if e.On != TradingDays && e.On != MarketHours {
+		return "", false
+	}
+	return e.Calendar.Ends(), true
 }
 
 // SlotID is the trigger id of a schedule's slot, and its claim in the ledger.
@@ -130,6 +147,9 @@ type Scheduler struct {
 	// many, the first and the last, and the last one's reason; after the
 	// calls to Missed of each of them. May be nil.
 	MissedRun func(e Entry, count int, first, last time.Time, reason string)
+	// Held, if set, is told of each slot held past the end of its
+	// schedule's calendar (Entry.Held), after Missed was. May be nil.
+	Held func(e Entry, slot time.Time, reason string)
 	// Grace is how late a slot may fire while the scheduler runs (default
 	// DefaultGrace); a schedule's RunWithin, if longer, wins.
 	Grace time.Duration
@@ -139,11 +159,15 @@ type Scheduler struct {
 // one at a time; earlier ones are counted in the first report's reason.
 const maxReported = 100
 
-// Next returns the earliest upcoming slot after now and its schedule's
-// name; ok is false when there are no schedules.
+// Next returns the earliest upcoming slot after now that will fire and its
+// schedule's name; ok is false when there is none (no schedules, or every
+// next slot is held past the end of its calendar).
 func (s *Scheduler) Next(now time.Time) (name string, at time.Time, ok bool) {
 	for _, e := range s.Entries {
 		n := e.Next(now)
+		if _, held := e.Held(n); held {
+			continue // and so is every later slot: a calendar's end stays put
+		}
 		if !n.IsZero() && (!ok || n.Before(at)) {
 			name, at, ok = e.Name, n, true
 		}
@@ -228,7 +252,8 @@ func (s *Scheduler) settle(e Entry, after, now time.Time, window time.Duration, 
 		return after
 	}
 	latest := recent[len(recent)-1]
-	fire := now.Sub(latest) <= window
+	_, latestHeld := e.Held(latest)
+	fire := now.Sub(latest) <= window && !latestHeld
 	missed := recent[:len(recent)-1]
 	if !fire {
 		missed = recent
@@ -240,8 +265,16 @@ func (s *Scheduler) settle(e Entry, after, now time.Time, window time.Duration, 
 	if fire {
 		earlier--
 	}
+	var held []time.Time // past the calendar's end: announced by Held, not MissedRun
+	unheld := missed[:0:0]
 	for i, slot := range missed {
-		reason := missReason(e, slot, latest, now, fire, startup)
+		reason, isHeld := e.Held(slot)
+		if !isHeld {
+			reason = missReason(e, slot, latest, now, fire, startup)
+			unheld = append(unheld, slot)
+		} else {
+			held = append(held, slot)
+		}
 		if i == 0 && earlier > 0 {
 			reason += fmt.Sprintf(" (%d earlier slots of this schedule were missed as well and are not listed one by one)", earlier)
 		}
@@ -249,9 +282,18 @@ func (s *Scheduler) settle(e Entry, after, now time.Time, window time.Duration, 
 			s.Missed(e, slot, reason)
 		}
 	}
-	if n := len(missed); n > 0 && s.MissedRun != nil {
-		last := missed[n-1]
-		s.MissedRun(e, n+earlier, first, last, missReason(e, last, latest, now, fire, startup))
+	if n := len(unheld); n > 0 && s.MissedRun != nil {
+		last, from, count := unheld[n-1], unheld[0], n
+		if from.Equal(missed[0]) { // the earlier slots, not listed, came before it
+			from, count = first, n+earlier
+		}
+		s.MissedRun(e, count, from, last, missReason(e, last, latest, now, fire, startup))
+	}
+	if s.Held != nil {
+		for _, slot := range held {
+			reason, _ := e.Held(slot)
+			s.Held(e, slot, reason)
+		}
 	}
 	if fire {
 		s.Fire(e, latest, Trigger{
