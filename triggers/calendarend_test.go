@@ -16,7 +16,7 @@ func endingCalendar() *triggers.Calendar {
 		Name: "NSE", Location: ist, Weekdays: [7]bool{time.Monday: true, time.Tuesday: true, time.Wednesday: true, time.Thursday: true, time.Friday: true},
 		Sessions: []triggers.Session{{Open: 9*time.Hour + 15*time.Minute, Close: 15*time.Hour + 30*time.Minute}},
 		Holidays: map[string]string{"2026-12-25": "Christmas"}, Special: map[string]triggers.SpecialDay{},
-		Through:  "2026-12-31",
+		Through: "2026-12-31",
 	}
 	if err := c.Check(); err != nil {
 		panic(err)
@@ -107,7 +107,9 @@ type heldHarness struct {
 func runHeld(t *testing.T, start time.Time, entries []triggers.Entry) *heldHarness {
 	t.Helper()
 	h := &heldHarness{clk: clock.NewFake(start), fired: make(chan string, 100), missed: make(chan string, 100), held: make(chan string, 100)}
-	stamp := func(e triggers.Entry, slot time.Time) string { return e.Name + "@" + slot.In(ist).Format("2006-01-02 15:04") }
+	stamp := func(e triggers.Entry, slot time.Time) string {
+		return e.Name + "@" + slot.In(ist).Format("2006-01-02 15:04")
+	}
 	h.sched = &triggers.Scheduler{
 		Desk: "main", Clock: h.clk, Entries: entries,
 		Fire:   func(e triggers.Entry, slot time.Time, _ triggers.Trigger) { h.fired <- stamp(e, slot) },
@@ -206,10 +208,14 @@ func TestSchedulerHoldsAtStart(t *testing.T) {
 	h := &heldHarness{clk: clock.NewFake(istAt(2027, 1, 4, 10, 5)), fired: make(chan string, 10), missed: make(chan string, 10), held: make(chan string, 10)}
 	s := &triggers.Scheduler{
 		Desk: "main", Clock: h.clk, Entries: []triggers.Entry{e},
-		Last:   func(string) (time.Time, bool) { return istAt(2026, 12, 31, 10, 0), true },
-		Fire:   func(e triggers.Entry, slot time.Time, _ triggers.Trigger) { h.fired <- slot.In(ist).Format(time.DateTime) },
-		Missed: func(e triggers.Entry, slot time.Time, reason string) { h.missed <- slot.In(ist).Format(time.DateTime) + ": " + reason },
-		Held:   func(e triggers.Entry, slot time.Time, reason string) { h.held <- slot.In(ist).Format(time.DateTime) },
+		Last: func(string) (time.Time, bool) { return istAt(2026, 12, 31, 10, 0), true },
+		Fire: func(e triggers.Entry, slot time.Time, _ triggers.Trigger) {
+			h.fired <- slot.In(ist).Format(time.DateTime)
+		},
+		Missed: func(e triggers.Entry, slot time.Time, reason string) {
+			h.missed <- slot.In(ist).Format(time.DateTime) + ": " + reason
+		},
+		Held: func(e triggers.Entry, slot time.Time, reason string) { h.held <- slot.In(ist).Format(time.DateTime) },
 		MissedRun: func(e triggers.Entry, n int, first, last time.Time, reason string) {
 			t.Errorf("MissedRun(%d, %v, %v, %q): held slots are announced by Held", n, first, last, reason)
 		},
