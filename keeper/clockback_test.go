@@ -144,3 +144,43 @@ func TestClockBehindTheSessionKeepsIt(t *testing.T) {
 		}
 	}
 }
+
+// TestManualRolloverWithTheClockBehind asks for a rollover while deskd's
+// clock is behind the session's trading date: the new session keeps that
+// date (it is never dated before the session it follows), and the desk
+// rolls over next when a later date begins.
+func TestManualRolloverWithTheClockBehind(t *testing.T) {
+	e := newEnv(t, desktest.At("2026-12-01T18:30:00Z"), 0) // 00:00 IST, 2 December
+	p1 := e.start(keeper.Options{})
+	p1.turn(t, "t1", "Market opens.")
+	second := p1.router.SessionID()
+	if err := p1.router.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	e.clock = clock.NewFake(desktest.At("2026-12-01T17:30:00Z")) // 23:00 IST, 1 December
+	p2 := e.start(keeper.Options{})
+	id, err := p2.keeper.RollOver(t.Context(), "manual_rollover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := header(t, p2.folder, id); h.Parent != second || h.Date != "2026-12-02" {
+		t.Errorf("the session a manual rollover started with the clock behind: parent %s, date %s; want %s, 2026-12-02", h.Parent, h.Date, second)
+	}
+	if got := p2.date(t); got != "2026-12-02" {
+		t.Errorf("trading date after the manual rollover = %s, want 2026-12-02", got)
+	}
+	if got, want := list(t, p2.folder.Path(memory.SummariesDir)), []string{"2026-12-02.md"}; !slices.Equal(got, want) {
+		t.Errorf("summaries/ = %v, want %v", got, want)
+	}
+	e.clock.Set(desktest.At("2026-12-02T04:30:00Z")) // 10:00 IST, 2 December
+	p2.turn(t, "t2", "Same day.")
+	if got := p2.router.SessionID(); got != id {
+		t.Errorf("at 10:00 IST on 2 December: session %s, want %s", got, id)
+	}
+	e.clock.Set(desktest.At("2026-12-02T18:30:00Z")) // 00:00 IST, 3 December
+	p2.turn(t, "t3", "Next day.")
+	if h := header(t, p2.folder, p2.router.SessionID()); h.Parent != id || h.Date != "2026-12-03" {
+		t.Errorf("the session of 3 December: parent %s, date %s; want %s, 2026-12-03", h.Parent, h.Date, id)
+	}
+}

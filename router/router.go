@@ -528,7 +528,8 @@ func (r *Router) ensureLocked() error {
 }
 
 // Reset closes the current session and starts a new one for today's
-// trading date, linked to the old one as its parent. The session's spend
+// trading date (the old one's while deskd's clock is behind it), linked to
+// the old one as its parent. The session's spend
 // starts again at zero.
 func (r *Router) Reset(ctx context.Context) error {
 	r.mu.Lock()
@@ -536,8 +537,8 @@ func (r *Router) Reset(ctx context.Context) error {
 	return r.startLocked(r.cur.Session)
 }
 
-// Fork starts a new session for today that carries the current session's
-// context, linked to the current session as its parent, and returns the new
+// Fork starts a new session for today (as Reset dates it) that carries
+// the current session's context, linked to the current session as its parent, and returns the new
 // id. Every record of the current session but its header is copied into the
 // new file as it was written (its time, trigger and kind, model, provider,
 // scripted mark, usage, tool calls, ...), with ForkedFrom naming the
@@ -563,7 +564,7 @@ func (r *Router) Fork(ctx context.Context) (string, error) {
 	now := r.clock.Now()
 	spend := r.spendLocked()
 	spend.SessionTokens = 0
-	st := state{State: memory.State{Session: newSessionID(now), Date: r.day.DateOf(now), Parent: parent}, Spend: spend}
+	st := state{State: memory.State{Session: newSessionID(now), Date: r.newDateLocked(now), Parent: parent}, Spend: spend}
 	log, err := r.folder.CreateSession(memory.Record{
 		At: now, Session: st.Session, Desk: r.desk, Date: st.Date.String(), Parent: parent, ForkedFrom: parent,
 	})
@@ -629,6 +630,17 @@ func (r *Router) Close() error {
 	return err
 }
 
+// newDateLocked returns the trading date of a session started at now:
+// today's, or the current session's while deskd's clock is behind it (a
+// clock started before it or stepped back), so that no session is dated
+// before the one it follows.
+func (r *Router) newDateLocked(now time.Time) memory.Date {
+	if today := r.day.DateOf(now); !today.Before(r.cur.Date) {
+		return today
+	}
+	return r.cur.Date
+}
+
 // startLocked makes a new session current. The new session's file is
 // created (and fsynced) first, then the state file names it, and only then
 // is the old session closed: a write that fails on the way (a full disk)
@@ -641,7 +653,7 @@ func (r *Router) startLocked(parent string) error {
 	now := r.clock.Now()
 	spend := r.spendLocked()
 	spend.SessionTokens = 0
-	st := state{State: memory.State{Session: newSessionID(now), Date: r.day.DateOf(now), Parent: parent}, Spend: spend}
+	st := state{State: memory.State{Session: newSessionID(now), Date: r.newDateLocked(now), Parent: parent}, Spend: spend}
 	log, err := r.folder.CreateSession(memory.Record{
 		At: now, Session: st.Session, Desk: r.desk, Date: st.Date.String(), Parent: st.Parent,
 	})
