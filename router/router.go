@@ -489,7 +489,7 @@ func (r *Router) saveMarkLocked() error {
 }
 
 // moveMarkLocked moves the state's mark to the end of the session file
-// before a turn at now when the turn is the first of a new trading date,
+// before a turn at now when the turn is the first of a new (later) trading date,
 // or the records after the mark have grown past markTail: so a restore
 // reads at most a day's records, and not many of them. It also marks a
 // state file that holds no mark yet (see marked). A failed write changes
@@ -498,7 +498,7 @@ func (r *Router) moveMarkLocked(now time.Time) {
 	if r.log == nil {
 		return
 	}
-	if !r.marked || r.day.DateOf(now) != r.markDate || r.log.Size()-r.mark.Offset > markTail {
+	if !r.marked || r.markDate.Before(r.day.DateOf(now)) || r.log.Size()-r.mark.Offset > markTail {
 		_ = r.saveMarkLocked()
 	}
 }
@@ -783,9 +783,11 @@ func (r *Router) spendLocked() Spend {
 }
 
 // on returns s for trading date d: the day's counters at zero when d is
-// not s's date.
+// a later date than s's. An earlier d (deskd's clock behind s's date: a
+// clock started before it, or stepped back) is no new day: s stays, and
+// what is spent meanwhile counts into its day.
 func (s Spend) on(d memory.Date) Spend {
-	if s.Date != d {
+	if s.Date.Before(d) {
 		return Spend{Date: d, SessionTokens: s.SessionTokens}
 	}
 	return s
