@@ -6,13 +6,16 @@ import (
 )
 
 // This file is the catalogue of deskd's events: every topic and its payload.
-// README.md lists the same topics; keep the two in step.
+// README.md lists the same topics; keep the two in step. docs/EVENTS.md is
+// generated from it: run go run ./cmd/docgen after a change.
 
 // Header is what every event carries: when it happened, on deskd's clock,
 // and the desk it concerns (empty for daemon-wide events).
 type Header struct {
-	At   time.Time `json:"at"`
-	Desk string    `json:"desk,omitempty"`
+	// At is when it happened, on deskd's clock.
+	At time.Time `json:"at"`
+	// Desk is the desk it concerns; empty for daemon-wide events.
+	Desk string `json:"desk,omitempty"`
 	// ID, when set, names the event stably across a crash: a producer that
 	// announces an event at least once (a rollover's steps) gives every
 	// copy the same ID, so a consumer that has seen an ID may drop the
