@@ -133,6 +133,13 @@ type Config struct {
 	// MCPServers is the MCP servers desks may call tools on (mcp_servers,
 	// mcp.go), by server name.
 	MCPServers map[string]*MCPServer
+	// Notify is the notification targets (notify, notify.go), by name;
+	// nil without the section.
+	Notify map[string]*NotifyTarget
+	// ConsoleURL is the console's address as operators reach it
+	// (console_url, no trailing /): notifications link to it. Empty: no
+	// links.
+	ConsoleURL string
 }
 
 // Log is the logging settings of the main file.
@@ -236,6 +243,9 @@ type Desk struct {
 	// has paused it: queue (default) them for when it is resumed, or
 	// refuse them (paused_triggers).
 	PausedTriggers triggers.PausedTriggers
+	// NotifyAnswers names the notify targets that also get each of the
+	// desk's answers (notify: {answers: [...]}, notify.go).
+	NotifyAnswers []string
 }
 
 // Schedule is one entry of a desk's schedules: a cron expression that

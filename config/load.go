@@ -67,7 +67,7 @@ func loadMain(s *sink, file string) *Config {
 	if !ok {
 		return nil
 	}
-	root.only("allowed_hosts", "auth_token_file", "beyond_calendar", "calendar_warn_days", "calendars_dir", "debug_listen", "desks_dir", "feed_token_file", "listen", "log", "mcp_servers", "metrics_token_file", "models", "nats", "rollover_at",
+	root.only("allowed_hosts", "auth_token_file", "beyond_calendar", "calendar_warn_days", "calendars_dir", "console_url", "debug_listen", "desks_dir", "feed_token_file", "listen", "log", "mcp_servers", "metrics_token_file", "models", "nats", "notify", "rollover_at",
 		"shutdown_timeout", "state_dir", "timezone")
 	dir := filepath.Dir(file)
 	c := &Config{Path: file, Models: map[string]Model{}, Desks: map[string]*Desk{}}
@@ -117,6 +117,7 @@ func loadMain(s *sink, file string) *Config {
 	loadCalendars(root, c, dir)
 	loadNATS(root, c, dir)       // nats.go
 	loadMCPServers(root, c, dir) // mcp.go
+	loadNotify(root, c, dir)     // notify.go
 
 	c.DesksDir = resolve(dir, DefaultDesksDir)
 	if d, st := root.str("desks_dir"); st == set {
@@ -424,7 +425,7 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 	if !ok {
 		return nil
 	}
-	root.only("beyond_calendar", "budgets", "calendar", "coalesce", "compact_at_tokens", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "mcp", "memory", "model", "paused_triggers", "queue_limit", "rollover", "schedules", "tools")
+	root.only("beyond_calendar", "budgets", "calendar", "coalesce", "compact_at_tokens", "compact_share", "curator", "fallbacks", "instructions", "instructions_file", "max_tool_rounds", "mcp", "memory", "model", "notify", "paused_triggers", "queue_limit", "rollover", "schedules", "tools")
 	d := &Desk{Name: name, Path: file, Curator: Curator{Enabled: true}, Rollover: keeper.RolloverDaily}
 
 	if m, ok := root.requiredStr("model"); ok {
@@ -539,7 +540,8 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 	}
 
 	loadDeskModelKeys(root, d)
-	loadDeskMCP(root, d, c) // mcp.go
+	loadDeskMCP(root, d, c)    // mcp.go
+	loadDeskNotify(root, d, c) // notify.go
 
 	loadDeskTriggers(root, d, c)
 	finishDeskTriggers(root, d)

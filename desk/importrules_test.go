@@ -49,8 +49,9 @@ var allowedImports = map[string][]string{
 	"curator":  {"memory", "memory/durable"},
 	"keeper":   {"desk/clock", "desk/event", "memory", "memory/durable", "triggers"},
 	// config applies the defaults and parses into the types of the
-	// packages that own each setting.
-	"config": {"curator", "desk/clock", "keeper", "memory", "memory/durable", "router", "triggers"},
+	// packages that own each setting; it checks notify's topics against
+	// the event catalogue (a leaf).
+	"config": {"curator", "desk/clock", "desk/event", "keeper", "memory", "memory/durable", "router", "triggers"},
 	// desk runs one desk and the set of desks, on a config plan.
 	"desk": {"config", "curator", "desk/approval", "desk/calllimit", "desk/clock", "desk/event", "desk/mcphost", "desk/termsafe", "keeper",
 		"memory", "memory/durable", "router", "triggers"},
@@ -75,6 +76,9 @@ var allowedImports = map[string][]string{
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
 	// The bus's events out to NATS JetStream through a durable outbox.
 	"desk/natsevents": {"desk/clock", "desk/event", "memory/durable"},
+	// The bus's events out to webhooks (Standard Webhooks, Slack) through
+	// a durable outbox per target.
+	"desk/notify": {"desk/clock", "desk/event", "memory/durable"},
 	// NATS: the connection (its state for status), and the trigger ingress.
 	"desk/natsconn": {"config", "desk/clock"},
 	"desk/natsfeed": {"config", "desk", "desk/clock", "desk/event", "triggers"},
@@ -107,6 +111,7 @@ var onlyImportedBy = map[string][]string{
 	"desk/termview":            {"cmd", "desk/httpapi"}, // httpapi: the sessions' rows (SessionRow)
 	"desk/console":             {"cmd"},
 	"desk/natsevents":          {"cmd"},
+	"desk/notify":              {"cmd"},
 	"systemd":                  {"cmd"},
 	"desk/mcptest":             {},
 	"desk/event/eventtest":     {"desk/desktest"},

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -116,6 +117,15 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 		defer pub.Close() // after the daemon's shutdown has drained the bus, before nc.Close
 		met.SetNATSEvents(pub)
 	}
+	var made atomic.Pointer[desk.Daemon]                  // the daemon, once made: the notifier reads its desks' answers and ledgers
+	nt, err := startNotify(cfg, bus, clk, log, made.Load) // nil without a notify section
+	if err != nil {
+		return err
+	}
+	if nt != nil {
+		defer nt.Close() // after the daemon's shutdown has drained the bus
+		met.SetNotify(nt)
+	}
 	watchdog, err := systemd.WatchdogInterval()
 	if err != nil {
 		log.Warn().Err(err).Msg("systemd watchdog: WATCHDOG_USEC is not usable; no watchdog pings")
@@ -133,7 +143,7 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 		Config: cfg, Rejected: loaded.Rejected, Clock: clk, Bus: bus, Log: log, Level: level, Notify: systemd.NewNotifier(clk), Watchdog: watchdog,
 		Serve: func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
 			front, err := startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()}, nc, d.Approvals(),
-				func() []string { return d.Config().AllowedHosts }) // allowed_hosts as a reload leaves it
+				func() []string { return d.Config().AllowedHosts }, notifyState(nt)) // allowed_hosts as a reload leaves it
 			if err != nil || nc == nil || cfg.NATS.Triggers == nil {
 				return front, err // the NATS ingress starts once the desks are up; Guard's Refuse stops it before they stop
 			}
@@ -144,6 +154,7 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 	if err != nil {
 		return err
 	}
+	made.Store(d)
 	met.SetGauges(metrics.DeskGauges(d.Set()))
 	met.SetRejections(d.Set().ConfigRejections)
 	met.SetMCP(d.MCPServersUp)

@@ -39,10 +39,11 @@ var _ desk.Frontend = (*apiFrontend)(nil)
 // GET /v1/config/diff; extra handlers (such as GET /metrics) join the API;
 // approvals lists and decides the tool calls that wait for an operator;
 // allowedHosts returns allowed_hosts in force, which the Host rule of
-// every TCP listener reads at each request (a reload applies at once).
+// every TCP listener reads at each request (a reload applies at once);
+// notifyState the notification targets' state (nil without any).
 func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *httpapi.EventRing, log zerolog.Logger,
 	set *desk.Set, check func() desk.ConfigCheck, extra map[string]http.Handler, nc *natsconn.Conn, approvals httpapi.Approvals,
-	allowedHosts func() []string) (desk.Frontend, error) {
+	allowedHosts func() []string, notifyState func() []httpapi.NotifyStatus) (desk.Frontend, error) {
 	// The operator's, the feeds' and the scraper's tokens (desk/httpapi).
 	var token, feedToken, metricsToken string
 	for _, f := range []struct {
@@ -58,7 +59,7 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 		}
 	}
 	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check, NATS: natsState(nc),
-		Approvals: approvals, Console: console.Handler(), Listen: cfg.Listens, AllowedHosts: allowedHosts, Files: httpapi.Files{Day: cfg.Day, Version: version(),
+		Notify: notifyState, Approvals: approvals, Console: console.Handler(), Listen: cfg.Listens, AllowedHosts: allowedHosts, Files: httpapi.Files{Day: cfg.Day, Version: version(),
 			AuditConfig: func(name string) (audit.Config, error) { return auditConfig(cfg, name) }}})
 	for pattern, h := range extra {
 		a.Handle(pattern, h)

@@ -644,6 +644,30 @@ type MCPServerDown struct {
 // Topic returns "mcp.server.down".
 func (MCPServerDown) Topic() string { return "mcp.server.down" }
 
+// NotifyFailed: a notification target (the main file's notify) is in
+// trouble. Reason failing: a post was refused (a status other than 2xx,
+// a timeout, a refused connection) and is retried with backoff, announced
+// at the first failure of a streak; gave_up: a notification was retried
+// for the target's give_up_after and is dropped; dropped: the target's
+// outbox is full, or its disk refused the write, so a notification was
+// not kept (once per outage). It is never posted to Target itself.
+type NotifyFailed struct {
+	Header
+	Target string `json:"target"`
+	Reason string `json:"reason"`
+	// Type is the notification's type (its event's topic, turn.fallback
+	// or turn.answered).
+	Type string `json:"type,omitempty"`
+	// WebhookID is the notification's webhook-id.
+	WebhookID string `json:"webhook_id,omitempty"`
+	// Error says how the last post failed (never the URL's path or a secret).
+	Error    string `json:"error,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
+}
+
+// Topic returns "notify.failed".
+func (NotifyFailed) Topic() string { return "notify.failed" }
+
 // Topics lists every topic of the catalogue, in the order above.
 func Topics() []string {
 	return []string{
@@ -659,5 +683,6 @@ func Topics() []string {
 		TriggerAcknowledged{}.Topic(), MemoryRestored{}.Topic(), SkillsUndone{}.Topic(),
 		NATSOutboxFull{}.Topic(), NATSOutboxDrained{}.Topic(), NATSDuplicate{}.Topic(), NATSRejected{}.Topic(), NATSBackpressure{}.Topic(),
 		ToolCalled{}.Topic(), ApprovalRequested{}.Topic(), ApprovalDecided{}.Topic(), MCPServerUp{}.Topic(), MCPServerDown{}.Topic(),
+		NotifyFailed{}.Topic(),
 	}
 }

@@ -27,6 +27,10 @@ type HealthResponse struct {
 	// NATS is the NATS connection's state, when NATS is configured: a
 	// lost connection leaves the status "ok" and the answer 200.
 	NATS *NATSStatus `json:"nats,omitempty"`
+	// Notify is each notification target's state, when notify is
+	// configured: a failing target leaves the status "ok" and the answer
+	// 200.
+	Notify []NotifyStatus `json:"notify,omitempty"`
 }
 
 // DesksResponse is the body of GET /v1/desks.
@@ -42,6 +46,8 @@ type DesksResponse struct {
 	TimeZone string `json:"time_zone,omitempty"`
 	// NATS is the NATS connection's state, when NATS is configured.
 	NATS *NATSStatus `json:"nats,omitempty"`
+	// Notify is each notification target's state, when notify is configured.
+	Notify []NotifyStatus `json:"notify,omitempty"`
 }
 
 // TriggerResponse is the body of a POST /v1/desks/{desk}/triggers answer.

@@ -95,6 +95,9 @@ type Options struct {
 	// NATS, if set, is the NATS connection's state (nats.go), in
 	// GET /healthz and GET /v1/desks; nil: NATS is not configured.
 	NATS func() *NATSStatus
+	// Notify, if set, is the notification targets' state (notify.go), in
+	// GET /healthz and GET /v1/desks; nil: no notify targets.
+	Notify func() []NotifyStatus
 	// Approvals, if set, are the tool calls that wait for an operator's
 	// decision (approvals.go); nil: those endpoints answer 404.
 	Approvals Approvals
@@ -261,7 +264,7 @@ func (s *Server) public(r *http.Request) bool {
 // config files refused are listed, but leave it 200: the desks serve, on
 // their last good config.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	out := HealthResponse{Status: "ok", NATS: s.natsStatus()}
+	out := HealthResponse{Status: "ok", NATS: s.natsStatus(), Notify: s.notifyStatus()}
 	if rs := s.configRejections(); len(rs) > 0 {
 		out.ConfigRejected = rs
 	}
@@ -314,7 +317,7 @@ func (s *Server) desk(w http.ResponseWriter, r *http.Request) (*desk.Desk, bool)
 }
 
 func (s *Server) listDesks(w http.ResponseWriter, _ *http.Request) {
-	out := DesksResponse{Desks: []desk.Status{}, ConfigRejected: s.configRejections(), NATS: s.natsStatus()}
+	out := DesksResponse{Desks: []desk.Status{}, ConfigRejected: s.configRejections(), NATS: s.natsStatus(), Notify: s.notifyStatus()}
 	if loc := s.o.Files.Day.Location; loc != nil {
 		out.TimeZone = loc.String()
 	}

@@ -1,0 +1,95 @@
+package main
+
+// The wiring of notifications (desk/notify): the main file's notify
+// targets, each desk's notify.answers, and the ledgers' triggers.
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/notify"
+)
+
+// NotifyDir is the notifications' folder under state_dir: one outbox per
+// target below it.
+const notifyDir = "notify"
+
+// startNotify makes and starts the notifier of cfg's notify targets, or
+// returns nil without any. daemon returns the daemon once it is made (the
+// desks' answers and ledgers); nil before.
+func startNotify(cfg *config.Config, bus *event.Bus, clk clock.Clock, log zerolog.Logger, daemon func() *desk.Daemon) (*notify.Notifier, error) {
+	if len(cfg.Notify) == 0 {
+		return nil, nil
+	}
+	names := make([]string, 0, len(cfg.Notify))
+	for name := range cfg.Notify {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var targets []notify.Target
+	for _, name := range names {
+		t := cfg.Notify[name]
+		nt := notify.Target{Name: name, URL: t.URL, Format: t.Format, Events: t.Events, GiveUpAfter: t.GiveUpAfter}
+		if t.Format == config.NotifyStandard {
+			key, err := config.ReadNotifyKey(t.SecretFile)
+			if err != nil {
+				return nil, fmt.Errorf("notify.%s.secret_file: %w", name, err)
+			}
+			nt.Key = key
+		}
+		targets = append(targets, nt)
+	}
+	n, err := notify.New(notify.Options{
+		Targets: targets, Dir: filepath.Join(cfg.StateDir, notifyDir), ConsoleURL: cfg.ConsoleURL, Bus: bus, Clock: clk, Log: log,
+		Answers: func(name string) []string {
+			d := daemon()
+			if d == nil {
+				return nil
+			}
+			if dc := d.Config().Desks[name]; dc != nil {
+				return dc.NotifyAnswers
+			}
+			return nil
+		},
+		Trigger: func(name, id string) (notify.Trigger, bool) {
+			d := daemon()
+			if d == nil {
+				return notify.Trigger{}, false
+			}
+			dk, ok := d.Set().Get(name)
+			if !ok {
+				return notify.Trigger{}, false
+			}
+			s, ok := dk.Trigger(id)
+			return notify.Trigger{Kind: string(s.Kind), Text: s.Text, Reply: s.Reply}, ok
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.Start()
+	return n, nil
+}
+
+// notifyState is the API's view of n's targets; nil without a notifier.
+func notifyState(n *notify.Notifier) func() []httpapi.NotifyStatus {
+	if n == nil {
+		return nil
+	}
+	return func() []httpapi.NotifyStatus {
+		var out []httpapi.NotifyStatus
+		for _, s := range n.Stats() {
+			out = append(out, httpapi.NotifyStatus{Target: s.Target, Host: s.Host, Format: s.Format, Pending: s.Pending,
+				Delivered: s.Delivered, Failed: s.Failed, FailedAttempts: s.Attempts, Failing: s.Failing, LastError: s.LastError, Since: s.Since})
+		}
+		return out
+	}
+}

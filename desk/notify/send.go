@@ -1,0 +1,227 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/deskd/deskd/desk/event"
+)
+
+// take keeps one event of the bus in the outbox of every target that
+// wants it (the notifier's bus goroutine calls it), fsynced, or counts it
+// as failed there.
+func (n *Notifier) take(e event.Event) {
+	n.life.RLock()
+	defer n.life.RUnlock()
+	if n.closed {
+		return
+	}
+	for _, t := range n.targets {
+		for _, typ := range n.types(t, e) {
+			n.keep(t, typ, e)
+		}
+	}
+}
+
+// keep adds the notification of type typ for e to t's outbox.
+func (n *Notifier) keep(t *target, typ string, e event.Event) {
+	h := e.Head()
+	own := h.ID
+	if tc, ok := e.(event.TurnCompleted); ok && tc.Trigger != "" {
+		own = typ + ":" + tc.Trigger // the same id when a restart reconciles the turn again
+	}
+	if own != "" {
+		own = t.Name + ":" + typ + ":" + own
+	}
+	id := webhookID(h.Desk, own)
+	body, err := n.body(t, typ, e)
+	kept := false
+	if err == nil {
+		kept, err = t.ob.add(id, typ, n.o.Clock.Now(), body)
+	}
+	if kept {
+		n.mu.Lock()
+		n.notifyLocked()
+		n.mu.Unlock()
+		return
+	}
+	reason := "the outbox is full"
+	if err != nil {
+		reason = err.Error()
+	}
+	n.mu.Lock()
+	t.failed++
+	first := !t.full
+	t.full = true
+	n.notifyLocked()
+	n.mu.Unlock()
+	if first {
+		n.o.Log.Error().Str("target", t.Name).Str("type", typ).Str("error", reason).
+			Msg("notify: a notification could not be kept in its target's outbox; it is not sent (counted, announced once until the outbox empties)")
+		event.Publish(n.o.Bus, event.NotifyFailed{Header: event.Header{At: n.o.Clock.Now(), Desk: h.Desk},
+			Target: t.Name, Reason: "dropped", Type: typ, WebhookID: id, Error: reason})
+	}
+}
+
+// send posts t's outbox's entries in order until ctx ends: it waits for
+// an entry, and after a failure for the backoff on the clock.
+func (n *Notifier) send(ctx context.Context, t *target) {
+	backoff := FirstBackoff
+	attempts := 0 // of the head entry
+	for ctx.Err() == nil {
+		e, ok := t.ob.head()
+		if !ok {
+			n.drained(t)
+			select {
+			case <-t.ob.wake:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		if age := n.o.Clock.Now().Sub(e.at); age >= t.GiveUpAfter {
+			n.giveUp(t, e, attempts)
+			attempts, backoff = 0, FirstBackoff
+			continue
+		}
+		err := n.post(ctx, t, e)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			n.delivered(t, e)
+			attempts, backoff = 0, FirstBackoff
+			continue
+		}
+		attempts++
+		n.failedPost(t, e, err, backoff, attempts)
+		wait := min(backoff, max(t.GiveUpAfter-n.o.Clock.Now().Sub(e.at), 0))
+		timer := n.o.Clock.NewTimer(wait)
+		select {
+		case <-timer.C():
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		backoff = min(2*backoff, MaxBackoff)
+	}
+}
+
+// post sends e to t once, signed when t is a standard target, within
+// Options.Timeout on the clock. Any answer but 2xx is an error.
+func (n *Notifier) post(ctx context.Context, t *target, e entry) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := n.o.Clock.NewTimer(n.o.Timeout)
+	defer timer.Stop()
+	go func() {
+		select {
+		case <-timer.C():
+			cancel(fmt.Errorf("no answer within %s", n.o.Timeout))
+		case <-ctx.Done():
+		}
+	}()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(e.body))
+	if err != nil {
+		return fmt.Errorf("post to %s: %w", t.host, errors.Unwrap(err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "deskd")
+	if t.Format == Standard {
+		ts := n.o.Clock.Now().Unix()
+		req.Header.Set("webhook-id", e.id)
+		req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+		req.Header.Set("webhook-signature", signature(t.Key, e.id, ts, e.body))
+	}
+	resp, err := n.o.Client.Do(req)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && !errors.Is(cause, context.Canceled) {
+			return fmt.Errorf("post to %s: %w", t.host, cause)
+		}
+		return fmt.Errorf("post to %s: %w", t.host, scrubURL(err))
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("post to %s: answered %s", t.host, resp.Status)
+	}
+	return nil
+}
+
+// scrubURL drops the URL from a *url.Error (its path may hold a Slack
+// secret): what is left says how the request failed.
+func scrubURL(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+// delivered records that t took e.
+func (n *Notifier) delivered(t *target, e entry) {
+	err := t.ob.finish(e.seq)
+	n.mu.Lock()
+	t.delivered++
+	was := t.failing
+	t.failing, t.lastError, t.since = false, "", time.Time{}
+	n.notifyLocked()
+	n.mu.Unlock()
+	if err != nil {
+		n.o.Log.Warn().Err(err).Str("target", t.Name).Msg("notify: the outbox could not record a delivery; the notification may be posted again, with the same webhook-id")
+	}
+	if was {
+		n.o.Log.Info().Str("target", t.Name).Msg("notify: posting again")
+	}
+}
+
+// failedPost counts a failed post of e, and logs and announces the first
+// failure of a streak.
+func (n *Notifier) failedPost(t *target, e entry, err error, backoff time.Duration, attempts int) {
+	n.mu.Lock()
+	first := !t.failing
+	t.attempts++
+	t.failing, t.lastError = true, err.Error()
+	if first {
+		t.since = n.o.Clock.Now()
+	}
+	n.notifyLocked()
+	n.mu.Unlock()
+	if !first {
+		return
+	}
+	n.o.Log.Warn().Err(err).Str("target", t.Name).Str("type", e.typ).Str("webhook_id", e.id).Str("retry_in", backoff.String()).
+		Msg("notify: post failed; retrying with backoff")
+	event.Publish(n.o.Bus, event.NotifyFailed{Header: event.Header{At: n.o.Clock.Now()},
+		Target: t.Name, Reason: "failing", Type: e.typ, WebhookID: e.id, Error: err.Error(), Attempts: attempts})
+}
+
+// giveUp drops e, retried for t's give_up_after, and announces it.
+func (n *Notifier) giveUp(t *target, e entry, attempts int) {
+	err := t.ob.finish(e.seq)
+	n.mu.Lock()
+	t.failed++
+	last := t.lastError
+	n.notifyLocked()
+	n.mu.Unlock()
+	if err != nil {
+		n.o.Log.Warn().Err(err).Str("target", t.Name).Msg("notify: the outbox could not record a give-up")
+	}
+	n.o.Log.Error().Str("target", t.Name).Str("type", e.typ).Str("webhook_id", e.id).Str("error", last).
+		Str("give_up_after", t.GiveUpAfter.String()).Msg("notify: notification given up")
+	event.Publish(n.o.Bus, event.NotifyFailed{Header: event.Header{At: n.o.Clock.Now()},
+		Target: t.Name, Reason: "gave_up", Type: e.typ, WebhookID: e.id, Error: last, Attempts: attempts})
+}
+
+// drained ends a full outbox's outage once it is empty.
+func (n *Notifier) drained(t *target) {
+	n.mu.Lock()
+	t.full = false
+	n.mu.Unlock()
+}
