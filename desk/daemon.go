@@ -182,8 +182,10 @@ func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 // stops; the bus is drained; the state folder is unlocked; "deskd stopped"
 // is the last line.
 //
-// A desk that fails to start is logged at once, and Run stops and returns
-// the error (so that systemd's Restart= tries again).
+// A desk that fails to start (a damaged file of its folder, say) does not
+// stop the others, nor Run: it is a failed desk of the set (Set.Fail),
+// announced as desk.failed, and the next reload (or restart) tries it
+// again.
 //
 // Whatever a goroutine is doing (a read that never returns, say), the
 // shutdown has a hard deadline: shutdown_timeout plus stopGrace after it
@@ -247,8 +249,9 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	d.logRejected(d.o.Rejected)
 	_ = d.o.Notify.Status(fmt.Sprintf("starting %s: %s", plural(len(names), "desk"), strings.Join(names, ", ")))
 	d.stop.Set("starting the desks")
-	runErr := d.startDesks(ctx, deskCtx, cfg, names)
-	if runErr == nil && ctx.Err() == nil {
+	d.startDesks(ctx, deskCtx, cfg, names)
+	var runErr error
+	if ctx.Err() == nil {
 		d.warnAhead(cfg)
 		// Watching starts before the front end: an edit from then on is
 		// reloaded.
@@ -305,19 +308,17 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	return nil
 }
 
-// startDesks starts the desks named and waits for each to take triggers.
+// startDesks starts the desks named and waits for each to take triggers;
+// a desk that fails is a failed desk of the set, and is taken out of the
+// config in force (dropDesk), so that the next reload tries it again.
 // A bounded number of workers (fleet.workers) open and start them, each one
 // desk at a time from its folder's opening until it has started (its
 // session restored), so that their I/O waits overlap; the bytes of the
 // ledgers they read at once are bounded too (fleet.reading), so that few
-// desks with big files are read at the same time. A desk that fails is
-// logged at once, and once a failure is seen no further desk is handed to
-// the workers; startDesks returns the error of the first desk in name
-// order that failed (every desk before it was handed out, in name order,
-// and ran to its end, so that is the same whatever the order the workers
-// finish in). The desks that started are put in the set in name order, up
-// to the first that failed.
-func (d *Daemon) startDesks(ctx, deskCtx context.Context, cfg *config.Config, names []string) error {
+// desks with big files are read at the same time. The desks that started
+// are put in the set in name order. When ctx ends, no further desk is
+// started.
+func (d *Daemon) startDesks(ctx, deskCtx context.Context, cfg *config.Config, names []string) {
 	f := d.fleet
 	type result struct {
 		run     *deskRun
@@ -326,7 +327,6 @@ func (d *Daemon) startDesks(ctx, deskCtx context.Context, cfg *config.Config, na
 	}
 	results := make([]result, len(names))
 	next := make(chan int)
-	var failed atomic.Bool
 	var wg sync.WaitGroup
 	for range min(f.workers, len(names)) {
 		wg.Add(1)
@@ -335,29 +335,25 @@ func (d *Daemon) startDesks(ctx, deskCtx context.Context, cfg *config.Config, na
 			for i := range next {
 				run, started, err := f.startOne(ctx, deskCtx, cfg, cfg.Desks[names[i]])
 				results[i] = result{run, started, err}
-				if err != nil {
-					failed.Store(true)
-				}
 			}
 		}()
 	}
 	for i := range names {
-		if failed.Load() || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			break
 		}
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	for _, r := range results {
-		if r.err != nil {
-			return r.err
-		}
-		if r.started {
+	for i, r := range results {
+		switch {
+		case r.err != nil:
+			d.dropDesk(names[i])
+		case r.started:
 			f.admit(r.run)
 		}
 	}
-	return nil
 }
 
 // startFrontend starts the spool folders of the running desks, then the
@@ -453,6 +449,10 @@ func (d *Daemon) step(ctx, deskCtx context.Context, sigs <-chan os.Signal) (stop
 func (d *Daemon) exited(ctx, deskCtx context.Context, run *deskRun) error {
 	f := d.fleet
 	f.ended(run)
+	if run.failed {
+		f.close(run) // a failed desk of the set: the next reload tries again
+		return nil
+	}
 	if !run.stopping {
 		f.set.Remove(run.name)
 		f.close(run)
@@ -585,6 +585,9 @@ func (d *Daemon) statusLine(doing string) string {
 	}
 	if len(paused) > 0 {
 		s += "; paused: " + strings.Join(paused, ", ")
+	}
+	if failed := sortedNames(d.fleet.set.Failed()); len(failed) > 0 {
+		s += "; failed to start: " + strings.Join(failed, ", ")
 	}
 	return s
 }

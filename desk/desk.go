@@ -539,6 +539,9 @@ type Status struct {
 	// Approvals are the desk's tool calls that wait for an operator's
 	// decision, oldest first.
 	Approvals []approval.Pending `json:"approvals,omitempty"`
+	// Failed is set, with State failed, for a desk of the config that
+	// failed to start (Set.Statuses): the file that stopped it and why.
+	Failed *Failure `json:"failed,omitempty"`
 }
 
 // StorageStatus is a desk's storage trouble.

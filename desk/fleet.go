@@ -16,6 +16,7 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
@@ -34,6 +35,9 @@ type deskRun struct {
 	// stopping is set when the daemon stopped the desk (removed, restarting
 	// or shutting down); an exit without it is a failure.
 	stopping bool
+	// failed is set when the loop ended before the desk started (its
+	// failure is in the set): its exit only closes its files.
+	failed bool
 }
 
 // fleet is the daemon's desks. Only the daemon's main loop uses it, but
@@ -42,6 +46,9 @@ type fleet struct {
 	clk clock.Clock
 	bus *event.Bus
 	log zerolog.Logger
+	// fsys is the file layer the desks' folders and ledgers write through
+	// (nil: the operating system's).
+	fsys durable.FS
 	// pool is the connections every desk's model clients share (nil:
 	// each a client of its own).
 	pool *router.Pool
@@ -125,9 +132,13 @@ func (b *budget) give(n int64) {
 // start starts desk dc under ctx: on its folder and ledger, which it opens
 // unless a stopped run of the desk left them open (reuse). Wait for it with
 // awaitStarted.
+//
+// A desk that fails to start, here or in awaitStarted, is a failed desk
+// of the set (Set.Fail), announced as desk.failed; the other desks run.
 func (f *fleet) start(ctx context.Context, cfg *config.Config, dc *config.Desk, reuse *deskRun) (*deskRun, error) {
 	run, err := f.prepare(cfg, dc, reuse)
 	if err != nil {
+		f.failed(dc.Name, err)
 		return nil, err
 	}
 	f.launch(ctx, run)
@@ -153,11 +164,18 @@ func (f *fleet) prepare(cfg *config.Config, dc *config.Desk, reuse *deskRun) (*d
 		if len(stale) > 0 {
 			f.log.Warn().Str("desk", dc.Name).Strs("removed", stale).Msg("removed temp files a crash left mid-write")
 		}
-		ledger, err := triggers.OpenLedger(folder.Path(triggers.LedgerFile))
+		folder.FS = f.fsys
+		ledger, err := triggers.OpenLedgerOn(f.fsys, folder.Path(triggers.LedgerFile))
 		if err != nil {
 			return nil, fmt.Errorf("desk %s: %w", dc.Name, err)
 		}
 		run = &deskRun{name: dc.Name, folder: folder, ledger: ledger}
+	}
+	if err := f.mendStartFiles(run.folder); err != nil {
+		if reuse == nil {
+			_ = run.ledger.Close()
+		}
+		return nil, fmt.Errorf("desk %s: %w", dc.Name, err)
 	}
 	a, err := assemble(cfg, dc, run.folder, run.ledger, f.clk, f.bus, f.pool, f.acting, f.log)
 	if err != nil {
@@ -201,7 +219,6 @@ func folderOf(cfg *config.Config, name string) string {
 func (f *fleet) awaitStarted(ctx context.Context, run *deskRun) error {
 	started, err := f.waitStarted(ctx, run)
 	if err != nil {
-		f.log.Error().Err(err).Str("desk", run.name).Msg("desk failed to start")
 		return err
 	}
 	if started {
@@ -211,7 +228,8 @@ func (f *fleet) awaitStarted(ctx context.Context, run *deskRun) error {
 }
 
 // waitStarted waits until run's desk takes triggers (true), or its Run
-// ends first (its error: it failed to start), or ctx ends (false, nil).
+// ends first (its error: it failed to start, and is a failed desk of the
+// set), or ctx ends (false, nil).
 func (f *fleet) waitStarted(ctx context.Context, run *deskRun) (bool, error) {
 	select {
 	case <-run.desk.Started():
@@ -221,6 +239,8 @@ func (f *fleet) waitStarted(ctx context.Context, run *deskRun) (bool, error) {
 		if err == nil {
 			err = fmt.Errorf("desk %s stopped as it started", run.name)
 		}
+		run.failed = true
+		f.failed(run.name, err)
 		return false, err
 	case <-ctx.Done():
 		return false, nil
@@ -238,8 +258,8 @@ func (f *fleet) admit(run *deskRun) {
 
 // startOne is one desk's start by a worker of startDesks: it opens the
 // desk, runs it under deskCtx, and waits until it has started (true) or
-// failed (its error, logged at once), or ctx ends (false, nil). The desk
-// is not put in the set.
+// failed (its error, a failed desk of the set, announced at once), or ctx
+// ends (false, nil). The desk is not put in the set.
 func (f *fleet) startOne(ctx, deskCtx context.Context, cfg *config.Config, dc *config.Desk) (*deskRun, bool, error) {
 	// The ledger's size stands for what the desk reads as it starts: a
 	// desk with a long ledger has a long session too.
@@ -252,14 +272,20 @@ func (f *fleet) startOne(ctx, deskCtx context.Context, cfg *config.Config, dc *c
 		defer f.starting(dc.Name)()
 	}
 	run, err := f.start(deskCtx, cfg, dc, nil)
-	if err == nil {
-		var started bool
-		if started, err = f.waitStarted(ctx, run); err == nil {
-			return run, started, nil
-		}
+	if err != nil {
+		return nil, false, err
 	}
-	f.log.Error().Err(err).Str("desk", dc.Name).Msg("desk failed to start")
-	return run, false, err
+	started, err := f.waitStarted(ctx, run)
+	return run, started, err
+}
+
+// failed records that desk name failed to start with err: a failed desk of
+// the set, with the file err names, announced as desk.failed (at error
+// level: its log line is the failure's).
+func (f *fleet) failed(name string, err error) {
+	fl := Failure{File: failedFile(err), Reason: err.Error(), Since: f.clk.Now()}
+	f.set.Fail(name, fl)
+	event.Publish(f.bus, event.DeskFailed{Header: event.Header{At: fl.Since, Desk: name}, File: fl.File, Reason: fl.Reason})
 }
 
 // stop tells run's desk to stop after its running turn; cause is the

@@ -62,10 +62,10 @@ func pastTense(phase string) string {
 
 func levelOf(e event.Event) zerolog.Level {
 	switch e := e.(type) {
-	case event.ConfigRejected, event.RolloverFailed, event.StorageFailed, event.MemoryUnreadable:
+	case event.ConfigRejected, event.RolloverFailed, event.StorageFailed, event.MemoryUnreadable, event.DeskFailed:
 		return zerolog.ErrorLevel
 	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.ScheduleMissed, event.InboxRejected,
-		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.ModelFailed, event.NATSOutboxFull, event.MCPServerDown:
+		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.FileRebuilt, event.ModelFailed, event.NATSOutboxFull, event.MCPServerDown:
 		return zerolog.WarnLevel
 	case event.NATSDuplicate:
 		return zerolog.ErrorLevel // an event is not on the stream

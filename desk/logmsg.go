@@ -93,6 +93,10 @@ func Describe(e event.Event, loc *time.Location) string {
 		s = fmt.Sprintf("storage works again (failing since %s); %s requeued", e.Since.In(loc).Format(time.DateTime), termsafe.Plural(e.Requeued, "trigger"))
 	case event.FileTorn:
 		s = fmt.Sprintf("file %s was torn; its damaged part saved to %s", e.Path, e.SavedTo)
+	case event.DeskFailed:
+		s = "desk failed to start; the other desks run: " + e.Reason
+	case event.FileRebuilt:
+		s = fmt.Sprintf("file %s was damaged (%s): set aside as %s and rebuilt", e.Path, e.Reason, e.SetAside)
 	case event.MemoryUnreadable:
 		s = fmt.Sprintf("memory file %s is unreadable: %s", e.Path, e.Error)
 	case event.NATSOutboxFull:

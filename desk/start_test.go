@@ -153,60 +153,166 @@ func TestDaemonStartsManyDesks(t *testing.T) {
 	}
 }
 
-// TestDaemonFailingDeskStopsTheStart: when desks fail to start, the daemon
-// is never ready, logs each failure, and stops with the error of the first
-// desk in name order that failed, whether it failed opening its folder or
-// restoring its session.
-func TestDaemonFailingDeskStopsTheStart(t *testing.T) {
+// TestDaemonFailingDeskLeavesTheOthersRunning: desks that fail to start,
+// whether opening their folder or restoring their session (a damaged
+// rollover journal or notes record, which cannot be rebuilt), do not stop
+// the daemon: it is ready with every other desk, which answers; each failed
+// desk is in the set's failures and statuses with the file and the reason,
+// announced as desk.failed, and its damaged file is left in place. Once
+// the operator mends the file, a reload starts the desk.
+func TestDaemonFailingDeskLeavesTheOthersRunning(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
+		file  string                           // the file named, under the state folder
 		block func(t *testing.T, state string) // makes desk "b" fail
+		mend  func(t *testing.T, state string)
 	}{
-		{"a damaged state file", func(t *testing.T, state string) {
-			if err := os.MkdirAll(filepath.Join(state, "desks", "b"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(state, "desks", "b", "state.json"), []byte("{not json"), 0o644); err != nil {
+		{"a damaged rollover journal", "desks/b/rollover.json", func(t *testing.T, state string) {
+			writeFile(t, filepath.Join(state, "desks", "b", "rollover.json"), `{"session": "s-1", "trad`)
+		}, func(t *testing.T, state string) {
+			writeFile(t, filepath.Join(state, "desks", "b", "rollover.json"), `{}`)
+		}},
+		{"an empty notes record", "desks/b/folded-notes.json", func(t *testing.T, state string) {
+			writeFile(t, filepath.Join(state, "desks", "b", "folded-notes.json"), "")
+		}, func(t *testing.T, state string) {
+			if err := os.Remove(filepath.Join(state, "desks", "b", "folded-notes.json")); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"a file in place of its folder", func(t *testing.T, state string) {
-			if err := os.WriteFile(filepath.Join(state, "desks", "b"), nil, 0o644); err != nil {
+		{"a file in place of its folder", "desks/b", func(t *testing.T, state string) {
+			if err := os.RemoveAll(filepath.Join(state, "desks", "b")); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(state, "desks", "b"), "")
+		}, func(t *testing.T, state string) {
+			if err := os.Remove(filepath.Join(state, "desks", "b")); err != nil {
 				t.Fatal(err)
 			}
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			desks := map[string]string{}
-			for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+			names := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
+			for _, name := range names {
 				desks[name] = daemonDesk("offline")
 			}
 			dir := daemonConfig(t, "", desks)
 			state := filepath.Join(dir, "state")
-			if err := os.MkdirAll(filepath.Join(state, "desks"), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Join(state, "desks", "b"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			tt.block(t, state)
-			// Desk h fails too, the other way: b's error is the one returned.
-			if err := os.WriteFile(filepath.Join(state, "desks", "h"), nil, 0o644); err != nil && !os.IsExist(err) {
+			// Desk h fails too, the other way.
+			writeFile(t, filepath.Join(state, "desks", "h"), "")
+			r := startDaemon(t, dir)
+			running := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "b" || n == "h" })
+			if got := r.d.Set().Names(); !slices.Equal(got, running) {
+				t.Errorf("Set().Names() = %v, want %v", got, running)
+			}
+			failed := r.d.Set().Failed()
+			if len(failed) != 2 {
+				t.Fatalf("Set().Failed() = %v, want b and h", failed)
+			}
+			if want := filepath.Join(state, tt.file); failed["b"].File != want || !strings.Contains(failed["b"].Reason, want) {
+				t.Errorf("b's failure = %+v, want the file %s and a reason naming it", failed["b"], want)
+			}
+			if h := failed["h"]; !strings.Contains(h.Reason, "desk h") {
+				t.Errorf("h's failure = %+v, want a reason naming the desk", h)
+			}
+			var statuses []string
+			for _, st := range r.d.Set().Statuses() {
+				statuses = append(statuses, st.Name+"="+string(st.State))
+				if st.State == desk.StateFailed && (st.Failed == nil || st.Failed.Reason == "") {
+					t.Errorf("the failed desk %s's status has no failure: %+v", st.Name, st)
+				}
+			}
+			if len(statuses) != len(names) || statuses[1] != "b=failed" || statuses[7] != "h=failed" || statuses[0] == "a=failed" {
+				t.Errorf("Set().Statuses() = %v, want every desk, b and h failed", statuses)
+			}
+			ev := expectEvent(r, func(e event.DeskFailed) bool { return e.Desk == "b" })
+			if ev.File != failed["b"].File || ev.Reason != failed["b"].Reason {
+				t.Errorf("desk.failed = %+v, want b's failure %+v", ev, failed["b"])
+			}
+			if _, err := os.Lstat(filepath.Join(state, tt.file)); err != nil {
+				t.Errorf("the damaged file is gone: %v", err)
+			}
+			for _, name := range []string{"a", "j"} {
+				if c := r.turn(name, "t-"+name); c.Desk != name {
+					t.Errorf("%s's turn = %+v", name, c)
+				}
+			}
+
+			tt.mend(t, state)
+			r.signal(syscall.SIGHUP)
+			expectEvent(r, func(e event.DeskStarted) bool { return e.Desk == "b" })
+			if c := r.turn("b", "t-b"); c.Desk != "b" {
+				t.Errorf("b's turn after the reload = %+v", c)
+			}
+			if _, still := r.d.Set().Failed()["b"]; still {
+				t.Errorf("b is still failed once it started: %v", r.d.Set().Failed())
+			}
+			r.stop()
+		})
+	}
+}
+
+// TestDaemonRebuildsADamagedStateFile: a desk whose state file is cut in
+// half or empty (a power cut) starts on its session as it was, rebuilt
+// from the session files, and answers; the damaged file is set aside
+// (state.json.damaged-<time>), never deleted, and file.rebuilt announced.
+func TestDaemonRebuildsADamagedStateFile(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		damage func(b []byte) []byte
+	}{
+		{"cut in half", func(b []byte) []byte { return b[:len(b)/2] }},
+		{"empty", func([]byte) []byte { return nil }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := daemonConfig(t, "", map[string]string{"a": daemonDesk("offline"), "b": daemonDesk("offline")})
+			r := startDaemon(t, dir)
+			first := r.turn("b", "t-1")
+			r.turn("b", "t-2")
+			r.stop()
+
+			path := filepath.Join(dir, "state", "desks", "b", memory.StateFile)
+			b, err := os.ReadFile(path)
+			if err != nil {
 				t.Fatal(err)
 			}
-			b := runDaemon(t, dir)
-			log := b.log
-			select {
-			case <-b.ended:
-			case <-b.d.Ready():
-				t.Fatalf("the daemon was ready with a desk that cannot start\n%s", log)
-			case <-time.After(20 * time.Second):
-				t.Fatalf("the daemon did not stop within 20s\n%s", log)
+			damaged := tt.damage(b)
+			writeFile(t, path, string(damaged))
+
+			r = startDaemon(t, dir)
+			ev := expectEvent(r, func(e event.FileRebuilt) bool { return e.Desk == "b" })
+			if ev.Path != path || ev.Session != first.Session || !strings.HasPrefix(ev.SetAside, path+memory.DamagedSuffix) {
+				t.Errorf("file.rebuilt = %+v, want %s rebuilt on session %s, set aside beside it", ev, path, first.Session)
 			}
-			err := b.err
-			if err == nil || !strings.Contains(err.Error(), "desk b") {
-				t.Errorf("Run = %v, want desk b's error", err)
+			if kept, err := os.ReadFile(ev.SetAside); err != nil || string(kept) != string(damaged) {
+				t.Errorf("the file set aside holds %q (%v), want the damaged %q", kept, err, damaged)
 			}
-			if !log.hasMessage("desk failed to start") || !strings.Contains(log.String(), `"desk":"b"`) {
-				t.Errorf("no log line of b's failure\n%s", log)
+			d, ok := r.d.Set().Get("b")
+			if !ok {
+				t.Fatalf("b is not running: failed %v", r.d.Set().Failed())
 			}
+			if st := d.Status(); st.Session != first.Session || st.Exchanges != 2 {
+				t.Errorf("b's status = session %s, %d exchanges; want %s, 2", st.Session, st.Exchanges, first.Session)
+			}
+			if c := r.turn("b", "t-3"); c.Session != first.Session || c.Turn != 3 {
+				t.Errorf("b's next turn = %+v, want turn 3 of %s", c, first.Session)
+			}
+			r.stop()
 		})
+	}
+}
+
+// writeFile writes text to path, making its folder.
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

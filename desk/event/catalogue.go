@@ -342,8 +342,44 @@ type FileTorn struct {
 	Skipped int    `json:"skipped_lines,omitempty"`
 }
 
+// DeskFailed: a desk of the config failed to start (a damaged file of
+// its folder it cannot do without, say): it runs no turn, and the other
+// desks run. File is the file that stopped it, when the failure names one
+// (left in place); Reason is the error.
+type DeskFailed struct {
+	Header
+	// File is the desk's file that stopped it (a damaged rollover.json,
+	// say), when the failure names one.
+	File string `json:"file,omitempty"`
+	// Reason is the error of the desk's start.
+	Reason string `json:"reason"`
+}
+
+// FileRebuilt: a desk's file that can be rebuilt from its other files
+// (state.json, from the session files) was damaged as the desk started:
+// the damaged file was set aside in SetAside, never deleted, and Path
+// written anew; Session is the session it names now ("" when the desk had
+// none to name, and begins its first).
+type FileRebuilt struct {
+	Header
+	// Path is the file rebuilt (a desk's state.json).
+	Path string `json:"path"`
+	// SetAside is where the damaged file was moved: <path>.damaged-<UTC time>.
+	SetAside string `json:"set_aside"`
+	// Reason is what was wrong with it (empty, cut short, not JSON).
+	Reason string `json:"reason"`
+	// Session is the session the rebuilt file names.
+	Session string `json:"session,omitempty"`
+}
+
 // Topic returns "desk.started".
 func (DeskStarted) Topic() string { return "desk.started" }
+
+// Topic returns "desk.failed".
+func (DeskFailed) Topic() string { return "desk.failed" }
+
+// Topic returns "file.rebuilt".
+func (FileRebuilt) Topic() string { return "file.rebuilt" }
 
 // Topic returns "desk.stopped".
 func (DeskStopped) Topic() string { return "desk.stopped" }
@@ -671,7 +707,7 @@ func (NotifyFailed) Topic() string { return "notify.failed" }
 // Topics lists every topic of the catalogue, in the order above.
 func Topics() []string {
 	return []string{
-		DeskStarted{}.Topic(), DeskStopped{}.Topic(), SessionStarted{}.Topic(),
+		DeskStarted{}.Topic(), DeskStopped{}.Topic(), DeskFailed{}.Topic(), FileRebuilt{}.Topic(), SessionStarted{}.Topic(),
 		SessionSummarized{}.Topic(), SessionTorn{}.Topic(), MemoryFolded{}.Topic(),
 		SkillsReviewed{}.Topic(), RolloverFailed{}.Topic(), RolloverProgress{}.Topic(), TriggerQueued{}.Topic(),
 		TriggerDropped{}.Topic(), InboxRejected{}.Topic(), TurnStarted{}.Topic(), TurnCompleted{}.Topic(), ModelFailed{}.Topic(),

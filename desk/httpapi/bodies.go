@@ -31,6 +31,10 @@ type HealthResponse struct {
 	// configured: a failing target leaves the status "ok" and the answer
 	// 200.
 	Notify []NotifyStatus `json:"notify,omitempty"`
+	// Failed lists the desks that failed to start (a damaged file of their
+	// folder, say), by name, with the file and the reason: the other desks
+	// serve, so this leaves the status "ok" and the answer 200.
+	Failed map[string]desk.Failure `json:"failed,omitempty"`
 }
 
 // DesksResponse is the body of GET /v1/desks.

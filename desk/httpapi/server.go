@@ -51,6 +51,36 @@ type rejections interface {
 
 var _ rejections = (*desk.Set)(nil)
 
+// failedDesks is what the server reads of the desks that failed to start,
+// when its Desks has them (*desk.Set does).
+type failedDesks interface {
+	Failed() map[string]desk.Failure
+	Statuses() []desk.Status
+}
+
+var _ failedDesks = (*desk.Set)(nil)
+
+// failedDesks returns the desks that failed to start, by name.
+func (s *Server) failedDesks() map[string]desk.Failure {
+	if f, ok := s.desks.(failedDesks); ok {
+		return f.Failed()
+	}
+	return nil
+}
+
+// statuses returns the status of every desk, those that failed to start
+// too (state failed), sorted by name.
+func (s *Server) statuses() []desk.Status {
+	if f, ok := s.desks.(failedDesks); ok {
+		return f.Statuses()
+	}
+	var out []desk.Status
+	for _, d := range s.desks.List() {
+		out = append(out, d.Status())
+	}
+	return out
+}
+
 // configRejections returns the current config rejections; never nil.
 func (s *Server) configRejections() []desk.ConfigRejection {
 	if r, ok := s.desks.(rejections); ok {
@@ -262,11 +292,15 @@ func (s *Server) public(r *http.Request) bool {
 // disk; 503 with the failing desks while one cannot (a disk check: the
 // desk's last write failed and its probe has not succeeded since). The
 // config files refused are listed, but leave it 200: the desks serve, on
-// their last good config.
+// their last good config. So are the desks that failed to start: the
+// others serve.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	out := HealthResponse{Status: "ok", NATS: s.natsStatus(), Notify: s.notifyStatus()}
 	if rs := s.configRejections(); len(rs) > 0 {
 		out.ConfigRejected = rs
+	}
+	if failed := s.failedDesks(); len(failed) > 0 {
+		out.Failed = failed // the process serves, and so do the other desks: still 200
 	}
 	for _, d := range s.desks.List() {
 		if st := d.Storage(); st != nil {
@@ -306,11 +340,20 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path))
 }
 
-// desk returns the desk the path names, or answers 404.
+// desk returns the desk the path names, or answers 404 (503 for a desk
+// that failed to start).
 func (s *Server) desk(w http.ResponseWriter, r *http.Request) (*desk.Desk, bool) {
 	name := r.PathValue("desk")
 	d, ok := s.desks.Get(name)
 	if !ok {
+		if f, failed := s.failedDesks()[name]; failed {
+			msg := fmt.Sprintf("desk %q failed to start", name)
+			if credentialOf(r) == credOperator {
+				msg += ": " + f.Reason
+			}
+			writeError(w, http.StatusServiceUnavailable, msg)
+			return nil, false
+		}
 		writeError(w, http.StatusNotFound, s.unknownDesk(r, name))
 	}
 	return d, ok
@@ -321,13 +364,19 @@ func (s *Server) listDesks(w http.ResponseWriter, _ *http.Request) {
 	if loc := s.o.Files.Day.Location; loc != nil {
 		out.TimeZone = loc.String()
 	}
-	for _, d := range s.desks.List() {
-		out.Desks = append(out.Desks, d.Status())
-	}
+	out.Desks = append(out.Desks, s.statuses()...) // a desk that failed to start too, state failed
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getDesk(w http.ResponseWriter, r *http.Request) {
+	if _, failed := s.failedDesks()[r.PathValue("desk")]; failed {
+		for _, st := range s.statuses() {
+			if st.Name == r.PathValue("desk") && st.State == desk.StateFailed {
+				writeJSON(w, http.StatusOK, st)
+				return
+			}
+		}
+	}
 	if d, ok := s.desk(w, r); ok {
 		writeJSON(w, http.StatusOK, d.Status())
 	}

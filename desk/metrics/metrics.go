@@ -78,6 +78,7 @@ type Registry struct {
 	rejections    prometheus.Counter
 	modelErrors   *prometheus.CounterVec // desk, model, status
 	lastTurn      *prometheus.GaugeVec   // desk
+	failed        *prometheus.GaugeVec   // desk
 	fallbacks     *prometheus.CounterVec // desk, model
 	queueDepthDsc *prometheus.Desc
 	nextSlotDsc   *prometheus.Desc
@@ -144,6 +145,10 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 			Name: "deskd_last_turn_timestamp_seconds",
 			Help: "When each desk's last turn ended, on deskd's clock, in Unix seconds.",
 		}, []string{"desk"}),
+		failed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "deskd_desk_failed",
+			Help: "1 while a desk of the config has failed to start (desk.failed: a damaged file of its folder, say); the other desks run. Absent once it starts.",
+		}, []string{"desk"}),
 		fallbacks: newFallbacks(),
 		queueDepthDsc: prometheus.NewDesc("deskd_queue_depth",
 			"Triggers waiting in each desk's queue.", []string{"desk"}, nil),
@@ -158,7 +163,7 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 	}
 	m.reg.MustRegister(
 		m.turns, m.turnDuration, m.tokens, m.cost, m.rollovers, m.degraded, m.reloads, m.rejections,
-		m.modelErrors, m.lastTurn, m.fallbacks, statusCollector{m},
+		m.modelErrors, m.lastTurn, m.failed, m.fallbacks, statusCollector{m},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "deskd_bus_dropped_total",
 			Help: "Event deliveries dropped because a subscriber's mailbox was full.",
@@ -228,6 +233,9 @@ func (m *Registry) observe(e event.Event) {
 		m.mu.Lock()
 		m.models[e.Desk] = modelLabel(e.Model, e.Scripted)
 		m.mu.Unlock()
+		m.failed.DeleteLabelValues(e.Desk)
+	case event.DeskFailed:
+		m.failed.WithLabelValues(e.Desk).Set(1)
 	case event.DeskStopped:
 		m.lastTurn.DeleteLabelValues(e.Desk)
 	case event.TurnCompleted:

@@ -85,6 +85,16 @@ func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 		}
 	}
 	for _, s := range desks {
+		if f := s.Failed; f != nil {
+			file := ""
+			if f.File != "" {
+				file = " (" + p(f.File) + ")"
+			}
+			fmt.Fprintf(w, "\ndesk %s failed to start%s since %s; it runs no turn until the file is mended and deskd reloaded (the other desks run):\n  %s\n",
+				p(s.Name), file, f.Since.Format(time.RFC3339), p(f.Reason))
+		}
+	}
+	for _, s := range desks {
 		for _, u := range s.Unreadable {
 			fmt.Fprintf(w, "\ndesk %s cannot read %s, so its prompts go without it: %s\n", p(s.Name), p(u.Path), p(u.Error))
 		}
