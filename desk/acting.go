@@ -41,9 +41,9 @@ type acting struct {
 	log   zerolog.Logger
 
 	mu       sync.Mutex
-	counters map[string]*counter // by desk
-	servers  map[string][]string // the MCP servers each desk uses, by desk
-	warned   map[string]bool     // misnamed entries already reported
+	counters map[string]*counter                  // by desk
+	uses     map[string]map[string]config.DeskMCP // each desk's mcp entries, by desk
+	warned   map[string]bool                      // misnamed entries already reported
 }
 
 // counter is a desk's counter of limited calls, or why it could not be
@@ -76,7 +76,7 @@ func newActing(clk clock.Clock, bus *event.Bus, log zerolog.Logger) *acting {
 		queue:    approval.New(approval.Options{Clock: clk, Bus: bus}),
 		log:      log,
 		counters: map[string]*counter{},
-		servers:  map[string][]string{},
+		uses:     map[string]map[string]config.DeskMCP{},
 		warned:   map[string]bool{},
 	}
 }
@@ -92,7 +92,7 @@ func (a *acting) toolset(cfg *config.Config, dc *config.Desk, folder *memory.Fol
 	}
 	sort.Strings(servers)
 	a.mu.Lock()
-	a.servers[dc.Name] = servers
+	a.uses[dc.Name] = dc.MCP
 	a.mu.Unlock()
 	a.host.Use(dc.Name, servers)
 	if len(servers) == 0 {
@@ -148,25 +148,23 @@ func (a *acting) serverStatus(server string) (mcphost.ServerStatus, bool) {
 // forget is desk's end: it no longer uses any server.
 func (a *acting) forget(desk string) {
 	a.mu.Lock()
-	delete(a.servers, desk)
+	delete(a.uses, desk)
 	delete(a.counters, desk)
 	a.mu.Unlock()
 	a.host.Use(desk, nil)
 }
 
-// status returns the state of the MCP servers desk uses, and the calls of
-// the desk that wait for a decision.
+// status returns the state of the MCP servers desk uses, each up one's
+// tools exactly those the desk's model is offered (and those left out,
+// with why: the host derives both from what its Toolset offers), and the
+// calls of the desk that wait for a decision.
 func (a *acting) status(desk string) ([]mcphost.ServerStatus, []approval.Pending) {
 	a.mu.Lock()
-	uses := a.servers[desk]
+	uses := a.uses[desk]
 	a.mu.Unlock()
 	var out []mcphost.ServerStatus
 	if len(uses) > 0 {
-		for _, s := range a.host.Status() {
-			if slices.Contains(uses, s.Name) {
-				out = append(out, s)
-			}
-		}
+		out = a.host.DeskStatus(uses)
 	}
 	return out, a.queue.Pending(desk)
 }

@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/mcphost"
 	"github.com/deskd/deskd/desk/mcptest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
@@ -117,6 +119,11 @@ func TestMCPApprovalE2E(t *testing.T) {
 	if err := json.Unmarshal([]byte(desks), &st); err != nil || len(st.Desks[0].Approvals) != 1 || len(st.Desks[0].MCP) != 1 ||
 		st.Desks[0].MCP[0].State != "up" || st.Desks[0].MCP[0].Name != "broker" {
 		t.Fatalf("the desk's status does not list its server up and its waiting call: %s", desks)
+	}
+	// What the model is offered, and what not (the server has more tools).
+	if m := st.Desks[0].MCP[0]; !slices.Equal(m.Tools, []string{"place_order", "quote"}) ||
+		!slices.Contains(m.LeftOut, mcphost.LeftOut{Tool: "echo", Why: "the desk's file does not allow it"}) {
+		t.Errorf("the desk's status lists the tools %q, left out %q; want place_order, quote (the server lists its tools by name), and echo not allowed", m.Tools, m.LeftOut)
 	}
 	if len(orderLines(t, orders)) != 0 {
 		t.Fatal("the order ran before it was approved")

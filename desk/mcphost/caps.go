@@ -46,6 +46,8 @@ type toolDef struct {
 	shown   string
 	schema  json.RawMessage
 	leftOut string
+	// repeat: the server listed this name before (this listing is left out).
+	repeat bool
 }
 
 // toolList is what a server listed: at most MaxServerTools tools; more
@@ -54,14 +56,6 @@ type toolList struct {
 	tools []toolDef
 	more  bool
 	pages bool
-}
-
-func (l toolList) names() []string {
-	out := make([]string, 0, len(l.tools))
-	for _, t := range l.tools {
-		out = append(out, t.shown)
-	}
-	return out
 }
 
 // newToolList checks and cleans the tools a server listed.
@@ -76,7 +70,7 @@ func newToolList(tools []*mcp.Tool, more bool) toolList {
 		case t.Name == "":
 			d.schema, d.leftOut = nil, "it has no name"
 		case seen[t.Name]:
-			d.schema, d.leftOut = nil, "the server lists it twice"
+			d.schema, d.leftOut, d.repeat = nil, "the server lists it more than once", true
 		}
 		seen[t.Name] = true
 		l.tools = append(l.tools, d)
@@ -88,7 +82,7 @@ func newToolList(tools []*mcp.Tool, more bool) toolList {
 // cannot be offered: the model providers take only object schemas.
 func checkSchema(schema any) (json.RawMessage, string) {
 	if schema == nil {
-		return json.RawMessage(`{"type":"object"}`), ""
+		return nil, "it has no input schema (null or missing)"
 	}
 	b, err := json.Marshal(schema)
 	if err != nil {

@@ -81,13 +81,33 @@ type ServerStatus struct {
 	Since time.Time `json:"since"`
 	// RetryAt is when deskd tries a down server again.
 	RetryAt time.Time `json:"retry_at,omitzero"`
-	// Tools are the names of an up server's tools, as the server has them.
+	// Tools are the names of an up server's tools the model is offered,
+	// as the server has them, each once (Host.DeskStatus: the desk's
+	// model, whose file may allow only some; Host.Status: any desk's
+	// that allows them all).
 	Tools []string `json:"tools,omitempty"`
+	// LeftOut are the other tools an up server lists, once each, and the
+	// tools a desk's file names that it does not list, with why they are
+	// not offered.
+	LeftOut []LeftOut `json:"left_out,omitempty"`
+	// Truncated says how deskd cut an up server's listing (more than
+	// MaxServerTools tools, or too many pages), "" when it did not.
+	Truncated string `json:"truncated,omitempty"`
 	// Restarts counts the restarts since deskd started the server first
 	// (after a failure, or for a changed setting).
 	Restarts int `json:"restarts"`
 	// PID is an up stdio server's process.
 	PID int `json:"pid,omitempty"`
+}
+
+// LeftOut is a tool of a server that a desk's model is not offered.
+type LeftOut struct {
+	// Tool is its name as the server lists it, cleaned and cut ("" for a
+	// tool with no name).
+	Tool string `json:"tool"`
+	// Why says why it is left out: its name, its schema, listed again,
+	// not allowed by the desk's file, over MaxServerSpecBytes, not listed.
+	Why string `json:"why"`
 }
 
 // Host supervises the MCP servers the desks use.
@@ -219,7 +239,8 @@ func (h *Host) apply() {
 	}
 }
 
-// Status returns every configured server's status, sorted by name.
+// Status returns every configured server's status, sorted by name; an
+// up server's Tools are those a desk that allows all of them is offered.
 func (h *Host) Status() []ServerStatus {
 	h.mu.Lock()
 	list := make([]*server, 0, len(h.servers))
@@ -229,7 +250,7 @@ func (h *Host) Status() []ServerStatus {
 	h.mu.Unlock()
 	out := make([]ServerStatus, 0, len(list))
 	for _, s := range list {
-		out = append(out, s.status())
+		out = append(out, s.statusFor(config.DeskMCP{Tools: []string{config.AllMCPTools}}))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -181,11 +181,30 @@ func hostileTools(scenario string) []any {
 			tool("longdesc", strings.Repeat("d", 1<<20), object),
 			tool("bigschema", "a huge schema", map[string]any{"type": "object", "description": strings.Repeat("s", 1<<20)}),
 			tool("fine", "a fine tool", object),
+			tool("nullschema", "a null schema", nil),
+			map[string]any{"name": "noschema", "description": "no schema"},
 			tool("", "no name", object),
 			tool("refloop", "a schema that refers to itself", map[string]any{"type": "object", "$ref": "#",
 				"properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/a"}},
 				"$defs":      map[string]any{"a": map[string]any{"$ref": "#/$defs/b"}, "b": map[string]any{"$ref": "#/$defs/a"}}}),
 		}
+	case "repeats":
+		// 256 tools of 9 names, one empty and one invalid, one with a
+		// null input schema and one with none.
+		names := []string{"quote", "place_order", "", "bad name/../x", "nullschema", "noschema", "echo", "fail", "big"}
+		var out []any
+		for i := range 256 {
+			name := names[i%len(names)]
+			switch name {
+			case "nullschema":
+				out = append(out, tool(name, "a null schema", nil))
+			case "noschema":
+				out = append(out, map[string]any{"name": name, "description": "no schema"})
+			default:
+				out = append(out, tool(name, name+" it", object))
+			}
+		}
+		return out
 	case "longnames":
 		out := []any{tool("fine", "a fine tool", object)}
 		for i := range 200 {

@@ -20,8 +20,8 @@ import (
 var all = map[string]config.DeskMCP{"hostile": {Tools: []string{config.AllMCPTools}}}
 
 // TestHostileToolList: a server whose tools/list has two tools of one
-// name, names the model cannot take, schemas that are not object schemas
-// or are huge, and descriptions with terminal escapes or a megabyte of
+// name, names the model cannot take, schemas that are not object schemas,
+// null, missing or huge, and descriptions with terminal escapes or a megabyte of
 // text. The model gets each name once, object schemas only, bounded and
 // clean descriptions; the notes say what was left out.
 func TestHostileToolList(t *testing.T) {
@@ -70,7 +70,9 @@ func TestHostileToolList(t *testing.T) {
 		t.Errorf("refloop = %q", out)
 	}
 	notes := strings.Join(ts.Notes(), "\n")
-	for _, want := range []string{`"echo" of MCP server hostile is left out: the server lists it twice`,
+	for _, want := range []string{`"echo" of MCP server hostile is left out: the server lists it more than once`,
+		`"nullschema" of MCP server hostile is left out: it has no input schema (null or missing)`,
+		`"noschema" of MCP server hostile is left out: it has no input schema (null or missing)`,
 		`"str" of MCP server hostile is left out: its input schema is not an object schema`,
 		`"bigschema" of MCP server hostile is left out: its input schema is larger than`,
 		`"a.b" of MCP server hostile is left out`, `"ünï" of MCP server hostile is left out`,

@@ -264,16 +264,21 @@ func (s *server) snapshot() snapshot {
 	return snapshot{cfg: s.cfg, state: s.state, err: s.err, tools: s.tools, live: s.live}
 }
 
-func (s *server) status() ServerStatus {
+// statusFor is the server's status for a desk whose entry is use: while
+// it is up, its tools that entry's model is offered, and those left out
+// (the plan of Toolset's Tools, from the same snapshot).
+func (s *server) statusFor(use config.DeskMCP) ServerStatus {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	st := ServerStatus{Name: s.name, Transport: transport(s.cfg), State: s.state, Error: s.err, Since: s.since,
 		RetryAt: s.retryAt, Restarts: s.restarts}
-	if len(s.tools.tools) > 0 {
-		st.Tools = s.tools.names()
-	}
 	if s.live != nil && s.live.proc != nil {
 		st.PID = s.live.proc.pid
+	}
+	snap := snapshot{cfg: s.cfg, state: s.state, err: s.err, tools: s.tools, live: s.live}
+	s.mu.Unlock()
+	if snap.state == StateUp {
+		st.Tools, st.LeftOut = entry{server: s.name, use: use, snap: snap, known: true}.plan().offers()
+		st.Truncated = snap.tools.truncated()
 	}
 	return st
 }

@@ -95,32 +95,86 @@ func (t toolset) Tools() []router.Tool {
 		if !e.known || e.snap.state != StateUp {
 			continue
 		}
-		offered, _ := e.offered()
-		for _, tool := range offered {
+		for _, tool := range e.plan().offered {
 			out = append(out, t.h.tool(e.server, e.snap, tool))
 		}
 	}
 	return out
 }
 
-// offered returns the entry's tools the model is offered, in the
-// server's order, within MaxServerSpecBytes of names, descriptions and
-// schemas; over counts the allowed tools left out for that budget.
-func (e entry) offered() (in []toolDef, over int) {
+// plan is what a desk's model is offered of one up server's tools, and
+// what it is not and why. The tools offered (Tools), the notes to the
+// model (Notes) and the desk's status (DeskStatus) all read it, so that
+// they cannot disagree.
+type plan struct {
+	// offered are the tools the model is offered, in the server's order,
+	// each name once.
+	offered []toolDef
+	// leftOut are the other tools the server lists, once for each name and
+	// reason, in the server's order; then the tools the desk's entry names
+	// that the server does not list.
+	leftOut []leftOut
+	// over counts the allowed tools left out for MaxServerSpecBytes.
+	over int
+}
+
+// leftOut is a tool the model is not offered, and why.
+type leftOut struct {
+	LeftOut
+	// allowed: the desk's entry allows it (the model is told of it).
+	allowed bool
+	// over: left out for MaxServerSpecBytes (the notes count those).
+	over bool
+	// missing: the desk's entry names it, and the server does not list it.
+	missing bool
+	// repeat: a second listing of a name (the first is offered, or left
+	// out for its own reason); the status does not show it again.
+	repeat bool
+}
+
+// plan returns the entry's plan: a tool is offered when the server lists
+// it first under its name, its schema is an object schema, its full name
+// is a valid tool name, the desk's entry allows it, and it fits within
+// MaxServerSpecBytes of names, descriptions and schemas.
+func (e entry) plan() plan {
+	var p plan
 	used := 0
+	listed := map[string]bool{}
+	noted := map[LeftOut]bool{}
 	for _, tool := range e.snap.tools.tools {
-		if !e.use.Allows(tool.name) || tool.leftOut != "" || !validToolName.MatchString(ToolName(e.server, tool.name)) {
-			continue
+		listed[tool.name] = true
+		allowed := e.use.Allows(tool.name)
+		why, over := tool.leftOut, false
+		switch {
+		case why != "":
+		case !validToolName.MatchString(ToolName(e.server, tool.name)):
+			why = fmt.Sprintf("%q is not a valid tool name (letters, digits, _ and -, at most 64)", ToolName(e.server, tool.shown))
+		case !allowed:
+			why = "the desk's file does not allow it"
+		default:
+			size := len(tool.name) + len(tool.description) + len(tool.schema)
+			if used+size <= MaxServerSpecBytes {
+				used += size
+				p.offered = append(p.offered, tool)
+				continue
+			}
+			why, over = fmt.Sprintf("with it, the server's tools' descriptions and schemas would take more than %d bytes", MaxServerSpecBytes), true
+			p.over++
 		}
-		size := len(tool.name) + len(tool.description) + len(tool.schema)
-		if used+size > MaxServerSpecBytes {
-			over++
-			continue
+		l := LeftOut{Tool: tool.shown, Why: why}
+		if noted[l] {
+			continue // a name listed again, for the same reason
 		}
-		used += size
-		in = append(in, tool)
+		noted[l] = true
+		p.leftOut = append(p.leftOut, leftOut{LeftOut: l, allowed: allowed, over: over, repeat: tool.repeat})
 	}
-	return in, over
+	for _, name := range e.use.Tools {
+		if name != config.AllMCPTools && !listed[name] {
+			p.leftOut = append(p.leftOut, leftOut{LeftOut: LeftOut{Tool: cleanText(name, maxShownName), Why: "the server does not list it"},
+				allowed: true, missing: true})
+		}
+	}
+	return p
 }
 
 // Notes says which servers are unavailable and why, which allowed tools
@@ -157,48 +211,77 @@ func unavailable(server, why string, retrying bool) string {
 	return s
 }
 
-// toolNotes are the notes on an up server's tools.
+// truncated says how the server's listing was cut ("lists more than
+// 256 tools: ..."), or "".
+func (l toolList) truncated() string {
+	switch {
+	case l.pages:
+		return fmt.Sprintf("lists its tools in more than %d pages: deskd takes the tools of the first %d", maxToolPages, maxToolPages)
+	case l.more:
+		return fmt.Sprintf("lists more than %d tools: deskd takes the first %d", MaxServerTools, MaxServerTools)
+	}
+	return ""
+}
+
+// toolNotes are the notes on an up server's tools: of its plan, the
+// allowed tools left out.
 func toolNotes(e entry) []string {
 	var out []string
-	have := map[string]bool{}
-	if e.snap.tools.pages {
-		out = append(out, fmt.Sprintf("MCP server %s lists its tools in more than %d pages: deskd takes the tools of the first %d",
-			e.server, maxToolPages, maxToolPages))
+	if cut := e.snap.tools.truncated(); cut != "" {
+		out = append(out, "MCP server "+e.server+" "+cut)
 	}
-	if e.snap.tools.more {
-		out = append(out, fmt.Sprintf("MCP server %s lists more than %d tools: deskd takes the first %d",
-			e.server, MaxServerTools, MaxServerTools))
-	}
+	p := e.plan()
 	leftOut := 0
-	for _, tool := range e.snap.tools.tools {
-		if have[tool.name] && tool.leftOut == "" {
-			continue // its second listing is noted once
-		}
-		have[tool.name] = true
-		why := tool.leftOut
-		if why == "" && !validToolName.MatchString(ToolName(e.server, tool.name)) {
-			why = fmt.Sprintf("%q is not a valid tool name (letters, digits, _ and -, at most 64)", ToolName(e.server, tool.shown))
-		}
-		if why == "" || !e.use.Allows(tool.name) {
+	for _, l := range p.leftOut {
+		if !l.allowed || l.over || l.missing {
 			continue
 		}
 		if leftOut++; leftOut <= maxLeftOutNotes {
-			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %s", tool.shown, e.server, why))
+			out = append(out, fmt.Sprintf("the tool %q of MCP server %s is left out: %s", l.Tool, e.server, l.Why))
 		}
 	}
 	if leftOut > maxLeftOutNotes {
 		out = append(out, fmt.Sprintf("and %d more tools of MCP server %s are left out", leftOut-maxLeftOutNotes, e.server))
 	}
-	if _, over := e.offered(); over > 0 {
+	if p.over > 0 {
 		out = append(out, fmt.Sprintf("%d tools of MCP server %s are left out: with them, its tools' descriptions and schemas "+
-			"would take more than %d bytes", over, e.server, MaxServerSpecBytes))
+			"would take more than %d bytes", p.over, e.server, MaxServerSpecBytes))
 	}
-	for _, name := range e.use.Tools {
-		if name != config.AllMCPTools && !have[name] {
-			out = append(out, fmt.Sprintf("MCP server %s has no tool %s: %s is unavailable", e.server, name, ToolName(e.server, name)))
+	for _, l := range p.leftOut {
+		if l.missing {
+			out = append(out, fmt.Sprintf("MCP server %s has no tool %s: %s is unavailable", e.server, l.Tool, ToolName(e.server, l.Tool)))
 		}
 	}
 	return out
+}
+
+// DeskStatus returns the status of the configured servers a desk's mcp
+// entries (uses, by server) name, sorted by name. An up server's Tools
+// are exactly what the desk's model is offered of it (the tools of
+// Toolset(desk, uses) at a turn's start), and LeftOut is every other tool
+// it lists, and each tool the entry names that it does not, with why.
+func (h *Host) DeskStatus(uses map[string]config.DeskMCP) []ServerStatus {
+	var out []ServerStatus
+	for _, e := range (toolset{h: h, uses: uses}).entries() {
+		if s := h.lookup(e.server); s != nil {
+			out = append(out, s.statusFor(e.use))
+		}
+	}
+	return out
+}
+
+// offers returns the names the plan offers and what it leaves out, each
+// name once, for a status.
+func (p plan) offers() (names []string, left []LeftOut) {
+	for _, t := range p.offered {
+		names = append(names, t.shown)
+	}
+	for _, l := range p.leftOut {
+		if !l.repeat {
+			left = append(left, l.LeftOut)
+		}
+	}
+	return names, left
 }
 
 // tool is the router's tool for one of a server's tools.
