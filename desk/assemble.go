@@ -74,6 +74,7 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 	d, err = New(Options{
 		Name: dc.Name, Keeper: k, Router: r, Ledger: ledger, Schedules: cfg.Entries(dc), Clock: clk, Bus: bus,
 		QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce.ByKey(), Calendar: cfg.CalendarOf(dc.Calendar),
+		Beyond: dc.BeyondCalendar, WarnDays: cfg.CalendarWarnDays, Day: cfg.Day,
 		ShutdownTimeout: cfg.ShutdownTimeout, PauseFile: folder.Path(PauseFile),
 		RefusePaused: dc.PausedTriggers.Refuse(), Log: log, Folder: folder, Acting: act.statusOf(dc.Name),
 		OnPause: act.onPause(dc.Name),
@@ -96,7 +97,7 @@ func settingsOf(cfg *config.Config, dc *config.Desk, folder *memory.Folder, clk 
 	}
 	return Settings{
 		Schedules: cfg.Entries(dc), QueueLimit: dc.QueueLimit, Coalesce: dc.Coalesce.ByKey(),
-		Calendar: cfg.CalendarOf(dc.Calendar), Router: &rs, RefusePaused: dc.PausedTriggers.Refuse(),
+		Calendar: cfg.CalendarOf(dc.Calendar), Beyond: dc.BeyondCalendar, WarnDays: cfg.CalendarWarnDays, Router: &rs, RefusePaused: dc.PausedTriggers.Refuse(),
 	}, nil
 }
 

@@ -249,10 +249,12 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	d.logRejected(d.o.Rejected)
 	_ = d.o.Notify.Status(fmt.Sprintf("starting %s: %s", plural(len(names), "desk"), strings.Join(names, ", ")))
 	d.stop.Set("starting the desks")
+	stopCalendars := func() {}
 	d.startDesks(ctx, deskCtx, cfg, names)
 	var runErr error
 	if ctx.Err() == nil {
 		d.warnAhead(cfg)
+		stopCalendars = d.watchCalendars(deskCtx) // calendar.ending, at start and each new trading date
 		// Watching starts before the front end: an edit from then on is
 		// reloaded.
 		d.stop.Set("starting the config watch, the spool folders and the API")
@@ -276,6 +278,7 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	d.spool.halt()
 	d.stop.Set("stopping the config watch")
 	d.stopWatch()
+	stopCalendars()
 	d.stop.Set("waiting for the desks to stop (running turns, then their session files and ledgers)")
 	d.fleet.stopAll(errors.New("deskd is shutting down"))
 	d.drain(sigs)

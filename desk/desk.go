@@ -161,6 +161,17 @@ type Options struct {
 	Coalesce bool
 	// Calendar is the desk's exchange calendar, for the status; may be nil.
 	Calendar *triggers.Calendar
+	// Beyond is what the desk does past the end of its calendar
+	// (beyond_calendar), for the status: the market is unknown (hold, the
+	// zero value) or assumed (weekdays).
+	Beyond triggers.Beyond
+	// WarnDays is calendar_warn_days: from that many days before the
+	// calendar's end, the status says it is ending.
+	WarnDays int
+	// Day maps instants to deskd's trading dates: the status counts the
+	// days left of the calendar on them. The zero Day counts them on the
+	// calendar's own dates.
+	Day memory.TradingDay
 	// KeepFor is how long finished triggers stay in the ledger (default
 	// DefaultKeepFor).
 	KeepFor time.Duration
@@ -242,7 +253,12 @@ type Desk struct {
 	state    State
 	running  *Running
 	calendar *triggers.Calendar
-	pending  *Settings // settings Configure left for the loop
+	beyond   triggers.Beyond
+	warnDays int
+	// heldOn is, per schedule, the date (in its calendar's zone) whose
+	// held slot was last announced: one schedule.missed per schedule and day.
+	heldOn  map[string]string
+	pending *Settings // settings Configure left for the loop
 	// seen is the router's session as the loop last saw it between turns:
 	// the router holds its lock for a whole model call, so Status must not
 	// ask it while a turn runs.
@@ -303,6 +319,7 @@ func New(o Options) (*Desk, error) {
 		o: o, queue: triggers.NewQueue(o.QueueLimit, o.Coalesce), ledger: o.Ledger,
 		rollovers: make(chan rolloverRequest), tasks: make(chan func()), wake: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{}),
 		hurry: make(chan struct{}), state: StateStarting, calendar: o.Calendar, refusePaused: o.RefusePaused,
+		beyond: o.Beyond, warnDays: o.WarnDays, heldOn: map[string]string{},
 	}
 	p, err := loadPause(o.PauseFile)
 	d.pause = p // a damaged pause file leaves the desk paused, and says why
@@ -328,6 +345,7 @@ func (d *Desk) scheduler(entries []triggers.Entry) *triggers.Scheduler {
 		Arm:    d.arm,
 		Fire:   d.claim,
 		Missed: d.missed,
+		Held:   d.held,
 		Planned: func(name string, at time.Time) {
 			d.o.Log.Debug().Str("desk", d.o.Name).Str("schedule", name).Time("slot", at).Msg("schedule's next slot")
 		},
@@ -345,6 +363,9 @@ type Settings struct {
 	QueueLimit int
 	Coalesce   bool
 	Calendar   *triggers.Calendar
+	// Beyond and WarnDays: see Options.
+	Beyond   triggers.Beyond
+	WarnDays int
 	// Router, if not nil, replaces the router's settings: the model route,
 	// instructions, tools, budgets.
 	Router *router.Settings
@@ -510,9 +531,21 @@ type Status struct {
 	NextSchedule string    `json:"next_schedule,omitempty"`
 	NextSlot     time.Time `json:"next_slot,omitzero"`
 	// Calendar is the desk's exchange calendar and MarketOpen whether it
-	// is open now.
+	// is open now; MarketOpen is left out past the calendar's end, where
+	// it is not known.
 	Calendar   string `json:"calendar,omitempty"`
 	MarketOpen *bool  `json:"market_open,omitempty"`
+	// Market is open or closed while the calendar covers today; past its
+	// end, unknown (beyond_calendar: hold) or assumed_open/assumed_closed
+	// (weekdays).
+	Market triggers.MarketState `json:"market,omitempty"`
+	// CalendarThrough is the calendar's last date covered, and
+	// CalendarDaysLeft the trading dates from today to it (0 on it,
+	// negative past it).
+	CalendarThrough  string `json:"calendar_through,omitempty"`
+	CalendarDaysLeft *int   `json:"calendar_days_left,omitempty"`
+	// CalendarEnding is set from calendar_warn_days before the end on.
+	CalendarEnding bool `json:"calendar_ending,omitempty"`
 	// Interrupted lists the triggers cut off during their model call, for
 	// an operator to decide on, oldest first.
 	Interrupted []TriggerStatus `json:"interrupted"`
@@ -569,7 +602,7 @@ func (d *Desk) Status() Status {
 		Spend: seen.spend, LastAnswer: seen.answer,
 	}
 	d.mu.Lock()
-	sched, cal := d.sched, d.calendar
+	sched, cal, beyond, warnDays := d.sched, d.calendar, d.beyond, d.warnDays
 	d.mu.Unlock()
 	d.pauseMu.Lock()
 	if d.pause != nil {
@@ -587,8 +620,14 @@ func (d *Desk) Status() Status {
 	s.Storage = d.Storage()
 	s.ConfigRejected = d.configRejected.Load()
 	if c := cal; c != nil {
-		open := c.Open(now)
-		s.Calendar, s.MarketOpen = c.Name, &open
+		s.Calendar, s.Market = c.Name, c.MarketAt(now, beyond)
+		if c.Covers(now) {
+			open := s.Market == triggers.MarketOpen
+			s.MarketOpen = &open
+		}
+		if n, ok := d.daysLeft(c, now); ok {
+			s.CalendarThrough, s.CalendarDaysLeft, s.CalendarEnding = c.Through, &n, n <= warnDays
+		}
 	}
 	for _, it := range d.ledger.Interrupted() {
 		s.Interrupted = append(s.Interrupted, statusOf(d.o.Name, it, it))
@@ -697,6 +736,34 @@ func (d *Desk) claim(e triggers.Entry, slot time.Time, t triggers.Trigger) {
 			Header: d.header(), Schedule: e.Name, Slot: slot, Reason: err.Error(), Count: 1, First: slot, Last: slot,
 		})
 	}
+}
+
+// held announces a slot held past the end of its calendar, once per
+// schedule and date (the scheduler has recorded it missed): at error
+// level, since nothing of the schedule fires until the calendar is
+// extended.
+func (d *Desk) held(e triggers.Entry, slot time.Time, reason string) {
+	day := slot.In(e.Calendar.Location).Format(time.DateOnly)
+	d.mu.Lock()
+	seen := d.heldOn[e.Name] == day
+	d.heldOn[e.Name] = day
+	d.mu.Unlock()
+	if seen {
+		return
+	}
+	event.Publish(d.o.Bus, event.ScheduleMissed{
+		Header: d.header(), Schedule: e.Name, Slot: slot, Reason: reason, Count: 1, First: slot, Last: slot, Held: true,
+	})
+}
+
+// daysLeft counts the days from today's trading date to the end of cal.
+func (d *Desk) daysLeft(cal *triggers.Calendar, now time.Time) (int, bool) {
+	today := now.In(cal.Location)
+	if d.o.Day.Location != nil {
+		td := d.o.Day.DateOf(now)
+		today = time.Date(td.Year, td.Month, td.Day, 0, 0, 0, 0, time.UTC)
+	}
+	return cal.DaysLeft(today)
 }
 
 // missed records a slot that will not run; the scheduler's MissedRun
@@ -920,7 +987,7 @@ func (d *Desk) apply(s Settings) *triggers.Scheduler {
 	d.refusePaused = s.RefusePaused
 	d.pauseMu.Unlock()
 	d.mu.Lock()
-	d.sched, d.calendar = sc, s.Calendar
+	d.sched, d.calendar, d.beyond, d.warnDays = sc, s.Calendar, s.Beyond, s.WarnDays
 	d.mu.Unlock()
 	d.look()
 	return sc

@@ -64,8 +64,13 @@ func levelOf(e event.Event) zerolog.Level {
 	switch e := e.(type) {
 	case event.ConfigRejected, event.RolloverFailed, event.StorageFailed, event.MemoryUnreadable, event.DeskFailed:
 		return zerolog.ErrorLevel
-	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.ScheduleMissed, event.InboxRejected,
+	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.InboxRejected, event.CalendarEnding,
 		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.FileRebuilt, event.ModelFailed, event.NATSOutboxFull, event.MCPServerDown:
+		return zerolog.WarnLevel
+	case event.ScheduleMissed:
+		if e.Held {
+			return zerolog.ErrorLevel // past its calendar's end: nothing fires until it is extended
+		}
 		return zerolog.WarnLevel
 	case event.NATSDuplicate:
 		return zerolog.ErrorLevel // an event is not on the stream

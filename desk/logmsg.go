@@ -68,6 +68,8 @@ func Describe(e event.Event, loc *time.Location) string {
 		s = fmt.Sprintf("turn of session %s for trigger %s interrupted: %s", e.Session, e.Trigger, e.Reason)
 	case event.ScheduleMissed:
 		s = describeMissed(e, loc)
+	case event.CalendarEnding:
+		s = describeCalendarEnding(e)
 	case event.BudgetExceeded:
 		s = fmt.Sprintf("budget %s spent: %d used of %d", e.Budget, e.Used, e.Limit)
 	case event.DeskPaused:
@@ -148,6 +150,19 @@ func describeMissed(e event.ScheduleMissed, loc *time.Location) string {
 		return fmt.Sprintf("schedule %s missed the slot of %s: %s", e.Schedule, slotTime(first, loc), e.Reason)
 	}
 	return fmt.Sprintf("schedule %s missed %d slots from %s to %s: %s", e.Schedule, n, slotTime(first, loc), slotTime(last, loc), e.Reason)
+}
+
+// describeCalendarEnding says when a calendar ends, and what to do.
+func describeCalendarEnding(e event.CalendarEnding) string {
+	const fix = "add the next dates from the exchange's published list in calendars.d/%s.yaml (extends: %s, a later through)"
+	switch {
+	case e.DaysLeft < 0:
+		return fmt.Sprintf("calendar %s ended %s (%s ago): beyond_calendar decides its desks' trading_days and market_hours slots; "+fix,
+			e.Calendar, e.Through, termsafe.Plural(-e.DaysLeft, "day"), e.Calendar, e.Calendar)
+	case e.DaysLeft == 0:
+		return fmt.Sprintf("calendar %s ends today, %s: "+fix, e.Calendar, e.Through, e.Calendar, e.Calendar)
+	}
+	return fmt.Sprintf("calendar %s ends %s, in %s: "+fix, e.Calendar, e.Through, termsafe.Plural(e.DaysLeft, "day"), e.Calendar, e.Calendar)
 }
 
 // slotTime shows an instant in loc, with its zone's abbreviation.

@@ -245,6 +245,7 @@ func TestDaemonFailingDeskLeavesTheOthersRunning(t *testing.T) {
 			tt.mend(t, state)
 			r.signal(syscall.SIGHUP)
 			expectEvent(r, func(e event.DeskStarted) bool { return e.Desk == "b" })
+			expectEvent[event.ConfigReloaded](r, nil) // after b is in the set
 			if c := r.turn("b", "t-b"); c.Desk != "b" {
 				t.Errorf("b's turn after the reload = %+v", c)
 			}

@@ -267,6 +267,10 @@ type ScheduleMissed struct {
 	Count    int       `json:"count"`
 	First    time.Time `json:"first"`
 	Last     time.Time `json:"last"`
+	// Held is set for a slot held past the end of its calendar
+	// (beyond_calendar: hold), announced once per schedule and date, at
+	// error level: Reason names the calendar and its end.
+	Held bool `json:"held,omitempty"`
 }
 
 // BudgetExceeded: a turn stopped, or was refused, because a budget is spent.
@@ -680,6 +684,21 @@ type MCPServerDown struct {
 // Topic returns "mcp.server.down".
 func (MCPServerDown) Topic() string { return "mcp.server.down" }
 
+// CalendarEnding: an exchange calendar a desk follows ends within
+// calendar_warn_days (or has ended): announced at start and at each new
+// trading date, once per calendar and date. Through is its last date
+// covered; DaysLeft counts deskd's trading dates to it (0 on it, negative
+// past it). Past its end, beyond_calendar decides what its desks do.
+type CalendarEnding struct {
+	Header
+	Calendar string `json:"calendar"`
+	Through  string `json:"through"`
+	DaysLeft int    `json:"days_left"`
+}
+
+// Topic returns "calendar.ending".
+func (CalendarEnding) Topic() string { return "calendar.ending" }
+
 // NotifyFailed: a notification target (the main file's notify) is in
 // trouble. Reason failing: a post was refused (a status other than 2xx,
 // a timeout, a refused connection) and is retried with backoff, announced
@@ -719,6 +738,6 @@ func Topics() []string {
 		TriggerAcknowledged{}.Topic(), MemoryRestored{}.Topic(), SkillsUndone{}.Topic(),
 		NATSOutboxFull{}.Topic(), NATSOutboxDrained{}.Topic(), NATSDuplicate{}.Topic(), NATSRejected{}.Topic(), NATSBackpressure{}.Topic(),
 		ToolCalled{}.Topic(), ApprovalRequested{}.Topic(), ApprovalDecided{}.Topic(), MCPServerUp{}.Topic(), MCPServerDown{}.Topic(),
-		NotifyFailed{}.Topic(),
+		CalendarEnding{}.Topic(), NotifyFailed{}.Topic(),
 	}
 }

@@ -33,6 +33,10 @@ type Gauges struct {
 	QueueDepth int
 	// NextSlot is the desk's next schedule slot; zero when it has none.
 	NextSlot time.Time
+	// Calendar is the desk's exchange calendar and CalendarDaysLeft the
+	// days to its end (desk.Status); nil when it has none.
+	Calendar         string
+	CalendarDaysLeft *int
 }
 
 // Desks is what DeskGauges needs of the running desks. *desk.Set is one.
@@ -50,7 +54,8 @@ func DeskGauges(ds Desks) func() []Gauges {
 		var out []Gauges
 		for _, d := range ds.List() {
 			st := d.Status()
-			out = append(out, Gauges{Desk: st.Name, QueueDepth: st.QueueDepth, NextSlot: st.NextSlot})
+			out = append(out, Gauges{Desk: st.Name, QueueDepth: st.QueueDepth, NextSlot: st.NextSlot,
+				Calendar: st.Calendar, CalendarDaysLeft: st.CalendarDaysLeft})
 		}
 		return out
 	}
@@ -82,6 +87,7 @@ type Registry struct {
 	fallbacks     *prometheus.CounterVec // desk, model
 	queueDepthDsc *prometheus.Desc
 	nextSlotDsc   *prometheus.Desc
+	calendarDsc   *prometheus.Desc // calendar
 	rejectedDsc   *prometheus.Desc
 	rejSinceDsc   *prometheus.Desc
 	nats          *natsMetrics // nats.go
@@ -154,6 +160,9 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 			"Triggers waiting in each desk's queue.", []string{"desk"}, nil),
 		nextSlotDsc: prometheus.NewDesc("deskd_next_slot_timestamp_seconds",
 			"Each desk's next schedule slot, in Unix seconds; absent when the desk has none.", []string{"desk"}, nil),
+		calendarDsc: prometheus.NewDesc("deskd_calendar_days_left",
+			"Days from today's trading date to the end (through) of each exchange calendar a desk follows: 0 on its last date, negative past it.",
+			[]string{"calendar"}, nil),
 		rejectedDsc: prometheus.NewDesc("deskd_config_rejected",
 			"1 while a desk's config file is refused (the desk runs on its last good config, or is not started when it has none); "+
 				"desk \"\" for the main file or a file that is not one desk's (the whole reload was refused). Absent otherwise.", []string{"desk"}, nil),
@@ -295,6 +304,7 @@ type statusCollector struct{ m *Registry }
 func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.m.queueDepthDsc
 	ch <- c.m.nextSlotDsc
+	ch <- c.m.calendarDsc
 	ch <- c.m.rejectedDsc
 	ch <- c.m.rejSinceDsc
 }
@@ -309,10 +319,15 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 	if gauges == nil {
 		return
 	}
+	calendars := map[string]bool{}
 	for _, d := range gauges() {
 		ch <- prometheus.MustNewConstMetric(c.m.queueDepthDsc, prometheus.GaugeValue, float64(d.QueueDepth), d.Desk)
 		if !d.NextSlot.IsZero() {
 			ch <- prometheus.MustNewConstMetric(c.m.nextSlotDsc, prometheus.GaugeValue, unixSeconds(d.NextSlot), d.Desk)
+		}
+		if d.CalendarDaysLeft != nil && !calendars[d.Calendar] { // one series per calendar, whatever the desks following it
+			calendars[d.Calendar] = true
+			ch <- prometheus.MustNewConstMetric(c.m.calendarDsc, prometheus.GaugeValue, float64(*d.CalendarDaysLeft), d.Calendar)
 		}
 	}
 }
