@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -168,5 +169,44 @@ func TestBeyondCalendarSettings(t *testing.T) {
 	}
 	if got := c.CalendarsInUse(); len(got) != 1 || got[0].Name != "NSE" {
 		t.Errorf("CalendarsInUse = %v, want NSE", got)
+	}
+}
+
+// TestWarningsCalendarEnding: check-config's warnings name a calendar in
+// use from calendar_warn_days before its end (counted on deskd's trading
+// dates), the desks that follow it and what to do; not before, and not a
+// calendar no desk follows.
+func TestWarningsCalendarEnding(t *testing.T) {
+	ist, _ := time.LoadLocation("Asia/Kolkata")
+	c := mustLoad(t, setup(t, baseMain, map[string]string{
+		"desks.d/main.yaml":  baseDesk + "calendar: NSE\n",
+		"desks.d/other.yaml": baseDesk + "  - {name: open, cron: \"15 9 * * *\", text: T, calendar: nse, on: trading_days}\n",
+		"desks.d/none.yaml":  baseDesk,
+	}))
+	for _, tt := range []struct {
+		name string
+		at   time.Time
+		want string
+	}{
+		{"31 days before", time.Date(2026, 11, 30, 12, 0, 0, 0, ist), ""},
+		{"30 days before", time.Date(2026, 12, 1, 12, 0, 0, 0, ist), "calendar NSE (desks main, other) ends 2026-12-31, in 30 days; add the exchange's published dates in NSE.yaml of calendars_dir with extends: NSE and a later through"},
+		{"the trading date, not UTC's", time.Date(2026, 12, 30, 19, 0, 0, 0, time.UTC), "calendar NSE (desks main, other) ends today, 2026-12-31"},
+		{"past the end", time.Date(2027, 1, 26, 9, 59, 50, 0, ist), "calendar NSE (desks main, other) ended 2026-12-31, 26 days ago"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, w := range config.Warnings(c, tt.at) {
+				if w.File != c.Path {
+					t.Errorf("warning names %s, want the main file", w.File)
+				}
+				got = append(got, w.Reason)
+			}
+			switch {
+			case tt.want == "" && len(got) > 0:
+				t.Errorf("Warnings = %q, want none", got)
+			case tt.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], tt.want)):
+				t.Errorf("Warnings = %q, want one starting %q", got, tt.want)
+			}
+		})
 	}
 }

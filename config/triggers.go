@@ -633,6 +633,44 @@ func (c *Config) CalendarsInUse() []*triggers.Calendar {
 	return out
 }
 
+// CalendarEnd is a calendar in use that ends within calendar_warn_days
+// (CalendarsEnding).
+type CalendarEnd struct {
+	Calendar *triggers.Calendar
+	// DaysLeft counts deskd's trading dates from today to the calendar's
+	// through: 0 on it, negative past it.
+	DaysLeft int
+	// Desks are the desks that follow it, sorted.
+	Desks []string
+}
+
+// CalendarsEnding returns the calendars in use (CalendarsInUse) that end
+// within c.CalendarWarnDays of now's trading date, or have ended.
+func (c *Config) CalendarsEnding(now time.Time) []CalendarEnd {
+	var out []CalendarEnd
+	d := c.Day.DateOf(now)
+	today := time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC)
+	for _, cal := range c.CalendarsInUse() {
+		n, ok := cal.DaysLeft(today)
+		if !ok || n > c.CalendarWarnDays {
+			continue
+		}
+		var desks []string
+		for name, dk := range c.Desks {
+			uses := c.CalendarOf(dk.Calendar) == cal
+			for _, sc := range dk.Schedules {
+				uses = uses || c.CalendarOf(sc.Calendar) == cal
+			}
+			if uses {
+				desks = append(desks, name)
+			}
+		}
+		slices.Sort(desks)
+		out = append(out, CalendarEnd{Calendar: cal, DaysLeft: n, Desks: desks})
+	}
+	return out
+}
+
 // CalendarOf returns the calendar of name (case-insensitive), or nil.
 func (c *Config) CalendarOf(name string) *triggers.Calendar {
 	if name == "" {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/deskd/deskd/router"
@@ -33,7 +34,8 @@ const maxWarnSlots = 20000
 // real (not scripted) model with no budget (turn_tokens, session_tokens,
 // day_tokens or day_cost) whose schedules fire more than once in some
 // hour of the week from now, counted in the trading time zone with the
-// schedules' calendars. Desks come in name order.
+// schedules' calendars. Desks come in name order; then each calendar in
+// use that ends within calendar_warn_days (CalendarsEnding).
 func Warnings(cfg *Config, now time.Time) []Warning {
 	var out []Warning
 	names := make([]string, 0, len(cfg.Desks))
@@ -54,7 +56,27 @@ func Warnings(cfg *Config, now time.Time) []Warning {
 				hour.Format("2006-01-02 15:04 MST"))})
 		}
 	}
+	for _, e := range cfg.CalendarsEnding(now) {
+		out = append(out, Warning{File: cfg.Path, Reason: calendarEndReason(e)})
+	}
 	return out
+}
+
+// calendarEndReason says when a calendar in use ends, who follows it, and
+// what to do.
+func calendarEndReason(e CalendarEnd) string {
+	c, n := e.Calendar, e.DaysLeft
+	when := fmt.Sprintf("ends %s, in %d days", c.Through, n)
+	switch {
+	case n == 1:
+		when = fmt.Sprintf("ends %s, tomorrow", c.Through)
+	case n == 0:
+		when = fmt.Sprintf("ends today, %s", c.Through)
+	case n < 0:
+		when = fmt.Sprintf("ended %s, %d days ago: past it, beyond_calendar decides (hold, the default: trading_days and market_hours slots are held)", c.Through, -n)
+	}
+	return fmt.Sprintf("calendar %s (desks %s) %s; add the exchange's published dates in %s.yaml of calendars_dir with extends: %s and a later through",
+		c.Name, strings.Join(e.Desks, ", "), when, c.Name, c.Name)
 }
 
 // limited reports whether any spending limit of a turn, a session or a day is set.

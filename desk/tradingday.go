@@ -18,7 +18,8 @@ import (
 // The keeper rolls over when the session's trading date is before today;
 // this router reports today as the session's date while every date since
 // the session's own is a non-trading day (and the session's own date while
-// deskd's clock is behind it). Everything else is r's. With a nil
+// deskd's clock is behind it). Past the calendar's end (its
+// through) it falls back to daily. Everything else is r's. With a nil
 // calendar it returns r itself.
 func TradingDayRouter(r *router.Router, cal *triggers.Calendar, day memory.TradingDay, clk clock.Clock) keeper.Router {
 	if cal == nil {
@@ -51,11 +52,15 @@ func (t tradingDayRouter) TradingDate() (memory.Date, bool) {
 	return d, ok
 }
 
-// sessionStays reports whether no date in (session, today] is a trading day of cal.
+// sessionStays reports whether no date in (session, today] is a trading
+// day of cal. Past the calendar's end nothing is known of trading days,
+// and the rollover falls back to daily: a date there does not keep the
+// session.
 func sessionStays(cal *triggers.Calendar, session, today memory.Date) bool {
 	n := 0
 	for x := session.AddDays(1); !today.Before(x); x = x.AddDays(1) {
-		if cal.TradingDay(time.Date(x.Year, x.Month, x.Day, 12, 0, 0, 0, cal.Location)) {
+		noon := time.Date(x.Year, x.Month, x.Day, 12, 0, 0, 0, cal.Location)
+		if !cal.Covers(noon) || cal.TradingDay(noon) {
 			return false
 		}
 		if n++; n > 60 { // two months without a trading day: roll over anyway

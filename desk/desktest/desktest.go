@@ -79,6 +79,10 @@ type Options struct {
 	Schedules    []triggers.Entry
 	Calendar     *triggers.Calendar
 	RefusePaused bool
+	// Beyond and WarnDays are the desk's beyond_calendar and
+	// calendar_warn_days (desk.Options); its Day is Day().
+	Beyond   triggers.Beyond
+	WarnDays int
 	// TradingDay rolls sessions over by the Calendar's trading days
 	// (desk.TradingDayRouter) instead of by date.
 	TradingDay bool
@@ -163,6 +167,7 @@ func New(tb testing.TB, o Options) *Desk {
 		Name: Name, Keeper: d.Keeper, Router: d.Router, Ledger: d.Ledger, Schedules: o.Schedules, Clock: d.Clock, Bus: d.Bus,
 		QueueLimit: o.QueueLimit, Coalesce: o.Coalesce, Calendar: o.Calendar, ShutdownTimeout: ShutdownTimeout,
 		PauseFile: pauseFile, RefusePaused: o.RefusePaused, Folder: d.Folder,
+		Beyond: o.Beyond, WarnDays: o.WarnDays, Day: Day(),
 	})
 	if err != nil {
 		tb.Fatalf("desktest: %v", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/transcript"
 	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/triggers"
 )
 
 // JSON prints v as indented JSON, with the characters that could act on
@@ -65,19 +66,14 @@ func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 		if s.NextSchedule != "" {
 			next = s.NextSchedule + " " + s.NextSlot.Format(time.RFC3339)
 		}
-		market := "-"
-		if s.MarketOpen != nil {
-			market = s.Calendar + " closed"
-			if *s.MarketOpen {
-				market = s.Calendar + " open"
-			}
-		}
+		market := marketText(s)
 		model := statusModel(s)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\t%s\n", p(s.Name), p(string(s.State)), p(s.Session), p(s.TradingDate),
 			s.Exchanges, s.QueueDepth, s.QueueLimit, p(running), p(next), p(market), p(model))
 	}
 	_ = tw.Flush()
 	fallbackNotes(w, desks)
+	calendarNotes(w, desks)
 	for _, s := range desks {
 		if s.Paused != nil {
 			fmt.Fprintf(w, "\ndesk %s is paused %s; its triggers are %s until deskd resume %s\n", p(s.Name), Pause(*s.Paused),
@@ -287,5 +283,51 @@ func ConfigRejections(w io.Writer, desks []desk.Status, rs []desk.ConfigRejectio
 			problem += fmt.Sprintf(" (and %d more)", n-1)
 		}
 		fmt.Fprintf(w, "\n%s: its file %s was refused since %s: %s; %s\n", who, p(r.File), r.Since.Format(time.RFC3339), problem, then)
+	}
+}
+
+// marketText is a status's MARKET column: "NSE open", "NSE closed"; past
+// the calendar's end "NSE unknown" (held) or "NSE assumed open".
+func marketText(s desk.Status) string {
+	switch s.Market {
+	case "":
+	case triggers.MarketAssumedOpen:
+		return s.Calendar + " assumed open"
+	case triggers.MarketAssumedClosed:
+		return s.Calendar + " assumed closed"
+	default:
+		return s.Calendar + " " + string(s.Market)
+	}
+	if s.MarketOpen == nil { // an older deskd
+		return "-"
+	}
+	if *s.MarketOpen {
+		return s.Calendar + " open"
+	}
+	return s.Calendar + " closed"
+}
+
+// calendarNotes says, under the table, which desks follow a calendar that
+// ends within calendar_warn_days or has ended (CalendarEnding), and what
+// that means.
+func calendarNotes(w io.Writer, desks []desk.Status) {
+	p := termsafe.Line
+	for _, s := range desks {
+		if s.CalendarDaysLeft == nil || !s.CalendarEnding {
+			continue
+		}
+		n := *s.CalendarDaysLeft
+		fix := fmt.Sprintf("add the exchange's published dates in calendars.d/%s.yaml (extends: %s, a later through)", p(s.Calendar), p(s.Calendar))
+		switch {
+		case n < 0 && s.Market == triggers.MarketUnknown:
+			fmt.Fprintf(w, "\ndesk %s: calendar %s ended %s (%s ago): its trading_days and market_hours slots are held (beyond_calendar: hold); %s\n",
+				p(s.Name), p(s.Calendar), p(s.CalendarThrough), termsafe.Plural(-n, "day"), fix)
+		case n < 0:
+			fmt.Fprintf(w, "\ndesk %s: calendar %s ended %s (%s ago): the market is assumed from its weekdays and sessions, with no holidays (beyond_calendar: weekdays); %s\n",
+				p(s.Name), p(s.Calendar), p(s.CalendarThrough), termsafe.Plural(-n, "day"), fix)
+		default:
+			fmt.Fprintf(w, "\ndesk %s: calendar %s ends %s, in %s; %s\n",
+				p(s.Name), p(s.Calendar), p(s.CalendarThrough), termsafe.Plural(n, "day"), fix)
+		}
 	}
 }
