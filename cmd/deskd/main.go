@@ -37,8 +37,14 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
+	// Best effort: without it (a kernel that refuses), a process an MCP
+	// server detached outlives deskd, as it would anyway.
+	reaper, _ := becomeSubreaper()
 	code := runWith(ctx, os.Args[1:], os.Stdout, os.Stderr, daemonSignals)
 	stop()
+	if reaper != nil {
+		reaper.shutdown() // what deskd's servers left behind, once they are closed
+	}
 	os.Exit(code)
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -274,6 +275,38 @@ func TestMCPServerDiesWithDeskdE2E(t *testing.T) {
 	killNow(t, d)
 	if err := mcptest.WaitExit(pid, 30*time.Second); err != nil {
 		t.Fatalf("the MCP server outlived the deskd that was killed: %v", err)
+	}
+}
+
+// TestMCPDetachedChildEndsWithDeskdE2E: a child a stdio MCP server
+// detaches (setsid: outside the server's process group, so not killed
+// with it) does not outlive deskd's clean stop: deskd, its subreaper,
+// adopts it when the server exits and ends it. The binary: SIGTERM.
+func TestMCPDetachedChildEndsWithDeskdE2E(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(dir, "detached.pid")
+	extra := fmt.Sprintf("mcp_servers:\n  broker: {command: [%q], env: {%s: stdio, %s: %q}}\n", exe, mcptest.EnvMode, mcptest.EnvDetached, pidFile)
+	cfg := apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [\"*\"]}\n")
+	d := startAPIBinary(t, "deskd", cfg)
+	brokerUp(t, d)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the detached child's PID: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	d.stopCleanly(t, syscall.SIGTERM)
+	if err := mcptest.WaitExit(pid, 30*time.Second); err != nil {
+		t.Fatalf("the MCP server's detached child outlived deskd's stop: %v", err)
 	}
 }
 

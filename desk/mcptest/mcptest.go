@@ -39,6 +39,11 @@ const (
 	// which it starts in its process group and leaves running (a server's
 	// helper process, or a wrapper's).
 	EnvChild = "DESKD_MCPTEST_CHILD"
+	// EnvDetached names a file a stdio server writes the PID of a child
+	// to, which it starts in a session of its own (setsid: outside the
+	// server's process group) and leaves running: a server that detaches
+	// a helper.
+	EnvDetached = "DESKD_MCPTEST_DETACHED"
 	// EnvLinger, set to anything, makes a stdio server keep running once
 	// its stdin has closed, until a signal kills it: a server that does
 	// not notice its client has gone.
@@ -156,7 +161,10 @@ func ServeStdioIfAsked() bool {
 		o.OnOrder = func(line string) { appendLine(path, line) }
 	}
 	if path := os.Getenv(EnvChild); path != "" {
-		startChild(path)
+		startChild(path, false)
+	}
+	if path := os.Getenv(EnvDetached); path != "" {
+		startChild(path, true)
 	}
 	fmt.Fprintln(os.Stderr, "mcptest: serving on stdio")
 	if err := NewServer(o).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
@@ -185,10 +193,14 @@ func appendLine(path, line string) {
 	fmt.Fprintln(f, line)
 }
 
-// startChild starts a child that sleeps an hour, in the server's process
-// group and with none of its pipes, and writes its PID to path.
-func startChild(path string) {
+// startChild starts a child that sleeps an hour, with none of its pipes,
+// in the server's process group (or, detached, in a session of its own),
+// and writes its PID to path.
+func startChild(path string, detached bool) {
 	cmd := exec.Command("sleep", "3600")
+	if detached {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest: start the child:", err)
 		return
