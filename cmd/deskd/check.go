@@ -26,6 +26,7 @@ var errNoDaemon = errors.New("no running deskd answered")
 func newCheckConfigCommand(stdout io.Writer) *cobra.Command {
 	var f clientFlags
 	var diff, probe bool
+	var clockStart string
 	cmd := &cobra.Command{
 		Use:   "check-config",
 		Short: "Validate the config files and print every problem; --diff: what a reload of the running deskd would change",
@@ -41,7 +42,12 @@ any other problem the whole reload. Exit status 1 when no deskd answers.
 
 With --probe, also connect to each MCP server (a stdio server is started and
 stopped) and list its tools, marking each tool a desk allows that the server
-does not have; exit status 2 when a server cannot be reached or lacks one.`,
+does not have; exit status 2 when a server cannot be reached or lacks one.
+
+Warnings (exit status 0) name what runs but is likely a mistake: a real
+model with no budget on busy schedules, and a calendar in use that ends
+within calendar_warn_days (or has ended). --clock-start checks as of that
+instant, as deskd run --clock-start would run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if diff {
@@ -51,9 +57,15 @@ does not have; exit status 2 when a server cannot be reached or lacks one.`,
 			if err != nil {
 				return err
 			}
+			now := clock.Real().Now()
+			if clockStart != "" {
+				if now, err = clock.ParseStart(clockStart, now); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+			}
 			names := sortedNames(cfg.Desks)
 			fmt.Fprintf(stdout, "%s: ok, %s %v\n", termsafe.Line(cfg.Path), termsafe.Plural(len(names), "desk"), names)
-			for _, w := range config.Warnings(cfg, clock.Real().Now()) {
+			for _, w := range config.Warnings(cfg, now) {
 				fmt.Fprintln(stdout, "warning: "+termsafe.Line(w.String()))
 			}
 			if !probe {
@@ -67,6 +79,7 @@ does not have; exit status 2 when a server cannot be reached or lacks one.`,
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&diff, "diff", false, "show what a reload of the running deskd would change (asks it over its API)")
+	cmd.Flags().StringVar(&clockStart, "clock-start", "", "check as of this RFC3339 instant, as deskd run --clock-start (the calendar and cost warnings)")
 	cmd.Flags().BoolVar(&probe, "probe", false, "also connect to each MCP server and list its tools, marking those a desk allows that it lacks")
 	return cmd
 }

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/router/routertest"
+)
+
+// productionCopy writes examples/production into a folder of the test,
+// listening on a free port, its model the fake service llm, with extra
+// files (calendars.d/...) beside it; it returns the main file's path.
+func productionCopy(t *testing.T, llm *routertest.Server, extra map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("../../examples/production", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	main := read("deskd.yaml")
+	for old, repl := range map[string]string{
+		"listen: 127.0.0.1:7317":      "listen: 127.0.0.1:0",
+		"api_key_env: OPENAI_API_KEY": "api_key_env: OPENAI_API_KEY\n    base_url: " + llm.BaseURL(),
+	} {
+		if !strings.Contains(main, old) {
+			t.Fatalf("examples/production/deskd.yaml has no %q", old)
+		}
+		main = strings.Replace(main, old, repl, 1)
+	}
+	writeTestFile(t, dir, "desks.d/nse.yaml", read("desks.d/nse.yaml"))
+	for name, text := range extra {
+		writeTestFile(t, dir, name, text)
+	}
+	return writeTestFile(t, dir, "deskd.yaml", main)
+}
+
+// nseStatus is GET /v1/desks's entry of desk nse, as JSON fields.
+func nseStatus(t *testing.T, d *deskdProc) map[string]any {
+	t.Helper()
+	code, body := d.call(t, "GET", "/v1/desks", "", "")
+	if code != 200 {
+		d.fail(t, "GET /v1/desks = %d %s", code, body)
+	}
+	var out struct {
+		Desks []map[string]any `json:"desks"`
+	}
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		d.fail(t, "GET /v1/desks: %v: %s", err, body)
+	}
+	for _, st := range out.Desks {
+		if st["name"] == "nse" {
+			return st
+		}
+	}
+	d.fail(t, "GET /v1/desks has no desk nse: %s", body)
+	return nil
+}
+
+// TestRepublicDay2027E2E: the production example on 26 January 2027, a
+// date its shipped NSE calendar (through 2026-12-31) does not cover. deskd
+// used to take it for a weekday like any other: "NSE open", and the 10:00
+// market_hours slot went to the model. Now the market is unknown, never
+// open; the slot is held: recorded missed in the ledger with the reason
+// "calendar NSE ends 2026-12-31", announced once as a held schedule.missed
+// at error level, and no model is called; the calendar's end is announced
+// at start (calendar.ending), in deskd status and in the metrics. The
+// binary, with --clock-start 2027-01-26T09:59:50+05:30 (real speed).
+func TestRepublicDay2027E2E(t *testing.T) {
+	llm, _ := newFakeLLM(t, "")
+	cfg := productionCopy(t, llm, nil)
+	state := filepath.Join(filepath.Dir(cfg), "state")
+	d := startDeskdEnv(t, "deskd", []string{"OPENAI_API_KEY=test-key"},
+		"run", "--config", cfg, "--state-dir", state, "--clock-start", "2027-01-26T09:59:50+05:30")
+	addr := d.waitReady(t)
+	deadline := time.Now().Add(60 * time.Second)
+
+	ending := d.waitFor(t, deadline, "calendar.ending at start", isEvent("calendar.ending", "calendar", "NSE", "through", "2026-12-31"))
+	if ending.Num("days_left") != -26 || ending.Str("level") != "warn" || !strings.Contains(ending.Str("message"), "calendars.d/NSE.yaml (extends: NSE") {
+		t.Errorf("calendar.ending line = %s, want days_left -26 at warn, saying to extend NSE in calendars.d", ending.Raw)
+	}
+	st := nseStatus(t, d)
+	if st["market"] != "unknown" || st["market_open"] != nil || st["calendar_through"] != "2026-12-31" || st["calendar_days_left"] != float64(-26) {
+		t.Errorf("status: market %v, market_open %v, calendar_through %v, calendar_days_left %v; want unknown, none, 2026-12-31, -26",
+			st["market"], st["market_open"], st["calendar_through"], st["calendar_days_left"])
+	}
+
+	held := d.waitFor(t, deadline, "the 10:00 slot held", isEvent("schedule.missed", "schedule", "intraday"))
+	if held.Str("level") != "error" || held.Fields["held"] != true || held.Str("reason") != "calendar NSE ends 2026-12-31" ||
+		!parseTimeField(t, held, "slot").Equal(time.Date(2027, 1, 26, 4, 30, 0, 0, time.UTC)) {
+		t.Errorf("schedule.missed line = %s, want the 10:00 IST slot held at error: calendar NSE ends 2026-12-31", held.Raw)
+	}
+	id := "intraday@2027-01-26T04:30:00Z"
+	code, body := d.call(t, "GET", "/v1/desks/nse/triggers/"+url.PathEscape(id), "", "")
+	if code != 200 || !strings.Contains(body, `"missed"`) || !strings.Contains(body, "calendar NSE ends 2026-12-31") {
+		t.Errorf("GET trigger %s = %d %s, want it missed with the calendar's reason", id, code, body)
+	}
+	if code, out := deskdCLI(t, "status", "--addr", addr); code != 0 || !strings.Contains(out, "NSE unknown") ||
+		!strings.Contains(out, "calendar NSE ended 2026-12-31 (26 days ago): its trading_days and market_hours slots are held") {
+		t.Errorf("deskd status = %d:\n%s\nwant MARKET NSE unknown and the note of the held slots", code, out)
+	}
+	if code, body := d.call(t, "GET", "/metrics", "", ""); code != 200 || !strings.Contains(body, `deskd_calendar_days_left{calendar="NSE"} -26`) {
+		t.Errorf("GET /metrics = %d, want deskd_calendar_days_left{calendar=\"NSE\"} -26", code)
+	}
+	d.stopCleanly(t, syscall.SIGTERM)
+	if n := llm.Count(); n != 0 {
+		t.Errorf("the model was called %d times past the calendar's end", n)
+	}
+	if n := d.count(isEvent("turn.started")); n != 0 {
+		t.Errorf("%d turns started past the calendar's end", n)
+	}
+	if n := d.count(isEvent("schedule.missed")); n != 1 {
+		t.Errorf("%d schedule.missed lines, want the one held slot's", n)
+	}
+}
+
+// TestCalendarExtendsE2E: calendars.d/NSE.yaml with extends: NSE moves
+// the shipped calendar's end: on 26 January 2027 the production desk
+// follows it again (here with a test's own holiday on that date, not
+// NSE's list: the market is closed, nothing is held or fired), and
+// beyond_calendar: weekdays instead fires the 10:00 slot on the
+// calendar's weekdays and sessions, the market shown as assumed open.
+func TestCalendarExtendsE2E(t *testing.T) {
+	llm, _ := newFakeLLM(t, "")
+	cfg := productionCopy(t, llm, map[string]string{
+		"calendars.d/NSE.yaml": "extends: NSE\nthrough: 2027-12-31\nholidays:\n  - {date: \"2027-01-26\", name: a test's holiday}\n",
+	})
+	state := filepath.Join(filepath.Dir(cfg), "state")
+	d := startDeskdEnv(t, "extended", []string{"OPENAI_API_KEY=test-key"},
+		"run", "--config", cfg, "--state-dir", state, "--clock-start", "2027-01-26T09:59:50+05:30")
+	d.waitReady(t)
+	if st := nseStatus(t, d); st["market"] != "closed" || st["market_open"] != false || st["calendar_through"] != "2027-12-31" || st["calendar_ending"] != nil {
+		t.Errorf("extended status: market %v, market_open %v, through %v, ending %v; want closed, false, 2027-12-31, not ending",
+			st["market"], st["market_open"], st["calendar_through"], st["calendar_ending"])
+	}
+	d.stopCleanly(t, syscall.SIGTERM)
+	if n := d.count(isEvent("calendar.ending")); n != 0 {
+		t.Errorf("%d calendar.ending lines for a calendar extended to 2027-12-31", n)
+	}
+
+	// beyond_calendar: weekdays on the shipped calendar: the slot fires.
+	cfg = productionCopy(t, llm, nil)
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(b, "beyond_calendar: weekdays\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state = filepath.Join(filepath.Dir(cfg), "state")
+	d = startDeskdEnv(t, "weekdays", []string{"OPENAI_API_KEY=test-key"},
+		"run", "--config", cfg, "--state-dir", state, "--clock-start", "2027-01-26T09:59:50+05:30")
+	d.waitReady(t)
+	if st := nseStatus(t, d); st["market"] != "assumed_open" || st["market_open"] != nil {
+		t.Errorf("weekdays status at 09:59, in the assumed session: market %v, market_open %v; want assumed_open, none",
+			st["market"], st["market_open"])
+	}
+	d.waitFor(t, time.Now().Add(60*time.Second), "the 10:00 slot's turn", isEvent("turn.completed"))
+	d.stopCleanly(t, syscall.SIGTERM)
+	if n := d.count(isEvent("calendar.ending")); n != 1 {
+		t.Errorf("%d calendar.ending lines under weekdays, want the same warning", n)
+	}
+}
+
+// TestCheckConfigCalendarEnding: check-config of the production example
+// warns (exit 0) from calendar_warn_days (30) before NSE's end, naming the
+// calendar, its desks and what to do; not before.
+func TestCheckConfigCalendarEnding(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-dummy")
+	const cfg = "../../examples/production/deskd.yaml"
+	code, out := deskdCLI(t, "check-config", "--config", cfg, "--clock-start", "2026-12-02T10:00:00+05:30")
+	if code != 0 || !strings.Contains(out, "ok, 1 desk [nse]") ||
+		!strings.Contains(out, "warning: ") || !strings.Contains(out, "calendar NSE (desks nse) ends 2026-12-31, in 29 days; add the exchange's published dates in NSE.yaml of calendars_dir with extends: NSE") {
+		t.Errorf("check-config 29 days before the end = %d\n%s", code, out)
+	}
+	code, out = deskdCLI(t, "check-config", "--config", cfg, "--clock-start", "2026-11-30T10:00:00+05:30")
+	if code != 0 || strings.Contains(out, "warning") {
+		t.Errorf("check-config 31 days before the end = %d\n%s", code, out)
+	}
+}
