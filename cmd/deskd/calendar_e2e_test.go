@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/deskd/deskd/router/routertest"
 )
 
@@ -185,4 +187,23 @@ func TestCheckConfigCalendarEnding(t *testing.T) {
 	if code != 0 || strings.Contains(out, "warning") {
 		t.Errorf("check-config 31 days before the end = %d\n%s", code, out)
 	}
+}
+
+// TestConsoleBrowserCalendarBanner: past its calendar's end, the console
+// shows a banner naming the calendar, its end and what to do, and the
+// desk's market as UNKNOWN, never OPEN (headless Chromium).
+func TestConsoleBrowserCalendarBanner(t *testing.T) {
+	dir := t.TempDir()
+	cfg := apiConfig(t, dir, "{provider: scripted}", "", "calendar: NSE\n")
+	d := startInProcess(t, "deskd", cfg, time.Date(2027, 1, 26, 4, 30, 0, 0, time.UTC)) // 10:00 IST, Republic Day 2027
+	base := d.waitReady(t)
+	p := openConsole(t, 1280, 900)
+	p.do(t, "open the console", chromedp.Navigate(base+"/"))
+	p.waitTrue(t, "the calendar banner", `!document.getElementById("banner").hidden && document.getElementById("banner").innerText.includes(`+
+		jsString("CALENDAR: Calendar NSE ended 2026-12-31 (26 days ago): trading_days and market_hours slots are held. Add the exchange's published dates in calendars.d/NSE.yaml (extends: NSE, a later through).")+`)`)
+	p.waitTrue(t, "desk main's market is unknown", rowText("main")+`.includes("UNKNOWN · NSE")`)
+	if row := evalJS[string](t, p, rowText("main")); strings.Contains(row, "OPEN") {
+		t.Errorf("desk main's row says OPEN past its calendar's end:\n%s", row)
+	}
+	p.checkErrors(t)
 }

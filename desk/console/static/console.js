@@ -394,6 +394,7 @@
     if (s.last_answer && s.last_answer.fallback) out.push({ level: "warn", text: "Answered by fallback model " + s.last_answer.model });
     const waiting = (state.approvals.get(s.name) || []).length;
     if (waiting) out.push({ level: "warn", text: waiting + (waiting > 1 ? " tool calls wait" : " tool call waits") + " for your decision" });
+    if (s.calendar_ending) out.push({ level: s.calendar_days_left < 0 ? "bad" : "warn", text: calendarText(s) });
     if (Array.isArray(s.mcp)) for (const m of s.mcp) if (m.state !== "up") out.push({ level: "bad", text: "MCP server " + m.name + " " + (m.state || "down") + (m.error ? ": " + m.error : "") });
     return out;
   }
@@ -451,6 +452,11 @@
   }
 
   function marketCell(s) {
+    if (s.market === "unknown") return el("span", { class: "market-unknown", title: "past the end of calendar " + s.calendar + " (" + s.calendar_through + "): its trading_days and market_hours slots are held" }, "UNKNOWN · " + s.calendar);
+    if (s.market === "assumed_open" || s.market === "assumed_closed") {
+      return el("span", { class: "market-unknown", title: "past the end of calendar " + s.calendar + " (" + s.calendar_through + "): assumed from its weekdays and sessions, no holidays known" },
+        "assumed " + (s.market === "assumed_open" ? "open" : "closed") + " · " + s.calendar);
+    }
     if (s.market_open === undefined || s.market_open === null) return el("span", { class: "muted" }, s.calendar ? s.calendar : "no calendar");
     return el("span", { class: s.market_open ? "market-open" : "market-closed" }, (s.market_open ? "OPEN" : "closed") + (s.calendar ? " · " + s.calendar : ""));
   }
@@ -562,12 +568,25 @@
     if (state.route.view === "desk") renderDeskStatus();
   }
 
+  // calendarText says when a desk's calendar ends (calendar_ending), and what to do.
+  function calendarText(s) {
+    const n = s.calendar_days_left, fix = " Add the exchange's published dates in calendars.d/" + s.calendar + ".yaml (extends: " + s.calendar + ", a later through).";
+    if (n < 0) {
+      return "Calendar " + s.calendar + " ended " + s.calendar_through + " (" + (-n) + " day" + (n === -1 ? "" : "s") + " ago): " +
+        (s.market === "unknown" ? "trading_days and market_hours slots are held." : "the market is assumed from its weekdays, no holidays known.") + fix;
+    }
+    return "Calendar " + s.calendar + " ends " + s.calendar_through + (n === 0 ? ", today." : ", in " + n + " day" + (n === 1 ? "." : "s.")) + fix;
+  }
+
   function renderBanner() {
     const b = $("banner");
     clear(b);
     const rej = state.globalRejected.filter((c) => !c.desk);
-    if (!rej.length) { b.hidden = true; return; }
-    b.append(el("strong", {}, "CONFIG REJECTED: "), rej.map((c) => el("span", {}, [c.file, c.field].filter(Boolean).join(" "), c.reason ? ": " + c.reason : "", " (since " + fmtTime(c.since) + "). deskd runs on its last good config. ")));
+    const cals = new Map(); // one line per calendar, whatever the desks following it
+    for (const s of state.desks.values()) if (s.calendar_ending && !cals.has(s.calendar)) cals.set(s.calendar, s);
+    if (!rej.length && !cals.size) { b.hidden = true; return; }
+    if (rej.length) b.append(el("strong", {}, "CONFIG REJECTED: "), rej.map((c) => el("span", {}, [c.file, c.field].filter(Boolean).join(" "), c.reason ? ": " + c.reason : "", " (since " + fmtTime(c.since) + "). deskd runs on its last good config. ")));
+    for (const s of cals.values()) b.append(el("div", { class: "banner-calendar" }, el("strong", {}, "CALENDAR: "), calendarText(s)));
     b.hidden = false;
   }
 
