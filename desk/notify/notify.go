@@ -3,10 +3,14 @@
 // incoming-webhook format ({"text": ...}, which Mattermost and Rocket.Chat
 // take too), through a bounded, durable outbox per target.
 //
-// A Notifier subscribes to the whole bus. On its bus goroutine (so a turn
-// never waits for it) each event a target names becomes that target's
-// notification: its webhook-id, its type and the exact body, appended and
-// fsynced to the target's outbox before the event counts as notified. One
+// A Notifier subscribes to the whole bus. On its bus goroutine each event
+// a target names becomes that target's notification (its webhook-id, its
+// type and the exact body) and is queued for the notifier's writer, which
+// appends and fsyncs it to the target's outbox: only then does the event
+// count as notified. The bus goroutine never waits for a disk, so a turn
+// never waits for a notification and the bus's mailbox of the notifier
+// does not fill; a queue past MaxQueued (a stalled disk) drops what comes,
+// counted and announced as a full outbox's drops are. One
 // sender goroutine per target posts its outbox's entries in order, one at
 // a time; an entry leaves the outbox once the target answered 2xx. Any
 // other answer, a timeout or a refused connection is retried with backoff
@@ -43,6 +47,7 @@ import (
 
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // Formats of a target.
@@ -64,6 +69,9 @@ const (
 const (
 	// DefaultMaxBytes bounds each target's outbox when Options.MaxBytes is 0.
 	DefaultMaxBytes = 16 << 20
+	// DefaultMaxQueued bounds the notifications not yet on disk when
+	// Options.MaxQueued is 0.
+	DefaultMaxQueued = 4096
 	// DefaultTimeout bounds one post when Options.Timeout is 0.
 	DefaultTimeout = 10 * time.Second
 	// DefaultGiveUpAfter is a target's GiveUpAfter when 0.
@@ -131,6 +139,11 @@ type Options struct {
 	Client *http.Client
 	// Log receives the notifier's warnings.
 	Log zerolog.Logger
+	// MaxQueued bounds the notifications taken from the bus and not yet in
+	// their outboxes (a slow disk); 0 is DefaultMaxQueued.
+	MaxQueued int
+	// FS is the outboxes' file system; nil is the operating system's.
+	FS durable.FS
 }
 
 // TargetStats is what one target's sender has done so far.
@@ -171,6 +184,13 @@ type Notifier struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at every change of Stats
 
+	// The notifications taken from the bus, waiting for the writer.
+	qmu   sync.Mutex
+	queue []note
+	qwake chan struct{}
+	wrote chan struct{} // closed when the writer has returned
+	qstop chan struct{} // closed by Close: the writer drains and returns
+
 	unsubscribe func()
 	stop        context.CancelFunc
 	wg          sync.WaitGroup
@@ -201,7 +221,7 @@ func New(o Options) (*Notifier, error) {
 	if err := check(&o); err != nil {
 		return nil, err
 	}
-	n := &Notifier{o: o, changed: make(chan struct{})}
+	n := &Notifier{o: o, changed: make(chan struct{}), qwake: make(chan struct{}, 1)}
 	for _, t := range o.Targets {
 		if t.GiveUpAfter == 0 {
 			t.GiveUpAfter = DefaultGiveUpAfter
@@ -213,7 +233,7 @@ func New(o Options) (*Notifier, error) {
 		for _, e := range t.Events {
 			tg.events[e] = true
 		}
-		ob, sc, err := openOutbox(filepath.Join(o.Dir, t.Name), o.MaxBytes)
+		ob, sc, err := openOutbox(o.FS, filepath.Join(o.Dir, t.Name), o.MaxBytes)
 		if err != nil {
 			_ = n.closeOutboxes()
 			return nil, fmt.Errorf("notify target %s: %w", t.Name, err)
@@ -240,6 +260,8 @@ func check(o *Options) error {
 		return errors.New("notify: no outbox folder")
 	case o.MaxBytes < 0:
 		return fmt.Errorf("notify: outbox max bytes %d is negative", o.MaxBytes)
+	case o.MaxQueued < 0:
+		return fmt.Errorf("notify: max queued %d is negative", o.MaxQueued)
 	case o.Timeout < 0:
 		return fmt.Errorf("notify: timeout %s is negative", o.Timeout)
 	}
@@ -268,6 +290,9 @@ func check(o *Options) error {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if o.MaxQueued == 0 {
+		o.MaxQueued = DefaultMaxQueued
+	}
 	if o.Clock == nil {
 		o.Clock = clock.Real()
 	}
@@ -286,6 +311,11 @@ func check(o *Options) error {
 func (n *Notifier) Start() {
 	ctx, stop := context.WithCancel(context.Background())
 	n.stop = stop
+	n.qstop, n.wrote = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(n.wrote)
+		n.write(n.qstop)
+	}()
 	n.unsubscribe = event.SubscribeAll(n.o.Bus, n.take)
 	for _, t := range n.targets {
 		if !t.scanOK {
@@ -315,6 +345,8 @@ func (n *Notifier) Close() error {
 	}
 	if n.unsubscribe != nil {
 		n.unsubscribe()
+		close(n.qstop) // what was taken reaches the outboxes first
+		<-n.wrote
 		n.stop()
 		n.wg.Wait()
 	}

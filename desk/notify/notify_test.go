@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/desk/notify"
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // delivery is one request the receiver took.
@@ -567,5 +570,69 @@ func TestAnswersGoToTheDesksTargets(t *testing.T) {
 	}
 	if b.Type != notify.TypeAnswered || got[1].header.Get("webhook-id") != got[0].header.Get("webhook-id") {
 		t.Errorf("type %s, ids %s %s: want turn.answered, the same id for the same trigger", b.Type, got[0].header.Get("webhook-id"), got[1].header.Get("webhook-id"))
+	}
+}
+
+// stallFS is the operating system's file system, whose files' Sync waits
+// for gate once stalled is set (a stalled disk).
+type stallFS struct {
+	durable.OS
+	stalled *atomic.Bool
+	gate    chan struct{}
+}
+
+func (f stallFS) OpenFile(name string, flag int, perm fs.FileMode) (durable.File, error) {
+	file, err := f.OS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return stallFile{file, f}, nil
+}
+
+type stallFile struct {
+	durable.File
+	fs stallFS
+}
+
+func (f stallFile) Sync() error {
+	if f.fs.stalled.Load() {
+		<-f.fs.gate
+	}
+	return f.File.Sync()
+}
+
+// TestAStalledDiskNeverBlocksTheBus: while the outbox's fsync hangs, the
+// notifier still takes every event from the bus (its mailbox never backs
+// up); past MaxQueued notifications not yet on disk are counted as failed
+// and announced once; once the disk is back the rest are delivered.
+func TestAStalledDiskNeverBlocksTheBus(t *testing.T) {
+	rc := newReceiver(t, nil)
+	key := newKey(t)
+	gate := make(chan struct{})
+	var stalled atomic.Bool
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(gate)
+		}
+	}
+	t.Cleanup(release)
+	r := newRig(t, notify.Options{Targets: []notify.Target{standard(rc.srv.URL, key)}, MaxQueued: 3, FS: stallFS{stalled: &stalled, gate: gate}})
+	stalled.Store(true)
+	failed := eventtest.Watch[event.NotifyFailed](t, r.bus)
+	for i := range 10 {
+		event.Publish(r.bus, event.TurnFailed{Header: event.Header{At: r.clk.Now(), Desk: "alpha"}, Trigger: "t" + strconv.Itoa(i), Error: "x"})
+	}
+	// One waits on the disk, three in the queue: at least six dropped, with the disk still stalled.
+	s := r.waitStats(func(s notify.TargetStats) bool { return s.Failed >= 6 })
+	d := eventtest.Next[event.NotifyFailed](failed)
+	if d.Reason != "dropped" || !strings.Contains(d.Error, "not yet on disk") {
+		t.Errorf("notify.failed %+v: want dropped, the queue", d)
+	}
+	release()
+	s = r.waitStats(func(s notify.TargetStats) bool { return s.Delivered+s.Failed == 10 && s.Pending == 0 })
+	if got := rc.wait(t, int(s.Delivered)); len(got) != int(s.Delivered) || s.Delivered < 1 {
+		t.Errorf("stats %+v, %d requests", s, len(got))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/deskd/deskd/memory/durable"
@@ -73,11 +74,22 @@ type outbox struct {
 	// compaction (its done line): a compaction frees nothing below it.
 	floor int64
 	wake  chan struct{}
+
+	// shown are len(pending) and fileBytes as of the last change, read
+	// without mu: Stats (/healthz, the metrics) must not wait for a
+	// stalled fsync that holds mu.
+	shownWaiting, shownBytes atomic.Int64
+}
+
+// show publishes the counts for counts. o.mu must be held.
+func (o *outbox) show() {
+	o.shownWaiting.Store(int64(len(o.pending)))
+	o.shownBytes.Store(o.fileBytes)
 }
 
 // openOutbox opens (creating it) the outbox file in dir and reads what
 // waits in it. The Scan says what damage was found and set aside.
-func openOutbox(dir string, maxBytes int64) (*outbox, durable.Scan, error) {
+func openOutbox(fsys durable.FS, dir string, maxBytes int64) (*outbox, durable.Scan, error) {
 	var recs []record
 	valid := func(line []byte) bool {
 		var r record
@@ -88,7 +100,7 @@ func openOutbox(dir string, maxBytes int64) (*outbox, durable.Scan, error) {
 		return true
 	}
 	path := filepath.Join(dir, OutboxFile)
-	log, sc, err := durable.OpenLog(nil, path, 0o600, valid)
+	log, sc, err := durable.OpenLog(fsys, path, 0o600, valid)
 	if err != nil {
 		return nil, durable.Scan{}, fmt.Errorf("open the notification outbox %s: %w", path, err)
 	}
@@ -97,6 +109,7 @@ func openOutbox(dir string, maxBytes int64) (*outbox, durable.Scan, error) {
 		o.fileBytes = sc.Offsets[i] + int64(len(sc.Records[i])) + 1
 		o.load(r, sc.Records[i])
 	}
+	o.show()
 	return o, sc, nil
 }
 
@@ -147,6 +160,7 @@ func (o *outbox) add(id, typ string, at time.Time, body []byte) (bool, error) {
 	o.pending = append(o.pending, e)
 	o.pendBytes += e.size()
 	o.fileBytes += e.size()
+	o.show()
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -178,6 +192,7 @@ func (o *outbox) finish(seq uint64) error {
 	o.pending[0] = entry{}
 	o.pending = o.pending[1:]
 	o.done = seq
+	defer o.show()
 	line, _ := json.Marshal(record{Done: seq}) // cannot fail
 	if err := o.log.Append(line, false); err != nil {
 		return fmt.Errorf("record notification %d as done in %s: %w", seq, o.log.Path(), err)
@@ -209,14 +224,14 @@ func (o *outbox) compact() error {
 	o.pending = append(make([]entry, 0, len(o.pending)), o.pending...)
 	o.fileBytes = size
 	o.floor = size - o.pendBytes
+	o.show()
 	return nil
 }
 
-// counts returns how many entries wait and what the file takes.
+// counts returns how many entries wait and what the file takes; it never
+// waits for a write in progress.
 func (o *outbox) counts() (waiting int, fileBytes int64) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.pending), o.fileBytes
+	return int(o.shownWaiting.Load()), o.shownBytes.Load()
 }
 
 // close closes the file.

@@ -13,9 +13,21 @@ import (
 	"github.com/deskd/deskd/desk/event"
 )
 
-// take keeps one event of the bus in the outbox of every target that
-// wants it (the notifier's bus goroutine calls it), fsynced, or counts it
-// as failed there.
+// note is one notification on its way to its target's outbox.
+type note struct {
+	t    *target
+	id   string
+	typ  string
+	at   time.Time
+	body []byte
+	desk string
+	err  error // the body could not be made
+}
+
+// take turns one event of the bus into the notifications of every target
+// that wants it and queues them for the writer (the notifier's bus
+// goroutine calls it). It never waits for a disk: a queue at MaxQueued
+// drops the notification, counted and announced as the outbox's are.
 func (n *Notifier) take(e event.Event) {
 	n.life.RLock()
 	defer n.life.RUnlock()
@@ -24,13 +36,27 @@ func (n *Notifier) take(e event.Event) {
 	}
 	for _, t := range n.targets {
 		for _, typ := range n.types(t, e) {
-			n.keep(t, typ, e)
+			nt := n.make(t, typ, e)
+			n.qmu.Lock()
+			full := len(n.queue) >= n.o.MaxQueued
+			if !full {
+				n.queue = append(n.queue, nt)
+			}
+			n.qmu.Unlock()
+			if full {
+				n.drop(nt, fmt.Sprintf("the notifier's queue holds %d notifications not yet on disk (a slow disk?)", n.o.MaxQueued))
+				continue
+			}
+			select {
+			case n.qwake <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
 
-// keep adds the notification of type typ for e to t's outbox.
-func (n *Notifier) keep(t *target, typ string, e event.Event) {
+// make is the notification of type typ for e to t.
+func (n *Notifier) make(t *target, typ string, e event.Event) note {
 	h := e.Head()
 	own := h.ID
 	if tc, ok := e.(event.TurnCompleted); ok && tc.Trigger != "" {
@@ -39,11 +65,46 @@ func (n *Notifier) keep(t *target, typ string, e event.Event) {
 	if own != "" {
 		own = t.Name + ":" + typ + ":" + own
 	}
-	id := webhookID(h.Desk, own)
 	body, err := n.body(t, typ, e)
+	return note{t: t, id: webhookID(h.Desk, own), typ: typ, at: n.o.Clock.Now(), body: body, desk: h.Desk, err: err}
+}
+
+// write keeps the queued notifications in their outboxes, fsynced, one
+// at a time, until stop is closed and the queue is empty.
+func (n *Notifier) write(stop <-chan struct{}) {
+	for {
+		n.qmu.Lock()
+		var nt note
+		ok := len(n.queue) > 0
+		if ok {
+			nt = n.queue[0]
+			n.queue[0] = note{}
+			n.queue = n.queue[1:]
+		}
+		n.qmu.Unlock()
+		if ok {
+			n.keep(nt)
+			continue
+		}
+		select {
+		case <-n.qwake:
+		case <-stop:
+			n.qmu.Lock()
+			empty := len(n.queue) == 0
+			n.qmu.Unlock()
+			if empty {
+				return
+			}
+		}
+	}
+}
+
+// keep adds nt to its target's outbox, or counts and announces it dropped.
+func (n *Notifier) keep(nt note) {
+	err := nt.err
 	kept := false
 	if err == nil {
-		kept, err = t.ob.add(id, typ, n.o.Clock.Now(), body)
+		kept, err = nt.t.ob.add(nt.id, nt.typ, nt.at, nt.body)
 	}
 	if kept {
 		n.mu.Lock()
@@ -55,6 +116,13 @@ func (n *Notifier) keep(t *target, typ string, e event.Event) {
 	if err != nil {
 		reason = err.Error()
 	}
+	n.drop(nt, reason)
+}
+
+// drop counts a notification that was not kept, and logs and announces
+// the first of an outage (until the target's outbox has emptied).
+func (n *Notifier) drop(nt note, reason string) {
+	t := nt.t
 	n.mu.Lock()
 	t.failed++
 	first := !t.full
@@ -62,10 +130,10 @@ func (n *Notifier) keep(t *target, typ string, e event.Event) {
 	n.notifyLocked()
 	n.mu.Unlock()
 	if first {
-		n.o.Log.Error().Str("target", t.Name).Str("type", typ).Str("error", reason).
+		n.o.Log.Error().Str("target", t.Name).Str("type", nt.typ).Str("error", reason).
 			Msg("notify: a notification could not be kept in its target's outbox; it is not sent (counted, announced once until the outbox empties)")
-		event.Publish(n.o.Bus, event.NotifyFailed{Header: event.Header{At: n.o.Clock.Now(), Desk: h.Desk},
-			Target: t.Name, Reason: "dropped", Type: typ, WebhookID: id, Error: reason})
+		event.Publish(n.o.Bus, event.NotifyFailed{Header: event.Header{At: n.o.Clock.Now(), Desk: nt.desk},
+			Target: t.Name, Reason: "dropped", Type: nt.typ, WebhookID: nt.id, Error: reason})
 	}
 }
 
