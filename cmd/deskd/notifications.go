@@ -5,8 +5,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/notify"
+	"github.com/deskd/deskd/desk/termsafe"
 )
 
 // NotifyDir is the notifications' folder under state_dir: one outbox per
@@ -91,5 +94,21 @@ func notifyState(n *notify.Notifier) func() []httpapi.NotifyStatus {
 				Delivered: s.Delivered, Failed: s.Failed, FailedAttempts: s.Attempts, Failing: s.Failing, LastError: s.LastError, Since: s.Since})
 		}
 		return out
+	}
+}
+
+// notifyTrouble prints a line for each notification target that is
+// failing or has lost notifications (deskd status).
+func notifyTrouble(w io.Writer, st []httpapi.NotifyStatus) {
+	for _, s := range st {
+		if !s.Failing && s.Failed == 0 {
+			continue
+		}
+		line := "notify " + termsafe.Line(s.Target) + " (" + termsafe.Line(s.Host) + "): "
+		if s.Failing {
+			line += "failing since " + s.Since.Format(time.RFC3339) + " (" + termsafe.Line(s.LastError) + "), retried with backoff; "
+		}
+		line += fmt.Sprintf("%s pending, %s lost (given up, or not kept)", termsafe.Plural(s.Pending, "notification"), termsafe.Plural(int(s.Failed), "notification"))
+		fmt.Fprintln(w, line)
 	}
 }

@@ -198,6 +198,11 @@ func TestNotifyE2E(t *testing.T) {
 		!strings.Contains(text, `deskd_notify_failed_total{target="ops"} 0`) {
 		t.Errorf("/metrics lacks the notify gauges:\n%s", grepLines(text, "deskd_notify"))
 	}
+	addr := strings.TrimPrefix(d.URL(t), "http://")
+	if code, out := deskdCLI(t, "status", "--addr", addr); code != 0 ||
+		!strings.Contains(out, "notify ops ("+strings.TrimPrefix(rc.srv.URL, "http://")+"): failing since ") || !strings.Contains(out, "4 notifications pending") {
+		t.Errorf("status = %d, want the failing target:\n%s", code, out)
+	}
 	outbox, err := os.ReadFile(filepath.Join(s.StateDir, "notify", "ops", "outbox.jsonl"))
 	if err != nil || bytes.Contains(outbox, []byte("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")) {
 		t.Errorf("the outbox (%v) holds the secret, or is not where documented:\n%s", err, outbox)

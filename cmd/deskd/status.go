@@ -34,6 +34,7 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 			if n := out.NATS; n != nil && !n.Connected {
 				termview.NATSDown(stdout, n.State, n.Since, n.Error)
 			}
+			notifyTrouble(stdout, out.Notify)
 			return nil
 		},
 	}
