@@ -24,6 +24,7 @@ import (
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/mcphost"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/router"
 )
 
@@ -95,6 +96,10 @@ type DaemonOptions struct {
 	// signals: after the second SIGTERM or SIGINT, so that a third ends the
 	// process at once (the default action).
 	ReleaseSignals func()
+	// FS, if set, is the file layer the desks' folders and trigger ledgers
+	// write through (nil: the operating system's). Tests set a counting or
+	// failing one (memory/durable/faultfs).
+	FS durable.FS
 }
 
 // Daemon is the running daemon: every desk of the config, started,
@@ -141,6 +146,7 @@ func NewDaemon(o DaemonOptions) (*Daemon, error) {
 	d := &Daemon{o: o, stop: newStopState(), hb: newHeartbeat(o.Clock), ready: make(chan struct{})}
 	d.cur.Store(o.Config)
 	d.fleet = newFleet(o.Clock, o.Bus, o.Log)
+	d.fleet.fsys = o.FS
 	// One pool of model connections for every desk, sized for them (and
 	// grown when a reload adds desks).
 	d.fleet.pool = router.NewPool(len(o.Config.Desks), nil)
@@ -503,18 +509,20 @@ func (d *Daemon) dropDesk(name string) {
 }
 
 // drain waits for every desk's loop to end after stopAll, closing each
-// desk's files. A SIGTERM or SIGINT meanwhile (the second in all) cuts
-// running turns short; after it, the daemon lets go of the signals
-// (ReleaseSignals), so that a third ends the process at once.
+// desk's files, many desks at once (fleet.closeAll). A SIGTERM or SIGINT
+// meanwhile (the second in all) cuts running turns short; after it, the
+// daemon lets go of the signals (ReleaseSignals), so that a third ends the
+// process at once.
 func (d *Daemon) drain(sigs <-chan os.Signal) {
 	f := d.fleet
 	done := make(chan struct{})
 	go func() { f.wg.Wait(); close(done) }()
+	closing := f.closeAll()
+	defer closing.wait()
 	for {
 		select {
 		case run := <-f.exits:
-			f.ended(run)
-			f.close(run)
+			closing.add(run)
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
 				d.o.Log.Info().Msg("SIGHUP during shutdown: not reloading")
@@ -526,7 +534,7 @@ func (d *Daemon) drain(sigs <-chan os.Signal) {
 			}
 			d.o.Log.Warn().Str("signal", sig.String()).Msg("second signal: running turns are cancelled now and recorded interrupted")
 			_ = d.o.Notify.Status("stopping: running turns cancelled by a second signal")
-			for _, run := range f.runs {
+			for _, run := range f.running() {
 				run.desk.CutShort()
 			}
 			if d.o.ReleaseSignals != nil {

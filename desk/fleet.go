@@ -316,17 +316,69 @@ func (f *fleet) ended(run *deskRun) {
 	}
 }
 
-// close closes run's ledger and forgets it.
+// close closes run's ledger and forgets it. Several may run at once
+// (closeAll).
 func (f *fleet) close(run *deskRun) {
 	if err := run.ledger.Close(); err != nil {
 		f.log.Error().Err(err).Str("desk", run.name).Msg("close the trigger ledger")
 	}
-	if f.runs[run.name] == run {
+	f.mu.Lock()
+	mine := f.runs[run.name] == run
+	if mine {
 		delete(f.runs, run.name)
-		if f.acting != nil {
-			f.acting.forget(run.name)
-		}
 	}
+	f.mu.Unlock()
+	if mine && f.acting != nil {
+		f.acting.forget(run.name)
+	}
+}
+
+// stopWorkers is how many stopped desks the shutdown closes at once (their
+// session files and ledgers): a close that has something to write waits
+// for its fsyncs, so that many overlap their waits.
+const stopWorkers = 64
+
+// closer closes the desks whose loops have ended in the shutdown, up to
+// stopWorkers at once.
+type closer struct {
+	runs chan *deskRun
+	wg   sync.WaitGroup
+}
+
+// closeAll returns a closer of f's desks; wait for it to end.
+func (f *fleet) closeAll() *closer {
+	c := &closer{runs: make(chan *deskRun)}
+	for range stopWorkers {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			for run := range c.runs {
+				f.ended(run)
+				f.close(run)
+			}
+		}()
+	}
+	return c
+}
+
+// add hands run to a worker; it waits while every worker is busy.
+func (c *closer) add(run *deskRun) { c.runs <- run }
+
+// wait waits until every run added is closed.
+func (c *closer) wait() {
+	close(c.runs)
+	c.wg.Wait()
+}
+
+// running returns the desks of f now running.
+func (f *fleet) running() []*deskRun {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]*deskRun, 0, len(f.runs))
+	for _, run := range f.runs {
+		out = append(out, run)
+	}
+	return out
 }
 
 // sortedNames returns the keys of m, sorted.

@@ -1,0 +1,153 @@
+package desk_test
+
+// Many idle desks stop at once (issue 21, item 8): an idle desk's stop
+// writes nothing, and the desks stop in parallel.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/memory/durable/faultfs"
+)
+
+// idleFleet writes the config of n idle desks (no schedule) into a new
+// folder, and returns the folder.
+func idleFleet(tb testing.TB, n int) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "desks.d"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "deskd.yaml"), []byte(daemonMain), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, "desks.d", fmt.Sprintf("i%05d.yaml", i)), []byte(daemonDesk("offline")), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// idleRun is a daemon of idle desks on a fake clock, writing through fsys.
+type idleRun struct {
+	d    *desk.Daemon
+	sigs chan os.Signal
+	done chan error
+	log  *syncBuffer
+}
+
+// runIdle starts the daemon of the config in dir and waits (2 min) until
+// it is ready.
+func runIdle(tb testing.TB, dir string, fsys *faultfs.FS) *idleRun {
+	tb.Helper()
+	cfg, err := config.Load(filepath.Join(dir, "deskd.yaml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := &idleRun{sigs: make(chan os.Signal, 1), done: make(chan error, 1), log: &syncBuffer{}}
+	o := desk.DaemonOptions{Config: cfg, Clock: clock.NewFake(start), Bus: event.New(), Log: zerolog.New(r.log).Level(zerolog.WarnLevel)}
+	if fsys != nil {
+		o.FS = fsys // not a nil *faultfs.FS in the interface
+	}
+	r.d, err = desk.NewDaemon(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go func() { r.done <- r.d.Run(context.Background(), r.sigs) }()
+	select {
+	case <-r.d.Ready():
+	case err := <-r.done:
+		tb.Fatalf("the daemon stopped before it was ready: %v\n%s", err, r.log)
+	case <-time.After(2 * time.Minute):
+		tb.Fatalf("the daemon of idle desks was not ready within 2 min")
+	}
+	return r
+}
+
+// stop sends SIGTERM and waits (2 min) for Run, which must return nil.
+func (r *idleRun) stop(tb testing.TB) {
+	tb.Helper()
+	r.sigs <- syscall.SIGTERM
+	select {
+	case err := <-r.done:
+		if err != nil {
+			tb.Fatalf("Run = %v, want nil\n%s", err, r.log)
+		}
+	case <-time.After(2 * time.Minute):
+		tb.Fatalf("the daemon of idle desks did not stop within 2 min")
+	}
+}
+
+// TestIdleDesksStopWithoutWriting: 2,000 idle desks, started for the first
+// time (empty ledgers) and again after a clean stop (ledgers with their
+// persisted index): at SIGTERM the daemon stops cleanly, and no desk's
+// stop makes a single write, fsync, creation or rename in the state folder.
+func TestIdleDesksStopWithoutWriting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 2,000 desks, twice")
+	}
+	dir := idleFleet(t, 2000)
+	for _, run := range []string{"first start", "second start"} {
+		fsys := &faultfs.FS{}
+		r := runIdle(t, dir, fsys)
+		if got := len(r.d.Set().Names()); got != 2000 {
+			t.Fatalf("%s: %d desks run, want 2000", run, got)
+		}
+		before := map[faultfs.Op]int{}
+		for _, op := range []faultfs.Op{faultfs.Write, faultfs.Sync, faultfs.Create, faultfs.Rename} {
+			before[op] = fsys.Count(op)
+		}
+		r.stop(t)
+		for op, n := range before {
+			if d := fsys.Count(op) - n; d != 0 {
+				t.Errorf("%s: the stop of 2,000 idle desks made %d %s operations, want 0", run, d, op)
+			}
+		}
+	}
+}
+
+// BenchmarkIdleDesksStop: how long SIGTERM takes to stop n idle desks,
+// from the signal to Run's return: after their first start (new folders,
+// empty ledgers) and after a start on the files a clean stop left (ledgers
+// with their persisted index). For the 10,000 figure of BENCHMARKS.md:
+//
+//	go test -run '^$' -bench 'BenchmarkIdleDesksStop/.*/10000' -benchtime 1x ./desk
+func BenchmarkIdleDesksStop(b *testing.B) {
+	for _, again := range []bool{false, true} {
+		for _, n := range []int{1000, 10000} {
+			name := fmt.Sprintf("first/%d", n)
+			if again {
+				name = fmt.Sprintf("again/%d", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				var dir string
+				if again {
+					dir = idleFleet(b, n)
+					runIdle(b, dir, nil).stop(b) // the first start: the folders and ledgers
+				}
+				b.ResetTimer()
+				for range b.N {
+					b.StopTimer()
+					if !again {
+						dir = idleFleet(b, n)
+					}
+					r := runIdle(b, dir, nil)
+					b.StartTimer()
+					r.stop(b)
+				}
+			})
+		}
+	}
+}
