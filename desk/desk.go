@@ -438,7 +438,7 @@ func (d *Desk) recover() error {
 		case o.Seen:
 			rec := triggers.Record{
 				At: now, ID: it.Trigger.ID, State: triggers.StateInterrupted, Session: session, Turn: it.Turn,
-				Reason: "deskd stopped while the turn was with the model, which may have acted; it is not run again automatically",
+				Reason: interruptedReason(o),
 			}
 			if err := d.ledger.Append(rec); err != nil {
 				return err
@@ -461,10 +461,29 @@ func (d *Desk) recover() error {
 	return nil
 }
 
+// The reasons of a trigger a restart finds interrupted: its request went
+// to the model, or its message was recorded and the request never sent
+// (router.Outcome.Requested; the request.sent record is not fsynced by
+// itself, so a crash of the host, not of deskd, can lose it).
+const (
+	reasonSent      = "sent: the model may have acted (deskd stopped while the turn was with the model); it is not run again automatically"
+	reasonNeverSent = "never sent to the model: deskd stopped after recording its message, before its request went out " +
+		"(unless the host itself crashed, which can lose that record); it is not run again automatically: submit it again if it should run"
+)
+
+// interruptedReason is the reason of a trigger interrupted with outcome o.
+func interruptedReason(o router.Outcome) string {
+	if o.Requested {
+		return reasonSent
+	}
+	return reasonNeverSent
+}
+
 // outcomes reads what the session files hold of items: a sent trigger's
 // own session (the ledger names it), and for the others the desk's
 // current session, each file once. A sent trigger whose session file is
-// gone counts as seen: nothing can tell otherwise.
+// gone counts as seen and requested (the model may have acted): nothing
+// can tell otherwise.
 func (d *Desk) outcomes(items []triggers.Item) (map[string]router.Outcome, error) {
 	bySession := map[string][]string{}
 	for _, it := range items {
@@ -476,7 +495,7 @@ func (d *Desk) outcomes(items []triggers.Item) (map[string]router.Outcome, error
 		if errors.Is(err, fs.ErrNotExist) && session != "" {
 			found, err = map[string]router.Outcome{}, nil
 			for _, id := range ids {
-				found[id] = router.Outcome{Seen: true, Session: session}
+				found[id] = router.Outcome{Seen: true, Requested: true, Session: session}
 			}
 		}
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/event/eventtest"
+	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -112,5 +113,81 @@ func TestLedgerDamageIsAnnounced(t *testing.T) {
 	ev := eventtest.Next[event.FileTorn](h.Events)
 	if ev.Path != path || ev.Bytes != len(frag) || ev.Offset != 0 || !strings.HasPrefix(ev.SavedTo, path+".torn-") {
 		t.Errorf("file.torn = %+v, want the ledger's %d torn bytes at 0, saved beside it", ev, len(frag))
+	}
+}
+
+// TestInterruptedSaysWhetherTheRequestWasSent: deskd is killed while a
+// turn is with the model (the files copied as the kill leaves them), or
+// after its message was recorded and before its request went out (the
+// same files without the session's request.sent record). After the
+// restart the trigger is interrupted either way, not run again, and its
+// reason, in the ledger (GET trigger), the status and turn.interrupted,
+// tells the two apart: "sent: the model may have acted" or "never sent
+// to the model".
+func TestInterruptedSaysWhetherTheRequestWasSent(t *testing.T) {
+	tests := []struct {
+		name       string
+		dropMarker bool
+		want       string
+	}{
+		{"sent", false, "sent: the model may have acted"},
+		{"never sent", true, "never sent to the model"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gate := desktest.NewGate()
+			h := desktest.New(t, desktest.Options{Model: gate})
+			h.Submit(triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
+			gate.Expect(t, "tick A")
+			// The kill: the state folder as it is now, the model call
+			// under way.
+			crash := t.TempDir()
+			if err := os.CopyFS(crash, os.DirFS(h.Dir)); err != nil {
+				t.Fatal(err)
+			}
+			rel, err := filepath.Rel(h.Dir, h.Folder.SessionPath(h.Desk.Status().Session)) // the router is busy
+			if err != nil {
+				t.Fatal(err)
+			}
+			gate.Release()
+			h.Close()
+
+			path := filepath.Join(crash, rel)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept [][]byte
+			marker := []byte(`"kind":"` + memory.RequestSentKind + `"`)
+			for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+				if !bytes.Contains(line, marker) || !tt.dropMarker {
+					kept = append(kept, line)
+				}
+			}
+			if !bytes.Contains(data, marker) {
+				t.Fatalf("the session file has no request.sent record while the model call is under way:\n%s", data)
+			}
+			if err := os.WriteFile(path, bytes.Join(kept, nil), 0o640); err != nil {
+				t.Fatal(err)
+			}
+
+			m := &countingModel{turns: map[string]int{}}
+			h2 := desktest.New(t, desktest.Options{Model: m, Dir: crash})
+			ev := eventtest.NextWhere(h2.Events, func(e event.TurnInterrupted) bool { return e.Trigger == "A" })
+			if !strings.HasPrefix(ev.Reason, tt.want) {
+				t.Errorf("turn.interrupted reason = %q, want it to begin %q", ev.Reason, tt.want)
+			}
+			a, _ := h2.Desk.Trigger("A")
+			if a.State != triggers.StateInterrupted || !strings.HasPrefix(a.Reason, tt.want) {
+				t.Errorf("A after the restart = %s, %q; want interrupted, %q...", a.State, a.Reason, tt.want)
+			}
+			st := h2.Desk.Status()
+			if len(st.Interrupted) != 1 || !strings.HasPrefix(st.Interrupted[0].Reason, tt.want) {
+				t.Errorf("status interrupted = %+v, want A, %q...", st.Interrupted, tt.want)
+			}
+			if st.QueueDepth != 0 || m.count("tick A") != 0 {
+				t.Errorf("A queued again (%d) or run again (%d): want neither", st.QueueDepth, m.count("tick A"))
+			}
+		})
 	}
 }

@@ -30,6 +30,14 @@ const (
 	RecordCheckpoint = "checkpoint"
 )
 
+// RequestSentKind is the Kind of the event record the router writes, for a
+// trigger, just before the turn's first request goes to the model (and
+// before any retry or fallback): a session whose trigger's message has no
+// such record after it never sent the model that trigger. The record is
+// written with Note (not fsynced by itself): a crash of deskd keeps it; a
+// crash of the host before the next fsync may lose it.
+const RequestSentKind = "request.sent"
+
 // Usage is the token usage of one model call.
 type Usage struct {
 	// InputTokens counts the whole prompt, what was read from or written
@@ -515,6 +523,19 @@ func (s *SessionLog) SkippedLines() int { return s.skipped }
 // record is not in the session. Append is safe for concurrent use and
 // fails after Close.
 func (s *SessionLog) Append(r Record) error {
+	return s.append(r, true)
+}
+
+// Note is Append without the fsync: r rides on the next fsync of the file
+// (the next Append's, or the kernel's own writeback). A crash of deskd
+// keeps it; a crash of the host before that fsync may lose it. A failed
+// write is cut back as in Append.
+func (s *SessionLog) Note(r Record) error {
+	return s.append(r, false)
+}
+
+// append writes r as one line, fsynced when sync is set.
+func (s *SessionLog) append(r Record, sync bool) error {
 	if r.Type == "" {
 		return fmt.Errorf("append to session %s: record has no type", s.Path())
 	}
@@ -525,7 +546,7 @@ func (s *SessionLog) Append(r Record) error {
 	if err != nil {
 		return fmt.Errorf("append to session %s: %w", s.Path(), err)
 	}
-	if err := s.log.Append(bytes.TrimSuffix(line, []byte("\n")), true); err != nil {
+	if err := s.log.Append(bytes.TrimSuffix(line, []byte("\n")), sync); err != nil {
 		return fmt.Errorf("append %s record to session %s: %w", r.Type, s.id, err)
 	}
 	s.size.Add(int64(len(line)))

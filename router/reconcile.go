@@ -17,6 +17,13 @@ type Outcome struct {
 	// Seen is true when the trigger's message is in the session: the model
 	// may have seen it.
 	Seen bool
+	// Requested is true when the session also shows that the turn's
+	// request went to the model (its request.sent record, or anything the
+	// model answered): the model may have acted. Seen without Requested:
+	// the message was recorded and the request never sent, unless the
+	// host crashed before the request.sent record reached the disk (it is
+	// not fsynced by itself).
+	Requested bool
 	// Answered is true when the turn's final reply is in the session;
 	// Reply is its text and Turn the turn's number in the session.
 	Answered bool
@@ -56,8 +63,9 @@ func (r *Router) Outcomes(session string, triggers []string) (map[string]Outcome
 }
 
 // outcomes finds each trigger's turn in records: the last message of the
-// user for it, and the final answer (an assistant message asking for no
-// tool) after it.
+// user for it, whether its request went out after it (request.sent, or
+// anything of the model's), and the final answer (an assistant message
+// asking for no tool) after it.
 func outcomes(records []memory.Record, session string, triggers []string) map[string]Outcome {
 	out := make(map[string]Outcome, len(triggers))
 	want := make(map[string]bool, len(triggers))
@@ -65,16 +73,28 @@ func outcomes(records []memory.Record, session string, triggers []string) map[st
 		want[id] = true
 	}
 	for i, rec := range records {
-		if rec.Type != memory.RecordMessage || rec.Silent || !want[rec.Trigger] || rec.ForkedFrom != "" {
+		if rec.Silent || !want[rec.Trigger] || rec.ForkedFrom != "" {
 			continue // a fork's copies belong to the turns of the session they came from
 		}
 		o := out[rec.Trigger]
 		switch {
+		case rec.Type == memory.RecordEvent:
+			if rec.Kind == memory.RequestSentKind && o.Seen {
+				o.Requested = true
+			}
+		case rec.Type == memory.RecordTool:
+			if o.Seen {
+				o.Requested = true // a tool ran: the model asked for it
+			}
+		case rec.Type != memory.RecordMessage:
 		case rec.Role == RoleUser:
 			o = Outcome{Seen: true, Session: session}
-		case rec.Role == RoleAssistant && o.Seen && len(decodeCalls(rec.ToolCalls)) == 0:
-			o.Answered, o.Reply = true, rec.Text
-			o.Turn = Rebuild(records[:i+1]).Exchanges
+		case rec.Role == RoleAssistant && o.Seen:
+			o.Requested = true
+			if len(decodeCalls(rec.ToolCalls)) == 0 {
+				o.Answered, o.Reply = true, rec.Text
+				o.Turn = Rebuild(records[:i+1]).Exchanges
+			}
 		}
 		out[rec.Trigger] = o
 	}

@@ -408,7 +408,7 @@ func (r *Router) RestoreSession(ctx context.Context) (resumed bool, err error) {
 // file than the records after st's mark (see RestoreSession).
 func (r *Router) resumeLocked(st state) error {
 	if r.log != nil {
-		_ = r.log.Close() // appends only; every record was fsynced
+		_ = r.log.Close() // appends only; every record was written (all but notes fsynced)
 		r.log = nil
 	}
 	m := st.Mark
@@ -884,6 +884,14 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 		req := r.requestLocked(task, turn, callable)
 		if err := r.budgetLocked(task, turnUsed, requestTokens(req)); err != nil {
 			return turn, reply, err
+		}
+		if round == 0 && task == TaskTurn && !silent {
+			// Just before the request goes out, so that a restart can
+			// tell a trigger the model was never sent from one it may
+			// have acted on (Outcome.Requested). Not fsynced by itself.
+			if err := r.noteLocked(memory.Record{Type: memory.RecordEvent, At: r.clock.Now(), Kind: memory.RequestSentKind, Trigger: trigger}); err != nil {
+				return turn, reply, fmt.Errorf("the model was not asked: record that the request of %s is sent: %w: %w", trigger, ErrNotSent, err)
+			}
 		}
 		callStart := r.clock.Now()
 		resp, model, failed, err := r.completeLocked(ctx, req)
@@ -1406,6 +1414,16 @@ func skillsIndex(folder *memory.Folder, found map[string]unreadableFile) string 
 		found[dir] = unreadableFile{err: err.Error(), dir: true}
 	}
 	return b.String()
+}
+
+// noteLocked appends rec without its own fsync (memory.SessionLog.Note).
+func (r *Router) noteLocked(rec memory.Record) error {
+	if err := r.log.Note(rec); err != nil {
+		return err
+	}
+	r.logger.Debug().Str("desk", r.desk).Str("session", r.cur.Session).Str("type", rec.Type).Str("kind", rec.Kind).
+		Str("trigger", rec.Trigger).Msg("session record written (not fsynced)")
+	return nil
 }
 
 // recordLocked appends a record whose failure to write changes nothing the

@@ -166,8 +166,8 @@ func TestSendRecordsTheExchange(t *testing.T) {
 	}
 
 	recs := records(t, folder, id)
-	if len(recs) != 3 {
-		t.Fatalf("session file has %d records, want header, user, assistant: %+v", len(recs), recs)
+	if len(recs) != 4 {
+		t.Fatalf("session file has %d records, want header, user, request.sent, assistant: %+v", len(recs), recs)
 	}
 	if h := recs[0]; h.Type != memory.RecordHeader || h.Session != id || h.Desk != "main" || h.Date != "2026-03-01" || h.Parent != "" {
 		t.Errorf("header = %+v, want session %s of desk main, 2026-03-01, no parent", h, id)
@@ -175,7 +175,10 @@ func TestSendRecordsTheExchange(t *testing.T) {
 	if u := recs[1]; u.Type != memory.RecordMessage || u.Role != "user" || u.Text != "NIFTY gap up\nLTP 22000" || u.Trigger != "t1" || u.Kind != "market" {
 		t.Errorf("user record = %+v", u)
 	}
-	a := recs[2]
+	if q := recs[2]; q.Type != memory.RecordEvent || q.Kind != memory.RequestSentKind || q.Trigger != "t1" {
+		t.Errorf("record before the answer = %+v, want t1's request.sent", q)
+	}
+	a := recs[3]
 	if a.Type != memory.RecordMessage || a.Role != "assistant" || a.Text != reply.Text || a.Trigger != "t1" ||
 		a.Model != "offline" || a.Provider != "scripted" || !a.Scripted || a.Usage == nil || *a.Usage != reply.Usage {
 		t.Errorf("assistant record = %+v (usage %v), want the reply by offline/scripted, scripted, with usage %+v", a, a.Usage, reply.Usage)
@@ -289,12 +292,12 @@ func TestFailedTurnLeavesExchangesUnchanged(t *testing.T) {
 	for _, rec := range recs {
 		if rec.Trigger == "t2" {
 			t2 = append(t2, rec.Type+"/"+rec.Role+rec.Kind)
-			if rec.Type == memory.RecordEvent && rec.Text == "" {
+			if rec.Type == memory.RecordEvent && rec.Kind == "turn.failed" && rec.Text == "" {
 				t.Errorf("turn.failed record without the error: %+v", rec)
 			}
 		}
 	}
-	if want := []string{"message/usermarket", "event/turn.failed"}; !slices.Equal(t2, want) {
+	if want := []string{"message/usermarket", "event/" + memory.RequestSentKind, "event/turn.failed"}; !slices.Equal(t2, want) {
 		t.Errorf("records of the failed turn = %q, want %q", t2, want)
 	}
 

@@ -414,7 +414,7 @@ func TestMarkOfAReplacedSessionFile(t *testing.T) {
 	path := folder.SessionPath(r.SessionID())
 	data := readFile(t, path)
 	lines := strings.SplitAfter(data, "\n")
-	short := strings.Join(lines[:3], "") // the header and t1's exchange
+	short := strings.Join(lines[:4], "") // the header and t1's exchange (message, request.sent, answer)
 	if err := os.WriteFile(path, []byte(short), 0o640); err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +517,7 @@ func TestSpendOfACallWhoseRecordFailed(t *testing.T) {
 				t.Fatal(err)
 			}
 			send(t, r, "t1", "one")
-			faults.FailAt(faultfs.Write, 2, faultfs.ErrIO) // t2's answer; its message is the first write
+			faults.FailAt(faultfs.Write, 3, faultfs.ErrIO) // t2's answer; its message and its request.sent are the first writes
 			if stateFails {
 				faults.FailAt(faultfs.Rename, 1, faultfs.ErrIO)
 			}

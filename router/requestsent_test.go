@@ -1,0 +1,111 @@
+package router_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deskd/deskd/desk/desktest"
+	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable/faultfs"
+	"github.com/deskd/deskd/router"
+)
+
+// TestOutcomeSaysWhetherTheRequestWasSent: deskd is killed while a turn's
+// request is with the model (the folder copied as the kill leaves it); a
+// restart's Outcomes finds the trigger seen and requested. The same files
+// without the request.sent record (a kill after the message was recorded,
+// before the request went out) are seen and not requested; the finished
+// turn is answered and requested.
+func TestOutcomeSaysWhetherTheRequestWasSent(t *testing.T) {
+	g := newRig(t, "2026-03-01T04:30:00Z")
+	gate := desktest.NewGate()
+	r, folder, _ := g.open(router.Model{Name: "m", Provider: "openai", Client: gate})
+	done := make(chan error, 1)
+	go func() { _, err := r.Send(t.Context(), trigger("t1", "tick")); done <- err }()
+	gate.Expect(t, "tick")
+	crash := filepath.Join(t.TempDir(), "desks", "main")
+	if err := os.CopyFS(crash, os.DirFS(g.dir)); err != nil {
+		t.Fatal(err)
+	}
+	gate.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	session := r.SessionID()
+	if got, err := r.Outcomes(session, []string{"t1"}); err != nil || !got["t1"].Answered || !got["t1"].Requested {
+		t.Errorf("Outcomes of the finished turn = %+v, %v; want answered and requested", got, err)
+	}
+	rel, err := filepath.Rel(g.dir, folder.SessionPath(session))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcome := func(name string) router.Outcome {
+		t.Helper()
+		g2 := &rig{t: t, dir: crash, clock: g.clock, bus: g.bus}
+		r2, _, _ := g2.open(offline)
+		got, err := r2.Outcomes(session, []string{"t1"})
+		if err != nil {
+			t.Fatalf("%s: Outcomes: %v", name, err)
+		}
+		_ = r2.Close()
+		return got["t1"]
+	}
+	if o := outcome("killed during the call"); !o.Seen || !o.Requested || o.Answered {
+		t.Errorf("killed during the model call: %+v, want seen and requested, not answered", o)
+	}
+	path := filepath.Join(crash, rel)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := []byte(`"kind":"` + memory.RequestSentKind + `"`)
+	var kept [][]byte
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if !bytes.Contains(line, marker) {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == len(bytes.SplitAfter(data, []byte("\n"))) {
+		t.Fatalf("no request.sent record in the session file:\n%s", data)
+	}
+	if err := os.WriteFile(path, bytes.Join(kept, nil), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if o := outcome("killed before the request"); !o.Seen || o.Requested || o.Answered {
+		t.Errorf("killed before the request went out: %+v, want seen, not requested", o)
+	}
+}
+
+// TestRequestSentRecordFailureAsksNoModel: when the request.sent record
+// cannot be written, the model is not asked, and the turn's error says so
+// (ErrNotSent: the trigger may run again).
+func TestRequestSentRecordFailureAsksNoModel(t *testing.T) {
+	g := newRig(t, "2026-03-01T04:30:00Z")
+	folder, err := memory.OpenFolder(g.dir, "main", g.clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := &faultfs.FS{}
+	folder.FS = faults
+	gate := desktest.NewGate()
+	r, err := router.New(router.Options{Desk: "main", Folder: folder, Clock: g.clock, Day: desktest.Day(), Bus: g.bus,
+		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "openai", Client: gate}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	if _, err := r.RestoreSession(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	gate.Release()                                      // a call, were one made, answers at once (and is seen below)
+	faults.FailAt(faultfs.Write, 2, faultfs.ErrNoSpace) // the message is the first write, request.sent the second
+	_, err = r.Send(t.Context(), trigger("t1", "tick"))
+	if !errors.Is(err, router.ErrNotSent) || !strings.Contains(err.Error(), "the model was not asked") || !strings.Contains(err.Error(), "t1") {
+		t.Fatalf("Send with request.sent unwritable = %v, want an error saying the model was not asked", err)
+	}
+	gate.ExpectNoCall(t, "request.sent could not be written")
+}
