@@ -233,12 +233,11 @@ type Desk struct {
 	pauseMu      sync.Mutex
 	pause        *Pause
 	refusePaused bool
-	// interrupted are the triggers a restart found cut off during their
-	// model call; Run announces them once the session is known.
-	interrupted []triggers.Item
-	// reconciled are the triggers a restart found answered in the session
-	// file although the ledger had not recorded it; Run announces them.
-	reconciled []triggers.Item
+	// staged are the outcomes a restart recorded (a trigger found answered
+	// in the session file although the ledger had not recorded it, or cut
+	// off during its model call): their events were staged (event.Stage)
+	// before the records, and Run delivers them.
+	staged []func()
 
 	// storeMu guards the storage trouble: the failure that stalls the
 	// desk, since when, and the ledger records it still owes.
@@ -426,25 +425,26 @@ func (d *Desk) recover() error {
 		switch {
 		case o.Answered:
 			// The reply was written, the ledger's record of it was not.
+			d.staged = append(d.staged, event.Stage(d.o.Bus, event.TurnCompleted{
+				Header: d.outcome(it.Trigger.ID, triggers.StateAnswered), Session: session, Turn: o.Turn, Trigger: it.Trigger.ID, Reconciled: true,
+			}))
 			if err := d.ledger.Append(triggers.Record{
 				At: now, ID: it.Trigger.ID, State: triggers.StateAnswered, Session: session, Turn: o.Turn, Reply: o.Reply,
 				Reason: "answered before deskd stopped; the answer was taken from the session file",
 			}); err != nil {
 				return err
 			}
-			if got, ok := d.ledger.Get(it.Trigger.ID); ok {
-				d.reconciled = append(d.reconciled, got)
-			}
 		case o.Seen:
 			rec := triggers.Record{
 				At: now, ID: it.Trigger.ID, State: triggers.StateInterrupted, Session: session, Turn: it.Turn,
 				Reason: interruptedReason(o),
 			}
+			d.staged = append(d.staged, event.Stage(d.o.Bus, event.TurnInterrupted{
+				Header: d.outcome(it.Trigger.ID, triggers.StateInterrupted), Session: session, Trigger: it.Trigger.ID, Kind: string(it.Trigger.Kind), Reason: rec.Reason,
+			}))
 			if err := d.ledger.Append(rec); err != nil {
 				return err
 			}
-			it.State, it.Session, it.Reason = triggers.StateInterrupted, session, rec.Reason
-			d.interrupted = append(d.interrupted, it)
 		case it.State == triggers.StateQueued:
 			d.queue.Restore(it.Trigger)
 		default:
@@ -852,16 +852,10 @@ func (d *Desk) Run(ctx context.Context) error {
 		event.Publish(d.o.Bus, event.DeskStopped{Header: d.header(), Reason: reason})
 	}()
 	d.announceDamage()
-	for _, it := range d.reconciled {
-		event.Publish(d.o.Bus, event.TurnCompleted{
-			Header: d.header(), Session: it.Session, Turn: it.Turn, Trigger: it.Trigger.ID, Reconciled: true,
-		})
+	for _, deliver := range d.staged {
+		deliver()
 	}
-	for _, it := range d.interrupted {
-		event.Publish(d.o.Bus, event.TurnInterrupted{
-			Header: d.header(), Session: it.Session, Trigger: it.Trigger.ID, Kind: string(it.Trigger.Kind), Reason: it.Reason,
-		})
-	}
+	d.staged = nil
 	for _, t := range d.queue.Items() {
 		event.Publish(d.o.Bus, event.TriggerQueued{
 			Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Source: t.Source, Depth: d.queue.Len(), Key: t.Key,
@@ -1087,8 +1081,8 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 			// the trigger runs again after the restart.
 			return
 		}
-		d.finish(t, session, turn, triggers.StateFailed, err.Error())
-		event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()})
+		d.finish(t, session, turn, triggers.StateFailed, err.Error(),
+			event.Stage(d.o.Bus, event.TurnFailed{Header: d.outcome(t.ID, triggers.StateFailed), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()}))
 		return
 	}
 	// Not fsynced: the session's record of the message, fsynced before the
@@ -1106,8 +1100,8 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			reason := context.Cause(ctx).Error()
-			d.finish(t, session, turn, triggers.StateInterrupted, reason)
-			event.Publish(d.o.Bus, event.TurnInterrupted{Header: d.header(), Session: session, Trigger: t.ID, Kind: string(t.Kind), Reason: reason})
+			d.finish(t, session, turn, triggers.StateInterrupted, reason,
+				event.Stage(d.o.Bus, event.TurnInterrupted{Header: d.outcome(t.ID, triggers.StateInterrupted), Session: session, Trigger: t.ID, Kind: string(t.Kind), Reason: reason}))
 			return
 		}
 		if errors.Is(err, router.ErrNotSent) {
@@ -1118,32 +1112,37 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 			d.owe(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateQueued, Reason: "queued again: its message could not be written (" + err.Error() + ")"})
 			return
 		}
-		d.finish(t, session, turn, triggers.StateFailed, err.Error())
-		event.Publish(d.o.Bus, event.TurnFailed{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()})
+		d.finish(t, session, turn, triggers.StateFailed, err.Error(),
+			event.Stage(d.o.Bus, event.TurnFailed{Header: d.outcome(t.ID, triggers.StateFailed), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()}))
 		return
 	}
 	d.ended()
-	// Not fsynced: the reply is, in the session file, and a restart takes
-	// the answer from there (recover).
-	d.note(triggers.Record{
-		At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateAnswered, Session: reply.Session, Turn: reply.Turn, Reply: reply.Text,
-	})
-	event.Publish(d.o.Bus, event.TurnCompleted{
-		Header: d.header(), Session: reply.Session, Turn: reply.Turn, Trigger: t.ID, Model: reply.Model,
+	// The event is staged (the NATS outbox has it) before the answer is
+	// recorded, and delivered after (event.Stage). The record is not
+	// fsynced: the reply is, in the session file, and a restart takes the
+	// answer from there (recover), announcing it again with the same id.
+	deliver := event.Stage(d.o.Bus, event.TurnCompleted{
+		Header: d.outcome(t.ID, triggers.StateAnswered), Session: reply.Session, Turn: reply.Turn, Trigger: t.ID, Model: reply.Model,
 		Provider: string(reply.Provider), Scripted: reply.Scripted, InputTokens: reply.Usage.InputTokens,
 		OutputTokens: reply.Usage.OutputTokens, CachedTokens: reply.Usage.CachedTokens, CacheWriteTokens: reply.Usage.CacheWriteTokens, Cost: reply.Cost,
 		ToolCalls: reply.ToolCalls, DurationMS: reply.Duration.Milliseconds(),
 		Fallback: reply.Fallback, Primary: reply.Primary, PrimaryError: reply.PrimaryError,
 	})
+	d.note(triggers.Record{
+		At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateAnswered, Session: reply.Session, Turn: reply.Turn, Reply: reply.Text,
+	})
+	deliver()
 }
 
-// finish writes a turn's final state. A failure to write it is owed: it is
-// written once writes succeed again; a restart before that finds the
-// ledger at sent and reconciles it from the session file, never running
-// it twice.
-func (d *Desk) finish(t triggers.Trigger, session string, turn int, state triggers.State, reason string) {
+// finish writes a turn's final state, then delivers its staged event
+// (event.Stage: exported before the record, delivered after). A failure
+// to write it is owed: it is written once writes succeed again; a restart
+// before that finds the ledger at sent and reconciles it from the session
+// file, never running it twice.
+func (d *Desk) finish(t triggers.Trigger, session string, turn int, state triggers.State, reason string, deliver func()) {
 	d.ended()
 	d.write(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: state, Session: session, Turn: turn, Reason: reason})
+	deliver()
 }
 
 // compactLedger compacts the ledger between turns once its file has grown
@@ -1238,6 +1237,16 @@ func (d *Desk) setPhase(p Phase) {
 
 func (d *Desk) header() event.Header {
 	return event.Header{At: d.o.Clock.Now(), Desk: d.o.Name}
+}
+
+// outcome is the header of the event that reports trigger's final state:
+// its ID, trigger:<id>:<state>, is the same on the copy a restart
+// announces again (recover), so that a consumer (the NATS stream's
+// duplicate window) keeps one.
+func (d *Desk) outcome(trigger string, state triggers.State) event.Header {
+	h := d.header()
+	h.ID = "trigger:" + trigger + ":" + string(state)
+	return h
 }
 
 // newTriggerID makes an id for a trigger that came without one: the UTC

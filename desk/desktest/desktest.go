@@ -97,6 +97,9 @@ type Options struct {
 	// NoStart leaves the desk's loop to the test: call Start, or run
 	// Desk.Run itself.
 	NoStart bool
+	// Export, if set, is the bus's exporter (event.Export) from before the
+	// desk is made, as the NATS event publisher is.
+	Export func(event.Event)
 }
 
 // Desk is one wired desk. Its fields are the parts, for the test to drive
@@ -138,6 +141,9 @@ func New(tb testing.TB, o Options) *Desk {
 	}
 	d := &Desk{tb: tb, Dir: o.Dir, Clock: o.Clock, Bus: event.New()}
 	d.Events = eventtest.WatchAll(tb, d.Bus)
+	if o.Export != nil {
+		tb.Cleanup(event.Export(d.Bus, o.Export))
+	}
 	var err error
 	d.Folder, err = memory.OpenFolder(filepath.Join(o.Dir, Name), Name, d.Clock.Now)
 	if err != nil {

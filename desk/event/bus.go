@@ -12,6 +12,13 @@
 // publish themselves, and a slow one never blocks a publisher; a panicking
 // handler is recovered and counted.
 //
+// An exporter (Export), such as the NATS event publisher's durable outbox,
+// is not a subscriber: it is called in the publisher's goroutine, before
+// any subscriber gets the event, and never misses one (a mailbox may drop
+// events when full). Stage splits a publication in two, so that a producer
+// can record the state an event reports after its exporters have the
+// event and before its subscribers do.
+//
 // Events are notifications. Nothing that must not be lost travels only on
 // the bus: durable facts are written to disk first.
 package event
@@ -48,6 +55,12 @@ type Bus struct {
 	regMu      sync.Mutex
 	registered map[string]bool
 
+	// expMu guards exporters and expNext; it is never held while an
+	// exporter is called.
+	expMu     sync.Mutex
+	exporters map[uint64]func(Event)
+	expNext   uint64
+
 	mu      sync.Mutex
 	byTopic map[string]map[uint64]*mailbox
 	all     map[uint64]*mailbox
@@ -66,22 +79,86 @@ func New() *Bus {
 		registered: map[string]bool{},
 		byTopic:    map[string]map[uint64]*mailbox{},
 		all:        map[uint64]*mailbox{},
+		exporters:  map[uint64]func(Event){},
 	}
 }
 
-// Publish announces e to every subscriber of its type and to every
-// SubscribeAll subscriber. It never blocks on a subscriber. After Close it
-// does nothing.
-func Publish[E Event](b *Bus, e E) {
-	topic := e.Topic()
-	b.mu.Lock()
-	closed := b.closed
-	b.mu.Unlock()
-	if closed {
-		return
+// Publish hands e to the exporters (Export), then announces it to every
+// subscriber of its type and to every SubscribeAll subscriber. It never
+// blocks on a subscriber. After Close it does nothing.
+func Publish[E Event](b *Bus, e E) { Stage(b, e)() }
+
+// Stage hands e to the exporters now and returns deliver, which announces
+// it to the subscribers, as Publish does. A producer whose event reports a
+// state it records (a turn's answer in the trigger ledger) stages the
+// event, records the state, then delivers: an exporter that keeps events
+// durably has the event before the state is recorded, so a crash between
+// the two leaves the event to send and the state unrecorded (to be
+// recovered and announced again, with the same Header.ID), never the
+// state recorded and the event lost; and a subscriber that sees the event
+// finds the state recorded. Call deliver once. After Close both do
+// nothing.
+func Stage[E Event](b *Bus, e E) (deliver func()) {
+	if b.isClosed() {
+		return func() {}
 	}
-	b.register(topic)
-	b.eb.Publish(topic, Event(e))
+	b.export(e)
+	return func() {
+		if b.isClosed() {
+			return
+		}
+		topic := e.Topic()
+		b.register(topic)
+		b.eb.Publish(topic, Event(e))
+	}
+}
+
+// isClosed says whether Close was called.
+func (b *Bus) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// Export calls fn with every event published on b from now on, in the
+// publisher's goroutine, before any subscriber gets it, until the returned
+// cancel is called. Unlike a subscriber's, its events are never dropped:
+// fn must be quick (a write to a file, not an fsync per event), and may
+// publish. A panic in fn is recovered and counted (Panics).
+func Export(b *Bus, fn func(Event)) (cancel func()) {
+	b.expMu.Lock()
+	b.expNext++
+	id := b.expNext
+	b.exporters[id] = fn
+	b.expMu.Unlock()
+	return func() {
+		b.expMu.Lock()
+		delete(b.exporters, id)
+		b.expMu.Unlock()
+	}
+}
+
+// export calls every exporter with e, in the caller's goroutine.
+func (b *Bus) export(e Event) {
+	b.expMu.Lock()
+	fns := make([]func(Event), 0, len(b.exporters))
+	for _, fn := range b.exporters {
+		fns = append(fns, fn)
+	}
+	b.expMu.Unlock()
+	for _, fn := range fns {
+		b.call(fn, e)
+	}
+}
+
+// call runs an exporter, recovering (and counting) its panic.
+func (b *Bus) call(fn func(Event), e Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.panicked.Add(1)
+		}
+	}()
+	fn(e)
 }
 
 // register makes EventBus call dispatch for topic: one dispatcher per

@@ -1,10 +1,16 @@
 // Package natsevents publishes every event of deskd's bus to NATS
 // JetStream, through a bounded, durable outbox.
 //
-// A Publisher subscribes to the whole bus. Each event is appended (and
-// fsynced) to the outbox, a file in its own folder, on the publisher's bus
-// goroutine, so a turn never waits for it; one sender goroutine publishes
-// the outbox's entries in order, one at a time, as <subject>.<desk>.<topic>
+// A Publisher is the bus's exporter (event.Export): each event is written
+// to the outbox, a file in its own folder, in the goroutine that publishes
+// it, before Publish returns (and before any subscriber gets it), so that
+// no full mailbox can drop it and a producer that stages an event before
+// recording the state it reports (event.Stage) never has the state
+// recorded and the event lost to a SIGKILL. The write is not fsynced
+// there, so that a turn never waits for a disk flush: the sender fsyncs
+// what was written since its last fsync (one fsync for all of it) as soon
+// as it wakes, before it sends. One sender goroutine publishes the
+// outbox's entries in order, one at a time, as <subject>.<desk>.<topic>
 // (Subject), the body the event's JSON as on GET /v1/events (event.JSON),
 // with the header Nats-Msg-Id. That id cannot be told in advance by
 // anybody else, so that nobody who may publish on the stream can make it
@@ -126,6 +132,7 @@ type Publisher struct {
 	fullDropped int64
 	changed     chan struct{} // closed and replaced at every change of Stats
 	failing     bool          // publishing fails (logged once per streak)
+	syncFailing bool          // the outbox's fsync fails (logged once per streak)
 
 	unsubscribe func()
 	stop        context.CancelFunc
@@ -190,14 +197,15 @@ func check(o *Options) error {
 	return nil
 }
 
-// Start subscribes to the bus, announces the damage New found in the
-// outbox's file (file.torn), and starts sending what waits in it. Call it
-// once, before the desks start, so that their first events are kept.
+// Start makes the publisher the bus's exporter, announces the damage New
+// found in the outbox's file (file.torn), and starts sending what waits in
+// it. Call it once, before the desks start, so that their first events
+// are kept.
 func (p *Publisher) Start() {
 	ctx, stop := context.WithCancel(context.Background())
 	p.stop, p.done = stop, make(chan struct{})
 	status := p.o.Conn.StatusChanged(nats.CONNECTED, nats.CLOSED)
-	p.unsubscribe = event.SubscribeAll(p.o.Bus, p.take)
+	p.unsubscribe = event.Export(p.o.Bus, p.take)
 	p.announceDamage()
 	go func() {
 		defer close(p.done)
@@ -206,10 +214,10 @@ func (p *Publisher) Start() {
 	}()
 }
 
-// Close stops taking events and sending them, and closes the outbox; what
-// waits in it is sent by the next publisher on the same folder. Call it
-// after the bus is closed (the daemon's shutdown closes it), so that every
-// event the bus delivered is kept. The connection stays open.
+// Close stops taking events and sending them, and fsyncs and closes the
+// outbox; what waits in it is sent by the next publisher on the same
+// folder. Call it after the bus is closed (the daemon's shutdown closes
+// it), so that every event published is kept. The connection stays open.
 func (p *Publisher) Close() error {
 	p.life.Lock()
 	already := p.closed
@@ -223,7 +231,11 @@ func (p *Publisher) Close() error {
 		p.stop()
 		<-p.done
 	}
-	return p.ob.close()
+	err := p.ob.flush()
+	if cerr := p.ob.close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Stats returns what the publisher has done so far.

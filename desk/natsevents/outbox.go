@@ -12,6 +12,11 @@ import (
 // OutboxFile is the outbox's file in Options.Dir.
 const OutboxFile = "outbox.jsonl"
 
+// An entry is written (one write) when it is added, and fsynced by flush,
+// which the sender calls before it sends: a process killed after add
+// returned leaves the entry in the file (the kernel has it); a host that
+// loses power may lose what was not flushed yet.
+//
 // The outbox's file holds two kinds of line, in the order they happened:
 //
 //	{"seq":N,"id":"...","subject":"...","data":{...}}   an event to send
@@ -62,6 +67,8 @@ type outbox struct {
 	// compaction (its acked line): a compaction frees nothing below it.
 	floor int64
 	wake  chan struct{}
+	// dirty says entries were written since the last fsync.
+	dirty bool
 }
 
 // openOutbox opens (creating it) the outbox in dir and reads what waits in
@@ -139,9 +146,10 @@ func (o *outbox) add(subject, id string, data []byte) (bool, error) {
 	if o.fileBytes+e.size() > o.maxBytes {
 		return false, nil
 	}
-	if err := o.log.Append(line, true); err != nil {
+	if err := o.log.Append(line, false); err != nil {
 		return false, fmt.Errorf("keep event %s in the NATS outbox: %w", subject, err)
 	}
+	o.dirty = true
 	o.next++
 	o.pending = append(o.pending, e)
 	o.pendBytes += e.size()
@@ -156,6 +164,25 @@ func (o *outbox) add(subject, id string, data []byte) (bool, error) {
 // wasResumed says whether entry seq was in the file at open: sent before
 // the restart, perhaps.
 func (o *outbox) wasResumed(seq uint64) bool { return seq <= o.resumed }
+
+// flush fsyncs the entries written since the last flush, if any: one
+// fsync for all of them. It does not hold o.mu meanwhile, so adds go on.
+func (o *outbox) flush() error {
+	o.mu.Lock()
+	dirty := o.dirty
+	o.dirty = false
+	o.mu.Unlock()
+	if !dirty {
+		return nil
+	}
+	if err := o.log.Sync(); err != nil {
+		o.mu.Lock()
+		o.dirty = true
+		o.mu.Unlock()
+		return fmt.Errorf("fsync the NATS event outbox: %w", err)
+	}
+	return nil
+}
 
 // head returns the oldest waiting entry.
 func (o *outbox) head() (entry, bool) {

@@ -13,13 +13,25 @@ import (
 	"github.com/deskd/deskd/desk/event"
 )
 
-// take keeps one event of the bus in the outbox (the bus's goroutine of
-// the publisher calls it), or counts it as dropped.
+// take keeps one event of the bus in the outbox, or counts it as
+// dropped. The bus calls it (Export) in the goroutine that publishes e;
+// it publishes nats.outbox_full itself, so it holds no lock meanwhile.
 func (p *Publisher) take(e event.Event) {
+	kept, err := p.keep(e)
+	if !kept {
+		p.drop(err)
+	}
+	p.notify()
+}
+
+// keep writes e to the outbox; it reports false when the outbox could
+// not keep it (err says why when its file refused it), and true after
+// Close, when there is nothing to keep it in.
+func (p *Publisher) keep(e event.Event) (bool, error) {
 	p.life.RLock()
 	defer p.life.RUnlock()
 	if p.closed {
-		return
+		return true, nil
 	}
 	h := e.Head()
 	subject := Subject(p.o.Subject, h.Desk, e.Topic())
@@ -27,11 +39,7 @@ func (p *Publisher) take(e event.Event) {
 	if h.ID != "" {
 		id = keyedID(p.key, h.Desk, h.ID)
 	}
-	kept, err := p.ob.add(subject, id, event.JSON(e))
-	if !kept {
-		p.drop(err)
-	}
-	p.notify()
+	return p.ob.add(subject, id, event.JSON(e))
 }
 
 // drop counts an event the outbox could not keep (err says why when its
@@ -74,11 +82,13 @@ func (p *Publisher) drained() {
 // send publishes the outbox's entries in order until ctx ends: it waits
 // for an entry, for the connection (status reports its changes), and
 // after a failure for a backoff on the clock or the connection's return.
+// Whenever it wakes it first fsyncs what was written meanwhile (flush).
 func (p *Publisher) send(ctx context.Context, status <-chan nats.Status) {
 	ready := false // the stream is known to exist
 	backoff := firstBackoff
 	var failed uint64 // the entry whose last attempt failed: its PubAck may have been lost
 	for ctx.Err() == nil {
+		p.flush()
 		e, ok := p.ob.head()
 		switch {
 		case !ok:
@@ -90,6 +100,7 @@ func (p *Publisher) send(ctx context.Context, status <-chan nats.Status) {
 		case !p.o.Conn.IsConnected():
 			select {
 			case <-status:
+			case <-p.ob.wake: // flushed at the top
 			case <-ctx.Done():
 			}
 			continue
@@ -122,14 +133,39 @@ func (p *Publisher) failed(err error, backoff time.Duration) {
 
 // wait waits d on the clock, or until the connection's status changes
 // (a failure because the connection dropped is retried as soon as it is
-// back), or until ctx ends.
+// back), or until ctx ends; it flushes the entries added meanwhile.
 func (p *Publisher) wait(ctx context.Context, d time.Duration, status <-chan nats.Status) {
 	t := p.o.Clock.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-t.C():
-	case <-status:
-	case <-ctx.Done():
+	for {
+		select {
+		case <-t.C():
+			return
+		case <-status:
+			return
+		case <-ctx.Done():
+			return
+		case <-p.ob.wake:
+			p.flush()
+		}
+	}
+}
+
+// flush fsyncs the outbox's new entries, logging the first failure of a
+// streak (the entries stay in the file, and are sent; a later flush tries
+// again).
+func (p *Publisher) flush() {
+	err := p.ob.flush()
+	p.mu.Lock()
+	first := err != nil && !p.syncFailing
+	again := err == nil && p.syncFailing
+	p.syncFailing = err != nil
+	p.mu.Unlock()
+	switch {
+	case first:
+		p.o.Log.Warn().Err(err).Msg("NATS events: the outbox cannot be fsynced; its events are sent, but a power loss may lose those not sent yet")
+	case again:
+		p.o.Log.Info().Msg("NATS events: the outbox is fsynced again")
 	}
 }
 
