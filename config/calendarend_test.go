@@ -210,3 +210,26 @@ func TestWarningsCalendarEnding(t *testing.T) {
 		})
 	}
 }
+
+// TestCostWarningSkipsHeldSlots: the cost warning counts only slots that
+// fire: past its calendar's end, a market_hours schedule under hold
+// fires nothing (the calendar's own warning says so), under weekdays it
+// fires again.
+func TestCostWarningSkipsHeldSlots(t *testing.T) {
+	t.Setenv("DESKD_TEST_WARN_KEY", "sk-test")
+	desk := "model: gpt\ninstructions: x\ncalendar: NSE\nschedules:\n  - {name: tick, cron: \"*/15 * * * *\", text: t, on: market_hours}\n"
+	now := time.Date(2027, 1, 25, 3, 0, 0, 0, time.UTC) // Monday 08:30 IST, past NSE's end
+	for _, tt := range []struct {
+		beyond string
+		cost   bool
+	}{{"hold", false}, {"weekdays", true}} {
+		c := mustLoad(t, setup(t, realMain, map[string]string{"desks.d/main.yaml": desk + "beyond_calendar: " + tt.beyond + "\n"}))
+		cost := false
+		for _, w := range config.Warnings(c, now) {
+			cost = cost || strings.Contains(w.Reason, "with no budget")
+		}
+		if cost != tt.cost {
+			t.Errorf("beyond_calendar: %s: cost warning %v, want %v (%v)", tt.beyond, cost, tt.cost, config.Warnings(c, now))
+		}
+	}
+}

@@ -99,6 +99,9 @@ func busiestHour(cfg *Config, d *Desk, now time.Time) (int, time.Time) {
 		}
 		n := 0
 		for slot := e.Next(now); !slot.IsZero() && slot.Before(end) && n < maxWarnSlots; slot = e.Next(slot) {
+			if _, held := e.Held(slot); held {
+				break // past its calendar's end, held: it fires nothing (and the calendar's own warning says so)
+			}
 			n++
 			t := slot.In(loc)
 			perHour[time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, loc)]++

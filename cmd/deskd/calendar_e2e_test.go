@@ -154,7 +154,10 @@ func TestCalendarExtendsE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cfg, append(b, "beyond_calendar: weekdays\n"...), 0o644); err != nil {
+	if !strings.Contains(string(b), "beyond_calendar: hold") {
+		t.Fatalf("examples/production/deskd.yaml does not say beyond_calendar: hold")
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(b), "beyond_calendar: hold", "beyond_calendar: weekdays", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	state = filepath.Join(filepath.Dir(cfg), "state")
