@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -432,6 +434,7 @@ func (d *Daemon) step(ctx, deskCtx context.Context, sigs <-chan os.Signal) (stop
 		return true, nil
 	case sig := <-sigs:
 		if sig == syscall.SIGHUP {
+			d.forgetRemoved()
 			d.reload(ctx, deskCtx, "SIGHUP")
 			return false, nil
 		}
@@ -439,6 +442,7 @@ func (d *Daemon) step(ctx, deskCtx context.Context, sigs <-chan os.Signal) (stop
 		d.o.Log.Info().Str("signal", sig.String()).Msg("signal received")
 		return true, nil
 	case <-changes:
+		d.forgetRemoved()
 		d.reload(ctx, deskCtx, "the config files changed")
 	case err := <-frontErrs:
 		return true, err
@@ -497,6 +501,18 @@ func (d *Daemon) exited(ctx, deskCtx context.Context, run *deskRun) error {
 	d.o.Log.Info().Str("desk", run.name).Msg("desk restarted on its new config")
 	_ = d.o.Notify.Status(d.statusLine("running"))
 	return nil
+}
+
+// forgetRemoved forgets the failures of the desks whose files are gone
+// from desks_dir: they are no longer desks of the config.
+func (d *Daemon) forgetRemoved() {
+	dir := d.cur.Load().DesksDir
+	for name := range d.fleet.set.Failed() {
+		if _, err := os.Lstat(filepath.Join(dir, name+".yaml")); errors.Is(err, fs.ErrNotExist) {
+			d.fleet.set.Unfail(name)
+			d.o.Log.Info().Str("desk", name).Msg("the failed desk's file was removed: it is no longer listed")
+		}
+	}
 }
 
 // dropDesk takes a desk that failed to start out of the config in force,

@@ -307,6 +307,30 @@ func TestDaemonRebuildsADamagedStateFile(t *testing.T) {
 	}
 }
 
+// TestDaemonForgetsAFailedDeskRemoved: a desk that failed to start is no
+// longer listed once its file is removed and the config reloaded.
+func TestDaemonForgetsAFailedDeskRemoved(t *testing.T) {
+	dir := daemonConfig(t, "", map[string]string{"a": daemonDesk("offline"), "b": daemonDesk("offline")})
+	writeFile(t, filepath.Join(dir, "state", "desks", "b", memory.RolloverFile), "")
+	r := startDaemon(t, dir)
+	if _, failed := r.d.Set().Failed()["b"]; !failed {
+		t.Fatalf("b did not fail: %v", r.d.Set().Failed())
+	}
+	if err := os.Remove(filepath.Join(dir, "desks.d", "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	r.signal(syscall.SIGHUP)
+	r.expectNote("reloading")
+	r.expectNote("ready")
+	if failed := r.d.Set().Failed(); len(failed) != 0 {
+		t.Errorf("Set().Failed() = %v once b's file is removed, want none", failed)
+	}
+	if st := r.d.Set().Statuses(); len(st) != 1 || st[0].Name != "a" {
+		t.Errorf("Set().Statuses() = %+v, want only a", st)
+	}
+	r.stop()
+}
+
 // writeFile writes text to path, making its folder.
 func writeFile(t *testing.T, path, text string) {
 	t.Helper()
