@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,38 @@ func TestCostWarningSkipsHeldSlots(t *testing.T) {
 		if cost != tt.cost {
 			t.Errorf("beyond_calendar: %s: cost warning %v, want %v (%v)", tt.beyond, cost, tt.cost, config.Warnings(c, now))
 		}
+	}
+}
+
+// TestSnapshotKeepsCalendarEnds: the config in force kept for audits
+// names each calendar's end and the beyond_calendar policies, so that
+// moving a calendar's through (extends) is a snapshot of its own.
+func TestSnapshotKeepsCalendarEnds(t *testing.T) {
+	state := t.TempDir()
+	c := mustLoad(t, setup(t, baseMain+"beyond_calendar: weekdays\n", map[string]string{"desks.d/main.yaml": baseDesk + "calendar: NSE\nbeyond_calendar: hold\n"}))
+	c.StateDir = state
+	at := time.Date(2026, 12, 2, 4, 30, 0, 0, time.UTC)
+	first, err := config.WriteSnapshot(c, at, "start")
+	if err != nil || first == "" {
+		t.Fatalf("WriteSnapshot = %q, %v", first, err)
+	}
+	b, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"calendars_through": {`, `"NSE": "2026-12-31"`, `"calendar_warn_days": 30`, `"beyond_calendar": "weekdays"`, `"beyond_calendar": "hold"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("snapshot lacks %s:\n%s", want, b)
+		}
+	}
+	extended := mustLoad(t, setup(t, baseMain+"beyond_calendar: weekdays\n", map[string]string{"desks.d/main.yaml": baseDesk + "calendar: NSE\nbeyond_calendar: hold\n",
+		"calendars.d/NSE.yaml": "extends: NSE\nthrough: 2027-12-31\n"}))
+	extended.StateDir, extended.Path = state, c.Path
+	for name, d := range extended.Desks {
+		d.Path = c.Desks[name].Path
+	}
+	extended.DesksDir, extended.CalendarsDir = c.DesksDir, c.CalendarsDir
+	if second, err := config.WriteSnapshot(extended, at.Add(time.Hour), "reload"); err != nil || second == "" {
+		t.Errorf("WriteSnapshot after NSE's through moved = %q, %v; want a new snapshot", second, err)
 	}
 }

@@ -54,6 +54,9 @@ type effectiveConfig struct {
 	DesksDir         string                    `json:"desks_dir"`
 	CalendarsDir     string                    `json:"calendars_dir,omitempty"`
 	Calendars        []string                  `json:"calendars"`
+	CalendarsThrough map[string]string         `json:"calendars_through"` // each calendar's last date covered
+	CalendarWarnDays int                       `json:"calendar_warn_days"`
+	BeyondCalendar   string                    `json:"beyond_calendar"`
 	LogLevel         string                    `json:"log_level"`
 	LogFormat        string                    `json:"log_format"`
 	ShutdownTimeout  string                    `json:"shutdown_timeout"`
@@ -120,6 +123,7 @@ type effectiveDesk struct {
 	MCP              map[string]effectiveDeskMCP `json:"mcp,omitempty"`
 	Memory           MemoryGuard                 `json:"memory"`
 	PausedTriggers   string                      `json:"paused_triggers"`
+	BeyondCalendar   string                      `json:"beyond_calendar,omitempty"`
 }
 
 // effectiveSchedule is one schedule of a desk.
@@ -150,7 +154,11 @@ func effective(cfg *Config) effectiveConfig {
 		DesksDir: cfg.DesksDir, CalendarsDir: cfg.CalendarsDir,
 		Calendars: append([]string{}, slices.Sorted(maps.Keys(cfg.Calendars))...), LogLevel: cfg.Log.Level, LogFormat: cfg.Log.Format,
 		ShutdownTimeout: cfg.ShutdownTimeout.String(), DebugListen: cfg.DebugListen,
+		CalendarsThrough: map[string]string{}, CalendarWarnDays: cfg.CalendarWarnDays, BeyondCalendar: string(cfg.BeyondCalendar),
 		Models: map[string]effectiveModel{}, Desks: map[string]effectiveDesk{},
+	}
+	for name, cal := range cfg.Calendars {
+		e.CalendarsThrough[name] = cal.Through
 	}
 	for name, m := range cfg.Models {
 		e.Models[name] = effectiveModel{
@@ -163,7 +171,7 @@ func effective(cfg *Config) effectiveConfig {
 			Path: dc.Path, Model: dc.Model, Fallbacks: dc.Fallbacks, Instructions: dc.Instructions, InstructionsFile: dc.InstructionsFile,
 			Curator: dc.Curator, Rollover: string(dc.Rollover), QueueLimit: dc.QueueLimit, Coalesce: string(dc.Coalesce), Calendar: dc.Calendar,
 			Budgets: dc.Budgets, MaxToolRounds: dc.MaxToolRounds, CompactShare: dc.CompactShare, CompactAtTokens: dc.CompactAtTokens, Memory: dc.Memory,
-			PausedTriggers: string(dc.PausedTriggers),
+			PausedTriggers: string(dc.PausedTriggers), BeyondCalendar: string(dc.BeyondCalendar),
 		}
 		for _, sc := range dc.Schedules {
 			d.Schedules = append(d.Schedules, effectiveSchedule{
