@@ -1,7 +1,8 @@
 // Command docgen writes the reference pages of docs/ that the code
 // defines, so that they cannot drift from it: docs/EVENTS.md, the
 // catalogue of events, from desk/event's catalogue (every type with a
-// Topic method, its doc comment and its JSON fields).
+// Topic method, its doc comment and its JSON fields); and docs/openapi.json,
+// the OpenAPI 3.1 description of the HTTP API (httpapi.OpenAPI).
 //
 //	go run ./cmd/docgen          # rewrite the pages
 //	go run ./cmd/docgen -check   # exit 1 if a page is stale
@@ -27,6 +28,7 @@ type page struct {
 // pages are the generated pages.
 var pages = []page{
 	{path: "docs/EVENTS.md", render: renderEvents},
+	{path: "docs/openapi.json", render: renderOpenAPI},
 }
 
 func main() {

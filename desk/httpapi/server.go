@@ -199,6 +199,7 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /v1/desks/{desk}/triggers/{id}/ack", s.postAck)
 
 	s.mux.HandleFunc("GET /v1/events", s.events) // events.go
+	s.mux.HandleFunc(patternOpenAPI, s.openAPI)  // openapi.go
 	s.routeFiles()                               // deskfiles.go
 	s.routeApprovals()                           // approvals.go
 	if o.Console != nil {

@@ -61,6 +61,8 @@ type Options struct {
 	NATS func() *httpapi.NATSStatus
 	// Approvals is the API's (httpapi.Options); nil: not configured.
 	Approvals httpapi.Approvals
+	// Check is the API's (httpapi.Options): GET /v1/config/diff; nil: 501.
+	Check func() desk.ConfigCheck
 	// Console is the API's (httpapi.Options): the web console's handler.
 	Console http.Handler
 	// Listen and AllowedHosts are the API's (httpapi.Options): the names
@@ -108,7 +110,7 @@ func Start(tb testing.TB, o Options) *Harness {
 	met := metrics.New(h.Bus)
 	met.SetGauges(metrics.DeskGauges(set))
 	h.API = httpapi.New(httpapi.Options{Desks: set, Token: o.Token, FeedToken: o.FeedToken, MetricsToken: o.MetricsToken,
-		Clock: h.Clock, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(tb)).Level(zerolog.DebugLevel), Files: files(o.Files), NATS: o.NATS, Approvals: o.Approvals, Console: o.Console,
+		Clock: h.Clock, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(tb)).Level(zerolog.DebugLevel), Files: files(o.Files), NATS: o.NATS, Approvals: o.Approvals, Console: o.Console, Check: o.Check,
 		Listen: o.Listen, AllowedHosts: o.AllowedHosts}) // the trace of each request: not into a fuzz target's F
 	h.API.Handle("GET /metrics", met.Handler())
 	h.Server = httptest.NewServer(h.API)
