@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -265,5 +266,39 @@ func TestSnapshotKeepsCalendarEnds(t *testing.T) {
 	extended.DesksDir, extended.CalendarsDir = c.DesksDir, c.CalendarsDir
 	if second, err := config.WriteSnapshot(extended, at.Add(time.Hour), "reload"); err != nil || second == "" {
 		t.Errorf("WriteSnapshot after NSE's through moved = %q, %v; want a new snapshot", second, err)
+	}
+}
+
+// TestPlanCalendarChanges: a reload that moves a calendar's end
+// (extends) or changes calendar_warn_days reconfigures the running desks,
+// so that their schedules and status follow it at once.
+func TestPlanCalendarChanges(t *testing.T) {
+	files := map[string]string{"desks.d/main.yaml": baseDesk + "calendar: NSE\n"}
+	cur := mustLoad(t, setup(t, baseMain, files))
+	for _, tt := range []struct {
+		name  string
+		main  string
+		extra map[string]string
+	}{
+		{"extends moves through", baseMain, map[string]string{"calendars.d/NSE.yaml": "extends: NSE\nthrough: 2027-12-31\n"}},
+		{"calendar_warn_days", baseMain + "calendar_warn_days: 45\n", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := map[string]string{}
+			for k, v := range files {
+				fs[k] = v
+			}
+			for k, v := range tt.extra {
+				fs[k] = v
+			}
+			next := mustLoad(t, setup(t, tt.main, fs))
+			next.Path, next.StateDir, next.DesksDir, next.CalendarsDir = cur.Path, cur.StateDir, cur.DesksDir, cur.CalendarsDir
+			for name, d := range next.Desks {
+				d.Path = cur.Desks[name].Path
+			}
+			if r := config.Plan(cur, next); !slices.Contains(r.Reconfigure, "main") {
+				t.Errorf("Plan: reconfigure %v, restart %v; want desk main reconfigured", r.Reconfigure, r.Restart)
+			}
+		})
 	}
 }

@@ -36,7 +36,8 @@ type Reload struct {
 	Restart []string
 	// Reconfigure are the other desks that take new settings between
 	// turns: their own file changed, a model of their route (before or
-	// after the change) changed, or any calendar changed. Sorted.
+	// after the change) changed, or any calendar (or calendar_warn_days)
+	// changed. Sorted.
 	Reconfigure []string
 	// LogLevel is Next's log.level when it differs from the running one,
 	// and empty when it does not: the level changes at once.
@@ -72,7 +73,8 @@ func Plan(cur, next *Config) Reload {
 	}
 	r.Rewatch = cur.DesksDir != next.DesksDir || cur.CalendarsDir != next.CalendarsDir
 
-	calendarsChanged := !equal(cur.Calendars, next.Calendars)
+	// A calendar, or how near its end the desks' status says it is ending.
+	calendarsChanged := !equal(cur.Calendars, next.Calendars) || cur.CalendarWarnDays != next.CalendarWarnDays
 	for _, name := range slices.Sorted(maps.Keys(cur.Desks)) {
 		od, nd := cur.Desks[name], next.Desks[name]
 		if od == nil {
