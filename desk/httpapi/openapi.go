@@ -130,7 +130,7 @@ JSON in and out; every error is {"error": "..."} with a fitting status. Every ro
 
 Credentials (components.securitySchemes): with no token configured the API is open (it listens on loopback only) and every request is the operator's; a request over listen's unix socket is the operator's; otherwise every route but GET /healthz, POST /v1/login and the console's page and assets needs one: 401 without, 403 when it does not reach the route, 429 (Retry-After) to a token from an address that sent too many wrong ones. A browser's cross-origin mutation is 403. While deskd shuts down, every POST and GET /healthz answer 503.
 
-A path served for another method only answers 405 with Allow (x-deskd-catch-all); any other path 404.`
+A path served for another method only answers 405 with Allow (x-deskd-catch-all); any other path 404. Request headers past 64 KiB are 431, net/http's own plain-text answer.`
 
 // The security schemes' names.
 const (
@@ -219,13 +219,13 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
-// fail is an error answer.
-func fail(status int, what string) answer {
+// errAnswer is an error answer.
+func errAnswer(status int, what string) answer {
 	return answer{status: status, what: what, bodies: []reflect.Type{typ[errorBody]()}}
 }
 
-// ok is an answer with a JSON body of type T.
-func ok[T any](status int, what string) answer {
+// jsonAnswer is an answer with a JSON body of type T.
+func jsonAnswer[T any](status int, what string) answer {
 	return answer{status: status, what: what, bodies: []reflect.Type{typ[T]()}}
 }
 
@@ -240,30 +240,30 @@ func dateParam() param {
 // route missing here fails TestOpenAPICoversEveryRoute.
 func apiRoutes() []route {
 	filesErrors := []answer{
-		fail(404, "The session, version or change is unknown, or the desk has no folder."),
-		fail(409, "An ambiguous prefix (the matching ids, at most 5), or a change that cannot be made."),
-		fail(500, "Reading or writing the desk's files failed (deskd's log has the cause)."),
+		errAnswer(404, "The session, version or change is unknown, or the desk has no folder."),
+		errAnswer(409, "An ambiguous prefix (the matching ids, at most 5), or a change that cannot be made."),
+		errAnswer(500, "Reading or writing the desk's files failed (deskd's log has the cause)."),
 	}
 	bodyErrors := []answer{
-		fail(400, "The body is not the JSON object wanted (unknown field, bad JSON, a missing or bad value)."),
-		fail(413, "The body is too large."),
+		errAnswer(400, "The body is not the JSON object wanted (unknown field, bad JSON, a missing or bad value)."),
+		errAnswer(413, "The body is too large."),
 	}
 	return []route{
 		{pattern: "GET /healthz", id: "getHealth", summary: "Whether deskd serves, and every desk can write to its disk.", access: publicAccess,
-			answers: []answer{ok[HealthResponse](200, "deskd serves (refused config files and desks that failed to start are listed, but leave it 200)."),
+			answers: []answer{jsonAnswer[HealthResponse](200, "deskd serves (refused config files and desks that failed to start are listed, but leave it 200)."),
 				{status: 503, what: "A desk cannot write to its disk (status degraded), or deskd is shutting down (an error).",
 					bodies: []reflect.Type{typ[HealthResponse](), typ[errorBody]()}}}},
 		{pattern: "GET /v1/desks", id: "listDesks", summary: "Every desk's status, the config files refused, NATS and notify.",
-			answers: []answer{ok[DesksResponse](200, "The desks, sorted by name.")}},
+			answers: []answer{jsonAnswer[DesksResponse](200, "The desks, sorted by name.")}},
 		{pattern: "GET /v1/desks/{desk}", id: "getDesk", summary: "One desk's status.",
-			answers: []answer{ok[desk.Status](200, "The desk's status (state failed for a desk that failed to start).")}},
+			answers: []answer{jsonAnswer[desk.Status](200, "The desk's status (state failed for a desk that failed to start).")}},
 		{pattern: patternPostTrigger, id: "postTrigger", summary: "Queue a trigger, durably; the same id twice queues it once.", access: feedAccess,
 			body: typ[triggers.Request](),
 			answers: append([]answer{
 				{status: 202, what: "Queued.", bodies: []reflect.Type{typ[TriggerResponse]()}, headers: []string{"Location"}},
 				{status: 200, what: "The id was known: nothing new was queued (duplicate).", bodies: []reflect.Type{typ[TriggerResponse]()}, headers: []string{"Location"}},
-				fail(403, "A feed's token sent kind manual."),
-				ok[TriggerResponse](423, "The desk is paused and refuses triggers meanwhile."),
+				errAnswer(403, "A feed's token sent kind manual."),
+				jsonAnswer[TriggerResponse](423, "The desk is paused and refuses triggers meanwhile."),
 				{status: 429, what: "The desk's queue is full (or too many wrong tokens).", bodies: []reflect.Type{typ[TriggerResponse](), typ[errorBody]()}, headers: []string{"Retry-After"}},
 				{status: 503, what: "The desk stopped (it may be restarting), or cannot write to its disk: try again with the same id.",
 					bodies: []reflect.Type{typ[TriggerResponse](), typ[errorBody]()}, headers: []string{"Retry-After"}},
@@ -271,37 +271,37 @@ func apiRoutes() []route {
 		{pattern: patternGetTrigger, id: "getTrigger", summary: "A trigger's state and, once answered, its session, turn and reply.", access: feedAccess,
 			query: []param{{name: "wait", in: "query", what: "A duration (30s): wait up to it (at most " + maxWait.String() + ") for the trigger to be answered, interrupted or dropped.",
 				schema: map[string]any{"type": "string"}}},
-			answers: []answer{ok[desk.TriggerStatus](200, "The trigger (a feed's token reads no reply)."),
-				fail(400, "wait is not a duration."),
-				fail(403, "A feed's token asked for a trigger it did not post."),
-				fail(404, "No such trigger.")}},
+			answers: []answer{jsonAnswer[desk.TriggerStatus](200, "The trigger (a feed's token reads no reply)."),
+				errAnswer(400, "wait is not a duration."),
+				errAnswer(403, "A feed's token asked for a trigger it did not post."),
+				errAnswer(404, "No such trigger.")}},
 		{pattern: "POST /v1/desks/{desk}/rollover", id: "postRollover", summary: "Roll the desk over now: summarise, fold, start a new session.",
-			answers: []answer{ok[SessionResponse](200, "The session that ended and the new one."), fail(500, "The rollover failed.")}},
+			answers: []answer{jsonAnswer[SessionResponse](200, "The session that ended and the new one."), errAnswer(500, "The rollover failed.")}},
 		{pattern: "POST /v1/desks/{desk}/fork", id: "postFork", summary: "Start a new session that carries the current one's exchanges.",
-			answers: []answer{ok[SessionResponse](200, "The session forked from and the new one."), fail(500, "The fork failed.")}},
+			answers: []answer{jsonAnswer[SessionResponse](200, "The session forked from and the new one."), errAnswer(500, "The fork failed.")}},
 		{pattern: "POST /v1/desks/{desk}/pause", id: "postPause", summary: "Pause the desk: no new turn starts until it is resumed.",
 			body: typ[PauseRequest](), bodyOptional: true,
-			answers: append([]answer{ok[PauseResponse](200, "Paused (already: it was)."), fail(500, "The pause was not recorded.")}, bodyErrors...)},
+			answers: append([]answer{jsonAnswer[PauseResponse](200, "Paused (already: it was)."), errAnswer(500, "The pause was not recorded.")}, bodyErrors...)},
 		{pattern: "POST /v1/desks/{desk}/resume", id: "postResume", summary: "Resume a paused desk.",
 			body: typ[PauseRequest](), bodyOptional: true,
-			answers: append([]answer{ok[ResumeResponse](200, "Resumed (resumed false: it was not paused)."), fail(500, "The resume was not recorded.")}, bodyErrors...)},
+			answers: append([]answer{jsonAnswer[ResumeResponse](200, "Resumed (resumed false: it was not paused)."), errAnswer(500, "The resume was not recorded.")}, bodyErrors...)},
 		{pattern: "GET /v1/config/diff", id: "getConfigDiff", summary: "What a reload would change, or why it would be refused.",
-			answers: []answer{ok[desk.ConfigCheck](200, "The check."), fail(501, "This deskd cannot check its config.")}},
+			answers: []answer{jsonAnswer[desk.ConfigCheck](200, "The check."), errAnswer(501, "This deskd cannot check its config.")}},
 		{pattern: "POST /v1/login", id: "postLogin", summary: "The web console's sign-in, with the operator's token in the body.", access: publicAccess,
 			body: typ[LoginRequest](),
 			answers: append([]answer{
 				{status: 200, what: "Signed in: the cookie is set (open: no token is configured, and no cookie is needed).", bodies: []reflect.Type{typ[LoginResponse]()}, headers: []string{"Set-Cookie"}},
-				fail(401, "Not the operator's token."),
-				fail(500, "No sign-in could be made."),
+				errAnswer(401, "Not the operator's token."),
+				errAnswer(500, "No sign-in could be made."),
 			}, bodyErrors...)},
 		{pattern: "POST /v1/logout", id: "postLogout", summary: "End the console's sign-in.",
 			answers: []answer{{status: 204, what: "Signed out: the cookie is cleared.", headers: []string{"Set-Cookie"}}}},
 		{pattern: "GET /v1/whoami", id: "getWhoami", summary: "The request's credential and how it came.",
-			answers: []answer{ok[WhoamiResponse](200, "The credential.")}},
+			answers: []answer{jsonAnswer[WhoamiResponse](200, "The credential.")}},
 		{pattern: "POST /v1/desks/{desk}/triggers/{id}/ack", id: "postAck", summary: "Acknowledge an interrupted trigger.",
 			body: typ[AckRequest](), bodyOptional: true,
-			answers: append([]answer{ok[desk.TriggerStatus](200, "The trigger, acknowledged."), fail(404, "No such trigger."),
-				fail(409, "The trigger was not interrupted."), fail(503, "The acknowledgement was not recorded.")}, bodyErrors...)},
+			answers: append([]answer{jsonAnswer[desk.TriggerStatus](200, "The trigger, acknowledged."), errAnswer(404, "No such trigger."),
+				errAnswer(409, "The trigger was not interrupted."), errAnswer(503, "The acknowledgement was not recorded.")}, bodyErrors...)},
 		{pattern: "GET /v1/events", id: "getEvents", summary: "The event stream, as Server-Sent Events (id, event: the topic, data: the event's JSON).",
 			query: []param{
 				{name: "desk", in: "query", what: "Only this desk's events (404 for a desk deskd does not run).", schema: map[string]any{"type": "string"}},
@@ -309,52 +309,53 @@ func apiRoutes() []route {
 				{name: "backlog", in: "query", what: "1: replay what the ring holds first.", schema: map[string]any{"type": "string"}},
 			},
 			headers: []param{{name: "Last-Event-ID", in: "header", what: "Resume after this event (a deskd restarted since replays what it holds).", schema: map[string]any{"type": "string"}}},
-			answers: []answer{{status: 200, what: "The stream.", content: "text/event-stream"}, fail(404, "An unknown desk."), fail(501, "This deskd keeps no event ring.")}},
+			answers: []answer{{status: 200, what: "The stream.", content: "text/event-stream"}, errAnswer(404, "An unknown desk."), errAnswer(501, "This deskd keeps no event ring.")}},
 		{pattern: "GET /v1/desks/{desk}/sessions", id: "listSessions", summary: "The desk's sessions, oldest first.",
-			answers: append([]answer{ok[SessionsResponse](200, "The sessions.")}, filesErrors...)},
+			answers: append([]answer{jsonAnswer[SessionsResponse](200, "The sessions.")}, filesErrors...)},
 		{pattern: "GET /v1/desks/{desk}/sessions/{session}/transcript", id: "getTranscript", summary: "A session's transcript.",
-			answers: append([]answer{ok[TranscriptResponse](200, "The transcript.")}, filesErrors...)},
+			answers: append([]answer{jsonAnswer[TranscriptResponse](200, "The transcript.")}, filesErrors...)},
 		{pattern: "GET /v1/desks/{desk}/sessions/{session}/export", id: "getExport", summary: "A session's transcript as a self-contained HTML page, to download.",
 			answers: append([]answer{{status: 200, what: "The page (Content-Disposition: attachment).", content: "text/html", headers: []string{"Content-Disposition"}}}, filesErrors...)},
 		{pattern: "GET /v1/desks/{desk}/memory", id: "getMemory", summary: "Memory.md and its kept versions.",
-			answers: append([]answer{ok[MemoryResponse](200, "The text and the versions, newest first.")}, filesErrors...)},
+			answers: append([]answer{jsonAnswer[MemoryResponse](200, "The text and the versions, newest first.")}, filesErrors...)},
 		{pattern: "GET /v1/desks/{desk}/memory/versions/{version}", id: "getMemoryVersion", summary: "A kept version of Memory.md and its diff to the current one.",
-			answers: append([]answer{ok[MemoryVersionResponse](200, "The version."), fail(400, "Not a version's name.")}, filesErrors...)},
+			answers: append([]answer{jsonAnswer[MemoryVersionResponse](200, "The version."), errAnswer(400, "Not a version's name.")}, filesErrors...)},
 		{pattern: "POST /v1/desks/{desk}/memory/restore", id: "postMemoryRestore", summary: "Restore a kept version of Memory.md (the current text is kept).",
 			body:    typ[RestoreRequest](),
-			answers: append(append([]answer{ok[RestoreResponse](200, "Restored.")}, filesErrors...), bodyErrors...)},
+			answers: append(append([]answer{jsonAnswer[RestoreResponse](200, "Restored.")}, filesErrors...), bodyErrors...)},
 		{pattern: "GET /v1/desks/{desk}/notes", id: "getNotes", summary: "A trading date's notes.", query: []param{dateParam()},
-			answers: append([]answer{ok[NotesResponse](200, "The notes."), fail(400, "date is not a trading date.")}, filesErrors...)},
+			answers: append([]answer{jsonAnswer[NotesResponse](200, "The notes."), errAnswer(400, "date is not a trading date.")}, filesErrors...)},
 		{pattern: "GET /v1/desks/{desk}/summaries", id: "listSummaries", summary: "The desk's summaries, newest first.",
-			answers: append([]answer{ok[SummariesResponse](200, "The summaries.")}, filesErrors...)},
+			answers: append([]answer{jsonAnswer[SummariesResponse](200, "The summaries.")}, filesErrors...)},
 		{pattern: "GET /v1/desks/{desk}/skills", id: "listSkills", summary: "The desk's skills and the curator's changes.",
-			answers: append([]answer{ok[SkillsResponse](200, "The skills and changes, newest first.")}, filesErrors...)},
+			answers: append([]answer{jsonAnswer[SkillsResponse](200, "The skills and changes, newest first.")}, filesErrors...)},
 		{pattern: "POST /v1/desks/{desk}/skills/undo", id: "postSkillsUndo", summary: "Undo a change of the curator's.",
 			body:    typ[UndoRequest](),
-			answers: append(append([]answer{ok[SkillChange](200, "The change that undid it.")}, filesErrors...), bodyErrors...)},
+			answers: append(append([]answer{jsonAnswer[SkillChange](200, "The change that undid it.")}, filesErrors...), bodyErrors...)},
 		{pattern: "GET /v1/desks/{desk}/audit", id: "getAudit", summary: "A trading date's audit bundle (tar.gz), to download.", query: []param{dateParam()},
 			answers: append([]answer{{status: 200, what: "The bundle (Content-Disposition: attachment).", content: "application/gzip", headers: []string{"Content-Disposition"}},
-				fail(400, "date is not a trading date."), fail(501, "This deskd cannot find its config for an audit bundle.")}, filesErrors...)},
+				errAnswer(400, "date is not a trading date."), errAnswer(501, "This deskd cannot find its config for an audit bundle.")}, filesErrors...)},
 		{pattern: "GET /v1/approvals", id: "listApprovals", summary: "The tool calls that wait for an operator's decision, on every desk.",
-			answers: []answer{ok[ApprovalsResponse](200, "The calls, oldest first."), fail(404, "Approvals are not configured.")}},
+			answers: []answer{jsonAnswer[ApprovalsResponse](200, "The calls, oldest first."), errAnswer(404, "Approvals are not configured.")}},
 		{pattern: "GET /v1/desks/{desk}/approvals", id: "listDeskApprovals", summary: "The tool calls that wait for a decision on a desk.",
-			answers: []answer{ok[ApprovalsResponse](200, "The calls, oldest first."), fail(404, "Approvals are not configured, or an unknown desk.")}},
+			answers: []answer{jsonAnswer[ApprovalsResponse](200, "The calls, oldest first."), errAnswer(404, "Approvals are not configured, or an unknown desk.")}},
 		{pattern: "POST /v1/desks/{desk}/approvals/{id}/approve", id: "postApprove", summary: "Approve a waiting tool call.",
 			body: typ[DecisionRequest](), bodyOptional: true,
-			answers: append([]answer{ok[router.Decision](200, "The decision."), fail(404, "Approvals are not configured, or no such call waits."),
-				fail(500, "The decision failed.")}, bodyErrors...)},
+			answers: append([]answer{jsonAnswer[router.Decision](200, "The decision."), errAnswer(404, "Approvals are not configured, or no such call waits."),
+				errAnswer(500, "The decision failed.")}, bodyErrors...)},
 		{pattern: "POST /v1/desks/{desk}/approvals/{id}/deny", id: "postDeny", summary: "Deny a waiting tool call (the model hears the reason).",
 			body: typ[DecisionRequest](), bodyOptional: true,
-			answers: append([]answer{ok[router.Decision](200, "The decision."), fail(404, "Approvals are not configured, or no such call waits."),
-				fail(500, "The decision failed.")}, bodyErrors...)},
+			answers: append([]answer{jsonAnswer[router.Decision](200, "The decision."), errAnswer(404, "Approvals are not configured, or no such call waits."),
+				errAnswer(500, "The decision failed.")}, bodyErrors...)},
 		{pattern: patternOpenAPI, id: "getOpenAPI", summary: "This document.",
-			answers: []answer{{status: 200, what: "The OpenAPI 3.1 description of the API.", content: "application/json"}}},
+			answers: []answer{{status: 200, what: "The OpenAPI 3.1 description of the API.", content: "application/json"},
+				errAnswer(500, "The document could not be built (a bug: its tests build it).")}},
 		{pattern: patternMetrics, id: "getMetrics", summary: "Prometheus metrics (added by deskd run).", access: metricsAccess,
 			answers: []answer{{status: 200, what: "The metrics, in Prometheus' text format.", content: "text/plain"}}},
 		{pattern: "GET /{$}", path: "/", id: "getConsole", summary: "The web console's page (when a console is configured).", access: publicAccess,
 			answers: []answer{{status: 200, what: "The page.", content: "text/html"}}},
 		{pattern: "GET /console/", path: "/console/{asset}", id: "getConsoleAsset", summary: "The web console's assets (when a console is configured): everything under /console/.", access: publicAccess,
-			answers: []answer{{status: 200, what: "The asset.", content: "*/*"}, fail(404, "No such asset.")}},
+			answers: []answer{{status: 200, what: "The asset.", content: "*/*"}, errAnswer(404, "No such asset.")}},
 		{pattern: "/", catchAll: true},
 	}
 }
@@ -435,23 +436,23 @@ func (rt route) operation(g *schemaGen) (map[string]any, error) {
 // handler, or the desk lookup every {desk} route makes: what ServeHTTP
 // and Server.desk do.
 func (rt route) commonAnswers(method, path string) []answer {
-	out := []answer{fail(421, "The Host is not one of deskd's names (DNS rebinding).")}
+	out := []answer{errAnswer(421, "The Host is not one of deskd's names (DNS rebinding).")}
 	if rt.access != publicAccess {
 		out = append(out,
 			answer{status: 401, what: "No credential.", bodies: []reflect.Type{typ[errorBody]()}, headers: []string{"WWW-Authenticate"}},
-			fail(403, "The credential does not reach this route."))
+			errAnswer(403, "The credential does not reach this route."))
 	}
 	if rt.access != publicAccess || rt.pattern == "POST /v1/login" {
 		out = append(out, answer{status: 429, what: "Too many wrong tokens from this address.", bodies: []reflect.Type{typ[errorBody]()}, headers: []string{"Retry-After"}})
 	}
 	if method == "post" {
-		out = append(out, fail(403, "A browser's cross-origin request."), fail(503, "deskd is shutting down."))
+		out = append(out, errAnswer(403, "A browser's cross-origin request."), errAnswer(503, "deskd is shutting down."))
 		if rt.access != publicAccess || rt.pattern == "POST /v1/login" {
-			out = append(out, fail(415, "Signed in with the console's cookie (or signing in), and not Content-Type: application/json."))
+			out = append(out, errAnswer(415, "Signed in with the console's cookie (or signing in), and not Content-Type: application/json."))
 		}
 	}
 	if strings.Contains(path, "{desk}") {
-		out = append(out, fail(404, "An unknown desk."), fail(503, "The desk failed to start."))
+		out = append(out, errAnswer(404, "An unknown desk."), errAnswer(503, "The desk failed to start."))
 	}
 	return out
 }
