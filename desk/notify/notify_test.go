@@ -95,7 +95,25 @@ type rig struct {
 	bus *event.Bus
 	dir string
 	n   *notify.Notifier
-	log *bytes.Buffer
+	log *logBuffer
+}
+
+// logBuffer is what the notifier logged; its goroutines write at once.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // start is a clock at real time (the reference library checks the
@@ -104,7 +122,7 @@ func start() time.Time { return time.Now().UTC().Truncate(time.Second) }
 
 func newRig(t *testing.T, o notify.Options) *rig {
 	t.Helper()
-	r := &rig{t: t, clk: clock.NewFake(start()), bus: event.New(), dir: t.TempDir(), log: &bytes.Buffer{}}
+	r := &rig{t: t, clk: clock.NewFake(start()), bus: event.New(), dir: t.TempDir(), log: &logBuffer{}}
 	t.Cleanup(func() { r.bus.Close() })
 	r.open(o)
 	return r
