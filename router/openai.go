@@ -1,15 +1,17 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync/atomic"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/deskd/deskd/memory"
 )
@@ -19,10 +21,7 @@ import (
 // makes one attempt per call: the router retries.
 type OpenAI struct {
 	client
-	// url is the endpoint (the base URL's chat/completions); hc makes
-	// the calls.
-	url string
-	hc  *http.Client
+	svc openai.ChatCompletionService
 	// tools and system keep the encodings of tool definitions and of
 	// system prompts, by content.
 	tools, system *memo
@@ -33,18 +32,21 @@ type OpenAI struct {
 var _ Provider = (*OpenAI)(nil)
 
 // NewOpenAI returns a Chat Completions client (o.BaseURL defaults to
-// DefaultOpenAIBaseURL). It reads no OPENAI_* variable: a key from the
-// environment must never reach another base URL.
+// DefaultOpenAIBaseURL).
 func NewOpenAI(o ClientOptions) (*OpenAI, error) {
 	o, err := o.checked(OpenAIProvider)
 	if err != nil {
 		return nil, err
 	}
-	target, err := endpoint(o.BaseURL, "chat/completions")
-	if err != nil {
-		return nil, fmt.Errorf("model %s: base_url: %w", o.Name, err)
-	}
-	return &OpenAI{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
+	// The service, unlike openai.NewClient, reads no OPENAI_* variable: a
+	// key from the environment must never reach another base URL.
+	svc := openai.NewChatCompletionService(
+		option.WithBaseURL(o.BaseURL),
+		option.WithAPIKey(o.APIKey),
+		option.WithHTTPClient(o.HTTPClient),
+		option.WithMaxRetries(0),
+	)
+	return &OpenAI{client: newClient(o), svc: svc, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -62,8 +64,8 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 
 func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 	buf := p.bodies.get()
-	// buf goes back only after the call, once the request's body reader
-	// is released: nothing can read it then.
+	// The SDK sends a copy (setting "stream" copies the body); buf goes
+	// back only after the call, when nothing can read it either way.
 	defer p.bodies.put(buf)
 	body, err := p.body(buf, req)
 	if err != nil {
@@ -74,69 +76,58 @@ func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 	defer a.cancel()
 	meter, rec, c, cancel := &a.meter, a.rec, a.call, a.cancel
 
-	header := streamHeader()
-	if p.key != "" {
-		header.Set("Authorization", "Bearer "+p.key)
-	}
-	res, release, err := post(&a, p.hc, p.url, header, body)
-	defer release()
-	if err != nil {
-		return Response{}, err
-	}
-	defer res.Body.Close()
-
+	// The body replaces the empty parameters' encoding; the SDK adds
+	// "stream" (already true) and carries it.
+	stream := p.svc.NewStreaming(a.ctx, openai.ChatCompletionNewParams{},
+		option.WithRequestBody("application/json", body), option.WithMiddleware(rec.middleware))
+	defer stream.Close()
 	var (
-		acc    chatAnswer
-		chunks int
-		cut    bool
-		chunk  chatChunk
-		events = newSSEReader(res.Body)
+		acc      openai.ChatCompletionAccumulator
+		chunks   int
+		modelID  string
+		finish   string
+		usage    openai.CompletionUsage
+		hasUsage bool
+		cut      bool
 	)
-	for {
-		_, data, err := events.next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				if rec.cut.Load() {
-					break
-				}
-				return Response{}, c.failure(err, p.streamError)
-			}
-			break
-		}
-		if bytes.HasPrefix(data, []byte("[DONE]")) {
-			break
-		}
-		// The choices' array is reused, cleared: Unmarshal decodes into
-		// the elements it finds, and keeps the fields a chunk leaves out.
-		choices := chunk.Choices[:cap(chunk.Choices)]
-		clear(choices)
-		chunk = chatChunk{Choices: choices[:0]}
-		if err := json.Unmarshal(data, &chunk); err != nil {
-			return Response{}, c.failure(err, p.streamError)
-		}
-		if len(chunk.Error) > 0 {
-			return Response{}, c.failure(&eventError{data: data}, p.streamError)
-		}
+	for stream.Next() {
+		chunk := stream.Current()
 		chunks++
-		if !acc.add(&chunk) {
+		if !acc.AddChunk(chunk) {
 			return Response{}, &APIError{Model: p.name,
 				Err: fmt.Errorf("malformed stream: chunk %d does not continue the answer", chunks)}
 		}
-		if !meter.add(chunk.bytes()) {
+		if !meter.add(chunkBytes(chunk)) {
 			cut = true
 			break
+		}
+		if chunk.Model != "" {
+			modelID = chunk.Model
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Index == 0 && ch.FinishReason != "" {
+				finish = ch.FinishReason
+			}
+		}
+		// Some servers repeat a running total in every chunk: the last wins.
+		if chunk.JSON.Usage.Valid() {
+			usage, hasUsage = chunk.Usage, true
 		}
 	}
 	if cut || rec.cut.Load() {
 		cancel() // hang up: the rest is not read
-		resp := Response{ModelID: acc.model, StopReason: "truncated", Truncated: true}
-		resp.Text = cutText(acc.content.String(), meter.limit)
-		if resp.Text == "" {
-			resp.Text = cutText(acc.refusal.String(), meter.limit)
+		resp := Response{ModelID: modelID, StopReason: "truncated", Truncated: true}
+		if len(acc.Choices) > 0 {
+			m := acc.Choices[0].Message
+			resp.Text = cutText(m.Content, meter.limit)
+			if resp.Text == "" {
+				resp.Text = cutText(m.Refusal, meter.limit)
+			}
 		}
 		var u memory.Usage
-		if acc.usage != nil {
-			u = acc.usage.memory()
+		if hasUsage {
+			u = memory.Usage{InputTokens: int(usage.PromptTokens), OutputTokens: int(usage.CompletionTokens),
+				CachedTokens: int(usage.PromptTokensDetails.CachedTokens)}
 		}
 		outTokens := maxOut
 		if outTokens <= 0 {
@@ -145,7 +136,10 @@ func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 		resp.Usage = truncatedUsage(u, req, outTokens)
 		return resp, nil
 	}
-	if acc.finish == "" {
+	if err := stream.Err(); err != nil {
+		return Response{}, c.failure(err, p.streamError)
+	}
+	if finish == "" {
 		if chunks == 0 {
 			return Response{}, &APIError{Model: p.name, Retryable: true,
 				Err: errors.New("the answer carried no stream chunk (is base_url a Chat Completions API?)")}
@@ -153,52 +147,32 @@ func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 		return Response{}, &APIError{Model: p.name, Retryable: true,
 			Err: fmt.Errorf("the stream ended after %d chunks, before its finish_reason", chunks)}
 	}
-	if !acc.choice {
+	if len(acc.Choices) == 0 {
 		return Response{}, &APIError{Model: p.name, Err: errors.New("malformed stream: no choice")}
 	}
-	resp := Response{Text: acc.content.String(), ModelID: acc.model, StopReason: acc.finish}
-	if resp.Text == "" && acc.refusal.Len() > 0 {
-		resp.Text = acc.refusal.String()
+	msg := acc.Choices[0].Message
+	resp := Response{Text: msg.Content, ModelID: modelID, StopReason: finish}
+	if resp.Text == "" && msg.Refusal != "" {
+		resp.Text = msg.Refusal
 	}
-	for _, tc := range acc.calls {
+	for _, tc := range msg.ToolCalls {
 		resp.ToolCalls = append(resp.ToolCalls, ToolCall{
-			ID: tc.id, Name: string(tc.name), Arguments: toolArguments(string(tc.args)),
+			ID: tc.ID, Name: tc.Function.Name, Arguments: toolArguments(tc.Function.Arguments),
 		})
 	}
-	if acc.usage != nil {
-		resp.Usage = acc.usage.memory()
+	if hasUsage {
+		resp.Usage = memory.Usage{
+			InputTokens:  int(usage.PromptTokens),
+			OutputTokens: int(usage.CompletionTokens),
+			CachedTokens: int(usage.PromptTokensDetails.CachedTokens),
+		}
 	}
 	return resp, nil
 }
 
-// chatChunk is one chunk of a Chat Completions stream, as far as deskd
-// reads it. Error is set when the chunk is an error object instead.
-type chatChunk struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Index int64 `json:"index"`
-		Delta struct {
-			Content   string `json:"content"`
-			Refusal   string `json:"refusal"`
-			ToolCalls []struct {
-				Index    int64  `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chatUsage      `json:"usage"`
-	Error json.RawMessage `json:"error"`
-}
-
-// bytes is what a chunk adds to a reply: the text, refusals and tool
+// chunkBytes is what a chunk adds to a reply: the text, refusals and tool
 // calls of its choices.
-func (c *chatChunk) bytes() int {
+func chunkBytes(c openai.ChatCompletionChunk) int {
 	n := 0
 	for _, ch := range c.Choices {
 		n += len(ch.Delta.Content) + len(ch.Delta.Refusal)
@@ -209,121 +183,11 @@ func (c *chatChunk) bytes() int {
 	return n
 }
 
-// chatUsage is a stream's usage (stream_options.include_usage).
-type chatUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-func (u *chatUsage) memory() memory.Usage {
-	return memory.Usage{InputTokens: int(u.PromptTokens), OutputTokens: int(u.CompletionTokens),
-		CachedTokens: int(u.PromptTokensDetails.CachedTokens)}
-}
-
-// Bounds on the indices of a stream's chunks: the API answers with at
-// most 128 choices, and a tool call's index may pass the calls so far by
-// at most maxToolCallGrowth (a sparse index must not make deskd allocate
-// without bound).
-const (
-	maxChoiceIndex    = 127
-	maxToolCallGrowth = 128
-)
-
-// chatAnswer gathers the first choice of a Chat Completions stream: its
-// text, refusal, tool calls (their deltas by index) and finish reason,
-// with the stream's model and its last usage.
-type chatAnswer struct {
-	id, model, finish string
-	choice            bool // a chunk carried choice 0
-	content, refusal  strings.Builder
-	calls             []chatCall
-	usage             *chatUsage
-}
-
-// chatCall is one tool call of the answer, as its deltas build it.
-type chatCall struct {
-	id         string
-	name, args []byte
-}
-
-// add takes in chunk c, and reports false when c does not continue the
-// answer: another id than the chunks before, or a choice or tool call
-// index out of bounds.
-func (a *chatAnswer) add(c *chatChunk) bool {
-	if a.id != "" && c.ID != a.id {
-		return false
-	}
-	for i := range c.Choices {
-		ch := &c.Choices[i]
-		if ch.Index < 0 || ch.Index > maxChoiceIndex {
-			return false
-		}
-		if ch.Index != 0 {
-			continue
-		}
-		for _, tc := range ch.Delta.ToolCalls {
-			if i := toolCallIndex(tc.Index); i < 0 || i >= len(a.calls)+maxToolCallGrowth {
-				return false
-			}
-		}
-	}
-	if a.id == "" {
-		a.id = c.ID
-	}
-	if c.Model != "" {
-		a.model = c.Model
-	}
-	for i := range c.Choices {
-		ch := &c.Choices[i]
-		if ch.Index != 0 {
-			continue
-		}
-		a.choice = true
-		if ch.FinishReason != "" {
-			a.finish = ch.FinishReason
-		}
-		a.content.WriteString(ch.Delta.Content)
-		a.refusal.WriteString(ch.Delta.Refusal)
-		for _, tc := range ch.Delta.ToolCalls {
-			i := toolCallIndex(tc.Index)
-			for len(a.calls) <= i {
-				a.calls = append(a.calls, chatCall{})
-			}
-			call := &a.calls[i]
-			if tc.ID != "" {
-				call.id = tc.ID
-			}
-			call.name = append(call.name, tc.Function.Name...)
-			call.args = append(call.args, tc.Function.Arguments...)
-		}
-	}
-	// Some servers repeat a running total in every chunk: the last wins.
-	if c.Usage != nil {
-		a.usage = c.Usage
-	}
-	return true
-}
-
-// toolCallIndex is the position of a streamed tool call: some servers
-// send -1 for their only one.
-func toolCallIndex(i int64) int {
-	if i == -1 {
-		return 0
-	}
-	if i < 0 || i > 1<<20 {
-		return -1
-	}
-	return int(i)
-}
-
 // streamError classifies an error object the service sent in place of a
 // chunk: {"error": {"message", "type", "code"}}.
 func (p *OpenAI) streamError(err error) *APIError {
-	data, ok := streamEventError(err)
-	if !ok {
+	var se *ssestream.StreamError
+	if !errors.As(err, &se) {
 		return nil
 	}
 	var v struct {
@@ -333,10 +197,10 @@ func (p *OpenAI) streamError(err error) *APIError {
 			Code    any    `json:"code"`
 		} `json:"error"`
 	}
-	_ = json.Unmarshal(data, &v)
+	_ = json.Unmarshal(se.Event.Data, &v)
 	msg := v.Error.Message
 	if msg == "" {
-		msg = serviceMessage(data)
+		msg = serviceMessage(se.Event.Data)
 	}
 	kind := strings.ToLower(v.Error.Type + " " + fmt.Sprint(v.Error.Code))
 	c := call{key: p.key}
@@ -353,8 +217,8 @@ func (p *OpenAI) streamError(err error) *APIError {
 	return ae
 }
 
-// body encodes req as a Chat Completions request: what the SDK sent for
-// the same request (its parameters' encoding, field by field),
+// body encodes req as a Chat Completions request: what the SDK would
+// send for the same request (its parameters' encoding, field by field),
 // from the pieces kept encoded (see wireCache): the system prompt and
 // each tool by content, each message in its cache. It writes into b, an
 // empty buffer, and returns b's bytes.
@@ -388,12 +252,7 @@ func (p *OpenAI) body(b *wireBody, req Request) ([]byte, error) {
 	b.WriteByte('[')
 	first := true
 	if req.System != "" {
-		enc, err := p.system.get(req.System, func() ([]byte, error) {
-			return json.Marshal(struct {
-				Content string `json:"content"`
-				Role    string `json:"role"`
-			}{req.System, "system"})
-		})
+		enc, err := p.system.get(req.System, func() ([]byte, error) { return json.Marshal(openai.SystemMessage(req.System)) })
 		if err != nil {
 			return nil, fmt.Errorf("encode the system prompt: %w", err)
 		}
@@ -425,60 +284,32 @@ func (p *OpenAI) body(b *wireBody, req Request) ([]byte, error) {
 	return b.done(), nil
 }
 
-// openAIMessage encodes one message as the SDK (openai-go) did, byte for
-// byte: its fields in the SDK's order, its strings without HTML escapes.
+// openAIMessage encodes one message as the SDK does.
 func openAIMessage(m Message) ([]byte, error) {
-	var b bytes.Buffer
+	var u openai.ChatCompletionMessageParamUnion
 	switch m.Role {
 	case RoleUser:
-		b.WriteString(`{"content":`)
-		writeText(&b, m.Text)
+		u = openai.UserMessage(m.Text)
 	case RoleAssistant:
-		b.WriteByte('{')
+		a := openai.ChatCompletionAssistantMessageParam{}
 		if m.Text != "" || len(m.ToolCalls) == 0 {
-			b.WriteString(`"content":`)
-			writeText(&b, m.Text)
-			if len(m.ToolCalls) > 0 {
-				b.WriteByte(',')
-			}
+			a.Content.OfString = openai.String(m.Text)
 		}
-		if len(m.ToolCalls) > 0 {
-			b.WriteString(`"tool_calls":[`)
-			for i, tc := range m.ToolCalls {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString(`{"id":`)
-				writeText(&b, tc.ID)
-				b.WriteString(`,"function":{"arguments":`)
-				writeText(&b, sentArguments(tc.Arguments))
-				b.WriteString(`,"name":`)
-				writeText(&b, tc.Name)
-				b.WriteString(`},"type":"function"}`)
-			}
-			b.WriteByte(']')
+		for _, tc := range m.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID:       tc.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: sentArguments(tc.Arguments)},
+				},
+			})
 		}
+		u = openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
 	case RoleTool:
-		b.WriteString(`{"content":`)
-		writeText(&b, toolResultText(m))
-		b.WriteString(`,"tool_call_id":`)
-		writeText(&b, m.ToolCallID)
+		u = openai.ToolMessage(toolResultText(m), m.ToolCallID)
 	default:
 		return nil, fmt.Errorf("unknown role %q", m.Role)
 	}
-	b.WriteString(`,"role":`)
-	writeText(&b, m.Role)
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// writeText writes s as a JSON string without HTML escapes (<, > and &
-// as they are), as the SDK encoded a message's strings.
-func writeText(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)       // a string always encodes
-	b.Truncate(b.Len() - 1) // Encode's newline
+	return u.MarshalJSON()
 }
 
 // toolResultText is a tool result's text as a Chat Completions tool
@@ -490,21 +321,17 @@ func toolResultText(m Message) string {
 	return m.Text
 }
 
-// openAITool encodes one tool definition as the SDK did, byte for byte.
+// openAITool encodes one tool definition as the SDK does.
 func openAITool(t ToolSpec) ([]byte, error) {
 	schema, err := schemaObject(t)
 	if err != nil {
 		return nil, err
 	}
-	type function struct {
-		Name        string         `json:"name"`
-		Description string         `json:"description,omitempty"`
-		Parameters  map[string]any `json:"parameters"`
+	fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
+	if t.Description != "" {
+		fn.Description = openai.String(t.Description)
 	}
-	b, err := json.Marshal(struct {
-		Function function `json:"function"`
-		Type     string   `json:"type"`
-	}{function{t.Name, t.Description, schema}, "function"})
+	b, err := json.Marshal(openai.ChatCompletionFunctionTool(fn))
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: %w", t.Name, err)
 	}

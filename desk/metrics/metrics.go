@@ -37,6 +37,9 @@ type Gauges struct {
 	// days to its end (desk.Status); nil when it has none.
 	Calendar         string
 	CalendarDaysLeft *int
+	// Failed is true for a desk of the config that failed to start
+	// (desk.Set.Failed): only deskd_desk_failed is read of it.
+	Failed bool
 }
 
 // Desks is what DeskGauges needs of the running desks. *desk.Set is one.
@@ -47,8 +50,16 @@ type Desks interface {
 
 var _ Desks = (*desk.Set)(nil)
 
+// failedDesks is what DeskGauges reads of the desks that failed to start,
+// when its Desks has them (*desk.Set does).
+type failedDesks interface {
+	Failed() map[string]desk.Failure
+}
+
+var _ failedDesks = (*desk.Set)(nil)
+
 // DeskGauges returns the function that reads the gauges of the desks ds
-// lists, for SetGauges.
+// lists, and of those that failed to start (Failed), for SetGauges.
 func DeskGauges(ds Desks) func() []Gauges {
 	return func() []Gauges {
 		var out []Gauges
@@ -56,6 +67,11 @@ func DeskGauges(ds Desks) func() []Gauges {
 			st := d.Status()
 			out = append(out, Gauges{Desk: st.Name, QueueDepth: st.QueueDepth, NextSlot: st.NextSlot,
 				Calendar: st.Calendar, CalendarDaysLeft: st.CalendarDaysLeft})
+		}
+		if f, ok := ds.(failedDesks); ok {
+			for name := range f.Failed() {
+				out = append(out, Gauges{Desk: name, Failed: true})
+			}
 		}
 		return out
 	}
@@ -83,9 +99,9 @@ type Registry struct {
 	rejections    prometheus.Counter
 	modelErrors   *prometheus.CounterVec // desk, model, status
 	lastTurn      *prometheus.GaugeVec   // desk
-	failed        *prometheus.GaugeVec   // desk
 	fallbacks     *prometheus.CounterVec // desk, model
 	queueDepthDsc *prometheus.Desc
+	failedDsc     *prometheus.Desc
 	nextSlotDsc   *prometheus.Desc
 	calendarDsc   *prometheus.Desc // calendar
 	rejectedDsc   *prometheus.Desc
@@ -151,13 +167,12 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 			Name: "deskd_last_turn_timestamp_seconds",
 			Help: "When each desk's last turn ended, on deskd's clock, in Unix seconds.",
 		}, []string{"desk"}),
-		failed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "deskd_desk_failed",
-			Help: "1 while a desk of the config has failed to start (desk.failed: a damaged file of its folder, say); the other desks run. Absent once it starts.",
-		}, []string{"desk"}),
 		fallbacks: newFallbacks(),
 		queueDepthDsc: prometheus.NewDesc("deskd_queue_depth",
 			"Triggers waiting in each desk's queue.", []string{"desk"}, nil),
+		failedDsc: prometheus.NewDesc("deskd_desk_failed",
+			"1 while a desk of the config has failed to start (desk.failed: a damaged file of its folder, say); the other desks run. "+
+				"Absent once it starts, or its file is removed.", []string{"desk"}, nil),
 		nextSlotDsc: prometheus.NewDesc("deskd_next_slot_timestamp_seconds",
 			"Each desk's next schedule slot, in Unix seconds; absent when the desk has none.", []string{"desk"}, nil),
 		calendarDsc: prometheus.NewDesc("deskd_calendar_days_left",
@@ -172,7 +187,7 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 	}
 	m.reg.MustRegister(
 		m.turns, m.turnDuration, m.tokens, m.cost, m.rollovers, m.degraded, m.reloads, m.rejections,
-		m.modelErrors, m.lastTurn, m.failed, m.fallbacks, statusCollector{m},
+		m.modelErrors, m.lastTurn, m.fallbacks, statusCollector{m},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "deskd_bus_dropped_total",
 			Help: "Event deliveries dropped because a subscriber's mailbox was full.",
@@ -242,9 +257,6 @@ func (m *Registry) observe(e event.Event) {
 		m.mu.Lock()
 		m.models[e.Desk] = modelLabel(e.Model, e.Scripted)
 		m.mu.Unlock()
-		m.failed.DeleteLabelValues(e.Desk)
-	case event.DeskFailed:
-		m.failed.WithLabelValues(e.Desk).Set(1)
 	case event.DeskStopped:
 		m.lastTurn.DeleteLabelValues(e.Desk)
 	case event.TurnCompleted:
@@ -303,6 +315,7 @@ type statusCollector struct{ m *Registry }
 
 func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.m.queueDepthDsc
+	ch <- c.m.failedDsc
 	ch <- c.m.nextSlotDsc
 	ch <- c.m.calendarDsc
 	ch <- c.m.rejectedDsc
@@ -321,6 +334,10 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	calendars := map[string]bool{}
 	for _, d := range gauges() {
+		if d.Failed {
+			ch <- prometheus.MustNewConstMetric(c.m.failedDsc, prometheus.GaugeValue, 1, d.Desk)
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(c.m.queueDepthDsc, prometheus.GaugeValue, float64(d.QueueDepth), d.Desk)
 		if !d.NextSlot.IsZero() {
 			ch <- prometheus.MustNewConstMetric(c.m.nextSlotDsc, prometheus.GaugeValue, unixSeconds(d.NextSlot), d.Desk)
