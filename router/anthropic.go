@@ -1,16 +1,16 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
-
-	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/deskd/deskd/memory"
 )
@@ -19,7 +19,10 @@ import (
 // makes one attempt per call: the router retries.
 type Anthropic struct {
 	client
-	svc anthropic.MessageService
+	// url is the endpoint (the base URL's v1/messages); hc makes the
+	// calls.
+	url string
+	hc  *http.Client
 	// tools and system keep the encodings of tool definitions and of
 	// system prompts, by content.
 	tools, system *memo
@@ -29,26 +32,25 @@ type Anthropic struct {
 
 var _ Provider = (*Anthropic)(nil)
 
+// AnthropicVersion is the Messages API version every request names
+// (anthropic-version).
+const AnthropicVersion = "2023-06-01"
+
 // NewAnthropic returns a Messages API client (o.BaseURL defaults to
-// DefaultAnthropicBaseURL). It reads nothing from profile files either.
+// DefaultAnthropicBaseURL). It reads nothing from the environment nor
+// from profile files.
 func NewAnthropic(o ClientOptions) (*Anthropic, error) {
 	o, err := o.checked(AnthropicProvider)
 	if err != nil {
 		return nil, err
 	}
-	// The SDK adds v1/messages to the root.
+	// The endpoint is v1/messages under the root.
 	base := strings.TrimSuffix(strings.TrimSuffix(o.BaseURL, "/"), "/v1")
-	opts := []option.RequestOption{
-		option.WithoutEnvironmentDefaults(),
-		option.WithBaseURL(base),
-		option.WithHTTPClient(o.HTTPClient),
-		option.WithMaxRetries(0),
+	target, err := endpoint(base, "v1/messages")
+	if err != nil {
+		return nil, fmt.Errorf("model %s: base_url: %w", o.Name, err)
 	}
-	if o.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(o.APIKey))
-	}
-	sdk := anthropic.NewClient(opts...)
-	return &Anthropic{client: newClient(o), svc: sdk.Messages, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
+	return &Anthropic{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -65,8 +67,8 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 
 func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error) {
 	buf := p.bodies.get()
-	// The SDK sends a copy (setting "stream" copies the body); buf goes
-	// back only after the call, when nothing can read it either way.
+	// buf goes back only after the call, once the request's body reader
+	// is released: nothing can read it then.
 	defer p.bodies.put(buf)
 	body, err := p.body(buf, req)
 	if err != nil {
@@ -77,53 +79,69 @@ func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error)
 	defer a.cancel()
 	meter, rec, c, cancel := &a.meter, a.rec, a.call, a.cancel
 
-	// The body replaces the empty parameters' encoding; the SDK adds
-	// "stream" (already true) and carries it.
-	stream := p.svc.NewStreaming(a.ctx, anthropic.MessageNewParams{},
-		option.WithRequestBody("application/json", body), option.WithMiddleware(rec.middleware))
-	defer stream.Close()
+	header := streamHeader()
+	header.Set("Anthropic-Version", AnthropicVersion)
+	if p.key != "" {
+		header.Set("X-Api-Key", p.key)
+	}
+	res, release, err := post(&a, p.hc, p.url, header, body)
+	defer release()
+	if err != nil {
+		return Response{}, err
+	}
+	defer res.Body.Close()
+
 	var (
-		msg     anthropic.Message
+		msg     messageAnswer
+		ev      messageEvent
 		events  int
 		started bool
 		stopped bool
 		cut     bool
-		// inputs is the tool input each block streamed, as sent: the
-		// SDK replaces input that is not valid JSON with {}.
-		inputs = map[int64]*strings.Builder{}
+		stream  = newSSEReader(res.Body)
 	)
-	for stream.Next() {
-		ev := stream.Current()
-		events++
-		if ev.Type == "content_block_delta" && ev.Delta.Type == "input_json_delta" {
-			if inputs[ev.Index] == nil {
-				inputs[ev.Index] = &strings.Builder{}
+	for {
+		name, data, err := stream.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) || rec.cut.Load() {
+				break
 			}
-			inputs[ev.Index].WriteString(ev.Delta.PartialJSON)
+			return Response{}, c.failure(err, p.streamError)
 		}
+		switch string(name) {
+		case "ping", "":
+			continue
+		case "error":
+			return Response{}, c.failure(&eventError{data: data}, p.streamError)
+		}
+		ev = messageEvent{}
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return Response{}, c.failure(err, p.streamError)
+		}
+		events++
 		if ev.Type == "message_start" {
 			started = true
 		} else if !started {
 			return Response{}, &APIError{Model: p.name,
 				Err: fmt.Errorf("malformed stream: %q before message_start", ev.Type)}
 		}
-		if err := msg.Accumulate(ev); err != nil {
+		if err := msg.add(&ev); err != nil {
 			return Response{}, &APIError{Model: p.name, Err: fmt.Errorf("malformed stream: %s", c.scrub(err.Error()))}
 		}
 		if ev.Type == "message_stop" {
 			stopped = true
 		}
-		if !meter.add(anthropicEventBytes(ev)) {
+		if !meter.add(ev.bytes(data)) {
 			cut = true
 			break
+		}
+		if stopped {
+			break // the answer is whole: nothing follows message_stop
 		}
 	}
 	if cut || rec.cut.Load() {
 		cancel() // hang up: the rest is not read
-		return p.truncated(msg, req, meter.limit, maxTokens), nil
-	}
-	if err := stream.Err(); err != nil {
-		return Response{}, c.failure(err, p.streamError)
+		return p.truncated(&msg, req, meter.limit, maxTokens), nil
 	}
 	if !stopped {
 		if events == 0 {
@@ -133,62 +151,174 @@ func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error)
 		return Response{}, &APIError{Model: p.name, Retryable: true,
 			Err: fmt.Errorf("the stream ended after %d events, before message_stop", events)}
 	}
-	resp := Response{ModelID: msg.Model, StopReason: string(msg.StopReason)}
+	resp := Response{ModelID: msg.model, StopReason: msg.stop, Usage: msg.usage.memory()}
 	var text strings.Builder
-	for i, b := range msg.Content {
+	for i := range msg.blocks {
+		b := &msg.blocks[i]
 		switch b.Type {
 		case "text":
-			text.WriteString(b.Text)
+			text.Write(b.text)
 		case "tool_use":
 			input := string(b.Input)
-			if in := inputs[int64(i)]; in != nil {
-				input = in.String()
+			if b.streamed {
+				input = string(b.input)
 			}
 			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: toolArguments(input)})
 		}
 	}
 	resp.Text = text.String()
-	// InputTokens counts the whole prompt, as OpenAI's prompt_tokens does:
-	// Anthropic's input_tokens leaves out what was read from or written to
-	// the cache.
-	u := msg.Usage
-	resp.Usage = memory.Usage{
-		InputTokens:      int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
-		OutputTokens:     int(u.OutputTokens),
-		CachedTokens:     int(u.CacheReadInputTokens),
-		CacheWriteTokens: int(u.CacheCreationInputTokens),
-	}
 	return resp, nil
 }
 
-// anthropicEventBytes is what an event adds to a reply: a delta's text,
-// tool arguments or thinking, or any other event whole.
-func anthropicEventBytes(ev anthropic.MessageStreamEventUnion) int {
+// messageEvent is one event of a Messages API stream, as far as deskd
+// reads it: message_start's message, a content block's start, delta or
+// stop, message_delta's stop reason and usage.
+type messageEvent struct {
+	Type    string `json:"type"`
+	Index   int64  `json:"index"`
+	Message struct {
+		Model      string         `json:"model"`
+		StopReason string         `json:"stop_reason"`
+		Content    []messageBlock `json:"content"`
+		Usage      messageUsage   `json:"usage"`
+	} `json:"message"`
+	ContentBlock messageBlock `json:"content_block"`
+	Delta        struct {
+		Type        string          `json:"type"`
+		Text        string          `json:"text"`
+		PartialJSON string          `json:"partial_json"`
+		Thinking    string          `json:"thinking"`
+		Signature   string          `json:"signature"`
+		Citation    json.RawMessage `json:"citation"`
+		StopReason  string          `json:"stop_reason"`
+	} `json:"delta"`
+	Usage messageUsage `json:"usage"`
+}
+
+// bytes is what the event adds to a reply: a delta's text, tool arguments
+// or thinking, or any other event whole (data).
+func (ev *messageEvent) bytes(data []byte) int {
 	if ev.Type == "content_block_delta" {
-		d := ev.Delta
-		return len(d.Text) + len(d.PartialJSON) + len(d.Thinking) + len(d.Signature) + len(d.Citation.RawJSON())
+		d := &ev.Delta
+		return len(d.Text) + len(d.PartialJSON) + len(d.Thinking) + len(d.Signature) + len(d.Citation)
 	}
-	return len(ev.RawJSON())
+	return len(bytes.TrimSpace(data))
+}
+
+// messageBlock is one content block of the answer: a text, or a tool call
+// with its input. text and input gather its deltas; streamed is set once
+// an input delta came (the input is then the deltas, as sent).
+type messageBlock struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+	text     []byte
+	input    []byte
+	streamed bool
+}
+
+// messageUsage is a Messages API usage: message_start's whole, or
+// message_delta's counts, each of which replaces the one before when it
+// is present.
+type messageUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+}
+
+// update takes the counts u holds.
+func (t *messageUsage) update(u messageUsage) {
+	for _, f := range [...]struct {
+		to   **int64
+		from *int64
+	}{
+		{&t.InputTokens, u.InputTokens}, {&t.OutputTokens, u.OutputTokens},
+		{&t.CacheReadInputTokens, u.CacheReadInputTokens}, {&t.CacheCreationInputTokens, u.CacheCreationInputTokens},
+	} {
+		if f.from != nil {
+			*f.to = f.from
+		}
+	}
+}
+
+// memory is the usage as deskd keeps it. InputTokens counts the whole
+// prompt, as OpenAI's prompt_tokens does: Anthropic's input_tokens leaves
+// out what was read from or written to the cache.
+func (t *messageUsage) memory() memory.Usage {
+	n := func(p *int64) int {
+		if p == nil {
+			return 0
+		}
+		return int(*p)
+	}
+	return memory.Usage{
+		InputTokens:      n(t.InputTokens) + n(t.CacheReadInputTokens) + n(t.CacheCreationInputTokens),
+		OutputTokens:     n(t.OutputTokens),
+		CachedTokens:     n(t.CacheReadInputTokens),
+		CacheWriteTokens: n(t.CacheCreationInputTokens),
+	}
+}
+
+// messageAnswer gathers a Messages API stream's answer: its model, stop
+// reason, usage and content blocks.
+type messageAnswer struct {
+	model, stop string
+	usage       messageUsage
+	blocks      []messageBlock
+}
+
+// add takes in ev; it fails on a content block that is out of order.
+func (m *messageAnswer) add(ev *messageEvent) error {
+	switch ev.Type {
+	case "message_start":
+		*m = messageAnswer{model: ev.Message.Model, stop: ev.Message.StopReason, usage: ev.Message.Usage}
+		m.blocks = append(m.blocks, ev.Message.Content...)
+		for i := range m.blocks {
+			m.blocks[i].text = append(m.blocks[i].text, m.blocks[i].Text...)
+		}
+	case "message_delta":
+		m.stop = ev.Delta.StopReason
+		m.usage.update(ev.Usage)
+	case "content_block_start":
+		if ev.Index != int64(len(m.blocks)) {
+			return fmt.Errorf("received event of type %s for content block at index %d, expected index %d", ev.Type, ev.Index, len(m.blocks))
+		}
+		m.blocks = append(m.blocks, ev.ContentBlock)
+		b := &m.blocks[len(m.blocks)-1]
+		b.text = append(b.text, b.Text...)
+	case "content_block_delta", "content_block_stop":
+		if ev.Index < 0 || ev.Index >= int64(len(m.blocks)) {
+			return fmt.Errorf("received event of type %s for content block at index %d, out of %d", ev.Type, ev.Index, len(m.blocks))
+		}
+		if ev.Type == "content_block_stop" {
+			return nil
+		}
+		b := &m.blocks[ev.Index]
+		switch ev.Delta.Type {
+		case "text_delta":
+			b.text = append(b.text, ev.Delta.Text...)
+		case "input_json_delta":
+			b.input = append(b.input, ev.Delta.PartialJSON...)
+			b.streamed = true
+		}
+	}
+	return nil
 }
 
 // truncated is the answer of a stream cut at its cap of limit bytes: the
 // text so far, cut to the cap, without tool calls.
-func (p *Anthropic) truncated(msg anthropic.Message, req Request, limit, maxTokens int) Response {
+func (p *Anthropic) truncated(msg *messageAnswer, req Request, limit, maxTokens int) Response {
 	var text strings.Builder
-	for _, b := range msg.Content {
-		if b.Type == "text" && text.Len() < limit {
-			text.WriteString(cutText(b.Text, limit-text.Len()))
+	for i := range msg.blocks {
+		if b := &msg.blocks[i]; b.Type == "text" && text.Len() < limit {
+			text.WriteString(cutText(string(b.text), limit-text.Len()))
 		}
 	}
-	u := msg.Usage
-	usage := memory.Usage{
-		InputTokens:      int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
-		OutputTokens:     int(u.OutputTokens),
-		CachedTokens:     int(u.CacheReadInputTokens),
-		CacheWriteTokens: int(u.CacheCreationInputTokens),
-	}
-	return Response{Text: text.String(), ModelID: msg.Model, StopReason: "truncated", Truncated: true,
-		Usage: truncatedUsage(usage, req, maxTokens)}
+	return Response{Text: text.String(), ModelID: msg.model, StopReason: "truncated", Truncated: true,
+		Usage: truncatedUsage(msg.usage.memory(), req, maxTokens)}
 }
 
 // anthropicErrorStatus is the HTTP status the Messages API gives each error
@@ -210,14 +340,8 @@ var anthropicErrorStatus = map[string]int{
 // {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}.
 // Its Status is the one the API gives that error type.
 func (p *Anthropic) streamError(err error) *APIError {
-	var data string
-	var ae *anthropic.Error
-	switch {
-	case errors.As(err, &ae):
-		data = ae.RawJSON()
-	case strings.HasPrefix(err.Error(), "received error while streaming: "):
-		data = strings.TrimPrefix(err.Error(), "received error while streaming: ")
-	default:
+	data, ok := streamEventError(err)
+	if !ok {
 		return nil
 	}
 	var v struct {
@@ -226,10 +350,10 @@ func (p *Anthropic) streamError(err error) *APIError {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	_ = json.Unmarshal([]byte(data), &v)
+	_ = json.Unmarshal(data, &v)
 	msg := v.Error.Message
 	if msg == "" {
-		msg = serviceMessage([]byte(data))
+		msg = serviceMessage(data)
 	}
 	if v.Error.Type != "" && !strings.Contains(msg, v.Error.Type) {
 		msg = v.Error.Type + ": " + msg
@@ -257,8 +381,8 @@ func (p *Anthropic) maxTokens(req Request) int {
 	return n
 }
 
-// body encodes req as a Messages API request: what the SDK would send for
-// the same request (its parameters' encoding, field by field), from the
+// body encodes req as a Messages API request: what the SDK sent for the
+// same request (its parameters' encoding, field by field), from the
 // pieces kept encoded (see wireCache): the system prompt and each tool by
 // content, each message's blocks in its cache. Tool results go back in a
 // user message: the results of one assistant message's calls, and any
@@ -277,7 +401,11 @@ func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 	tools, callable := definedTools(req)
 	if req.System != "" {
 		enc, err := p.system.get(req.System, func() ([]byte, error) {
-			return json.Marshal([]anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}})
+			return json.Marshal([]struct {
+				Text         string          `json:"text"`
+				CacheControl json.RawMessage `json:"cache_control"`
+				Type         string          `json:"type"`
+			}{{req.System, json.RawMessage(`{"type":"ephemeral"}`), "text"}})
 		})
 		if err != nil {
 			return nil, fmt.Errorf("encode the system prompt: %w", err)
@@ -362,39 +490,36 @@ func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 	return b.done(), nil
 }
 
-// anthropicBlocks encodes one message's content blocks as the SDK does:
-// one block for a user text or a tool result, and an assistant message's
-// text and tool calls.
+// anthropicBlocks encodes one message's content blocks as the SDK
+// (anthropic-sdk-go) did, byte for byte: one block for a user text or a
+// tool result, and an assistant message's text and tool calls.
 func anthropicBlocks(m Message) ([][]byte, error) {
-	var blocks []anthropic.ContentBlockParamUnion
+	var blocks []any
 	switch m.Role {
 	case RoleUser:
-		blocks = append(blocks, anthropic.NewTextBlock(nonEmpty(m.Text)))
+		blocks = append(blocks, textBlock(nonEmpty(m.Text)))
 	case RoleTool:
-		tr := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+		tr := toolResultBlock{ToolUseID: m.ToolCallID, IsError: m.IsError, Type: "tool_result"}
 		if m.Text != "" {
-			tr.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Text}}}
+			tr.Content = []textBlockParam{textBlock(m.Text)}
 		}
-		if m.IsError {
-			tr.IsError = anthropic.Bool(true)
-		}
-		blocks = append(blocks, anthropic.ContentBlockParamUnion{OfToolResult: &tr})
+		blocks = append(blocks, tr)
 	case RoleAssistant:
 		if strings.TrimSpace(m.Text) != "" {
-			blocks = append(blocks, anthropic.NewTextBlock(m.Text))
+			blocks = append(blocks, textBlock(m.Text))
 		}
 		for _, tc := range m.ToolCalls {
-			blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, objectArguments(tc.Arguments), tc.Name))
+			blocks = append(blocks, toolUseBlock{ID: tc.ID, Input: objectArguments(tc.Arguments), Name: tc.Name, Type: "tool_use"})
 		}
 		if len(blocks) == 0 {
-			blocks = append(blocks, anthropic.NewTextBlock(nonEmpty("")))
+			blocks = append(blocks, textBlock(nonEmpty("")))
 		}
 	default:
 		return nil, fmt.Errorf("unknown role %q", m.Role)
 	}
 	out := make([][]byte, len(blocks))
 	for i, blk := range blocks {
-		enc, err := blk.MarshalJSON()
+		enc, err := json.Marshal(blk)
 		if err != nil {
 			return nil, err
 		}
@@ -403,31 +528,88 @@ func anthropicBlocks(m Message) ([][]byte, error) {
 	return out, nil
 }
 
-// anthropicTool encodes one tool definition as the SDK does (without its
-// cache mark).
+// The content blocks of a request's messages, their fields in the SDK's
+// order.
+type (
+	textBlockParam struct {
+		Text string `json:"text"`
+		Type string `json:"type"`
+	}
+	toolResultBlock struct {
+		ToolUseID string           `json:"tool_use_id"`
+		IsError   bool             `json:"is_error,omitempty"`
+		Content   []textBlockParam `json:"content,omitempty"`
+		Type      string           `json:"type"`
+	}
+	toolUseBlock struct {
+		ID    string          `json:"id"`
+		Input json.RawMessage `json:"input"`
+		Name  string          `json:"name"`
+		Type  string          `json:"type"`
+	}
+)
+
+// textBlock is a text block of text.
+func textBlock(text string) textBlockParam { return textBlockParam{Text: text, Type: "text"} }
+
+// anthropicTool encodes one tool definition as the SDK did (without its
+// cache mark): the schema's properties, required and type, then its other
+// keywords, which the SDK wrote in a random order and deskd sorts, so
+// that a tool's encoding stays the same from run to run.
 func anthropicTool(t ToolSpec) ([]byte, error) {
 	schema, err := schemaObject(t)
 	if err != nil {
 		return nil, err
 	}
-	in := anthropic.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
+	var in bytes.Buffer
+	in.WriteByte('{')
+	if p, ok := schema["properties"]; ok && p != nil {
+		enc, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: properties: %w", t.Name, err)
+		}
+		in.WriteString(`"properties":`)
+		in.Write(enc)
+		in.WriteByte(',')
+	}
+	var required []string
 	if req, ok := schema["required"].([]any); ok {
 		for _, r := range req {
 			if s, ok := r.(string); ok {
-				in.Required = append(in.Required, s)
+				required = append(required, s)
 			}
 		}
 	}
-	for k, v := range schema {
+	if len(required) > 0 {
+		enc, _ := json.Marshal(required)
+		in.WriteString(`"required":`)
+		in.Write(enc)
+		in.WriteByte(',')
+	}
+	in.WriteString(`"type":"object"`)
+	keys := make([]string, 0, len(schema))
+	for k := range schema {
 		if k != "type" && k != "properties" && k != "required" {
-			in.ExtraFields[k] = v
+			keys = append(keys, k)
 		}
 	}
-	tool := anthropic.ToolParam{Name: t.Name, InputSchema: in}
-	if t.Description != "" {
-		tool.Description = anthropic.String(t.Description)
+	slices.Sort(keys)
+	for _, k := range keys {
+		enc, err := json.Marshal(schema[k])
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %s: %w", t.Name, k, err)
+		}
+		in.WriteByte(',')
+		writeString(&in, k)
+		in.WriteByte(':')
+		in.Write(enc)
 	}
-	b, err := json.Marshal(anthropic.ToolUnionParam{OfTool: &tool})
+	in.WriteByte('}')
+	b, err := json.Marshal(struct {
+		InputSchema json.RawMessage `json:"input_schema"`
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+	}{in.Bytes(), t.Name, t.Description})
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: %w", t.Name, err)
 	}

@@ -1,17 +1,15 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync/atomic"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/deskd/deskd/memory"
 )
@@ -21,7 +19,10 @@ import (
 // makes one attempt per call: the router retries.
 type OpenAI struct {
 	client
-	svc openai.ChatCompletionService
+	// url is the endpoint (the base URL's chat/completions); hc makes
+	// the calls.
+	url string
+	hc  *http.Client
 	// tools and system keep the encodings of tool definitions and of
 	// system prompts, by content.
 	tools, system *memo
@@ -32,21 +33,18 @@ type OpenAI struct {
 var _ Provider = (*OpenAI)(nil)
 
 // NewOpenAI returns a Chat Completions client (o.BaseURL defaults to
-// DefaultOpenAIBaseURL).
+// DefaultOpenAIBaseURL). It reads no OPENAI_* variable: a key from the
+// environment must never reach another base URL.
 func NewOpenAI(o ClientOptions) (*OpenAI, error) {
 	o, err := o.checked(OpenAIProvider)
 	if err != nil {
 		return nil, err
 	}
-	// The service, unlike openai.NewClient, reads no OPENAI_* variable: a
-	// key from the environment must never reach another base URL.
-	svc := openai.NewChatCompletionService(
-		option.WithBaseURL(o.BaseURL),
-		option.WithAPIKey(o.APIKey),
-		option.WithHTTPClient(o.HTTPClient),
-		option.WithMaxRetries(0),
-	)
-	return &OpenAI{client: newClient(o), svc: svc, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
+	target, err := endpoint(o.BaseURL, "chat/completions")
+	if err != nil {
+		return nil, fmt.Errorf("model %s: base_url: %w", o.Name, err)
+	}
+	return &OpenAI{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -64,8 +62,8 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 
 func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 	buf := p.bodies.get()
-	// The SDK sends a copy (setting "stream" copies the body); buf goes
-	// back only after the call, when nothing can read it either way.
+	// buf goes back only after the call, once the request's body reader
+	// is released: nothing can read it then.
 	defer p.bodies.put(buf)
 	body, err := p.body(buf, req)
 	if err != nil {
@@ -76,58 +74,69 @@ func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 	defer a.cancel()
 	meter, rec, c, cancel := &a.meter, a.rec, a.call, a.cancel
 
-	// The body replaces the empty parameters' encoding; the SDK adds
-	// "stream" (already true) and carries it.
-	stream := p.svc.NewStreaming(a.ctx, openai.ChatCompletionNewParams{},
-		option.WithRequestBody("application/json", body), option.WithMiddleware(rec.middleware))
-	defer stream.Close()
+	header := streamHeader()
+	if p.key != "" {
+		header.Set("Authorization", "Bearer "+p.key)
+	}
+	res, release, err := post(&a, p.hc, p.url, header, body)
+	defer release()
+	if err != nil {
+		return Response{}, err
+	}
+	defer res.Body.Close()
+
 	var (
-		acc      openai.ChatCompletionAccumulator
-		chunks   int
-		modelID  string
-		finish   string
-		usage    openai.CompletionUsage
-		hasUsage bool
-		cut      bool
+		acc    chatAnswer
+		chunks int
+		cut    bool
+		chunk  chatChunk
+		events = newSSEReader(res.Body)
 	)
-	for stream.Next() {
-		chunk := stream.Current()
+	for {
+		_, data, err := events.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				if rec.cut.Load() {
+					break
+				}
+				return Response{}, c.failure(err, p.streamError)
+			}
+			break
+		}
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
+			break
+		}
+		// The choices' array is reused, cleared: Unmarshal decodes into
+		// the elements it finds, and keeps the fields a chunk leaves out.
+		choices := chunk.Choices[:cap(chunk.Choices)]
+		clear(choices)
+		chunk = chatChunk{Choices: choices[:0]}
+		if err := json.Unmarshal(data, &chunk); err != nil {
+			return Response{}, c.failure(err, p.streamError)
+		}
+		if len(chunk.Error) > 0 {
+			return Response{}, c.failure(&eventError{data: data}, p.streamError)
+		}
 		chunks++
-		if !acc.AddChunk(chunk) {
+		if !acc.add(&chunk) {
 			return Response{}, &APIError{Model: p.name,
 				Err: fmt.Errorf("malformed stream: chunk %d does not continue the answer", chunks)}
 		}
-		if !meter.add(chunkBytes(chunk)) {
+		if !meter.add(chunk.bytes()) {
 			cut = true
 			break
-		}
-		if chunk.Model != "" {
-			modelID = chunk.Model
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index == 0 && ch.FinishReason != "" {
-				finish = ch.FinishReason
-			}
-		}
-		// Some servers repeat a running total in every chunk: the last wins.
-		if chunk.JSON.Usage.Valid() {
-			usage, hasUsage = chunk.Usage, true
 		}
 	}
 	if cut || rec.cut.Load() {
 		cancel() // hang up: the rest is not read
-		resp := Response{ModelID: modelID, StopReason: "truncated", Truncated: true}
-		if len(acc.Choices) > 0 {
-			m := acc.Choices[0].Message
-			resp.Text = cutText(m.Content, meter.limit)
-			if resp.Text == "" {
-				resp.Text = cutText(m.Refusal, meter.limit)
-			}
+		resp := Response{ModelID: acc.model, StopReason: "truncated", Truncated: true}
+		resp.Text = cutText(acc.content.String(), meter.limit)
+		if resp.Text == "" {
+			resp.Text = cutText(acc.refusal.String(), meter.limit)
 		}
 		var u memory.Usage
-		if hasUsage {
-			u = memory.Usage{InputTokens: int(usage.PromptTokens), OutputTokens: int(usage.CompletionTokens),
-				CachedTokens: int(usage.PromptTokensDetails.CachedTokens)}
+		if acc.usage != nil {
+			u = acc.usage.memory()
 		}
 		outTokens := maxOut
 		if outTokens <= 0 {
@@ -136,10 +145,7 @@ func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 		resp.Usage = truncatedUsage(u, req, outTokens)
 		return resp, nil
 	}
-	if err := stream.Err(); err != nil {
-		return Response{}, c.failure(err, p.streamError)
-	}
-	if finish == "" {
+	if acc.finish == "" {
 		if chunks == 0 {
 			return Response{}, &APIError{Model: p.name, Retryable: true,
 				Err: errors.New("the answer carried no stream chunk (is base_url a Chat Completions API?)")}
@@ -147,32 +153,52 @@ func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
 		return Response{}, &APIError{Model: p.name, Retryable: true,
 			Err: fmt.Errorf("the stream ended after %d chunks, before its finish_reason", chunks)}
 	}
-	if len(acc.Choices) == 0 {
+	if !acc.choice {
 		return Response{}, &APIError{Model: p.name, Err: errors.New("malformed stream: no choice")}
 	}
-	msg := acc.Choices[0].Message
-	resp := Response{Text: msg.Content, ModelID: modelID, StopReason: finish}
-	if resp.Text == "" && msg.Refusal != "" {
-		resp.Text = msg.Refusal
+	resp := Response{Text: acc.content.String(), ModelID: acc.model, StopReason: acc.finish}
+	if resp.Text == "" && acc.refusal.Len() > 0 {
+		resp.Text = acc.refusal.String()
 	}
-	for _, tc := range msg.ToolCalls {
+	for _, tc := range acc.calls {
 		resp.ToolCalls = append(resp.ToolCalls, ToolCall{
-			ID: tc.ID, Name: tc.Function.Name, Arguments: toolArguments(tc.Function.Arguments),
+			ID: tc.id, Name: string(tc.name), Arguments: toolArguments(string(tc.args)),
 		})
 	}
-	if hasUsage {
-		resp.Usage = memory.Usage{
-			InputTokens:  int(usage.PromptTokens),
-			OutputTokens: int(usage.CompletionTokens),
-			CachedTokens: int(usage.PromptTokensDetails.CachedTokens),
-		}
+	if acc.usage != nil {
+		resp.Usage = acc.usage.memory()
 	}
 	return resp, nil
 }
 
-// chunkBytes is what a chunk adds to a reply: the text, refusals and tool
+// chatChunk is one chunk of a Chat Completions stream, as far as deskd
+// reads it. Error is set when the chunk is an error object instead.
+type chatChunk struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index int64 `json:"index"`
+		Delta struct {
+			Content   string `json:"content"`
+			Refusal   string `json:"refusal"`
+			ToolCalls []struct {
+				Index    int64  `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *chatUsage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// bytes is what a chunk adds to a reply: the text, refusals and tool
 // calls of its choices.
-func chunkBytes(c openai.ChatCompletionChunk) int {
+func (c *chatChunk) bytes() int {
 	n := 0
 	for _, ch := range c.Choices {
 		n += len(ch.Delta.Content) + len(ch.Delta.Refusal)
@@ -183,11 +209,121 @@ func chunkBytes(c openai.ChatCompletionChunk) int {
 	return n
 }
 
+// chatUsage is a stream's usage (stream_options.include_usage).
+type chatUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func (u *chatUsage) memory() memory.Usage {
+	return memory.Usage{InputTokens: int(u.PromptTokens), OutputTokens: int(u.CompletionTokens),
+		CachedTokens: int(u.PromptTokensDetails.CachedTokens)}
+}
+
+// Bounds on the indices of a stream's chunks: the API answers with at
+// most 128 choices, and a tool call's index may pass the calls so far by
+// at most maxToolCallGrowth (a sparse index must not make deskd allocate
+// without bound).
+const (
+	maxChoiceIndex    = 127
+	maxToolCallGrowth = 128
+)
+
+// chatAnswer gathers the first choice of a Chat Completions stream: its
+// text, refusal, tool calls (their deltas by index) and finish reason,
+// with the stream's model and its last usage.
+type chatAnswer struct {
+	id, model, finish string
+	choice            bool // a chunk carried choice 0
+	content, refusal  strings.Builder
+	calls             []chatCall
+	usage             *chatUsage
+}
+
+// chatCall is one tool call of the answer, as its deltas build it.
+type chatCall struct {
+	id         string
+	name, args []byte
+}
+
+// add takes in chunk c, and reports false when c does not continue the
+// answer: another id than the chunks before, or a choice or tool call
+// index out of bounds.
+func (a *chatAnswer) add(c *chatChunk) bool {
+	if a.id != "" && c.ID != a.id {
+		return false
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Index < 0 || ch.Index > maxChoiceIndex {
+			return false
+		}
+		if ch.Index != 0 {
+			continue
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			if i := toolCallIndex(tc.Index); i < 0 || i >= len(a.calls)+maxToolCallGrowth {
+				return false
+			}
+		}
+	}
+	if a.id == "" {
+		a.id = c.ID
+	}
+	if c.Model != "" {
+		a.model = c.Model
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Index != 0 {
+			continue
+		}
+		a.choice = true
+		if ch.FinishReason != "" {
+			a.finish = ch.FinishReason
+		}
+		a.content.WriteString(ch.Delta.Content)
+		a.refusal.WriteString(ch.Delta.Refusal)
+		for _, tc := range ch.Delta.ToolCalls {
+			i := toolCallIndex(tc.Index)
+			for len(a.calls) <= i {
+				a.calls = append(a.calls, chatCall{})
+			}
+			call := &a.calls[i]
+			if tc.ID != "" {
+				call.id = tc.ID
+			}
+			call.name = append(call.name, tc.Function.Name...)
+			call.args = append(call.args, tc.Function.Arguments...)
+		}
+	}
+	// Some servers repeat a running total in every chunk: the last wins.
+	if c.Usage != nil {
+		a.usage = c.Usage
+	}
+	return true
+}
+
+// toolCallIndex is the position of a streamed tool call: some servers
+// send -1 for their only one.
+func toolCallIndex(i int64) int {
+	if i == -1 {
+		return 0
+	}
+	if i < 0 || i > 1<<20 {
+		return -1
+	}
+	return int(i)
+}
+
 // streamError classifies an error object the service sent in place of a
 // chunk: {"error": {"message", "type", "code"}}.
 func (p *OpenAI) streamError(err error) *APIError {
-	var se *ssestream.StreamError
-	if !errors.As(err, &se) {
+	data, ok := streamEventError(err)
+	if !ok {
 		return nil
 	}
 	var v struct {
@@ -197,10 +333,10 @@ func (p *OpenAI) streamError(err error) *APIError {
 			Code    any    `json:"code"`
 		} `json:"error"`
 	}
-	_ = json.Unmarshal(se.Event.Data, &v)
+	_ = json.Unmarshal(data, &v)
 	msg := v.Error.Message
 	if msg == "" {
-		msg = serviceMessage(se.Event.Data)
+		msg = serviceMessage(data)
 	}
 	kind := strings.ToLower(v.Error.Type + " " + fmt.Sprint(v.Error.Code))
 	c := call{key: p.key}
@@ -217,8 +353,8 @@ func (p *OpenAI) streamError(err error) *APIError {
 	return ae
 }
 
-// body encodes req as a Chat Completions request: what the SDK would
-// send for the same request (its parameters' encoding, field by field),
+// body encodes req as a Chat Completions request: what the SDK sent for
+// the same request (its parameters' encoding, field by field),
 // from the pieces kept encoded (see wireCache): the system prompt and
 // each tool by content, each message in its cache. It writes into b, an
 // empty buffer, and returns b's bytes.
@@ -252,7 +388,12 @@ func (p *OpenAI) body(b *wireBody, req Request) ([]byte, error) {
 	b.WriteByte('[')
 	first := true
 	if req.System != "" {
-		enc, err := p.system.get(req.System, func() ([]byte, error) { return json.Marshal(openai.SystemMessage(req.System)) })
+		enc, err := p.system.get(req.System, func() ([]byte, error) {
+			return json.Marshal(struct {
+				Content string `json:"content"`
+				Role    string `json:"role"`
+			}{req.System, "system"})
+		})
 		if err != nil {
 			return nil, fmt.Errorf("encode the system prompt: %w", err)
 		}
@@ -284,32 +425,60 @@ func (p *OpenAI) body(b *wireBody, req Request) ([]byte, error) {
 	return b.done(), nil
 }
 
-// openAIMessage encodes one message as the SDK does.
+// openAIMessage encodes one message as the SDK (openai-go) did, byte for
+// byte: its fields in the SDK's order, its strings without HTML escapes.
 func openAIMessage(m Message) ([]byte, error) {
-	var u openai.ChatCompletionMessageParamUnion
+	var b bytes.Buffer
 	switch m.Role {
 	case RoleUser:
-		u = openai.UserMessage(m.Text)
+		b.WriteString(`{"content":`)
+		writeText(&b, m.Text)
 	case RoleAssistant:
-		a := openai.ChatCompletionAssistantMessageParam{}
+		b.WriteByte('{')
 		if m.Text != "" || len(m.ToolCalls) == 0 {
-			a.Content.OfString = openai.String(m.Text)
+			b.WriteString(`"content":`)
+			writeText(&b, m.Text)
+			if len(m.ToolCalls) > 0 {
+				b.WriteByte(',')
+			}
 		}
-		for _, tc := range m.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID:       tc.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: sentArguments(tc.Arguments)},
-				},
-			})
+		if len(m.ToolCalls) > 0 {
+			b.WriteString(`"tool_calls":[`)
+			for i, tc := range m.ToolCalls {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(`{"id":`)
+				writeText(&b, tc.ID)
+				b.WriteString(`,"function":{"arguments":`)
+				writeText(&b, sentArguments(tc.Arguments))
+				b.WriteString(`,"name":`)
+				writeText(&b, tc.Name)
+				b.WriteString(`},"type":"function"}`)
+			}
+			b.WriteByte(']')
 		}
-		u = openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
 	case RoleTool:
-		u = openai.ToolMessage(toolResultText(m), m.ToolCallID)
+		b.WriteString(`{"content":`)
+		writeText(&b, toolResultText(m))
+		b.WriteString(`,"tool_call_id":`)
+		writeText(&b, m.ToolCallID)
 	default:
 		return nil, fmt.Errorf("unknown role %q", m.Role)
 	}
-	return u.MarshalJSON()
+	b.WriteString(`,"role":`)
+	writeText(&b, m.Role)
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// writeText writes s as a JSON string without HTML escapes (<, > and &
+// as they are), as the SDK encoded a message's strings.
+func writeText(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)       // a string always encodes
+	b.Truncate(b.Len() - 1) // Encode's newline
 }
 
 // toolResultText is a tool result's text as a Chat Completions tool
@@ -321,17 +490,21 @@ func toolResultText(m Message) string {
 	return m.Text
 }
 
-// openAITool encodes one tool definition as the SDK does.
+// openAITool encodes one tool definition as the SDK did, byte for byte.
 func openAITool(t ToolSpec) ([]byte, error) {
 	schema, err := schemaObject(t)
 	if err != nil {
 		return nil, err
 	}
-	fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
-	if t.Description != "" {
-		fn.Description = openai.String(t.Description)
+	type function struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description,omitempty"`
+		Parameters  map[string]any `json:"parameters"`
 	}
-	b, err := json.Marshal(openai.ChatCompletionFunctionTool(fn))
+	b, err := json.Marshal(struct {
+		Function function `json:"function"`
+		Type     string   `json:"type"`
+	}{function{t.Name, t.Description, schema}, "function"})
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: %w", t.Name, err)
 	}

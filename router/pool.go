@@ -133,7 +133,7 @@ func (t poolTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // drainBody is the body of an HTTP/1.x answer that, when closed before its
 // end, first reads what is left of it (up to drainMax bytes, for up to
-// drainWait), so that its connection can go back to the pool. The SDKs
+// drainWait), so that its connection can go back to the pool. The clients
 // stop reading a stream at its last event ([DONE], message_stop) and
 // close it; the chunked body's last chunk often comes in a packet of its
 // own, and an HTTP/1.1 connection whose body was not read to its end is

@@ -132,7 +132,7 @@ type answer struct {
 }
 
 // recorder keeps the answer of one call; its middleware sits between the
-// SDK and the HTTP client. One recorder serves one call.
+// client and the HTTP client. One recorder serves one call.
 type recorder struct {
 	mu sync.Mutex
 	a  answer
@@ -166,7 +166,7 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// middleware has the shape of both SDKs' option.Middleware.
+// middleware sends req with next, and keeps the answer.
 func (r *recorder) middleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	res, err := next(req)
 	if res == nil {
@@ -206,7 +206,7 @@ type call struct {
 
 // failure classifies err, the failure of c, as an *APIError. streamErr, if
 // not nil, classifies an error event the service sent inside a stream
-// (each SDK reports those in its own way); it returns nil for other errors.
+// (each client reads those in its own way); it returns nil for other errors.
 func (c call) failure(err error, streamErr func(error) *APIError) *APIError {
 	if cerr := c.ctx.Err(); cerr != nil {
 		// The caller gave up: not the service's fault, and not worth a retry.

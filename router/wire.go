@@ -14,8 +14,8 @@ import (
 // session's history keeps its encodings from call to call), and the
 // encodings of tools and system prompts are kept by content in a memo of
 // the provider. A call then costs the copying of the pieces into the body,
-// not the encoding of the whole conversation. The SDKs still carry the
-// body (option.WithRequestBody), stream the answer and classify failures.
+// not the encoding of the whole conversation. The clients post the body
+// and read the streamed answer themselves (sse.go).
 
 // wireCache holds one Message's encodings, one per provider. A Message's
 // fields never change once it is made, so an encoding, once filled, holds

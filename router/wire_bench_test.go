@@ -30,9 +30,7 @@ func benchRequest() Request {
 	return req
 }
 
-// BenchmarkWireRequest encodes a 1,000-message request: "params" is the
-// SDK parameters path (build the parameters from the whole history and
-// encode them, as the SDK did on every call), "cached" is the written
+// BenchmarkWireRequest encodes a 1,000-message request: "cached" is the written
 // body at a later call, with every message of the history encoded by an
 // earlier one and only the new turn's message to encode, and "cold" the
 // written body with no message cached.
@@ -47,29 +45,13 @@ func BenchmarkWireRequest(b *testing.B) {
 	}
 	type provider struct {
 		name   string
-		params func(Request) (any, error)
 		body   func(*wireBody, Request) ([]byte, error)
 		bodies *bodies
 	}
 	for _, p := range []provider{
-		{"openai", func(r Request) (any, error) { return oai.paramsRef(r) }, oai.body, oai.bodies},
-		{"anthropic", func(r Request) (any, error) { return ant.paramsRef(r) }, ant.body, ant.bodies},
+		{"openai", oai.body, oai.bodies},
+		{"anthropic", ant.body, ant.bodies},
 	} {
-		b.Run(p.name+"/params", func(b *testing.B) {
-			req := benchRequest()
-			b.ReportAllocs()
-			for b.Loop() {
-				params, err := p.params(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				body, err := json.Marshal(params)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.SetBytes(int64(len(body)))
-			}
-		})
 		b.Run(p.name+"/cached", func(b *testing.B) {
 			req := benchRequest()
 			history := req.Messages[:len(req.Messages)-1]

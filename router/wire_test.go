@@ -3,15 +3,17 @@ package router
 import (
 	"bytes"
 	"encoding/json"
-	"reflect"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/deskd/deskd/router/routertest"
 )
 
-// wireCases are requests whose written body must equal, as JSON, what the
-// SDK parameters path (paramsRef) sends.
+// wireCases are requests whose written body must equal, byte for byte,
+// what deskd sent for them when the SDKs encoded it (testdata/wire).
 var wireCases = []struct {
 	name string
 	req  Request
@@ -47,6 +49,24 @@ var wireCases = []struct {
 			{Role: RoleUser, Text: "Summarise"},
 		},
 	}},
+	{"escapes and odd schemas", Request{
+		Task: TaskTurn, System: "a<b>&c \u2028\u2029 \x00\x1f\t é 😀 \xff end", MaxOutputTokens: 9, Prefix: 2,
+		Tools: []ToolSpec{
+			{Name: "html_tool", Description: "Quotes <\"x\"> & 'y' \u2028", Schema: json.RawMessage(`{"type":"object","properties":{"ünï":{"type":"string","description":"<b>&amp;</b>"},"n":{"type":"number","minimum":1.5e3}},"required":["ünï",3],"$defs":{"z":{"enum":[null,true,"\u003c"]}}}`)},
+			{Name: "array_typed", Schema: json.RawMessage(`{"type":["object","null"],"properties":{}}`)},
+		},
+		Messages: []Message{
+			{Role: RoleUser, Text: "<script>alert('x')</script> & \xfe\xff"},
+			{Role: RoleAssistant, Text: "ok\u2028", ToolCalls: []ToolCall{
+				{ID: "c<1>", Name: "html_tool", Arguments: json.RawMessage(`{"ünï":"<&>","n":  1000}`)},
+				{ID: "c2", Name: "array_typed", Arguments: json.RawMessage(`[1,2]`)},
+				{ID: "c3", Name: "array_typed", Arguments: json.RawMessage(`"{\"a\":1}"`)},
+			}},
+			{Role: RoleTool, ToolCallID: "c<1>", ToolName: "html_tool", Text: "Error already <said>", IsError: true},
+			{Role: RoleTool, ToolCallID: "c2", ToolName: "array_typed", Text: "\x01 ctl"},
+			{Role: RoleTool, ToolCallID: "c3", ToolName: "array_typed", Text: "fine"},
+		},
+	}},
 	{"stub tools only", Request{
 		Task: TaskTurn, Prefix: 1,
 		Messages: []Message{
@@ -56,29 +76,24 @@ var wireCases = []struct {
 	}},
 }
 
-// TestWireBodyEqualsSDKParams sends each case through the provider, to a
-// fake service, and checks the raw body it got against the SDK's encoding
-// of the reference parameters (with "stream": true, as the SDK sets it):
-// once with messages that have no cache, and twice with cached ones (the
-// second call reads every message's encoding from its cache).
-func TestWireBodyEqualsSDKParams(t *testing.T) {
+// TestWireBodyIsTheSDKsRecorded sends each case through the provider, to
+// a fake service, and checks the raw body it got, byte for byte, against
+// testdata/wire/<api>-<case>.json: the body deskd sent for the case when
+// the SDKs (openai-go v3.98.0, anthropic-sdk-go v2.15.0) encoded each
+// piece of it, and which then equalled, as JSON, the SDKs' encoding of
+// the whole request's parameters. Once with messages that have no cache,
+// and twice with cached ones (the second call reads every message's
+// encoding from its cache).
+func TestWireBodyIsTheSDKsRecorded(t *testing.T) {
 	for _, api := range []routertest.API{routertest.ChatCompletions, routertest.Messages} {
 		for _, tt := range wireCases {
 			t.Run(api.String()+"/"+tt.name, func(t *testing.T) {
 				p, srv := newTestProvider(t, api, time.Minute, routertest.Always(routertest.Reply{Text: "ok"}))
-				var params any
-				var err error
-				switch p := p.(type) {
-				case *OpenAI:
-					params, err = p.paramsRef(tt.req)
-				case *Anthropic:
-					params, err = p.paramsRef(tt.req)
-				}
+				name := filepath.Join("testdata", "wire", api.String()+"-"+strings.ReplaceAll(tt.name, " ", "-")+".json")
+				want, err := os.ReadFile(name)
 				if err != nil {
-					t.Fatalf("paramsRef: %v", err)
+					t.Fatalf("the recorded body: %v", err)
 				}
-				want := sdkBody(t, params)
-
 				cachedReq := tt.req
 				cachedReq.Messages = append([]Message(nil), tt.req.Messages...)
 				withWireCaches(cachedReq.Messages)
@@ -86,9 +101,8 @@ func TestWireBodyEqualsSDKParams(t *testing.T) {
 					if _, err := p.Complete(t.Context(), req); err != nil {
 						t.Fatalf("call %d: Complete: %v", i, err)
 					}
-					got := srv.Requests()[i]
-					if !sameJSON(t, got.Raw, want) {
-						t.Errorf("call %d: body\n%s\nwant (as JSON)\n%s", i, got.Raw, want)
+					if got := srv.Requests()[i].Raw; !bytes.Equal(got, want) {
+						t.Errorf("call %d: body\n%s\nwant (%s)\n%s", i, got, name, want)
 					}
 				}
 				if api == routertest.Messages {
@@ -132,38 +146,6 @@ func TestWireCacheIsFilledOnce(t *testing.T) {
 			}
 		})
 	}
-}
-
-// sdkBody is the body the SDK sends for params.
-func sdkBody(t *testing.T, params any) []byte {
-	t.Helper()
-	b, err := json.Marshal(params)
-	if err != nil {
-		t.Fatalf("marshal the parameters: %v", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["stream"] = true
-	out, _ := json.Marshal(m)
-	return out
-}
-
-// sameJSON reports whether a and b are the same JSON value.
-func sameJSON(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var va, vb any
-	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
-	da.UseNumber()
-	db.UseNumber()
-	if err := da.Decode(&va); err != nil {
-		t.Fatalf("decode %s: %v", a, err)
-	}
-	if err := db.Decode(&vb); err != nil {
-		t.Fatalf("decode %s: %v", b, err)
-	}
-	return reflect.DeepEqual(va, vb)
 }
 
 // TestToolsAndSystemAreEncodedOncePerContent: a provider keeps the

@@ -1,0 +1,207 @@
+package router
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+)
+
+// This file holds what both model clients share on the wire: the HTTP
+// call that posts a request body (post) and the reader of the
+// Server-Sent Events stream that answers it (sseReader). Each client
+// writes its own body (wire.go) and decodes its own events into plain
+// structs: deskd needs no provider SDK.
+
+// sseBufferSize is the size of a stream reader's buffer; longer lines are
+// gathered past it.
+const sseBufferSize = 32 << 10
+
+// sseReader reads the events of a Server-Sent Events stream, as the
+// services send them: "event:" names the event, each "data:" line adds a
+// line to its data, a line starting with ":" is a comment, and an empty
+// line ends the event. An event without data is skipped, and so is one
+// that the stream's end cuts off before its empty line.
+type sseReader struct {
+	r *bufio.Reader
+	// name and data are the event being read; long gathers a line longer
+	// than the buffer.
+	name, data, long []byte
+}
+
+// newSSEReader reads the events of body.
+func newSSEReader(body io.Reader) *sseReader {
+	return &sseReader{r: bufio.NewReaderSize(body, sseBufferSize)}
+}
+
+// next returns the next event's name and data (its data lines, each ended
+// by a newline). Both are valid until the next call. At the stream's end
+// it returns io.EOF, and any other error of the body's reads as it is.
+func (s *sseReader) next() (name, data []byte, err error) {
+	s.name, s.data = s.name[:0], s.data[:0]
+	for {
+		line, err := s.line()
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(line) == 0 {
+			if len(s.data) > 0 {
+				return s.name, s.data, nil
+			}
+			s.name = s.name[:0]
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		switch string(field) {
+		case "event":
+			s.name = append(s.name[:0], value...)
+		case "data":
+			s.data = append(s.data, value...)
+			s.data = append(s.data, '\n')
+		}
+	}
+}
+
+// line reads one line, without its end (\n or \r\n). A last line without
+// an end is returned as one; after it, io.EOF.
+func (s *sseReader) line() ([]byte, error) {
+	line, err := s.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		s.long = append(s.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = s.r.ReadSlice('\n')
+			s.long = append(s.long, line...)
+		}
+		line = s.long
+	}
+	if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
+		return nil, err
+	}
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r")), nil
+}
+
+// eventError is an error that a service sent inside a stream in place of
+// the answer's next event: an "error" event of the Messages API, a chunk
+// of the Chat Completions API that holds an "error" object. Each client's
+// streamError reads its data.
+type eventError struct {
+	data []byte
+}
+
+func (e *eventError) Error() string {
+	return "error event in the stream: " + string(bytes.TrimSpace(e.data))
+}
+
+// streamEventError returns the data of err when it is an eventError.
+func streamEventError(err error) ([]byte, bool) {
+	var ee *eventError
+	if !errors.As(err, &ee) {
+		return nil, false
+	}
+	return ee.data, true
+}
+
+// endpoint is the URL of path (relative, such as "chat/completions")
+// under base, an API's root: its path with a trailing slash, as the SDKs
+// resolved it.
+func endpoint(base, path string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", errors.New("the base URL is not a URL")
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+		u.RawPath = ""
+	}
+	return u.ResolveReference(&url.URL{Path: path}).String(), nil
+}
+
+// post sends body to the service at target with header, through the
+// attempt's recorder (which keeps the answer's status and headers, reads
+// a failure's body and caps a stream's), and returns the answer. A
+// failure (no answer, or a status of 400 or more) is the attempt's
+// *APIError, classified by call.failure. The caller calls release, once
+// the answer is done with, before body's buffer goes back to its pool:
+// the HTTP client reads body no more after it.
+func post(a *attempt, hc *http.Client, target string, header http.Header, body []byte) (res *http.Response, release func(), err error) {
+	g := &bodyGuard{}
+	req, err := http.NewRequestWithContext(a.ctx, http.MethodPost, target, g.reader(body))
+	if err != nil {
+		return nil, g.release, &APIError{Model: a.call.model, Err: fmt.Errorf("make the request: %s", a.call.scrub(err.Error()))}
+	}
+	req.Header = header
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return g.reader(body), nil }
+	res, err = a.rec.middleware(req, hc.Do)
+	if err != nil {
+		if res != nil && res.Body != nil {
+			_ = res.Body.Close()
+		}
+		return nil, g.release, a.call.failure(err, nil)
+	}
+	if res.StatusCode >= 400 {
+		_ = res.Body.Close()
+		return nil, g.release, a.call.failure(fmt.Errorf("status %d", res.StatusCode), nil)
+	}
+	return res, g.release, nil
+}
+
+// errBodyReleased is the read error of a request body whose buffer went
+// back to its pool.
+var errBodyReleased = errors.New("the request body was released")
+
+// bodyGuard ends the reads of a request body: after release, every
+// reader of it fails, so that its buffer can be used again even if a
+// transport goroutine still holds the request.
+type bodyGuard struct {
+	mu       sync.Mutex
+	released bool
+}
+
+// reader returns a reader of body under g.
+func (g *bodyGuard) reader(body []byte) io.ReadCloser {
+	return &guardedReader{g: g, r: bytes.NewReader(body)}
+}
+
+// release makes every reader of g fail from now on.
+func (g *bodyGuard) release() {
+	g.mu.Lock()
+	g.released = true
+	g.mu.Unlock()
+}
+
+// guardedReader reads a request body until its guard is released.
+type guardedReader struct {
+	g *bodyGuard
+	r *bytes.Reader
+}
+
+func (r *guardedReader) Read(p []byte) (int, error) {
+	r.g.mu.Lock()
+	defer r.g.mu.Unlock()
+	if r.g.released {
+		return 0, errBodyReleased
+	}
+	return r.r.Read(p)
+}
+
+func (r *guardedReader) Close() error { return nil }
+
+// streamHeader is the header of a streamed request: a JSON body, an
+// event stream answer, and the client's name.
+func streamHeader() http.Header {
+	h := make(http.Header, 6)
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	h.Set("User-Agent", "deskd")
+	return h
+}
