@@ -9,8 +9,11 @@ import "time"
 // desk/notify's TargetStats; the URL is shown by its host only (a Slack
 // URL's path is Slack's secret).
 type NotifyStatus struct {
+	// Target is the target's name (a key of notify).
 	Target string `json:"target"`
-	Host   string `json:"host"`
+	// Host is the target URL's host.
+	Host string `json:"host"`
+	// Format is standard or slack.
 	Format string `json:"format"`
 	// Pending is how many notifications wait in the target's outbox.
 	Pending int `json:"pending"`

@@ -76,10 +76,11 @@ const (
 	DefaultTimeout = 10 * time.Second
 	// DefaultGiveUpAfter is a target's GiveUpAfter when 0.
 	DefaultGiveUpAfter = 24 * time.Hour
-	// FirstBackoff and MaxBackoff bound the wait after a failed post: it
-	// doubles from the first to the most.
+	// FirstBackoff is the wait after a first failed post; it doubles at
+	// each failure of the same notification.
 	FirstBackoff = time.Second
-	MaxBackoff   = 5 * time.Minute
+	// MaxBackoff is the longest wait between two posts of a notification.
+	MaxBackoff = 5 * time.Minute
 )
 
 // Target is one place notifications go.
@@ -103,8 +104,11 @@ type Target struct {
 // Trigger is what a desk's ledger knows of a trigger, for the approval
 // and answer notifications.
 type Trigger struct {
-	Kind  string
-	Text  string
+	// Kind is the trigger's kind (manual, market, schedule, ...).
+	Kind string
+	// Text is what the trigger asked.
+	Text string
+	// Reply is the desk's answer, once answered.
 	Reply string
 }
 
@@ -148,13 +152,16 @@ type Options struct {
 
 // TargetStats is what one target's sender has done so far.
 type TargetStats struct {
+	// Target is the target's name.
 	Target string `json:"target"`
 	// Host is the URL's host (never its path, which may hold a secret).
-	Host   string `json:"host"`
+	Host string `json:"host"`
+	// Format is Standard or Slack.
 	Format string `json:"format"`
 	// Pending is how many notifications wait in the outbox.
-	Pending int   `json:"pending"`
-	Bytes   int64 `json:"bytes"`
+	Pending int `json:"pending"`
+	// Bytes is the outbox file's size.
+	Bytes int64 `json:"bytes"`
 	// Delivered counts the notifications the target took (2xx) since New.
 	Delivered int64 `json:"delivered"`
 	// Failed counts the notifications the target will never get, since
