@@ -215,3 +215,43 @@ func TestHeldMissedLogsAtError(t *testing.T) {
 		t.Errorf("calendar.ending logged %v", m)
 	}
 }
+
+// TestDaemonAnnouncesCalendarEnding: the daemon announces a calendar in
+// use that ends within calendar_warn_days at start and again at each new
+// trading date (deskd's, IST midnight here), once per calendar and date,
+// with the days left counting down.
+func TestDaemonAnnouncesCalendarEnding(t *testing.T) {
+	dir := daemonConfig(t, daemonMain+"calendar_warn_days: 2\n", map[string]string{
+		"main":  daemonDesk("offline") + "calendar: X\n",
+		"other": daemonDesk("offline") + "calendar: X\n",
+	})
+	writeConfigFile(t, dir, "calendars.d/X.yaml", "timezone: Asia/Kolkata\nthrough: 2026-03-04\nsessions: [{open: \"09:15\", close: \"15:30\"}]\n")
+	r := startDaemon(t, dir) // 2026-03-02 10:00 IST
+	got := expectEvent(r, func(event.CalendarEnding) bool { return true })
+	if got.Calendar != "X" || got.Through != "2026-03-04" || got.DaysLeft != 2 {
+		t.Errorf("calendar.ending at start = %+v, want X through 2026-03-04, 2 days left", got)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	midnight := time.Date(2026, 3, 3, 0, 0, 0, 0, ist)
+	if err := r.clk.WaitTimerAt(ctx, midnight); err != nil {
+		t.Fatal(err)
+	}
+	r.clk.Set(midnight)
+	got = expectEvent(r, func(event.CalendarEnding) bool { return true })
+	if got.DaysLeft != 1 || !got.At.Equal(midnight) {
+		t.Errorf("calendar.ending at the new trading date = %+v, want 1 day left, at %v", got, midnight)
+	}
+	r.stop() // the bus is drained: every event published has arrived
+	for {
+		select {
+		case e := <-r.events:
+			if ce, ok := e.(event.CalendarEnding); ok {
+				t.Errorf("calendar.ending announced again (two desks follow X: once per calendar and date): %+v", ce)
+			}
+			continue
+		default:
+		}
+		break
+	}
+}

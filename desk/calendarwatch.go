@@ -53,11 +53,16 @@ func (d *Daemon) watchCalendars(ctx context.Context) (stop func()) {
 	w.check() // before the desks are said to be ready: deskd status shows it from the start
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	// The timer of the next trading date is armed before this returns, so
+	// that a clock moved from then on (a test's fake one) is seen.
+	arm := func() clock.Timer {
+		now := w.clock.Now()
+		return w.clock.NewTimer(w.cfg().Day.NextBoundary(now).Sub(now))
+	}
+	t := arm()
 	go func() {
 		defer close(done)
 		for {
-			now := w.clock.Now()
-			t := w.clock.NewTimer(w.cfg().Day.NextBoundary(now).Sub(now))
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -65,6 +70,7 @@ func (d *Daemon) watchCalendars(ctx context.Context) (stop func()) {
 			case <-t.C():
 			}
 			w.check()
+			t = arm()
 		}
 	}()
 	return func() { cancel(); <-done }
