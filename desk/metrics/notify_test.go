@@ -14,7 +14,9 @@ type notifyCounts struct {
 	pending, failed []int64
 }
 
-func (c *notifyCounts) NotifyCounts() ([]string, []int64, []int64) { return c.targets, c.pending, c.failed }
+func (c *notifyCounts) NotifyCounts() ([]string, []int64, []int64) {
+	return c.targets, c.pending, c.failed
+}
 
 // TestMetricsNotify: deskd_notify_pending and deskd_notify_failed_total
 // are read per target at each scrape, and absent until SetNotify.
