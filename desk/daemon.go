@@ -102,6 +102,9 @@ type DaemonOptions struct {
 	// write through (nil: the operating system's). Tests set a counting or
 	// failing one (memory/durable/faultfs).
 	FS durable.FS
+	// Statfs, if set, reads the state folder's free space for its probe
+	// (SpaceProbe; nil: the operating system's). Tests give fake numbers.
+	Statfs Statfs
 }
 
 // Daemon is the running daemon: every desk of the config, started,
@@ -154,6 +157,7 @@ func NewDaemon(o DaemonOptions) (*Daemon, error) {
 	d.fleet.pool = router.NewPool(len(o.Config.Desks), nil)
 	d.fleet.acting = newActing(o.Clock, o.Bus, o.Log)
 	d.fleet.acting.host.Configure(o.Config.MCPServers)
+	d.fleet.space = &SpaceProbe{Dir: o.Config.StateDir, Clock: o.Clock, Bus: o.Bus, Statfs: o.Statfs}
 	d.spool = &spool{dir: InboxDir(o.Config.StateDir), set: d.fleet.set, clk: o.Clock, bus: o.Bus, log: o.Log}
 	return d, nil
 }
@@ -171,6 +175,10 @@ func (d *Daemon) MCPServersUp() map[string]bool {
 	}
 	return out
 }
+
+// FreeSpace returns the free bytes of the state folder's file system at
+// the probe's last look (deskd_state_free_bytes); ok is false before one.
+func (d *Daemon) FreeSpace() (free uint64, ok bool) { return d.fleet.space.FreeBytes() }
 
 // Set returns the running desks: what the front end, the spool and the
 // metrics see.
@@ -244,6 +252,14 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 		}
 	}()
 
+	// The free-space probe looks from the start (a desk's first write may
+	// be the one that fails) to the shutdown's end.
+	spaceCtx, endSpace := context.WithCancel(context.WithoutCancel(ctx))
+	spaceDone := make(chan struct{})
+	go func() { defer close(spaceDone); d.fleet.space.Run(spaceCtx) }()
+	stopSpace := func() { endSpace(); <-spaceDone }
+	defer stopSpace() // idempotent: the shutdown stops it first
+
 	// The desks stop when the shutdown says, after the front end refuses
 	// triggers, not when ctx ends.
 	deskCtx, stopDesks := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -301,8 +317,9 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 			log.Error().Err(serr).Msg("stop the API")
 		}
 	}
-	d.stop.Set("stopping the watchdog, the metrics and the event log")
+	d.stop.Set("stopping the watchdog, the free-space probe, the metrics and the event log")
 	d.stopWatchdog()
+	stopSpace()
 	d.o.Bus.Close() // every event is logged before the last line
 	d.stop.Set("unlocking the state folder")
 	locked = false

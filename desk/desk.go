@@ -197,6 +197,9 @@ type Options struct {
 	// Folder is the desk's folder, which Folder returns to the desk
 	// page's API (files.go); nil: the desk has none to show.
 	Folder *memory.Folder
+	// Space, if set, is the state folder's free-space probe: its low
+	// space shows in Storage (the desk runs on).
+	Space *SpaceProbe
 }
 
 // Desk is one desk's runtime.
@@ -578,7 +581,9 @@ type Status struct {
 	// its prompts go without them (announced as memory.unreadable).
 	Unreadable []router.Unreadable `json:"unreadable,omitempty"`
 	// Storage is set while the desk cannot write to its disk: it takes no
-	// turn, and its triggers wait in the ledger, until a write succeeds.
+	// turn, and its triggers wait in the ledger, until a write succeeds;
+	// or, with LowSpace, while the state folder's free space is below the
+	// threshold (the desk runs on).
 	Storage *StorageStatus `json:"storage,omitempty"`
 	// ConfigRejected is set while the desk's file is refused: the desk
 	// runs on its last good config.
@@ -601,6 +606,11 @@ type StorageStatus struct {
 	Error    string    `json:"error"`
 	Since    time.Time `json:"since"`
 	DiskFull bool      `json:"disk_full,omitempty"`
+	// LowSpace is set when no write failed but the state folder's free
+	// space (FreeBytes) is below the threshold (SpaceProbe): the desk runs
+	// on, and shows it before a write fails.
+	LowSpace  bool   `json:"low_space,omitempty"`
+	FreeBytes uint64 `json:"free_bytes,omitempty"`
 }
 
 // Status returns a snapshot of the desk. It never waits for a running turn.
@@ -921,7 +931,7 @@ func (d *Desk) Run(ctx context.Context) error {
 		}
 		var ready <-chan struct{}
 		var retry <-chan time.Time
-		stalled := d.Storage() != nil
+		stalled := d.stalled()
 		if d.Paused() == nil && !stalled {
 			ready = d.queue.Ready()
 		}
@@ -952,7 +962,7 @@ func (d *Desk) Run(ctx context.Context) error {
 		case <-d.wake:
 			boundary.Stop()
 			applyPending()
-			if d.Storage() == nil || d.retryStorage() {
+			if !d.stalled() || d.retryStorage() {
 				eager()
 				d.next(work) // a resumed desk takes up its queue
 			}

@@ -55,6 +55,9 @@ type fleet struct {
 	// acting is the MCP servers and the calls waiting for an operator of
 	// every desk (nil: none, in tests that make a fleet of their own).
 	acting *acting
+	// space is the state folder's free-space probe (nil: none, in tests
+	// that make a fleet of their own).
+	space *SpaceProbe
 
 	set *Set
 	// runs is the running desks. mu guards its writes while startDesks'
@@ -177,7 +180,7 @@ func (f *fleet) prepare(cfg *config.Config, dc *config.Desk, reuse *deskRun) (*d
 		}
 		return nil, fmt.Errorf("desk %s: %w", dc.Name, err)
 	}
-	a, err := assemble(cfg, dc, run.folder, run.ledger, f.clk, f.bus, f.pool, f.acting, f.log)
+	a, err := assemble(cfg, dc, run.folder, run.ledger, f.clk, f.bus, f.pool, f.acting, f.space, f.log)
 	if err != nil {
 		if reuse == nil {
 			_ = run.ledger.Close()

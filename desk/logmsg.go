@@ -93,6 +93,10 @@ func Describe(e event.Event, loc *time.Location) string {
 		s = "storage failed: " + e.Error
 	case event.StorageRecovered:
 		s = fmt.Sprintf("storage works again (failing since %s); %s requeued", e.Since.In(loc).Format(time.DateTime), termsafe.Plural(e.Requeued, "trigger"))
+	case event.StorageLow:
+		s = fmt.Sprintf("low space: %s free on %s, below %s", mib(e.FreeBytes), e.Dir, mib(e.MinFreeBytes))
+	case event.StorageSpaceOK:
+		s = fmt.Sprintf("space is back: %s free on %s (low since %s)", mib(e.FreeBytes), e.Dir, e.Since.In(loc).Format(time.DateTime))
 	case event.FileTorn:
 		s = fmt.Sprintf("file %s was torn; its damaged part saved to %s", e.Path, e.SavedTo)
 	case event.DeskFailed:

@@ -158,6 +158,9 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 	met.SetGauges(metrics.DeskGauges(d.Set()))
 	met.SetRejections(d.Set().ConfigRejections)
 	met.SetMCP(d.MCPServersUp)
+	if err := met.SetFreeSpace(d.FreeSpace); err != nil {
+		return err
+	}
 	ran = true
 	return d.Run(ctx, sigs)
 }

@@ -97,6 +97,9 @@ type Options struct {
 	// NoStart leaves the desk's loop to the test: call Start, or run
 	// Desk.Run itself.
 	NoStart bool
+	// Space is the desk's free-space probe (desk.Options.Space); the test
+	// runs it.
+	Space *desk.SpaceProbe
 	// Export, if set, is the bus's exporter (event.Export) from before the
 	// desk is made, as the NATS event publisher is.
 	Export func(event.Event)
@@ -173,7 +176,7 @@ func New(tb testing.TB, o Options) *Desk {
 		Name: Name, Keeper: d.Keeper, Router: d.Router, Ledger: d.Ledger, Schedules: o.Schedules, Clock: d.Clock, Bus: d.Bus,
 		QueueLimit: o.QueueLimit, Coalesce: o.Coalesce, Calendar: o.Calendar, ShutdownTimeout: ShutdownTimeout,
 		PauseFile: pauseFile, RefusePaused: o.RefusePaused, Folder: d.Folder,
-		Beyond: o.Beyond, WarnDays: o.WarnDays, Day: Day(),
+		Beyond: o.Beyond, WarnDays: o.WarnDays, Day: Day(), Space: o.Space,
 	})
 	if err != nil {
 		tb.Fatalf("desktest: %v", err)

@@ -333,6 +333,29 @@ type StorageRecovered struct {
 	Requeued int `json:"requeued"`
 }
 
+// StorageLow: the free space of the state folder's file system fell below
+// the threshold (desk.SpaceProbe): every desk's storage shows it degraded,
+// and /healthz answers 503, before a write fails. The desks run on.
+type StorageLow struct {
+	Header
+	// Dir is the folder whose file system is short of space.
+	Dir string `json:"dir"`
+	// FreeBytes is the space free; MinFreeBytes the threshold.
+	FreeBytes    uint64 `json:"free_bytes"`
+	MinFreeBytes uint64 `json:"min_free_bytes"`
+}
+
+// StorageSpaceOK: the free space is back at or above the threshold after
+// storage.low.
+type StorageSpaceOK struct {
+	Header
+	Dir          string `json:"dir"`
+	FreeBytes    uint64 `json:"free_bytes"`
+	MinFreeBytes uint64 `json:"min_free_bytes"`
+	// Since is when the space fell below the threshold.
+	Since time.Time `json:"since"`
+}
+
 // FileTorn: an append-only file other than a session (the trigger ledger,
 // the curator's ledger or inventory) held damage when it was opened: a
 // torn tail (set aside in SavedTo, the file cut back to Offset) or bad
@@ -456,6 +479,12 @@ func (StorageFailed) Topic() string { return "storage.failed" }
 
 // Topic returns "storage.recovered".
 func (StorageRecovered) Topic() string { return "storage.recovered" }
+
+// Topic returns "storage.low".
+func (StorageLow) Topic() string { return "storage.low" }
+
+// Topic returns "storage.space_ok".
+func (StorageSpaceOK) Topic() string { return "storage.space_ok" }
 
 // Topic returns "file.torn".
 func (FileTorn) Topic() string { return "file.torn" }
@@ -733,7 +762,7 @@ func Topics() []string {
 		TurnFailed{}.Topic(), TurnInterrupted{}.Topic(), ScheduleMissed{}.Topic(),
 		BudgetExceeded{}.Topic(), DeskPaused{}.Topic(), DeskResumed{}.Topic(),
 		ConfigReloaded{}.Topic(), ConfigRejected{}.Topic(),
-		StorageFailed{}.Topic(), StorageRecovered{}.Topic(), FileTorn{}.Topic(),
+		StorageFailed{}.Topic(), StorageRecovered{}.Topic(), StorageLow{}.Topic(), StorageSpaceOK{}.Topic(), FileTorn{}.Topic(),
 		MemoryUnreadable{}.Topic(),
 		TriggerAcknowledged{}.Topic(), MemoryRestored{}.Topic(), SkillsUndone{}.Topic(),
 		NATSOutboxFull{}.Topic(), NATSOutboxDrained{}.Topic(), NATSDuplicate{}.Topic(), NATSRejected{}.Topic(), NATSBackpressure{}.Topic(),

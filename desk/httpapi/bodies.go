@@ -16,9 +16,12 @@ import (
 
 // HealthResponse is the body of GET /healthz.
 type HealthResponse struct {
-	// Status is "ok", or "degraded" while a desk cannot write to its disk.
+	// Status is "ok", or "degraded" while a desk cannot write to its disk
+	// or the state folder's free space is below the threshold
+	// (desk.SpaceProbe).
 	Status string `json:"status"`
-	// Storage lists the desks whose writes fail, with the failure.
+	// Storage lists the desks whose writes fail, with the failure, or
+	// whose state folder is low on space (low_space).
 	Storage map[string]*desk.StorageStatus `json:"storage,omitempty"`
 	// ConfigRejected lists the config files refused and still refused
 	// (desk.Set.ConfigRejections). A refused edit is not a failure to
