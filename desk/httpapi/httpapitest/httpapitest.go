@@ -69,6 +69,9 @@ type Options struct {
 	// its Host rule accepts beyond localhost and the IP addresses.
 	Listen       []string
 	AllowedHosts func() []string
+	// Space is the desk's free-space probe (desk.Options.Space); the test
+	// sets its Clock and Bus (the Harness's) and makes it look.
+	Space *desk.SpaceProbe
 }
 
 // Harness is one running desk behind the API.
@@ -96,7 +99,7 @@ type Harness struct {
 func Start(tb testing.TB, o Options) *Harness {
 	tb.Helper()
 	d := desktest.New(tb, desktest.Options{Model: o.Model, FS: o.FS, QueueLimit: o.QueueLimit, Coalesce: o.Coalesce,
-		RefusePaused: o.RefusePaused, Schedules: o.Schedules, PauseFile: o.PauseFile, Dir: o.Dir, Clock: o.Clock})
+		RefusePaused: o.RefusePaused, Schedules: o.Schedules, PauseFile: o.PauseFile, Dir: o.Dir, Clock: o.Clock, Space: o.Space})
 	events := make(chan event.Event, 1000)
 	h := &Harness{t: tb, Clock: d.Clock, Bus: d.Bus, Desk: d.Desk, Dir: d.Folder.Dir(), Events: events}
 	unsub := event.SubscribeAll(h.Bus, func(e event.Event) {
