@@ -193,3 +193,151 @@ func TestNATSE2EEventsOut(t *testing.T) {
 		t.Errorf("desk.started in the stream = %v (%v), want it stored before the turn's event was sent", started, err)
 	}
 }
+
+// outcomesOnStream reads every turn.completed and turn.interrupted of desk
+// main that the DESKD_EVENTS stream holds: per topic, how many times each
+// trigger's.
+func outcomesOnStream(t *testing.T, js jetstream.JetStream) map[string]map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, "DESKD_EVENTS")
+	if err != nil {
+		t.Fatalf("the events stream: %v", err)
+	}
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"deskd.events.main.turn.completed", "deskd.events.main.turn.interrupted"},
+	})
+	if err != nil {
+		t.Fatalf("ordered consumer: %v", err)
+	}
+	out := map[string]map[string]int{"turn.completed": {}, "turn.interrupted": {}}
+	for {
+		batch, err := c.Fetch(500, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			t.Fatalf("fetch: %v", err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			var body struct{ Topic, Trigger string }
+			if err := json.Unmarshal(m.Data(), &body); err != nil {
+				t.Fatalf("event body %s: %v", m.Data(), err)
+			}
+			out[body.Topic][body.Trigger]++
+		}
+		if got == 0 {
+			return out
+		}
+	}
+}
+
+// waitCount waits until n lines of d's satisfy match (warnings, such as a
+// turn interrupted by the previous kill, may come between).
+func waitCount(t *testing.T, d *deskdProc, n int, match func(stderrLine) bool) {
+	t.Helper()
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	for {
+		lines, changed := d.stderr.snapshot()
+		c := 0
+		for _, l := range lines {
+			if match(l) {
+				c++
+			}
+		}
+		if c >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-d.exited:
+			d.fail(t, "deskd exited (%s) before %d matching lines", d.state(), n)
+		case <-deadline.C:
+			d.fail(t, "%d of %d matching lines within 60s", c, n)
+		}
+	}
+}
+
+// TestNATSE2EEventsSurviveAKillStorm: deskd, publishing its events to
+// NATS, is killed with SIGKILL again and again while NATS triggers come
+// in. Afterwards every trigger the ledger says answered has its
+// turn.completed on the stream, and every interrupted one its
+// turn.interrupted, each once (a copy announced again after a kill has
+// the same id, and the stream keeps one). The outbox used to lag the bus
+// by a mailbox, and what it held at a kill was lost for good. The binary:
+// SIGKILL.
+func TestNATSE2EEventsSurviveAKillStorm(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	srv := natstest.Start(t)
+	nc, js := srv.Client()
+	dir := t.TempDir()
+	cfg := apiConfig(t, dir, "{provider: scripted}", natsSection(srv)+"  events: {stream: DESKD_EVENTS}\n", "queue_limit: 1000\n")
+	const n, kills, turnsEach = 200, 8, 6
+	var pub sync.WaitGroup
+	t.Cleanup(pub.Wait)
+	d := startAPIBinary(t, "deskd 1", cfg)
+	pub.Go(func() { // a backlog: the desk answers turn after turn, as fast as it can
+		for i := range n {
+			if _, err := natstest.TryPublish(js, "deskd.triggers.main", fmt.Sprintf("k%03d", i), fmt.Sprintf(`{"text": "kill storm %03d"}`, i)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	for k := 1; k <= kills; k++ {
+		// Killed at once after a turn.completed is logged: the ledger
+		// says answered; the event must be on its way to NATS.
+		waitCount(t, d, turnsEach, isEvent("turn.completed"))
+		killNow(t, d)
+		d = startAPIBinary(t, fmt.Sprintf("deskd %d", k+1), cfg)
+	}
+	pub.Wait()
+	natstest.WaitAcked(t, nc, js, "MARKET", "deskd", 120*time.Second)
+	want := map[string]string{} // trigger: the topic of its outcome
+	for i := range n {
+		id := fmt.Sprintf("k%03d", i)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			tr := d.trigger(t, id)
+			state := fmt.Sprint(tr["state"])
+			if state == "answered" || state == "interrupted" {
+				want[id] = map[string]string{"answered": "turn.completed", "interrupted": "turn.interrupted"}[state]
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s is %s after the storm, want answered or interrupted", id, state)
+			}
+			<-time.After(50 * time.Millisecond) // the desk works through its queue
+		}
+	}
+	d.stopCleanly(t, syscall.SIGTERM) // its outbox is sent before it stops, or by the next start
+	d = startAPIBinary(t, "deskd after", cfg)
+	var on map[string]map[string]int
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		on = outcomesOnStream(t, js)
+		missing := 0
+		for id, topic := range want {
+			if on[topic][id] == 0 {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			break
+		}
+		<-time.After(200 * time.Millisecond) // the outbox drains
+	}
+	d.stopCleanly(t, syscall.SIGTERM)
+	lost := 0
+	for id, topic := range want {
+		switch c := on[topic][id]; {
+		case c == 0:
+			lost++
+			t.Errorf("%s: the ledger says %s, but the stream has no %s for it", id, map[string]string{"turn.completed": "answered", "turn.interrupted": "interrupted"}[topic], topic)
+		case c > 1:
+			t.Errorf("%s: the stream holds its %s %d times, want once", id, topic, c)
+		}
+	}
+	t.Logf("after %d kills: %d triggers, %d outcomes lost", kills, len(want), lost)
+}
