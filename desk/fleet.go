@@ -198,7 +198,7 @@ func (f *fleet) prepare(cfg *config.Config, dc *config.Desk, reuse *deskRun) (*d
 func (f *fleet) launch(ctx context.Context, run *deskRun) {
 	dctx, cancel := context.WithCancelCause(ctx)
 	run.cancel = cancel
-	run.exited, run.err, run.stopping = make(chan struct{}), nil, false
+	run.exited, run.err, run.stopping, run.failed = make(chan struct{}), nil, false, false
 	f.mu.Lock()
 	f.runs[run.name] = run
 	f.mu.Unlock()
