@@ -40,6 +40,10 @@ type Gauges struct {
 	// Failed is true for a desk of the config that failed to start
 	// (desk.Set.Failed): only deskd_desk_failed is read of it.
 	Failed bool
+	// StorageDegraded is true while the desk cannot write to its disk or
+	// its state folder's free space is below the threshold (desk.Status's
+	// Storage is set): deskd_storage_degraded.
+	StorageDegraded bool
 }
 
 // Desks is what DeskGauges needs of the running desks. *desk.Set is one.
@@ -66,7 +70,7 @@ func DeskGauges(ds Desks) func() []Gauges {
 		for _, d := range ds.List() {
 			st := d.Status()
 			out = append(out, Gauges{Desk: st.Name, QueueDepth: st.QueueDepth, NextSlot: st.NextSlot,
-				Calendar: st.Calendar, CalendarDaysLeft: st.CalendarDaysLeft})
+				Calendar: st.Calendar, CalendarDaysLeft: st.CalendarDaysLeft, StorageDegraded: st.Storage != nil})
 		}
 		if f, ok := ds.(failedDesks); ok {
 			for name := range f.Failed() {
@@ -102,6 +106,8 @@ type Registry struct {
 	fallbacks     *prometheus.CounterVec // desk, model
 	queueDepthDsc *prometheus.Desc
 	failedDsc     *prometheus.Desc
+	storageDsc    *prometheus.Desc
+	budgets       *prometheus.CounterVec // desk, budget
 	nextSlotDsc   *prometheus.Desc
 	calendarDsc   *prometheus.Desc // calendar
 	rejectedDsc   *prometheus.Desc
@@ -170,6 +176,13 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 		fallbacks: newFallbacks(),
 		queueDepthDsc: prometheus.NewDesc("deskd_queue_depth",
 			"Triggers waiting in each desk's queue.", []string{"desk"}, nil),
+		storageDsc: prometheus.NewDesc("deskd_storage_degraded",
+			"1 while a desk cannot write to its disk or the state folder's free space is below the threshold (GET /healthz answers 503 and says which), 0 otherwise.",
+			[]string{"desk"}, nil),
+		budgets: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "deskd_budget_exceeded_total",
+			Help: "Turns stopped or refused because a budget was spent (budget.exceeded events), by desk and budget.",
+		}, []string{"desk", "budget"}),
 		failedDsc: prometheus.NewDesc("deskd_desk_failed",
 			"1 while a desk of the config has failed to start (desk.failed: a damaged file of its folder, say); the other desks run. "+
 				"Absent once it starts, or its file is removed.", []string{"desk"}, nil),
@@ -187,7 +200,7 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 	}
 	m.reg.MustRegister(
 		m.turns, m.turnDuration, m.tokens, m.cost, m.rollovers, m.degraded, m.reloads, m.rejections,
-		m.modelErrors, m.lastTurn, m.fallbacks, statusCollector{m},
+		m.modelErrors, m.lastTurn, m.budgets, m.fallbacks, statusCollector{m},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "deskd_bus_dropped_total",
 			Help: "Event deliveries dropped because a subscriber's mailbox was full.",
@@ -270,6 +283,8 @@ func (m *Registry) observe(e event.Event) {
 		m.addCost(e.Desk, model, e.Cost)
 		m.fallback(e, model)
 		m.turnEnded(e.Header)
+	case event.BudgetExceeded:
+		m.budgets.WithLabelValues(e.Desk, e.Budget).Inc()
 	case event.ModelFailed:
 		m.modelError(e.Desk, e.Model, e.Status)
 	case event.TurnFailed:
@@ -316,6 +331,7 @@ type statusCollector struct{ m *Registry }
 func (c statusCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.m.queueDepthDsc
 	ch <- c.m.failedDsc
+	ch <- c.m.storageDsc
 	ch <- c.m.nextSlotDsc
 	ch <- c.m.calendarDsc
 	ch <- c.m.rejectedDsc
@@ -339,6 +355,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(c.m.queueDepthDsc, prometheus.GaugeValue, float64(d.QueueDepth), d.Desk)
+		ch <- prometheus.MustNewConstMetric(c.m.storageDsc, prometheus.GaugeValue, boolValue(d.StorageDegraded), d.Desk)
 		if !d.NextSlot.IsZero() {
 			ch <- prometheus.MustNewConstMetric(c.m.nextSlotDsc, prometheus.GaugeValue, unixSeconds(d.NextSlot), d.Desk)
 		}
@@ -367,4 +384,12 @@ func (c statusCollector) collectRejections(ch chan<- prometheus.Metric, rs []des
 		ch <- prometheus.MustNewConstMetric(c.m.rejectedDsc, prometheus.GaugeValue, 1, d)
 		ch <- prometheus.MustNewConstMetric(c.m.rejSinceDsc, prometheus.GaugeValue, unixSeconds(since[d]), d)
 	}
+}
+
+// boolValue is a gauge's 1 for true, 0 for false.
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

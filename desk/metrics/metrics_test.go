@@ -44,6 +44,8 @@ func publishAny(b *event.Bus, e event.Event) {
 		event.Publish(b, e)
 	case event.TurnCompleted:
 		event.Publish(b, e)
+	case event.BudgetExceeded:
+		event.Publish(b, e)
 	case event.TurnFailed:
 		event.Publish(b, e)
 	case event.TurnInterrupted:
