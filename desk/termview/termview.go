@@ -110,10 +110,14 @@ func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 		if len(s.Interrupted) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\ndesk %s: %s (their turns reached the model, which may have acted; not run again; once checked: deskd ack %s TRIGGER [--note TEXT]):\n",
+		fmt.Fprintf(w, "\ndesk %s: %s (deskd stopped during their turns; not run again; each says whether its request was sent; "+
+			"once checked: deskd ack %s TRIGGER [--note TEXT]):\n",
 			p(s.Name), termsafe.Plural(len(s.Interrupted), "interrupted trigger"), p(s.Name))
 		for _, t := range s.Interrupted {
 			fmt.Fprintf(w, "  %s  %s  session %s  %s\n", p(t.ID), p(string(t.Kind)), p(t.Session), p(firstLine(t.Text, 60)))
+			if t.Reason != "" {
+				fmt.Fprintf(w, "    %s\n", p(firstLine(t.Reason, 100)))
+			}
 		}
 	}
 }
