@@ -126,3 +126,39 @@ func TestAForcedDuplicateIsAnnounced(t *testing.T) {
 		t.Errorf("%d more nats.duplicate, want only the forged one's", len(dups))
 	}
 }
+
+// TestTheSecretIsKeptAndADamagedOneSetAside: the install's secret is made
+// once and read again at every start (an event with an id gets the same
+// Nats-Msg-Id after a restart); a file that holds no secret (emptied by a
+// crash of the host) is set aside, never deleted, and a new one made.
+func TestTheSecretIsKeptAndADamagedOneSetAside(t *testing.T) {
+	ns := startNATS(t)
+	nc := ns.connect()
+	dir := t.TempDir()
+	r := newRig(t, nc, dir, 0, clock.NewFake(t0))
+	path := filepath.Join(dir, natsevents.KeyFile)
+	first, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no secret after New: %v", err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the secret's mode: %v, %v; want 0600", fi.Mode(), err)
+	}
+	r.close()
+	r = newRig(t, nc, dir, 0, clock.NewFake(t0))
+	if again, _ := os.ReadFile(path); string(again) != string(first) {
+		t.Errorf("the secret changed at a restart: %q, then %q", first, again)
+	}
+	r.close()
+
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newRig(t, nc, dir, 0, clock.NewFake(t0))
+	if b, err := os.ReadFile(path + ".damaged-1"); err != nil || len(b) != 0 {
+		t.Errorf("the damaged secret was not set aside as %s.damaged-1: %q, %v", path, b, err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) == string(first) || len(strings.TrimSpace(string(b))) != 64 {
+		t.Errorf("the new secret %q (%v), want 32 new bytes in hex", b, err)
+	}
+}

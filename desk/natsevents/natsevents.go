@@ -132,6 +132,7 @@ type Publisher struct {
 	fullDropped int64
 	changed     chan struct{} // closed and replaced at every change of Stats
 	failing     bool          // publishing fails (logged once per streak)
+	inflight    func()        // cancels the publish in flight, if any
 	syncFailing bool          // the outbox's fsync fails (logged once per streak)
 
 	unsubscribe func()
@@ -205,12 +206,28 @@ func (p *Publisher) Start() {
 	ctx, stop := context.WithCancel(context.Background())
 	p.stop, p.done = stop, make(chan struct{})
 	status := p.o.Conn.StatusChanged(nats.CONNECTED, nats.CLOSED)
+	lost := p.o.Conn.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	p.unsubscribe = event.Export(p.o.Bus, p.take)
 	p.announceDamage()
-	go func() {
-		defer close(p.done)
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		defer p.o.Conn.RemoveStatusListener(status)
 		p.send(ctx, status)
+	})
+	wg.Go(func() { // a publish in flight when the connection drops is given up on at once, not at its timeout
+		defer p.o.Conn.RemoveStatusListener(lost)
+		for {
+			select {
+			case <-lost:
+				p.cancelInflight()
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	go func() {
+		defer close(p.done)
+		wg.Wait()
 	}()
 }
 

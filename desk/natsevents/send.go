@@ -172,9 +172,16 @@ func (p *Publisher) flush() {
 // publish sends e and, once NATS acknowledged it, removes it from the
 // outbox. ready says whether the stream is known to exist; publish
 // ensures it first when not, and forgets it when the stream did not
-// answer. again says e may have been stored already (sent before a
+// answer. It is given up on when the connection drops (cancelInflight).
+// again says e may have been stored already (sent before a
 // restart, or its last PubAck lost), so that a duplicate is expected.
 func (p *Publisher) publish(ctx context.Context, e entry, ready *bool, again bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	p.setInflight(cancel)
+	defer func() {
+		p.setInflight(nil)
+		cancel()
+	}()
 	if !*ready {
 		if err := p.ensureStream(ctx); err != nil {
 			return err
@@ -204,6 +211,25 @@ func (p *Publisher) publish(ctx context.Context, e entry, ready *bool, again boo
 	}
 	p.notify()
 	return nil
+}
+
+// setInflight records the cancel of the publish in flight (nil: none).
+func (p *Publisher) setInflight(cancel func()) {
+	p.mu.Lock()
+	p.inflight = cancel
+	p.mu.Unlock()
+}
+
+// cancelInflight gives up on the publish in flight, if any: the
+// connection dropped, so its PubAck will not come; the entry is sent
+// again once the connection is back (a duplicate is expected then).
+func (p *Publisher) cancelInflight() {
+	p.mu.Lock()
+	cancel := p.inflight
+	p.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // head is what a duplicate is checked against: an event body's topic,
