@@ -55,6 +55,8 @@ type MarketState string
 
 // The values of MarketState.
 const (
+	// MarketOpen and MarketClosed: the calendar covers the date, and
+	// knows.
 	MarketOpen   MarketState = "open"
 	MarketClosed MarketState = "closed"
 	// MarketUnknown: past the calendar's end, under beyond_calendar: hold.
