@@ -470,7 +470,8 @@ func (d *Desk) recover() error {
 // itself, so a crash of the host, not of deskd, can lose it).
 const (
 	reasonSent      = "sent: the model may have acted (deskd stopped while the turn was with the model); it is not run again automatically"
-	reasonNeverSent = "never sent to the model: deskd stopped after recording its message, before its request went out " +
+	neverSentPrefix = "never sent to the model"
+	reasonNeverSent = neverSentPrefix + ": deskd stopped after recording its message, before its request went out " +
 		"(unless the host itself crashed, which can lose that record); it is not run again automatically: submit it again if it should run"
 )
 

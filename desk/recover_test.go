@@ -181,6 +181,9 @@ func TestInterruptedSaysWhetherTheRequestWasSent(t *testing.T) {
 			if a.State != triggers.StateInterrupted || !strings.HasPrefix(a.Reason, tt.want) {
 				t.Errorf("A after the restart = %s, %q; want interrupted, %q...", a.State, a.Reason, tt.want)
 			}
+			if a.ModelCalled != !tt.dropMarker {
+				t.Errorf("A's model_called = %v, want %v: it says whether the request went to the model", a.ModelCalled, !tt.dropMarker)
+			}
 			st := h2.Desk.Status()
 			if len(st.Interrupted) != 1 || !strings.HasPrefix(st.Interrupted[0].Reason, tt.want) {
 				t.Errorf("status interrupted = %+v, want A, %q...", st.Interrupted, tt.want)

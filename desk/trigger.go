@@ -2,6 +2,7 @@ package desk
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/deskd/deskd/triggers"
@@ -44,6 +45,12 @@ type TriggerStatus struct {
 // Final reports whether the trigger's state will not change any more.
 func (s TriggerStatus) Final() bool { return s.State.Terminal() }
 
+// neverSent reports whether it was interrupted before its request went
+// to the model (reasonNeverSent): handed to the router, never to the model.
+func neverSent(it triggers.Item) bool {
+	return it.State == triggers.StateInterrupted && strings.HasPrefix(it.Reason, neverSentPrefix)
+}
+
 // statusOf describes own, answered by answer (own itself, or the trigger it
 // was merged into).
 func statusOf(desk string, own, answer triggers.Item) TriggerStatus {
@@ -52,7 +59,7 @@ func statusOf(desk string, own, answer triggers.Item) TriggerStatus {
 		State: answer.State, Text: own.Trigger.Text, Merged: answer.Trigger.Merged, Schedule: own.Schedule, Slot: own.Slot,
 		QueuedAt: own.QueuedAt, StartedAt: answer.StartedAt, UpdatedAt: answer.Updated,
 		Session: answer.Session, Turn: answer.Turn, Reply: answer.Reply, Reason: answer.Reason,
-		ModelCalled: !answer.SentAt.IsZero(), Acknowledged: own.Ack,
+		ModelCalled: !answer.SentAt.IsZero() && !neverSent(answer), Acknowledged: own.Ack,
 	}
 	if own.Trigger.ID != answer.Trigger.ID {
 		s.MergedInto = answer.Trigger.ID
