@@ -274,6 +274,8 @@ func TestDaemonRebuildsADamagedStateFile(t *testing.T) {
 			r := startDaemon(t, dir)
 			first := r.turn("b", "t-1")
 			r.turn("b", "t-2")
+			db, _ := r.d.Set().Get("b")
+			spent := db.Status().Spend
 			r.stop()
 
 			path := filepath.Join(dir, "state", "desks", "b", memory.StateFile)
@@ -296,8 +298,9 @@ func TestDaemonRebuildsADamagedStateFile(t *testing.T) {
 			if !ok {
 				t.Fatalf("b is not running: failed %v", r.d.Set().Failed())
 			}
-			if st := d.Status(); st.Session != first.Session || st.Exchanges != 2 {
-				t.Errorf("b's status = session %s, %d exchanges; want %s, 2", st.Session, st.Exchanges, first.Session)
+			if st := d.Status(); st.Session != first.Session || st.Exchanges != 2 || st.Spend.DayTokens != spent.DayTokens || spent.DayTokens == 0 {
+				t.Errorf("b's status = session %s, %d exchanges, %d tokens spent today; want %s, 2, %d",
+					st.Session, st.Exchanges, st.Spend.DayTokens, first.Session, spent.DayTokens)
 			}
 			if c := r.turn("b", "t-3"); c.Session != first.Session || c.Turn != 3 {
 				t.Errorf("b's next turn = %+v, want turn 3 of %s", c, first.Session)

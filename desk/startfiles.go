@@ -16,8 +16,8 @@ package desk
 //     can be rebuilt from the session files, and is (mendStartFiles): the
 //     damaged file is set aside as state.json.damaged-<UTC time>, and
 //     file.rebuilt announced. The current session is the one begun last;
-//     its exchanges are counted from its file. The day's spend the damaged
-//     file kept is lost: the desk's day budgets count from 0 again.
+//     its exchanges and spend are counted from its file (the spend of
+//     earlier sessions of the same trading date is lost with the file).
 //   - sessions/<current>.jsonl: a torn tail is cut off and announced
 //     (session.torn); a file that is missing or not the one the mark was
 //     taken of is read whole.

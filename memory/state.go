@@ -93,11 +93,13 @@ func (f *Folder) SetAside(name string) (string, error) {
 // RebuildState writes StateFile anew from the session files, for a state
 // file that was lost or damaged (set it aside first): the current session
 // is the one whose header began last (by its time, then its id), with its
-// trading date and parent. The state written has no mark into the session
-// file, so that the router reads the session whole at its restore and
-// counts its exchanges, then writes its mark. ok is false, and nothing is
-// written, when the desk has no session with a readable header: its next
-// start begins its first session.
+// trading date and parent. The state written is as of the session file's
+// start (a mark, "as_of", at offset 0 with nothing counted), so that the
+// router, which keeps its counts and spend as of a point of the session
+// file, counts every record of it at its restore: the session's exchanges
+// and its spend (that of earlier sessions of the same day is lost with the
+// damaged file). ok is false, and nothing is written, when the desk has no
+// session with a readable header: its next start begins its first session.
 func (f *Folder) RebuildState() (st State, ok bool, err error) {
 	ids, err := f.SessionIDs()
 	if err != nil {
@@ -121,10 +123,22 @@ func (f *Folder) RebuildState() (st State, ok bool, err error) {
 	if st.Session == "" {
 		return State{}, false, nil
 	}
-	if err := f.WriteJSON(StateFile, st); err != nil {
+	if err := f.WriteJSON(StateFile, rebuiltState{State: st, AsOf: startMark{}}); err != nil {
 		return State{}, false, fmt.Errorf("rebuild: %w", err)
 	}
 	return st, true, nil
+}
+
+// rebuiltState is the StateFile RebuildState writes.
+type rebuiltState struct {
+	State
+	AsOf startMark `json:"as_of"`
+}
+
+// startMark is a mark at the start of the session file, before any record.
+type startMark struct {
+	Offset    int64 `json:"offset"`
+	Exchanges int   `json:"exchanges"`
 }
 
 // sessionHeader returns the header of session id, read from the first
