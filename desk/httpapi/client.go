@@ -99,6 +99,34 @@ func (c *Client) PostTrigger(ctx context.Context, deskName string, r triggers.Re
 	return out, err
 }
 
+// PostTriggerWait queues a trigger as PostTrigger does and asks deskd to
+// answer once its turn ends (POST ...?wait=): one exchange. final is true
+// when it ended within wait (on deskd's clock, at most 5 minutes): st is
+// then the trigger's final status, as WaitTrigger returns it (a feed's
+// token reads no reply). Otherwise acc is the accepted trigger (its state
+// then, Duplicate for a known id) and st is zero: watch it from there.
+func (c *Client) PostTriggerWait(ctx context.Context, deskName string, r triggers.Request, wait time.Duration) (acc TriggerResponse, st desk.TriggerStatus, final bool, err error) {
+	if wait = wait.Round(time.Millisecond); wait <= 0 {
+		acc, err := c.PostTrigger(ctx, deskName, r) // no wait: a duplicate's 200 is not its final status
+		return acc, st, false, err
+	}
+	path := deskPath(deskName, "triggers") + "?wait=" + url.QueryEscape(wait.String())
+	status, data, err := c.send(ctx, http.MethodPost, path, r)
+	if err != nil {
+		return acc, st, false, err
+	}
+	if status == http.StatusOK {
+		if err := json.Unmarshal(data, &st); err != nil {
+			return acc, st, false, fmt.Errorf("decode deskd's answer: %w", err)
+		}
+		return TriggerResponse{ID: st.ID, State: st.State}, st, st.Final(), nil
+	}
+	if err := json.Unmarshal(data, &acc); err != nil {
+		return acc, st, false, fmt.Errorf("decode deskd's answer: %w", err)
+	}
+	return acc, desk.TriggerStatus{}, false, nil
+}
+
 // WaitTrigger long-polls a trigger (GET /v1/desks/{desk}/triggers/{id}
 // ?wait=) until it is final or timeout passes on the client's clock; the
 // status returned is not Final when the timeout passed first.
@@ -178,33 +206,9 @@ func deskPath(deskName, endpoint string) string {
 // do sends a request with a JSON body (unless nil) and decodes a 2xx
 // answer into out (unless nil). Other answers are *Error.
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("encode the request: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	_, data, err := c.send(ctx, method, path, body)
 	if err != nil {
 		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	c.authorize(req)
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return c.unreachable(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		return fmt.Errorf("read deskd's answer: %w", err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return answerError(resp.StatusCode, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -212,6 +216,40 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		}
 	}
 	return nil
+}
+
+// send sends a request with a JSON body (unless nil) and returns a 2xx
+// answer's status and body. Other answers are *Error.
+func (c *Client) send(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, fmt.Errorf("encode the request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	c.authorize(req)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, nil, c.unreachable(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return 0, nil, fmt.Errorf("read deskd's answer: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return 0, nil, answerError(resp.StatusCode, data)
+	}
+	return resp.StatusCode, data, nil
 }
 
 // unreachable is the error of a request that reached no deskd: where it

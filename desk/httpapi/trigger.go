@@ -30,13 +30,18 @@ func (s *Server) postTrigger(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "read the body: "+err.Error())
 		return
 	}
+	wait, ok := waitParam(w, r)
+	if !ok {
+		return
+	}
 	req, err := triggers.DecodeRequest(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	source := "api"
-	if credentialOf(r) == credFeed {
+	feed := credentialOf(r) == credFeed
+	if feed {
 		if err := req.CheckFeed(); err != nil {
 			writeError(w, http.StatusForbidden, err.Error())
 			return
@@ -72,6 +77,10 @@ func (s *Server) postTrigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/v1/desks/"+url.PathEscape(d.Name())+"/triggers/"+url.PathEscape(acc.ID))
+	if wait > 0 {
+		s.answerWhenFinal(w, r, d, acc, feed, wait)
+		return
+	}
 	if acc.Duplicate {
 		writeJSON(w, http.StatusOK, TriggerResponse{ID: acc.ID, State: publicState(acc.State), Duplicate: true})
 		return
@@ -100,24 +109,70 @@ func publicState(s triggers.State) triggers.State {
 	return s
 }
 
+// answerWhenFinal answers a POST with ?wait= once its trigger, queued (or
+// known: a duplicate) durably, is final: 200 with its status, as GET
+// answers it (a feed's token reads no reply, and only the triggers it
+// posted: 403 otherwise); or, once the wait has passed on deskd's clock or
+// the client has gone, 202 with the trigger's id and state now (Duplicate
+// set for a known id). The client going away does not touch the trigger.
+func (s *Server) answerWhenFinal(w http.ResponseWriter, r *http.Request, d *desk.Desk, acc desk.Accepted, feed bool, wait time.Duration) {
+	if st, found := d.Trigger(acc.ID); feed && found && !fedBy(st.Source) {
+		writeError(w, http.StatusForbidden, notFedBy(d.Name(), acc.ID))
+		return
+	}
+	st, found := d.WaitTrigger(r.Context(), acc.ID, wait)
+	if found && st.Final() {
+		if feed && !fedBy(st.Source) {
+			writeError(w, http.StatusForbidden, notFedBy(d.Name(), acc.ID))
+			return
+		}
+		if feed {
+			st.Reply = "" // the desk's answer (positions, orders) is the operator's to read
+		}
+		writeJSON(w, http.StatusOK, st)
+		return
+	}
+	state := acc.State
+	if found {
+		state = st.State
+	}
+	writeJSON(w, http.StatusAccepted, TriggerResponse{ID: acc.ID, State: publicState(state), Duplicate: acc.Duplicate, Replaced: acc.Replaced})
+}
+
+// notFedBy is the 403 of a feed's token asking for a trigger it did not
+// post.
+func notFedBy(deskName, id string) string {
+	return fmt.Sprintf("desk %s: trigger %q was not posted with a feed's token: a feed reads only the triggers it posted", deskName, id)
+}
+
+// waitParam reads ?wait=, a duration capped at maxWait (0 when absent);
+// a bad one is answered 400 and ok is false.
+func waitParam(w http.ResponseWriter, r *http.Request) (wait time.Duration, ok bool) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, true
+	}
+	wait, err := time.ParseDuration(v)
+	if err != nil || wait < 0 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("wait=%q: want a duration such as 30s", v))
+		return 0, false
+	}
+	return min(wait, maxWait), true
+}
+
 func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
 	d, ok := s.desk(w, r)
 	if !ok {
 		return
 	}
 	id := r.PathValue("id")
-	var wait time.Duration
-	if v := r.URL.Query().Get("wait"); v != "" {
-		var err error
-		if wait, err = time.ParseDuration(v); err != nil || wait < 0 {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("wait=%q: want a duration such as 30s", v))
-			return
-		}
-		wait = min(wait, maxWait)
+	wait, ok := waitParam(w, r)
+	if !ok {
+		return
 	}
 	feed := credentialOf(r) == credFeed
 	if st, found := d.Trigger(id); feed && found && !fedBy(st.Source) {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("desk %s: trigger %q was not posted with a feed's token: a feed reads only the triggers it posted", d.Name(), id))
+		writeError(w, http.StatusForbidden, notFedBy(d.Name(), id))
 		return
 	}
 	var (
@@ -134,7 +189,7 @@ func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if feed && !fedBy(st.Source) { // checked again on what is answered: it may have come meanwhile
-		writeError(w, http.StatusForbidden, fmt.Sprintf("desk %s: trigger %q was not posted with a feed's token: a feed reads only the triggers it posted", d.Name(), id))
+		writeError(w, http.StatusForbidden, notFedBy(d.Name(), id))
 		return
 	}
 	if feed {
