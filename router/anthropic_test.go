@@ -10,7 +10,7 @@ import (
 	"github.com/deskd/deskd/router/routertest"
 )
 
-// checkAnthropicKey fails t unless r carries the key as the SDK sends it:
+// checkAnthropicKey fails t unless r carries the key as the API takes it:
 // an x-api-key header or a bearer token.
 func checkAnthropicKey(t *testing.T, r routertest.Request) {
 	t.Helper()
@@ -237,7 +237,7 @@ func TestAnthropicIgnoresEnvironment(t *testing.T) {
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
 	srv := routertest.New(t, routertest.Messages, routertest.Options{
 		Answer: stream(antStart, antTextStart, antText(0, "ok"), antStop0, antDelta("end_turn", 1), antMsgStop)})
-	// A base URL ending in /v1 is the root the SDK wants, less /v1.
+	// A base URL ending in /v1 is the root the client wants, less /v1.
 	p, err := NewAnthropic(AnthropicOptions{Name: "claude", BaseURL: srv.URL() + "/v1/", Model: "claude-test", APIKey: fakeAPIKey})
 	if err != nil {
 		t.Fatal(err)
