@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -49,8 +50,21 @@ func (l *lockedBuffer) waitFor(t *testing.T, want string) {
 	}
 }
 
-// TestTriggerWaitShowsProgress: deskd trigger --wait prints each change of
-// the trigger's state on stderr, once (queued and where, running and its
+// passFirstWait waits until the POST of deskd trigger --wait waits on
+// deskd's clock (firstWait) and moves the clock past it: deskd answers
+// 202, and the command watches the trigger from there.
+func passFirstWait(t *testing.T, h *httpapitest.Harness) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := h.Clock.WaitTimerAt(ctx, h.Clock.Now().Add(firstWait)); err != nil {
+		t.Fatalf("the POST's wait of %s is not armed on deskd's clock: %v", firstWait, err)
+	}
+	h.Clock.Advance(firstWait)
+}
+
+// TestTriggerWaitShowsProgress: deskd trigger --wait, once its POST's wait
+// has passed (202), prints each change of the trigger's state on stderr, once (queued and where, running and its
 // phase, answered), and only the answer on stdout.
 func TestTriggerWaitShowsProgress(t *testing.T) {
 	g := httpapitest.NewGate()
@@ -66,6 +80,7 @@ func TestTriggerWaitShowsProgress(t *testing.T) {
 	go func() {
 		done <- run(t.Context(), []string{"trigger", "main", "second", "--id", "w2", "--wait", "--timeout", "30s", "--addr", h.URL()}, &out, errb)
 	}()
+	passFirstWait(t, h) // the POST's own wait: then the watch, and its progress
 	errb.waitFor(t, "w2: queued (position 1 of 1)\n")
 	g.Release <- struct{}{}
 	g.Expect(t, "second")
@@ -95,8 +110,8 @@ func TestTriggerWaitShowsProgress(t *testing.T) {
 	}
 }
 
-// TestTriggerWaitOnAPausedDesk: on a paused desk --wait says who paused
-// it and that the trigger waits until the desk is resumed.
+// TestTriggerWaitOnAPausedDesk: on a paused desk --wait, once its POST's
+// wait has passed, says who paused it and that the trigger waits until the desk is resumed.
 func TestTriggerWaitOnAPausedDesk(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{})
 	if _, _, err := h.Desk.Pause("alice", "lunch"); err != nil {
@@ -108,6 +123,7 @@ func TestTriggerWaitOnAPausedDesk(t *testing.T) {
 	go func() {
 		done <- run(t.Context(), []string{"trigger", "main", "later", "--id", "p1", "--wait", "--timeout", "30s", "--addr", h.URL()}, &out, errb)
 	}()
+	passFirstWait(t, h)
 	errb.waitFor(t, "desk main is paused by alice since ")
 	errb.waitFor(t, ": lunch; the trigger waits in the queue until deskd resume main\n")
 	if _, err := h.Desk.Resume("bob"); err != nil {

@@ -4,6 +4,7 @@ package main
 // answer.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/termview"
 	"github.com/deskd/deskd/triggers"
 )
@@ -48,36 +50,23 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			acc, err := c.PostTrigger(ctx, args[0], triggers.Request{Text: text, Kind: triggers.Kind(kind), ID: id, Key: key, Source: "cli"})
+			req := triggers.Request{Text: text, Kind: triggers.Kind(kind), ID: id, Key: key, Source: "cli"}
+			if wait {
+				return postAndWait(ctx, c, args[0], req, timeout, asJSON, stdout, stderr)
+			}
+			acc, err := c.PostTrigger(ctx, args[0], req)
 			if err != nil {
 				return err
-			}
-			if !wait {
-				if asJSON {
-					return termview.JSON(stdout, acc)
-				}
-				if acc.Duplicate {
-					fmt.Fprintf(stdout, "%s: already known, %s\n", acc.ID, acc.State)
-				} else {
-					fmt.Fprintf(stdout, "%s: queued\n", acc.ID)
-				}
-				return nil
-			}
-			s, err := c.WatchTrigger(ctx, args[0], acc.ID, timeout, func(p desk.TriggerProgress) { termview.Progress(stderr, args[0], p) })
-			if err != nil {
-				return err
-			}
-			if !s.Final() {
-				return &exitError{code: exitTimeout, err: fmt.Errorf("trigger %s is still %s after %s", acc.ID, s.State, timeout)}
 			}
 			if asJSON {
-				if err := termview.JSON(stdout, s); err != nil {
-					return err
-				}
-			} else {
-				termview.Outcome(stdout, s)
+				return termview.JSON(stdout, acc)
 			}
-			return outcomeError(s)
+			if acc.Duplicate {
+				fmt.Fprintf(stdout, "%s: already known, %s\n", acc.ID, acc.State)
+			} else {
+				fmt.Fprintf(stdout, "%s: queued\n", acc.ID)
+			}
+			return nil
 		},
 	}
 	f.register(cmd)
@@ -88,6 +77,45 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "with --wait: give up after this long (exit 4)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
 	return cmd
+}
+
+// firstWait bounds the wait of deskd trigger --wait's POST: a turn that
+// ends within it is answered in that one exchange; one that does not is
+// watched from there (its progress on stderr) for the rest of --timeout.
+const firstWait = 30 * time.Second
+
+// postAndWait posts req asking deskd to answer once its turn ends
+// (?wait=min(timeout, firstWait)), prints the outcome at once when it
+// does, and otherwise watches the trigger for the rest of timeout.
+func postAndWait(ctx context.Context, c *httpapi.Client, deskName string, req triggers.Request, timeout time.Duration,
+	asJSON bool, stdout, stderr io.Writer) error {
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	acc, s, final, err := c.PostTriggerWait(ctx, deskName, req, min(timeout, firstWait))
+	if err != nil {
+		return err
+	}
+	if !final {
+		s, err = c.WatchTrigger(ctx, deskName, acc.ID, max(timeout-now().Sub(start), 0),
+			func(p desk.TriggerProgress) { termview.Progress(stderr, deskName, p) })
+		if err != nil {
+			return err
+		}
+		if !s.Final() {
+			return &exitError{code: exitTimeout, err: fmt.Errorf("trigger %s is still %s after %s", acc.ID, s.State, timeout)}
+		}
+	}
+	if asJSON {
+		if err := termview.JSON(stdout, s); err != nil {
+			return err
+		}
+	} else {
+		termview.Outcome(stdout, s)
+	}
+	return outcomeError(s)
 }
 
 // outcomeError turns a final state into the command's exit.
