@@ -16,9 +16,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -111,6 +113,14 @@ type Feed struct {
 	stopped bool
 	ready   chan struct{} // closed once consuming
 	once    sync.Once
+
+	// replies are the goroutines waiting to answer a Deskd-Reply-To
+	// (at most MaxReplyWaits: waiting counts them); stopping, closed by
+	// Stop, ends their waits.
+	replies  sync.WaitGroup
+	waiting  atomic.Int64
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
 // Start sets up the stream (if it does not exist) and the consumer, and
@@ -127,7 +137,7 @@ func Start(o Options) *Feed {
 		o.Clock = clock.Real()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Feed{o: o, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{})}
+	f := &Feed{o: o, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), stopping: make(chan struct{})}
 	go f.run(ctx)
 	return f
 }
@@ -138,13 +148,16 @@ func (f *Feed) Ready() <-chan struct{} { return f.ready }
 
 // Stop stops consuming and waits for the message being handled, if any:
 // after it returns, the feed acknowledges nothing and submits nothing,
-// so the desks may stop.
+// so the desks may stop. A sender waiting for a reply (Deskd-Reply-To) is
+// answered at once with the trigger's state then (202).
 func (f *Feed) Stop() {
 	f.mu.Lock()
 	f.stopped = true
 	f.mu.Unlock()
 	f.cancel()
 	<-f.done
+	f.stopOnce.Do(func() { close(f.stopping) })
+	f.replies.Wait()
 }
 
 // Guard returns front with the feed beside it: its Refuse stops the feed
@@ -302,16 +315,22 @@ func (f *Feed) handle(m jetstream.Msg) {
 	}
 	subject := m.Subject()
 	msgID := m.Headers().Get(jetstream.MsgIDHeader)
+	rp, rerr := replyOf(m.Headers())
 	d, t, err := f.trigger(m)
+	if err == nil {
+		err = rerr
+	}
 	if err != nil {
 		f.reject(m, subject, d, msgID, err.Error())
+		f.answer(rp, http.StatusBadRequest, errorBody{Error: err.Error()})
 		return
 	}
 	acc, err := d.Submit(t)
 	if err != nil {
 		f.backpressure(m, d.Name(), acc.ID, err)
-		return
+		return // no answer: the message comes again
 	}
+	defer f.replyOnceFinal(rp, d, acc) // after the ack: the answer never comes before it
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := m.DoubleAck(ctx); err != nil {
