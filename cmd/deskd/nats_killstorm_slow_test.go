@@ -1,0 +1,165 @@
+//go:build slow
+
+// The NATS kill storms: slow (about 30 s and 90 s) because a message
+// delivered to a deskd that was SIGKILLed comes again only after the
+// consumer's AckWait (30 s of the NATS server's real time), and each kill
+// restarts the binary. CI runs them: go test -race -tags slow ./...
+
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/desk/natstest"
+)
+
+// TestNATSE2EKillStorm: messages published throughout while deskd is
+// killed with SIGKILL three times and started again; in the end every
+// message's trigger is answered (or, cut off with its model call made,
+// interrupted) and no text reached the model twice: a message delivered
+// to a deskd that died before its ack comes again and finds its trigger
+// queued. The binary: SIGKILL.
+func TestNATSE2EKillStorm(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	srv := natstest.Start(t)
+	nc, js := srv.Client()
+	dir := t.TempDir()
+	cfg := apiConfig(t, dir, "{provider: scripted}", natsSection(srv), "queue_limit: 1000\n")
+	const n, kills = 60, 3
+	published := make(chan int, n)
+	var pub sync.WaitGroup
+	t.Cleanup(pub.Wait) // before the server goes (cleanups run last first)
+	pub.Go(func() {
+		for i := range n {
+			if _, err := natstest.TryPublish(js, "deskd.triggers.main", fmt.Sprintf("s%02d", i), fmt.Sprintf(`{"text": "storm event %02d"}`, i)); err != nil {
+				t.Error(err)
+			}
+			published <- i
+		}
+		close(published)
+	})
+	d := startAPIBinary(t, "deskd 1", cfg)
+	got := 0
+	for k := 1; k <= kills; k++ {
+		for got < k*n/(kills+1) {
+			got = <-published + 1
+		}
+		killNow(t, d)
+		d = startAPIBinary(t, fmt.Sprintf("deskd %d", k+1), cfg)
+	}
+	for range published {
+	}
+	// A message delivered to a killed deskd comes again after AckWait (30s).
+	natstest.WaitAcked(t, nc, js, "MARKET", "deskd", 120*time.Second)
+	states := map[string]int{}
+	stateOf := map[string]string{}
+	for i := range n {
+		tr := d.trigger(t, fmt.Sprintf("s%02d", i))
+		states[fmt.Sprint(tr["state"])]++
+		stateOf[fmt.Sprintf("storm event %02d", i)] = fmt.Sprint(tr["state"])
+		if tr["source"] != "nats" {
+			t.Errorf("s%02d: source %v, want nats", i, tr["source"])
+		}
+	}
+	d.stopCleanly(t, syscall.SIGTERM)
+	if states["answered"]+states["interrupted"] != n || states["interrupted"] > kills {
+		t.Errorf("states after the kills: %v; want all answered, but for at most one interrupted per kill", states)
+	}
+	sent := sessionUserTexts(t, filepath.Join(dir, "state", "desks", "main", "sessions"))
+	for text, state := range stateOf {
+		c := sent[text]
+		if state == "answered" && c != 1 || state == "interrupted" && c > 1 {
+			t.Errorf("%q (%s) was sent to the model %d times", text, state, c)
+		}
+	}
+	t.Logf("after %d kills: %v", kills, states)
+}
+
+// TestNATSE2EEventsSurviveAKillStorm: deskd, publishing its events to
+// NATS, is killed with SIGKILL again and again while NATS triggers come
+// in. Afterwards every trigger the ledger says answered has its
+// turn.completed on the stream, and every interrupted one its
+// turn.interrupted, each once (a copy announced again after a kill has
+// the same id, and the stream keeps one). The outbox used to lag the bus
+// by a mailbox, and what it held at a kill was lost for good. The binary:
+// SIGKILL.
+func TestNATSE2EEventsSurviveAKillStorm(t *testing.T) {
+	deskdBinary(t)
+	t.Parallel()
+	srv := natstest.Start(t)
+	nc, js := srv.Client()
+	dir := t.TempDir()
+	cfg := apiConfig(t, dir, "{provider: scripted}", natsSection(srv)+"  events: {stream: DESKD_EVENTS}\n", "queue_limit: 1000\n")
+	const n, kills, turnsEach = 200, 8, 6
+	var pub sync.WaitGroup
+	t.Cleanup(pub.Wait)
+	d := startAPIBinary(t, "deskd 1", cfg)
+	pub.Go(func() { // a backlog: the desk answers turn after turn, as fast as it can
+		for i := range n {
+			if _, err := natstest.TryPublish(js, "deskd.triggers.main", fmt.Sprintf("k%03d", i), fmt.Sprintf(`{"text": "kill storm %03d"}`, i)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	for k := 1; k <= kills; k++ {
+		// Killed at once after a turn.completed is logged: the ledger
+		// says answered; the event must be on its way to NATS.
+		waitCount(t, d, turnsEach, isEvent("turn.completed"))
+		killNow(t, d)
+		d = startAPIBinary(t, fmt.Sprintf("deskd %d", k+1), cfg)
+	}
+	pub.Wait()
+	natstest.WaitAcked(t, nc, js, "MARKET", "deskd", 120*time.Second)
+	want := map[string]string{} // trigger: the topic of its outcome
+	for i := range n {
+		id := fmt.Sprintf("k%03d", i)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			tr := d.trigger(t, id)
+			state := fmt.Sprint(tr["state"])
+			if state == "answered" || state == "interrupted" {
+				want[id] = map[string]string{"answered": "turn.completed", "interrupted": "turn.interrupted"}[state]
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s is %s after the storm, want answered or interrupted", id, state)
+			}
+			<-time.After(50 * time.Millisecond) // the desk works through its queue
+		}
+	}
+	d.stopCleanly(t, syscall.SIGTERM) // its outbox is sent before it stops, or by the next start
+	d = startAPIBinary(t, "deskd after", cfg)
+	var on map[string]map[string]int
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		on = outcomesOnStream(t, js)
+		missing := 0
+		for id, topic := range want {
+			if on[topic][id] == 0 {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			break
+		}
+		<-time.After(200 * time.Millisecond) // the outbox drains
+	}
+	d.stopCleanly(t, syscall.SIGTERM)
+	lost := 0
+	for id, topic := range want {
+		switch c := on[topic][id]; {
+		case c == 0:
+			lost++
+			t.Errorf("%s: the ledger says %s, but the stream has no %s for it", id, map[string]string{"turn.completed": "answered", "turn.interrupted": "interrupted"}[topic], topic)
+		case c > 1:
+			t.Errorf("%s: the stream holds its %s %d times, want once", id, topic, c)
+		}
+	}
+	t.Logf("after %d kills: %d triggers, %d outcomes lost", kills, len(want), lost)
+}
