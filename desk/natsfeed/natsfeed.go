@@ -10,6 +10,10 @@
 // announced (nats.rejected); one the desk cannot take now (a full queue,
 // a paused desk that refuses triggers, a failing disk, a restarting desk)
 // is handed back with a delay (nats.backpressure).
+//
+// A sender that waits for the outcome names an inbox in Deskd-Reply-To:
+// once the message is acked, deskd answers there when its trigger is final
+// or the wait has passed (reply.go).
 package natsfeed
 
 import (
