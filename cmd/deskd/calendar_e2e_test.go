@@ -45,6 +45,24 @@ func productionCopy(t *testing.T, llm *routertest.Server, extra map[string]strin
 	return writeTestFile(t, dir, "deskd.yaml", main)
 }
 
+// productionInProcess runs the daemon of productionCopy's cfg in process
+// (its model's key OPENAI_API_KEY=test-key), its state in a state folder
+// beside cfg (as deskd run --state-dir), on a fake clock reading start.
+func productionInProcess(t *testing.T, name, cfg string, start time.Time) *deskdProc {
+	t.Helper()
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	c, err := loadConfig(cfg)
+	if err != nil {
+		t.Fatalf("%s: load %s: %v", name, cfg, err)
+	}
+	c.StateDir, c.StateDirOverridden = filepath.Join(filepath.Dir(cfg), "state"), true
+	return runInProcess(t, name, c, start)
+}
+
+// republicDay2027 is 09:59:50 IST on 26 January 2027, ten seconds before
+// the production desk's 10:00 market_hours slot.
+var republicDay2027 = time.Date(2027, 1, 26, 4, 29, 50, 0, time.UTC)
+
 // nseStatus is GET /v1/desks's entry of desk nse, as JSON fields.
 func nseStatus(t *testing.T, d *deskdProc) map[string]any {
 	t.Helper()
@@ -75,13 +93,11 @@ func nseStatus(t *testing.T, d *deskdProc) map[string]any {
 // "calendar NSE ends 2026-12-31", announced once as a held schedule.missed
 // at error level, and no model is called; the calendar's end is announced
 // at start (calendar.ending), in deskd status and in the metrics. The
-// binary, with --clock-start 2027-01-26T09:59:50+05:30 (real speed).
+// In process, its clock starting at 09:59:50 IST and moved to 10:00.
 func TestRepublicDay2027E2E(t *testing.T) {
 	llm, _ := newFakeLLM(t, "")
 	cfg := productionCopy(t, llm, nil)
-	state := filepath.Join(filepath.Dir(cfg), "state")
-	d := startDeskdEnv(t, "deskd", []string{"OPENAI_API_KEY=test-key"},
-		"run", "--config", cfg, "--state-dir", state, "--clock-start", "2027-01-26T09:59:50+05:30")
+	d := productionInProcess(t, "deskd", cfg, republicDay2027)
 	addr := d.waitReady(t)
 	deadline := time.Now().Add(60 * time.Second)
 
@@ -95,6 +111,7 @@ func TestRepublicDay2027E2E(t *testing.T) {
 			st["market"], st["market_open"], st["calendar_through"], st["calendar_days_left"])
 	}
 
+	d.at(t, "2027-01-26T10:00:00+05:30")
 	held := d.waitFor(t, deadline, "the 10:00 slot held", isEvent("schedule.missed", "schedule", "intraday"))
 	if held.Str("level") != "error" || held.Fields["held"] != true || held.Str("reason") != "calendar NSE ends 2026-12-31" ||
 		!parseTimeField(t, held, "slot").Equal(time.Date(2027, 1, 26, 4, 30, 0, 0, time.UTC)) {
@@ -130,14 +147,13 @@ func TestRepublicDay2027E2E(t *testing.T) {
 // NSE's list: the market is closed, nothing is held or fired), and
 // beyond_calendar: weekdays instead fires the 10:00 slot on the
 // calendar's weekdays and sessions, the market shown as assumed open.
+// In process, its clock starting at 09:59:50 IST and moved to 10:00.
 func TestCalendarExtendsE2E(t *testing.T) {
 	llm, _ := newFakeLLM(t, "")
 	cfg := productionCopy(t, llm, map[string]string{
 		"calendars.d/NSE.yaml": "extends: NSE\nthrough: 2027-12-31\nholidays:\n  - {date: \"2027-01-26\", name: a test's holiday}\n",
 	})
-	state := filepath.Join(filepath.Dir(cfg), "state")
-	d := startDeskdEnv(t, "extended", []string{"OPENAI_API_KEY=test-key"},
-		"run", "--config", cfg, "--state-dir", state, "--clock-start", "2027-01-26T09:59:50+05:30")
+	d := productionInProcess(t, "extended", cfg, republicDay2027)
 	d.waitReady(t)
 	if st := nseStatus(t, d); st["market"] != "closed" || st["market_open"] != false || st["calendar_through"] != "2027-12-31" || st["calendar_ending"] != nil {
 		t.Errorf("extended status: market %v, market_open %v, through %v, ending %v; want closed, false, 2027-12-31, not ending",
@@ -160,14 +176,13 @@ func TestCalendarExtendsE2E(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(strings.Replace(string(b), "beyond_calendar: hold", "beyond_calendar: weekdays", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	state = filepath.Join(filepath.Dir(cfg), "state")
-	d = startDeskdEnv(t, "weekdays", []string{"OPENAI_API_KEY=test-key"},
-		"run", "--config", cfg, "--state-dir", state, "--clock-start", "2027-01-26T09:59:50+05:30")
+	d = productionInProcess(t, "weekdays", cfg, republicDay2027)
 	d.waitReady(t)
 	if st := nseStatus(t, d); st["market"] != "assumed_open" || st["market_open"] != nil {
 		t.Errorf("weekdays status at 09:59, in the assumed session: market %v, market_open %v; want assumed_open, none",
 			st["market"], st["market_open"])
 	}
+	d.at(t, "2027-01-26T10:00:00+05:30")
 	d.waitFor(t, time.Now().Add(60*time.Second), "the 10:00 slot's turn", isEvent("turn.completed"))
 	d.stopCleanly(t, syscall.SIGTERM)
 	if n := d.count(isEvent("calendar.ending")); n != 1 {
