@@ -156,7 +156,7 @@ func New(o Options) (*Publisher, error) {
 	}
 	key, damaged, err := loadKey(o.Dir)
 	if err != nil {
-		_ = ob.close()
+		_ = ob.Close()
 		return nil, err
 	}
 	if damaged != "" {
@@ -248,8 +248,8 @@ func (p *Publisher) Close() error {
 		p.stop()
 		<-p.done
 	}
-	err := p.ob.flush()
-	if cerr := p.ob.close(); err == nil {
+	err := p.ob.Flush()
+	if cerr := p.ob.Close(); err == nil {
 		err = cerr
 	}
 	return err
@@ -257,7 +257,7 @@ func (p *Publisher) Close() error {
 
 // Stats returns what the publisher has done so far.
 func (p *Publisher) Stats() Stats {
-	waiting, size := p.ob.counts()
+	waiting, size := p.ob.Counts()
 	p.mu.Lock()
 	full := p.full
 	p.mu.Unlock()
@@ -307,7 +307,7 @@ func (p *Publisher) announceDamage() {
 	if sc.Torn == nil && len(sc.Skipped) == 0 {
 		return
 	}
-	ev := event.FileTorn{Header: event.Header{At: p.o.Clock.Now()}, Path: p.ob.log.Path(), Skipped: len(sc.Skipped)}
+	ev := event.FileTorn{Header: event.Header{At: p.o.Clock.Now()}, Path: p.ob.Path(), Skipped: len(sc.Skipped)}
 	if t := sc.Torn; t != nil {
 		ev.Offset, ev.Bytes, ev.SavedTo = t.Offset, t.Bytes, t.SavedTo
 	}

@@ -39,7 +39,11 @@ func (p *Publisher) keep(e event.Event) (bool, error) {
 	if h.ID != "" {
 		id = keyedID(p.key, h.Desk, h.ID)
 	}
-	return p.ob.add(subject, id, event.JSON(e))
+	kept, err := p.ob.Add(item{id: id, subject: subject, data: event.JSON(e)})
+	if err != nil {
+		return false, fmt.Errorf("keep event %s: %w", subject, err)
+	}
+	return kept, nil
 }
 
 // drop counts an event the outbox could not keep (err says why when its
@@ -58,7 +62,7 @@ func (p *Publisher) drop(err error) {
 	if !first {
 		return
 	}
-	waiting, _ := p.ob.counts()
+	waiting, _ := p.ob.Counts()
 	ev := event.NATSOutboxFull{Header: event.Header{At: since}, MaxBytes: p.o.MaxBytes, Waiting: waiting, Dropped: 1}
 	if err != nil {
 		ev.Error = err.Error()
@@ -89,28 +93,28 @@ func (p *Publisher) send(ctx context.Context, status <-chan nats.Status) {
 	var failed uint64 // the entry whose last attempt failed: its PubAck may have been lost
 	for ctx.Err() == nil {
 		p.flush()
-		e, ok := p.ob.head()
+		e, ok := p.ob.Head()
 		switch {
 		case !ok:
 			select {
-			case <-p.ob.wake:
+			case <-p.ob.Wake():
 			case <-ctx.Done():
 			}
 			continue
 		case !p.o.Conn.IsConnected():
 			select {
 			case <-status:
-			case <-p.ob.wake: // flushed at the top
+			case <-p.ob.Wake(): // flushed at the top
 			case <-ctx.Done():
 			}
 			continue
 		}
-		err := p.publish(ctx, e, &ready, e.seq == failed || p.ob.wasResumed(e.seq))
+		err := p.publish(ctx, e, &ready, e.Seq == failed || p.ob.WasResumed(e.Seq))
 		if err == nil {
 			backoff = firstBackoff
 			continue
 		}
-		failed = e.seq
+		failed = e.Seq
 		if ctx.Err() != nil {
 			return
 		}
@@ -145,7 +149,7 @@ func (p *Publisher) wait(ctx context.Context, d time.Duration, status <-chan nat
 			return
 		case <-ctx.Done():
 			return
-		case <-p.ob.wake:
+		case <-p.ob.Wake():
 			p.flush()
 		}
 	}
@@ -155,7 +159,7 @@ func (p *Publisher) wait(ctx context.Context, d time.Duration, status <-chan nat
 // streak (the entries stay in the file, and are sent; a later flush tries
 // again).
 func (p *Publisher) flush() {
-	err := p.ob.flush()
+	err := p.ob.Flush()
 	p.mu.Lock()
 	first := err != nil && !p.syncFailing
 	again := err == nil && p.syncFailing
@@ -188,19 +192,19 @@ func (p *Publisher) publish(ctx context.Context, e entry, ready *bool, again boo
 		}
 		*ready = true
 	}
-	msg := &nats.Msg{Subject: e.subject, Data: e.data, Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, e.id)
+	msg := &nats.Msg{Subject: e.Item.subject, Data: e.Item.data, Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, e.Item.id)
 	ack, err := p.js.PublishMsg(ctx, msg)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoStreamResponse) {
 			*ready = false
 		}
-		return fmt.Errorf("publish event %s (id %s) to NATS: %w", e.subject, e.id, err)
+		return fmt.Errorf("publish event %s (id %s) to NATS: %w", e.Item.subject, e.Item.id, err)
 	}
 	if ack.Duplicate && !again {
 		p.duplicate(ctx, e, ack.Sequence)
 	}
-	waiting, err := p.ob.ack(e.seq)
+	waiting, err := p.ob.Finish(e.Seq)
 	p.published.Add(1)
 	p.recovered()
 	if err != nil {
@@ -248,7 +252,7 @@ type head struct {
 // (nats.duplicate).
 func (p *Publisher) duplicate(ctx context.Context, e entry, seq uint64) {
 	var ours head
-	_ = json.Unmarshal(e.data, &ours) // event.JSON: cannot fail
+	_ = json.Unmarshal(e.Item.data, &ours) // event.JSON: cannot fail
 	if ours.ID != "" {
 		if stored, err := p.stored(ctx, seq); err == nil && stored == ours {
 			return
@@ -256,7 +260,7 @@ func (p *Publisher) duplicate(ctx context.Context, e entry, seq uint64) {
 	}
 	p.duplicates.Add(1)
 	event.Publish(p.o.Bus, event.NATSDuplicate{
-		Header: event.Header{At: p.o.Clock.Now(), Desk: ours.Desk}, Subject: e.subject, EventID: ours.ID, MsgID: e.id, StreamSeq: seq,
+		Header: event.Header{At: p.o.Clock.Now(), Desk: ours.Desk}, Subject: e.Item.subject, EventID: ours.ID, MsgID: e.Item.id, StreamSeq: seq,
 	}) // deskd's log has it from the bus
 }
 

@@ -248,7 +248,7 @@ func New(o Options) (*Notifier, error) {
 		tg.ob = ob
 		tg.scanOK = sc.Torn == nil && len(sc.Skipped) == 0
 		if !tg.scanOK {
-			tg.torn = event.FileTorn{Path: ob.log.Path(), Skipped: len(sc.Skipped)}
+			tg.torn = event.FileTorn{Path: ob.Path(), Skipped: len(sc.Skipped)}
 			if tt := sc.Torn; tt != nil {
 				tg.torn.Offset, tg.torn.Bytes, tg.torn.SavedTo = tt.Offset, tt.Bytes, tt.SavedTo
 			}
@@ -365,7 +365,7 @@ func (n *Notifier) closeOutboxes() error {
 	var errs []error
 	for _, t := range n.targets {
 		if t.ob != nil {
-			errs = append(errs, t.ob.close())
+			errs = append(errs, t.ob.Close())
 		}
 	}
 	return errors.Join(errs...)
@@ -375,7 +375,7 @@ func (n *Notifier) closeOutboxes() error {
 func (n *Notifier) Stats() []TargetStats {
 	out := make([]TargetStats, 0, len(n.targets))
 	for _, t := range n.targets {
-		waiting, size := t.ob.counts()
+		waiting, size := t.ob.Counts()
 		n.mu.Lock()
 		out = append(out, TargetStats{Target: t.Name, Host: t.host, Format: t.Format, Pending: waiting, Bytes: size,
 			Delivered: t.delivered, Failed: t.failed, Attempts: t.attempts, Failing: t.failing, LastError: t.lastError, Since: t.since})

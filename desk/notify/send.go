@@ -104,7 +104,7 @@ func (n *Notifier) keep(nt note) {
 	err := nt.err
 	kept := false
 	if err == nil {
-		kept, err = nt.t.ob.add(nt.id, nt.typ, nt.at, nt.body)
+		kept, err = nt.t.ob.Add(item{id: nt.id, typ: nt.typ, at: nt.at, body: nt.body})
 	}
 	if kept {
 		n.mu.Lock()
@@ -143,16 +143,16 @@ func (n *Notifier) send(ctx context.Context, t *target) {
 	backoff := FirstBackoff
 	attempts := 0 // of the head entry
 	for ctx.Err() == nil {
-		e, ok := t.ob.head()
+		e, ok := t.ob.Head()
 		if !ok {
 			n.drained(t)
 			select {
-			case <-t.ob.wake:
+			case <-t.ob.Wake():
 			case <-ctx.Done():
 			}
 			continue
 		}
-		if age := n.o.Clock.Now().Sub(e.at); age >= t.GiveUpAfter {
+		if age := n.o.Clock.Now().Sub(e.Item.at); age >= t.GiveUpAfter {
 			n.giveUp(t, e, attempts)
 			attempts, backoff = 0, FirstBackoff
 			continue
@@ -168,7 +168,7 @@ func (n *Notifier) send(ctx context.Context, t *target) {
 		}
 		attempts++
 		n.failedPost(t, e, err, backoff, attempts)
-		wait := min(backoff, max(t.GiveUpAfter-n.o.Clock.Now().Sub(e.at), 0))
+		wait := min(backoff, max(t.GiveUpAfter-n.o.Clock.Now().Sub(e.Item.at), 0))
 		timer := n.o.Clock.NewTimer(wait)
 		select {
 		case <-timer.C():
@@ -193,7 +193,7 @@ func (n *Notifier) post(ctx context.Context, t *target, e entry) error {
 		case <-ctx.Done():
 		}
 	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(e.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(e.Item.body))
 	if err != nil {
 		return fmt.Errorf("post to %s: %w", t.host, errors.Unwrap(err))
 	}
@@ -201,9 +201,9 @@ func (n *Notifier) post(ctx context.Context, t *target, e entry) error {
 	req.Header.Set("User-Agent", "deskd")
 	if t.Format == Standard {
 		ts := n.o.Clock.Now().Unix()
-		req.Header.Set("webhook-id", e.id)
+		req.Header.Set("webhook-id", e.Item.id)
 		req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-		req.Header.Set("webhook-signature", signature(t.Key, e.id, ts, e.body))
+		req.Header.Set("webhook-signature", signature(t.Key, e.Item.id, ts, e.Item.body))
 	}
 	resp, err := n.o.Client.Do(req)
 	if err != nil {
@@ -234,7 +234,7 @@ func scrubURL(err error) error {
 
 // delivered records that t took e.
 func (n *Notifier) delivered(t *target, e entry) {
-	err := t.ob.finish(e.seq)
+	_, err := t.ob.Finish(e.Seq)
 	n.mu.Lock()
 	t.delivered++
 	was := t.failing
@@ -264,15 +264,15 @@ func (n *Notifier) failedPost(t *target, e entry, err error, backoff time.Durati
 	if !first {
 		return
 	}
-	n.o.Log.Warn().Err(err).Str("target", t.Name).Str("type", e.typ).Str("webhook_id", e.id).Str("retry_in", backoff.String()).
+	n.o.Log.Warn().Err(err).Str("target", t.Name).Str("type", e.Item.typ).Str("webhook_id", e.Item.id).Str("retry_in", backoff.String()).
 		Msg("notify: post failed; retrying with backoff")
 	event.Publish(n.o.Bus, event.NotifyFailed{Header: event.Header{At: n.o.Clock.Now()},
-		Target: t.Name, Reason: "failing", Type: e.typ, WebhookID: e.id, Error: err.Error(), Attempts: attempts})
+		Target: t.Name, Reason: "failing", Type: e.Item.typ, WebhookID: e.Item.id, Error: err.Error(), Attempts: attempts})
 }
 
 // giveUp drops e, retried for t's give_up_after, and announces it.
 func (n *Notifier) giveUp(t *target, e entry, attempts int) {
-	err := t.ob.finish(e.seq)
+	_, err := t.ob.Finish(e.Seq)
 	n.mu.Lock()
 	t.failed++
 	last := t.lastError
@@ -281,10 +281,10 @@ func (n *Notifier) giveUp(t *target, e entry, attempts int) {
 	if err != nil {
 		n.o.Log.Warn().Err(err).Str("target", t.Name).Msg("notify: the outbox could not record a give-up")
 	}
-	n.o.Log.Error().Str("target", t.Name).Str("type", e.typ).Str("webhook_id", e.id).Str("error", last).
+	n.o.Log.Error().Str("target", t.Name).Str("type", e.Item.typ).Str("webhook_id", e.Item.id).Str("error", last).
 		Str("give_up_after", t.GiveUpAfter.String()).Msg("notify: notification given up")
 	event.Publish(n.o.Bus, event.NotifyFailed{Header: event.Header{At: n.o.Clock.Now()},
-		Target: t.Name, Reason: "gave_up", Type: e.typ, WebhookID: e.id, Error: last, Attempts: attempts})
+		Target: t.Name, Reason: "gave_up", Type: e.Item.typ, WebhookID: e.Item.id, Error: last, Attempts: attempts})
 }
 
 // drained ends a full outbox's outage once it is empty.
