@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -155,6 +156,14 @@ type journal struct {
 	memory.Rollover
 
 	SummarizedEvent *event.SessionSummarized `json:"summarized_event,omitempty"`
+	// SummaryCovers is how many exchanges the session had when Summary
+	// was made (0: not known, a journal of an older deskd). A rollover cut
+	// short can be followed by turns in the same session (its later step
+	// failed and the desk went on; deskd restarted with its clock behind):
+	// a summary that covers fewer exchanges than the session has is made
+	// again, round SummaryRound, so that no turn is in no summary.
+	SummaryCovers int `json:"summary_covers,omitempty"`
+	SummaryRound  int `json:"summary_round,omitempty"`
 
 	// FoldTook is exactly what the fold (FoldResult) took of each notes
 	// file: a crash after Memory.md was written but before
@@ -355,13 +364,22 @@ func (k *Keeper) rollOver(ctx context.Context, reason event.SessionReason) (stri
 // rollover that a crash (or a failed journal write) cut short, and is used
 // without asking the model again.
 func (k *Keeper) summarise(ctx context.Context, j *journal) error {
+	if n := k.o.Router.Exchanges(); j.Summary != "" && j.SummaryCovers > 0 && j.SummaryCovers < n {
+		// The session went on after this summary was made: make it again.
+		j.Summary, j.SummaryAttempts, j.SummaryError, j.Degraded = "", 0, "", false
+		j.Summarised, j.SummarizedEvent = false, nil
+		j.SummaryRound++
+		if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
+			return err
+		}
+	}
 	if j.Summarised {
 		return nil
 	}
 	if j.SummarizedEvent == nil {
 		if j.Summary == "" {
 			if text, ok := k.recordedSummary(j.Session); ok {
-				j.Summary, j.SummaryAttempts = strings.TrimRight(text, "\n")+"\n", 1
+				j.Summary, j.SummaryAttempts, j.SummaryCovers = strings.TrimRight(text, "\n")+"\n", 1, k.o.Router.Exchanges()
 				if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
 					return err
 				}
@@ -377,7 +395,7 @@ func (k *Keeper) summarise(ctx context.Context, j *journal) error {
 				j.Degraded, j.SummaryError = true, err.Error()
 				text = memory.DegradedSummary(oneLine(err.Error()), k.o.Router.Digest())
 			}
-			j.Summary = strings.TrimRight(text, "\n") + "\n"
+			j.Summary, j.SummaryCovers = strings.TrimRight(text, "\n")+"\n", k.o.Router.Exchanges()
 			if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
 				return err
 			}
@@ -387,7 +405,11 @@ func (k *Keeper) summarise(ctx context.Context, j *journal) error {
 			return err
 		}
 		j.SummaryPath = path
-		j.SummarizedEvent = &event.SessionSummarized{Header: k.stepHeader(j.Session, StepSummarised), Session: j.Session,
+		h := k.stepHeader(j.Session, StepSummarised)
+		if j.SummaryRound > 0 { // a summary made again is a new event, not a copy of the first
+			h.ID += ":" + strconv.Itoa(j.SummaryRound)
+		}
+		j.SummarizedEvent = &event.SessionSummarized{Header: h, Session: j.Session,
 			Date: j.Date.String(), SummaryPath: path, Degraded: j.Degraded, Attempts: j.SummaryAttempts, Error: j.SummaryError}
 		if err := k.o.Folder.WriteJSON(journalFile, j); err != nil {
 			return err

@@ -19,7 +19,9 @@ type Header struct {
 	// ID, when set, names the event stably across a crash: a producer that
 	// announces an event at least once (a rollover's steps) gives every
 	// copy the same ID, so a consumer that has seen an ID may drop the
-	// copy. The keeper's are "rollover:<old session>:<step>". Empty for
+	// copy. The keeper's are "rollover:<old session>:<step>" (and, for a
+	// summary made again because the session went on after a rollover cut
+	// short, "rollover:<old session>:summarised:<round>"). Empty for
 	// events announced at most once.
 	ID string `json:"id,omitempty"`
 }
