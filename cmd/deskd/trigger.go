@@ -73,7 +73,7 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&kind, "kind", string(triggers.Market), "market or manual: market text reaches the model as untrusted data; manual, as the operator's own words, needs the operator's credential (the token of auth_token_file, or the unix socket)")
 	cmd.Flags().StringVar(&id, "id", "", "idempotency key: the same id twice queues once")
 	cmd.Flags().StringVar(&key, "key", "", "coalescing key of a market trigger (a symbol, say)")
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the answer and print the reply; each change of the trigger's state goes to stderr")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the answer and print the reply: one POST that deskd answers when the turn ends; a turn still going after 30s is watched, each change of its state to stderr")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "with --wait: give up after this long (exit 4)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
 	return cmd
