@@ -50,6 +50,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, ": deskd restarted since event %s; replaying what this deskd holds\n\n", r.Header.Get("Last-Event-ID"))
 	}
 	for {
+		if !s.hosts.admits(r) { // allowed_hosts lost the name the stream was opened under
+			fmt.Fprintf(w, ": Host %q is no longer a name of this deskd (allowed_hosts changed): the stream ends\n\n", r.Host)
+			rc.Flush()
+			return
+		}
 		evs, missed, changed := ring.since(cursor)
 		done := watchWrites(s.o.Clock, rc) // ssewatch.go: a client that stops reading is dropped
 		if missed > 0 {

@@ -104,13 +104,22 @@ func (h hostRule) allows(hostport string) bool {
 	return h.allowed != nil && slices.Contains(h.allowed(), name)
 }
 
-// check lets r through, or answers 421 Misdirected Request naming the
-// Host refused and how to allow it. It reports whether r may go on.
-func (h hostRule) check(w http.ResponseWriter, r *http.Request) bool {
+// admits reports whether the rule lets r through now: over a unix socket
+// always, over TCP when its Host is one of deskd's names. A request that
+// lives on (the event stream, a long poll) asks again before it writes
+// what it waited for, so that a reload that takes a name out of
+// allowed_hosts ends what was let in under it.
+func (h hostRule) admits(r *http.Request) bool {
 	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && addr.Network() == "unix" {
 		return true
 	}
-	if h.allows(r.Host) {
+	return h.allows(r.Host)
+}
+
+// check lets r through, or answers 421 Misdirected Request naming the
+// Host refused and how to allow it. It reports whether r may go on.
+func (h hostRule) check(w http.ResponseWriter, r *http.Request) bool {
+	if h.admits(r) {
 		return true
 	}
 	writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf("Host %q is not a name of this deskd: refused, since a web page can rename 127.0.0.1 "+

@@ -121,6 +121,9 @@ func (s *Server) answerWhenFinal(w http.ResponseWriter, r *http.Request, d *desk
 		return
 	}
 	st, found := d.WaitTrigger(r.Context(), acc.ID, wait)
+	if !s.hosts.check(w, r) { // asked again: a reload may have taken the name away meanwhile
+		return
+	}
 	if found && st.Final() {
 		if feed && !fedBy(st.Source) {
 			writeError(w, http.StatusForbidden, notFedBy(d.Name(), acc.ID))
@@ -181,6 +184,9 @@ func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
 	)
 	if wait > 0 {
 		st, found = d.WaitTrigger(r.Context(), id, wait)
+		if !s.hosts.check(w, r) { // asked again: a reload may have taken the name away meanwhile
+			return
+		}
 	} else {
 		st, found = d.Trigger(id)
 	}
