@@ -18,16 +18,8 @@ import (
 // Anthropic is a client of the Messages API. It streams every answer and
 // makes one attempt per call: the router retries.
 type Anthropic struct {
-	client
-	// url is the endpoint (the base URL's v1/messages); hc makes the
-	// calls.
-	url string
-	hc  *http.Client
-	// tools and system keep the encodings of tool definitions and of
-	// system prompts, by content.
-	tools, system *memo
-	// bodies recycles the buffers of request bodies.
-	bodies *bodies
+	// streamer calls the endpoint, the base URL's v1/messages.
+	streamer
 }
 
 var _ Provider = (*Anthropic)(nil)
@@ -50,7 +42,7 @@ func NewAnthropic(o ClientOptions) (*Anthropic, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model %s: base_url: %w", o.Name, err)
 	}
-	return &Anthropic{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
+	return &Anthropic{streamer: newStreamer(o, target)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -66,30 +58,18 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 }
 
 func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error) {
-	buf := p.bodies.get()
-	// buf goes back only after the call, once the request's body reader
-	// is released: nothing can read it then.
-	defer p.bodies.put(buf)
-	body, err := p.body(buf, req)
-	if err != nil {
-		return Response{}, p.failed(err)
-	}
-	maxTokens := p.maxTokens(req)
-	a := p.begin(ctx, maxTokens)
-	defer a.cancel()
-	meter, rec, c, cancel := &a.meter, a.rec, a.call, a.cancel
-
 	header := streamHeader()
 	header.Set("Anthropic-Version", AnthropicVersion)
 	if p.key != "" {
 		header.Set("X-Api-Key", p.key)
 	}
-	res, release, err := post(&a, p.hc, p.url, header, body)
-	defer release()
+	maxTokens := p.maxTokens(req)
+	x, done, err := p.open(ctx, maxTokens, header, func(b *wireBody) ([]byte, error) { return p.body(b, req) })
+	defer done()
 	if err != nil {
 		return Response{}, err
 	}
-	defer res.Body.Close()
+	meter, rec, c, cancel := &x.meter, x.rec, x.call, x.cancel
 
 	var (
 		msg     messageAnswer
@@ -98,7 +78,7 @@ func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error)
 		started bool
 		stopped bool
 		cut     bool
-		stream  = newSSEReader(res.Body)
+		stream  = newSSEReader(x.res.Body)
 	)
 	for {
 		name, data, err := stream.next()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"sync/atomic"
 
@@ -18,16 +17,8 @@ import (
 // streams every answer, asks for the usage in the stream's last chunk, and
 // makes one attempt per call: the router retries.
 type OpenAI struct {
-	client
-	// url is the endpoint (the base URL's chat/completions); hc makes
-	// the calls.
-	url string
-	hc  *http.Client
-	// tools and system keep the encodings of tool definitions and of
-	// system prompts, by content.
-	tools, system *memo
-	// bodies recycles the buffers of request bodies.
-	bodies *bodies
+	// streamer calls the endpoint, the base URL's chat/completions.
+	streamer
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -44,7 +35,7 @@ func NewOpenAI(o ClientOptions) (*OpenAI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model %s: base_url: %w", o.Name, err)
 	}
-	return &OpenAI{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies)}, nil
+	return &OpenAI{streamer: newStreamer(o, target)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -61,36 +52,24 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 }
 
 func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
-	buf := p.bodies.get()
-	// buf goes back only after the call, once the request's body reader
-	// is released: nothing can read it then.
-	defer p.bodies.put(buf)
-	body, err := p.body(buf, req)
-	if err != nil {
-		return Response{}, p.failed(err)
-	}
-	maxOut := outputCap(p.maxOut, req.MaxOutputTokens)
-	a := p.begin(ctx, maxOut)
-	defer a.cancel()
-	meter, rec, c, cancel := &a.meter, a.rec, a.call, a.cancel
-
 	header := streamHeader()
 	if p.key != "" {
 		header.Set("Authorization", "Bearer "+p.key)
 	}
-	res, release, err := post(&a, p.hc, p.url, header, body)
-	defer release()
+	maxOut := outputCap(p.maxOut, req.MaxOutputTokens)
+	x, done, err := p.open(ctx, maxOut, header, func(b *wireBody) ([]byte, error) { return p.body(b, req) })
+	defer done()
 	if err != nil {
 		return Response{}, err
 	}
-	defer res.Body.Close()
+	meter, rec, c, cancel := &x.meter, x.rec, x.call, x.cancel
 
 	var (
 		acc    chatAnswer
 		chunks int
 		cut    bool
 		chunk  chatChunk
-		events = newSSEReader(res.Body)
+		events = newSSEReader(x.res.Body)
 	)
 	for {
 		_, data, err := events.next()

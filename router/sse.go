@@ -3,6 +3,7 @@ package router
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -204,4 +205,57 @@ func streamHeader() http.Header {
 	h.Set("Accept", "text/event-stream")
 	h.Set("User-Agent", "deskd")
 	return h
+}
+
+// streamer is what the streaming clients share: the options, the
+// endpoint and the HTTP client that calls it, the encodings of tool
+// definitions and of system prompts (by content), and the buffers of
+// request bodies.
+type streamer struct {
+	client
+	url           string
+	hc            *http.Client
+	tools, system *memo
+	bodies        *bodies
+}
+
+// newStreamer returns the streamer of checked options o calling target.
+func newStreamer(o ClientOptions, target string) streamer {
+	return streamer{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies)}
+}
+
+// exchange is one streamed call under way: its attempt, and the answer
+// whose body streams.
+type exchange struct {
+	attempt
+	res *http.Response
+}
+
+// open writes a request body into a pooled buffer (write), begins an
+// attempt whose reply is capped by an output cap of maxOut tokens, and
+// posts the body with header (see post). The caller defers done, which
+// closes the answer, releases the body, ends the attempt and only then
+// gives the buffer back: nothing can read it after.
+func (s *streamer) open(ctx context.Context, maxOut int, header http.Header, write func(*wireBody) ([]byte, error)) (x *exchange, done func(), err error) {
+	buf := s.bodies.get()
+	body, err := write(buf)
+	if err != nil {
+		s.bodies.put(buf)
+		return nil, func() {}, s.failed(err)
+	}
+	ex := &exchange{attempt: s.begin(ctx, maxOut)}
+	res, release, err := post(&ex.attempt, s.hc, s.url, header, body)
+	ex.res = res
+	done = func() {
+		if res != nil {
+			_ = res.Body.Close()
+		}
+		release()
+		ex.cancel()
+		s.bodies.put(buf)
+	}
+	if err != nil {
+		return nil, done, err
+	}
+	return ex, done, nil
 }
