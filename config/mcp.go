@@ -331,32 +331,28 @@ func loadMCPEnv(n node, srv *MCPServer, dir string, httpOnly bool) {
 		if httpOnly {
 			n.problem("pass_env", "only a server deskd runs (command) has an environment")
 		}
-		for i, x := range pl {
-			field := fmt.Sprintf("%s[%d]", n.field("pass_env"), i)
-			v, ok := x.(string)
+		n.eachString("pass_env", pl, "a variable's name", func(field, v string) bool {
 			switch {
-			case !ok:
-				n.s.add(n.file, field, "want a variable's name, got %s", kind(x))
-				continue
 			case !envNameRE.MatchString(v):
 				// not quoted: it may be a secret pasted here by mistake
 				n.s.add(n.file, field, "not an environment variable name (letters, digits and _, not starting with a digit); "+
 					"if it is the secret itself, put it in the environment or a file: pass_env names the variable")
-				continue
+				return false
 			case seen[v] != "":
 				n.s.add(n.file, field, "%s is also set by %s", v, seen[v])
-				continue
+				return false
 			}
 			seen[v] = field
 			val := os.Getenv(v)
 			if val == "" {
 				n.s.add(n.file, field, "%s", unsetEnvReason(v, "deskd's environment"))
-				continue
+				return false
 			}
 			srv.PassEnv = append(srv.PassEnv, v)
 			setSecretEnv(srv, v, val)
 			n.s.hide(val)
-		}
+			return true
+		})
 	}
 }
 
@@ -579,28 +575,24 @@ func loadDeskMCPEntry(en node, server string) DeskMCP {
 // name must pass ok, when given (approve's tools are in tools).
 func mcpToolList(en node, key, server string, l []any, ok func(string) bool) []string {
 	var out []string
-	for i, x := range l {
-		field := fmt.Sprintf("%s[%d]", en.field(key), i)
-		t, isStr := x.(string)
+	en.eachString(key, l, "a tool's name", func(field, t string) bool {
 		switch {
-		case !isStr:
-			en.s.add(en.file, field, "want a tool's name, got %s", kind(x))
-			continue
 		case t == AllMCPTools && len(l) > 1:
 			en.s.add(en.file, field, "%q means every tool: give it alone", AllMCPTools)
-			continue
+			return false
 		case t == AllMCPTools:
 		case !mcpFullNameRE.MatchString("mcp__" + server + "__" + t):
 			en.s.add(en.file, field, "%q cannot be offered to a model: mcp__%s__<tool> must be letters, digits, _ and -, at most 64 characters", t, server)
-			continue
+			return false
 		case slices.Contains(out, t):
 			en.s.add(en.file, field, "%q is listed twice", t)
-			continue
+			return false
 		case ok != nil && !ok(t):
 			en.s.add(en.file, field, "%q is not in tools: the desk may not call it", t)
-			continue
+			return false
 		}
 		out = append(out, t)
-	}
+		return true
+	})
 	return out
 }

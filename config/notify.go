@@ -177,22 +177,18 @@ func loadNotifyTarget(n node, name, dir string) *NotifyTarget {
 	if evs, st := n.list("events"); st == set {
 		t.Events = nil
 		known := append(event.Topics(), TopicTurnFallback)
-		for i, v := range evs {
-			field := fmt.Sprintf("%s[%d]", n.field("events"), i)
-			s, ok := v.(string)
+		good = n.eachString("events", evs, "an event topic", func(field, s string) bool {
 			switch {
-			case !ok:
-				n.s.add(n.file, field, "want an event topic, got %s", kind(v))
 			case !slices.Contains(known, s):
 				n.s.add(n.file, field, "unknown event topic %q: want a topic of the event catalogue (README's Events) or %s", s, TopicTurnFallback)
 			case slices.Contains(t.Events, s):
 				n.s.add(n.file, field, "%q is listed twice", s)
 			default:
 				t.Events = append(t.Events, s)
-				continue
+				return true
 			}
-			good = false
-		}
+			return false
+		}) && good
 		if len(evs) == 0 {
 			n.problem("events", "the list is empty: leave it out for the default list, or name at least one topic")
 			good = false
@@ -269,12 +265,8 @@ func loadDeskNotify(root node, d *Desk, c *Config) {
 	if st != set {
 		return
 	}
-	for i, v := range as {
-		field := fmt.Sprintf("%s[%d]", n.field("answers"), i)
-		s, ok := v.(string)
+	n.eachString("answers", as, "a target of the main file's notify", func(field, s string) bool {
 		switch {
-		case !ok:
-			n.s.add(n.file, field, "want a target of the main file's notify, got %s", kind(v))
 		case c.Notify[s] == nil:
 			known := make([]string, 0, len(c.Notify))
 			for k := range c.Notify {
@@ -293,5 +285,6 @@ func loadDeskNotify(root node, d *Desk, c *Config) {
 		default:
 			d.NotifyAnswers = append(d.NotifyAnswers, s)
 		}
-	}
+		return true
+	})
 }

@@ -381,6 +381,28 @@ func (n node) list(key string) ([]any, state) {
 	return l, set
 }
 
+// eachString calls each with the field ("key[i]") and the value of every
+// element of l, the list of key. An element that is not a string is a
+// problem, "want <want>, got <its kind>", and each is not called for it.
+// It returns false when an element was not a string or each returned
+// false.
+func (n node) eachString(key string, l []any, want string, each func(field, s string) bool) bool {
+	good := true
+	for i, v := range l {
+		field := fmt.Sprintf("%s[%d]", n.field(key), i)
+		s, ok := v.(string)
+		if !ok {
+			n.s.add(n.file, field, "want %s, got %s", want, kind(v))
+			good = false
+			continue
+		}
+		if !each(field, s) {
+			good = false
+		}
+	}
+	return good
+}
+
 // asMapping returns v as a node at path, or false after adding a problem.
 func (n node) asMapping(path string, v any) (node, bool) {
 	sub := node{s: n.s, file: n.file, path: path, written: n.written}
