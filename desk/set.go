@@ -1,6 +1,7 @@
 package desk
 
 import (
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -114,11 +115,7 @@ func (s *Set) Unfail(name string) {
 func (s *Set) Failed() map[string]Failure {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make(map[string]Failure, len(s.failed))
-	for name, f := range s.failed {
-		out[name] = f
-	}
-	return out
+	return maps.Clone(s.failed) // never nil: NewSet makes s.failed
 }
 
 // Statuses returns the status of every desk, sorted by name: each running

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -103,11 +104,7 @@ func (m *modelServer) arrival(marker string) (arrival, bool) {
 func (m *modelServer) protocols() map[string]int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[string]int, len(m.protos))
-	for k, v := range m.protos {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(m.protos) // never nil: newModelServer makes m.protos
 }
 
 // lastMarker returns the last bench marker in body: the one of the
