@@ -125,23 +125,7 @@ func TestCalendarEndProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			main, desk := baseMain, baseDesk
-			if tt.main != "" {
-				main = tt.main
-			}
-			if tt.desk != "" {
-				desk = tt.desk
-			}
-			files := map[string]string{"desks.d/main.yaml": desk}
-			for k, v := range tt.files {
-				files[k] = v
-			}
-			_, err := config.Load(setup(t, main, files))
-			ps := problemsOf(t, err)
-			w := want{tt.file, tt.field, tt.want}
-			if len(ps) != 1 || !w.matches(ps[0]) {
-				t.Fatalf("problems:\n%v\nwant exactly one: %s: %s: ...%s...", err, tt.file, tt.field, tt.want)
-			}
+			wantOneProblem(t, tt.main, tt.desk, tt.files, want{tt.file, tt.field, tt.want})
 		})
 	}
 }

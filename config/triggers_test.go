@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,6 +155,25 @@ func TestCalendarOverride(t *testing.T) {
 	}
 }
 
+// wantOneProblem loads main and desk (baseMain and baseDesk when "")
+// with the more files, and wants exactly one problem, w.
+func wantOneProblem(t *testing.T, main, desk string, files map[string]string, w want) {
+	t.Helper()
+	if main == "" {
+		main = baseMain
+	}
+	if desk == "" {
+		desk = baseDesk
+	}
+	all := map[string]string{"desks.d/main.yaml": desk}
+	maps.Copy(all, files)
+	_, err := config.Load(setup(t, main, all))
+	ps := problemsOf(t, err)
+	if len(ps) != 1 || !w.matches(ps[0]) {
+		t.Fatalf("problems:\n%v\nwant exactly one: %s: %s: ...%s...", err, w.file, w.field, w.reason)
+	}
+}
+
 func TestTriggerProblems(t *testing.T) {
 	const mainFile, deskFile = "deskd.yaml", "main.yaml"
 	deskWith := func(extra string) string { return baseDesk + extra }
@@ -206,23 +226,7 @@ func TestTriggerProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			main, desk := baseMain, baseDesk
-			if tt.main != "" {
-				main = tt.main
-			}
-			if tt.desk != "" {
-				desk = tt.desk
-			}
-			files := map[string]string{"desks.d/main.yaml": desk}
-			for k, v := range tt.files {
-				files[k] = v
-			}
-			_, err := config.Load(setup(t, main, files))
-			ps := problemsOf(t, err)
-			w := want{tt.file, tt.field, tt.reason}
-			if len(ps) != 1 || !w.matches(ps[0]) {
-				t.Fatalf("problems:\n%v\nwant exactly one: %s: %s: ...%s...", err, tt.file, tt.field, tt.reason)
-			}
+			wantOneProblem(t, tt.main, tt.desk, tt.files, want{tt.file, tt.field, tt.reason})
 		})
 	}
 }
