@@ -303,6 +303,7 @@ func rawName(w http.ResponseWriter) string { return w.(ctxWriter).name }
 // TestCloseWithAStalledHTTPServer: an HTTP server that never answers the
 // DELETE ending its session does not keep Close from returning.
 func TestCloseWithAStalledHTTPServer(t *testing.T) {
+	t.Parallel() // 5 s of real time (the MCP SDK bounds the DELETE of a session so): run beside the others
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		switch req.Method {

@@ -129,6 +129,7 @@ func (r *rig) expire(at time.Time) {
 // keeps its stdout open, and exits: Close returns, and no process of the
 // server's is left.
 func TestCloseKillsAForkedChild(t *testing.T) {
+	t.Parallel() // seconds of real time (the grace periods of a stop, killGrace): run beside the others
 	for _, scenario := range []string{"fork", "forkquiet"} {
 		t.Run(scenario, func(t *testing.T) { closeKillsAForkedChild(t, scenario) })
 	}
@@ -227,6 +228,7 @@ func TestStderrTailIsCleaned(t *testing.T) {
 // TestCloseKillsAServerIgnoringSIGTERM: a server that ignores SIGTERM and
 // its stdin closing is killed by Close, which returns.
 func TestCloseKillsAServerIgnoringSIGTERM(t *testing.T) {
+	t.Parallel() // seconds of real time (the grace periods of a stop, killGrace): run beside the others
 	r := newRig(t)
 	r.serve(hostile(t, "stubborn"))
 	pid := r.status("hostile").PID
@@ -348,6 +350,7 @@ func TestFatToolsAreBounded(t *testing.T) {
 // writes of a large call fill the pipe and block) still times out on the
 // host's clock, and Close returns.
 func TestDeafServerTimesOut(t *testing.T) {
+	t.Parallel() // seconds of real time (the grace periods of a stop, killGrace): run beside the others
 	r := newRig(t)
 	srv := hostile(t, "deaf")
 	srv.Timeout = 5 * time.Second
