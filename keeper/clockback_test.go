@@ -106,20 +106,7 @@ func TestClockBehindTheSessionKeepsIt(t *testing.T) {
 	}
 
 	// Forward again: the same date as the session's, then the next.
-	e.clock.Set(desktest.At("2026-12-02T04:30:00Z")) // 10:00 IST, 2 December
-	p2.turn(t, "t5", "Same day.")
-	if got := p2.router.SessionID(); got != second {
-		t.Errorf("at 10:00 IST on 2 December: session %s, want %s", got, second)
-	}
-	e.clock.Set(desktest.At("2026-12-02T18:30:00Z")) // 00:00 IST, 3 December
-	p2.turn(t, "t6", "Next day.")
-	third := p2.router.SessionID()
-	if third == second {
-		t.Fatal("no rollover at 00:00 IST on 3 December")
-	}
-	if h := header(t, p2.folder, third); h.Parent != second || h.Date != "2026-12-03" {
-		t.Errorf("the session of 3 December: parent %s, date %s; want %s, 2026-12-03", h.Parent, h.Date, second)
-	}
+	third := forwardTo3December(t, e, p2, "t5", "t6", second)
 	if got, want := list(t, p2.folder.Path(memory.SessionsDir)), sortedCopy([]string{first + ".jsonl", second + ".jsonl", third + ".jsonl"}); !slices.Equal(got, want) {
 		t.Errorf("sessions/ = %v, want %v", got, want)
 	}
@@ -173,14 +160,28 @@ func TestManualRolloverWithTheClockBehind(t *testing.T) {
 	if got, want := list(t, p2.folder.Path(memory.SummariesDir)), []string{"2026-12-02.md"}; !slices.Equal(got, want) {
 		t.Errorf("summaries/ = %v, want %v", got, want)
 	}
+	forwardTo3December(t, e, p2, "t2", "t3", id)
+}
+
+// forwardTo3December takes turn sameDay at 10:00 IST on 2 December, which
+// stays in session kept (of that date), then turn nextDay at 00:00 IST on
+// 3 December, which rolls over into a session of that date following
+// kept; it returns that session's id.
+func forwardTo3December(t *testing.T, e *env, p *proc, sameDay, nextDay, kept string) string {
+	t.Helper()
 	e.clock.Set(desktest.At("2026-12-02T04:30:00Z")) // 10:00 IST, 2 December
-	p2.turn(t, "t2", "Same day.")
-	if got := p2.router.SessionID(); got != id {
-		t.Errorf("at 10:00 IST on 2 December: session %s, want %s", got, id)
+	p.turn(t, sameDay, "Same day.")
+	if got := p.router.SessionID(); got != kept {
+		t.Errorf("at 10:00 IST on 2 December: session %s, want %s", got, kept)
 	}
 	e.clock.Set(desktest.At("2026-12-02T18:30:00Z")) // 00:00 IST, 3 December
-	p2.turn(t, "t3", "Next day.")
-	if h := header(t, p2.folder, p2.router.SessionID()); h.Parent != id || h.Date != "2026-12-03" {
-		t.Errorf("the session of 3 December: parent %s, date %s; want %s, 2026-12-03", h.Parent, h.Date, id)
+	p.turn(t, nextDay, "Next day.")
+	next := p.router.SessionID()
+	if next == kept {
+		t.Fatal("no rollover at 00:00 IST on 3 December")
 	}
+	if h := header(t, p.folder, next); h.Parent != kept || h.Date != "2026-12-03" {
+		t.Errorf("the session of 3 December: parent %s, date %s; want %s, 2026-12-03", h.Parent, h.Date, kept)
+	}
+	return next
 }
