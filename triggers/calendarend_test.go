@@ -123,16 +123,32 @@ func runHeld(t *testing.T, start time.Time, entries []triggers.Entry) *heldHarne
 	return h
 }
 
-// to waits for the scheduler's timer to be armed at want (the slot it
-// waits for next), then sets the clock to at.
-func (h *heldHarness) to(t *testing.T, want, at time.Time) {
+// to waits for the scheduler's timer to be armed at when (the slot it
+// waits for next), then sets the clock to it.
+func (h *heldHarness) to(t *testing.T, when time.Time) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if err := h.clk.WaitTimerAt(ctx, want); err != nil {
-		t.Fatalf("the scheduler armed no timer for %v: %v", want, err)
+	if err := h.clk.WaitTimerAt(ctx, when); err != nil {
+		t.Fatalf("the scheduler armed no timer for %v: %v", when, err)
 	}
-	h.clk.Set(at)
+	h.clk.Set(when)
+}
+
+// firesAt moves the clock to when (see to) and wants slot fired there.
+func (h *heldHarness) firesAt(t *testing.T, when time.Time, slot string) {
+	t.Helper()
+	h.to(t, when)
+	expect(t, h.fired, "fired", slot)
+}
+
+// holdsAt moves the clock to when (see to) and wants slot (with its
+// reason) recorded missed and announced held there.
+func (h *heldHarness) holdsAt(t *testing.T, when time.Time, slot string) {
+	t.Helper()
+	h.to(t, when)
+	expect(t, h.missed, "missed", slot)
+	expect(t, h.held, "held", slot)
 }
 
 // TestSchedulerHoldsSlotsPastCalendarEnd: under beyond_calendar: hold
@@ -148,32 +164,22 @@ func TestSchedulerHoldsSlotsPastCalendarEnd(t *testing.T) {
 		{Name: "daily", Spec: spec(t, "0 20 * * *"), Calendar: cal, On: triggers.EveryDay},
 	}
 	h := runHeld(t, istAt(2026, 12, 31, 9, 0), entries)
-	h.to(t, istAt(2026, 12, 31, 9, 15), istAt(2026, 12, 31, 9, 15))
-	expect(t, h.fired, "fired", "open@2026-12-31 09:15")
-	h.to(t, istAt(2026, 12, 31, 10, 0), istAt(2026, 12, 31, 10, 0))
-	expect(t, h.fired, "fired", "tape@2026-12-31 10:00")
-	h.to(t, istAt(2026, 12, 31, 20, 0), istAt(2026, 12, 31, 20, 0))
-	expect(t, h.fired, "fired", "daily@2026-12-31 20:00")
+	h.firesAt(t, istAt(2026, 12, 31, 9, 15), "open@2026-12-31 09:15")
+	h.firesAt(t, istAt(2026, 12, 31, 10, 0), "tape@2026-12-31 10:00")
+	h.firesAt(t, istAt(2026, 12, 31, 20, 0), "daily@2026-12-31 20:00")
 
 	// Friday 1 January 2027, a weekday past the end: held.
 	if name, at, ok := h.sched.Next(istAt(2026, 12, 31, 20, 0)); !ok || name != "daily" || !at.Equal(istAt(2027, 1, 1, 20, 0)) {
 		t.Errorf("Next = %s %v %v, want daily at 2027-01-01 20:00 (the held slots will not fire)", name, at, ok)
 	}
-	h.to(t, istAt(2027, 1, 1, 9, 15), istAt(2027, 1, 1, 9, 15))
-	expect(t, h.missed, "missed", "open@2027-01-01 09:15: calendar NSE ends 2026-12-31")
-	expect(t, h.held, "held", "open@2027-01-01 09:15: calendar NSE ends 2026-12-31")
-	h.to(t, istAt(2027, 1, 1, 10, 0), istAt(2027, 1, 1, 10, 0))
-	expect(t, h.missed, "missed", "tape@2027-01-01 10:00: calendar NSE ends 2026-12-31")
-	expect(t, h.held, "held", "tape@2027-01-01 10:00: calendar NSE ends 2026-12-31")
-	h.to(t, istAt(2027, 1, 1, 20, 0), istAt(2027, 1, 1, 20, 0))
-	expect(t, h.fired, "fired", "daily@2027-01-01 20:00")
+	h.holdsAt(t, istAt(2027, 1, 1, 9, 15), "open@2027-01-01 09:15: calendar NSE ends 2026-12-31")
+	h.holdsAt(t, istAt(2027, 1, 1, 10, 0), "tape@2027-01-01 10:00: calendar NSE ends 2026-12-31")
+	h.firesAt(t, istAt(2027, 1, 1, 20, 0), "daily@2027-01-01 20:00")
 	// The weekend is no trading day under the calendar's weekdays: the
 	// next held slots are Monday's.
-	h.to(t, istAt(2027, 1, 2, 20, 0), istAt(2027, 1, 2, 20, 0))
-	expect(t, h.fired, "fired", "daily@2027-01-02 20:00")
-	h.to(t, istAt(2027, 1, 3, 20, 0), istAt(2027, 1, 3, 20, 0))
-	expect(t, h.fired, "fired", "daily@2027-01-03 20:00")
-	h.to(t, istAt(2027, 1, 4, 9, 15), istAt(2027, 1, 4, 9, 15))
+	h.firesAt(t, istAt(2027, 1, 2, 20, 0), "daily@2027-01-02 20:00")
+	h.firesAt(t, istAt(2027, 1, 3, 20, 0), "daily@2027-01-03 20:00")
+	h.to(t, istAt(2027, 1, 4, 9, 15))
 	expect(t, h.held, "held", "open@2027-01-04 09:15: calendar NSE ends 2026-12-31")
 	expectNone(t, h.fired, "fired")
 }
@@ -187,12 +193,9 @@ func TestSchedulerWeekdaysPastCalendarEnd(t *testing.T) {
 		{Name: "tape", Spec: spec(t, "0 10 * * *"), Calendar: cal, On: triggers.MarketHours, Beyond: triggers.BeyondWeekdays},
 	}
 	h := runHeld(t, istAt(2027, 1, 22, 9, 0), entries) // Friday
-	h.to(t, istAt(2027, 1, 22, 10, 0), istAt(2027, 1, 22, 10, 0))
-	expect(t, h.fired, "fired", "tape@2027-01-22 10:00")
-	h.to(t, istAt(2027, 1, 25, 10, 0), istAt(2027, 1, 25, 10, 0)) // Monday: the weekend skipped
-	expect(t, h.fired, "fired", "tape@2027-01-25 10:00")
-	h.to(t, istAt(2027, 1, 26, 10, 0), istAt(2027, 1, 26, 10, 0))
-	expect(t, h.fired, "fired", "tape@2027-01-26 10:00")
+	h.firesAt(t, istAt(2027, 1, 22, 10, 0), "tape@2027-01-22 10:00")
+	h.firesAt(t, istAt(2027, 1, 25, 10, 0), "tape@2027-01-25 10:00") // Monday: the weekend skipped
+	h.firesAt(t, istAt(2027, 1, 26, 10, 0), "tape@2027-01-26 10:00")
 	if name, _, ok := h.sched.Next(istAt(2027, 1, 26, 10, 0)); !ok || name != "tape" {
 		t.Errorf("Next = %s, %v; want tape's next slot", name, ok)
 	}
