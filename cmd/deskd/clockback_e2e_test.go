@@ -10,6 +10,15 @@ import (
 	"time"
 )
 
+// rollsOverAt sets d's clock to at and waits for desk main's daily
+// rollover from session prev; it returns the new session's id.
+func rollsOverAt(t *testing.T, d *deskdProc, deadline time.Time, at, prev string) string {
+	t.Helper()
+	d.at(t, at)
+	return d.waitFor(t, deadline, "session.started reason daily_rollover",
+		isEvent("session.started", "desk", "main", "reason", "daily_rollover", "previous", prev)).Str("session")
+}
+
 // TestE2EClockBehindKeepsTheSession rolls a desk over at 00:00 IST on
 // 2 December, then restarts deskd with its clock at 23:00 IST on
 // 1 December (--clock-start before the session's date): the desk keeps the
@@ -25,9 +34,7 @@ func TestE2EClockBehindKeepsTheSession(t *testing.T) {
 	s1 := d1.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first")).Str("session")
 	d1.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
 	postAnswered(t, d1, "a", s1)
-	d1.at(t, "2026-12-02T00:00:00+05:30")
-	s2 := d1.waitFor(t, deadline, "session.started reason daily_rollover",
-		isEvent("session.started", "desk", "main", "reason", "daily_rollover", "previous", s1)).Str("session")
+	s2 := rollsOverAt(t, d1, deadline, "2026-12-02T00:00:00+05:30", s1)
 	postAnswered(t, d1, "b", s2)
 	d1.stopCleanly(t, syscall.SIGTERM)
 
@@ -54,9 +61,7 @@ func TestE2EClockBehindKeepsTheSession(t *testing.T) {
 	// Forward again: 2 December is the session's own date.
 	d2.at(t, "2026-12-02T00:00:00+05:30")
 	postAnswered(t, d2, "e", s2)
-	d2.at(t, "2026-12-03T00:00:00+05:30")
-	s3 := d2.waitFor(t, deadline, "session.started reason daily_rollover",
-		isEvent("session.started", "desk", "main", "reason", "daily_rollover", "previous", s2)).Str("session")
+	s3 := rollsOverAt(t, d2, deadline, "2026-12-03T00:00:00+05:30", s2)
 	postAnswered(t, d2, "f", s3)
 	d2.stopCleanly(t, syscall.SIGTERM)
 
