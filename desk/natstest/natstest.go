@@ -126,35 +126,92 @@ func TryPublish(js jetstream.JetStream, subject, id, body string) (*jetstream.Pu
 }
 
 // WaitAcked waits, up to timeout, until the consumer has no message
-// pending delivery or ack; it checks again on each ack the consumer
-// gets (seen on $JS.ACK.<stream>.<consumer>.>).
+// pending delivery or ack. It reads the consumer's info at once and again
+// after each ack, nak or term the consumer gets (seen on
+// $JS.ACK.<stream>.<consumer>.>), but only once the server has applied
+// what it saw: the server passes an ack on to subscribers before its
+// consumer applies it (in a queue of the consumer's own), so an info read
+// at once can still count the message pending, and when that ack was the
+// last one nothing would ever make WaitAcked read again. Before each read
+// it therefore sends a no-op through that same queue (a progress ack of
+// a sequence never delivered, with a reply; the server queues an ack for
+// its consumer as it passes it on), answered once everything before it
+// is applied. Acks that come faster than it reads are coalesced
+// into one more read, never dropped. At the deadline it fails with the
+// consumer's info as it is then.
 func WaitAcked(tb testing.TB, nc *nats.Conn, js jetstream.JetStream, stream, consumer string, timeout time.Duration) *jetstream.ConsumerInfo {
 	tb.Helper()
-	acks := make(chan *nats.Msg, 4096)
-	sub, err := nc.ChanSubscribe("$JS.ACK."+stream+"."+consumer+".>", acks)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	barrier := ackSubject(stream, consumer, barrierSeq)
+	acked := make(chan struct{}, 1)
+	sub, err := nc.Subscribe("$JS.ACK."+stream+"."+consumer+".>", func(m *nats.Msg) {
+		if m.Subject == barrier {
+			return // WaitAcked's own
+		}
+		select {
+		case acked <- struct{}{}:
+		default: // a read is due already; it will see this ack too
+		}
+	})
 	if err != nil {
-		tb.Fatalf("natstest: subscribe to acks: %v", err)
+		tb.Fatalf("natstest: subscribe to the acks of consumer %s of %s: %v", consumer, stream, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
+	if err := nc.Flush(); err != nil { // the subscription is in place before the first read
+		tb.Fatalf("natstest: subscribe to the acks of consumer %s of %s: %v", consumer, stream, err)
+	}
 	var (
 		info *jetstream.ConsumerInfo
 		last error
 	)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if c, err := js.Consumer(ctx, stream, consumer); err != nil {
-			last = err
-		} else if info, last = c.Info(ctx); last == nil && info.NumAckPending == 0 && info.NumPending == 0 {
-			cancel()
+		info, last = appliedInfo(ctx, nc, js, stream, consumer, barrier)
+		if last == nil && info.NumAckPending == 0 && info.NumPending == 0 {
 			return info
 		}
-		cancel()
 		select {
-		case <-acks:
-		case <-deadline.C:
-			tb.Fatalf("natstest: consumer %s of %s still has messages pending after %v: %+v, %v", consumer, stream, timeout, info, last)
+		case <-acked:
+		case <-ctx.Done():
+			fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if c, err := js.Consumer(fctx, stream, consumer); err == nil {
+				if now, err := c.Info(fctx); err == nil {
+					info = now
+				}
+			}
+			fcancel()
+			tb.Fatalf("natstest: consumer %s of %s still has messages pending after %v: %+v (last error: %v)", consumer, stream, timeout, info, last)
 		}
 	}
+}
+
+// barrierSeq is the stream sequence of WaitAcked's no-op progress ack:
+// far beyond any stream of a test, so never a message that is pending.
+const barrierSeq = 1 << 50
+
+// ackSubject is the subject the server gives a delivery of the message
+// at stream sequence seq of consumer on stream (its first delivery, in
+// the format JetStream uses unless the server enables its version 2).
+func ackSubject(stream, consumer string, seq uint64) string {
+	return fmt.Sprintf("$JS.ACK.%s.%s.1.%d.%d.0.0", stream, consumer, seq, seq)
+}
+
+// appliedInfo reads the consumer's info once the server's consumer has
+// applied every ack it had when it was called: a progress ack of
+// barrier's (no) message, whose reply comes after those acks are applied.
+func appliedInfo(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, stream, consumer, barrier string) (*jetstream.ConsumerInfo, error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := nc.RequestMsgWithContext(rctx, &nats.Msg{Subject: barrier, Data: []byte("+WPI")}); err != nil {
+		return nil, fmt.Errorf("natstest: wait until consumer %s of %s has applied its acks: %w", consumer, stream, err)
+	}
+	c, err := js.Consumer(rctx, stream, consumer)
+	if err != nil {
+		return nil, fmt.Errorf("natstest: look up consumer %s of %s: %w", consumer, stream, err)
+	}
+	info, err := c.Info(rctx)
+	if err != nil {
+		return nil, fmt.Errorf("natstest: info of consumer %s of %s: %w", consumer, stream, err)
+	}
+	return info, nil
 }
