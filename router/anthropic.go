@@ -42,7 +42,7 @@ func NewAnthropic(o ClientOptions) (*Anthropic, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model %s: base_url: %w", o.Name, err)
 	}
-	return &Anthropic{streamer: newStreamer(o, target)}, nil
+	return &Anthropic{streamer: newStreamer(o, target, "X-Api-Key", "", "Anthropic-Version", AnthropicVersion)}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -58,13 +58,8 @@ func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 }
 
 func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error) {
-	header := streamHeader()
-	header.Set("Anthropic-Version", AnthropicVersion)
-	if p.key != "" {
-		header.Set("X-Api-Key", p.key)
-	}
 	maxTokens := p.maxTokens(req)
-	x, done, err := p.open(ctx, maxTokens, header, func(b *wireBody) ([]byte, error) { return p.body(b, req) })
+	x, done, err := p.open(ctx, maxTokens, func(b *wireBody) ([]byte, error) { return p.body(b, req) })
 	defer done()
 	if err != nil {
 		return Response{}, err

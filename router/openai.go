@@ -35,7 +35,7 @@ func NewOpenAI(o ClientOptions) (*OpenAI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model %s: base_url: %w", o.Name, err)
 	}
-	return &OpenAI{streamer: newStreamer(o, target)}, nil
+	return &OpenAI{streamer: newStreamer(o, target, "Authorization", "Bearer ")}, nil
 }
 
 // Complete streams one answer to req. Every failure is an *APIError, and
@@ -52,12 +52,8 @@ func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 }
 
 func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
-	header := streamHeader()
-	if p.key != "" {
-		header.Set("Authorization", "Bearer "+p.key)
-	}
 	maxOut := outputCap(p.maxOut, req.MaxOutputTokens)
-	x, done, err := p.open(ctx, maxOut, header, func(b *wireBody) ([]byte, error) { return p.body(b, req) })
+	x, done, err := p.open(ctx, maxOut, func(b *wireBody) ([]byte, error) { return p.body(b, req) })
 	defer done()
 	if err != nil {
 		return Response{}, err

@@ -217,11 +217,24 @@ type streamer struct {
 	hc            *http.Client
 	tools, system *memo
 	bodies        *bodies
+	// header is every request's header (streamHeader's, the service's
+	// and the key's); each request gets a copy.
+	header http.Header
 }
 
-// newStreamer returns the streamer of checked options o calling target.
-func newStreamer(o ClientOptions, target string) streamer {
-	return streamer{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies)}
+// newStreamer returns the streamer of checked options o calling target,
+// whose requests carry streamHeader's fields, the service's fields
+// (name, value pairs), and, when o has a key, the field keyField of value
+// keyPrefix and the key.
+func newStreamer(o ClientOptions, target, keyField, keyPrefix string, fields ...string) streamer {
+	h := streamHeader()
+	for i := 0; i+1 < len(fields); i += 2 {
+		h.Set(fields[i], fields[i+1])
+	}
+	if o.APIKey != "" {
+		h.Set(keyField, keyPrefix+o.APIKey)
+	}
+	return streamer{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies), header: h}
 }
 
 // exchange is one streamed call under way: its attempt, and the answer
@@ -233,10 +246,10 @@ type exchange struct {
 
 // open writes a request body into a pooled buffer (write), begins an
 // attempt whose reply is capped by an output cap of maxOut tokens, and
-// posts the body with header (see post). The caller defers done, which
+// posts the body (see post). The caller defers done, which
 // closes the answer, releases the body, ends the attempt and only then
 // gives the buffer back: nothing can read it after.
-func (s *streamer) open(ctx context.Context, maxOut int, header http.Header, write func(*wireBody) ([]byte, error)) (x *exchange, done func(), err error) {
+func (s *streamer) open(ctx context.Context, maxOut int, write func(*wireBody) ([]byte, error)) (x *exchange, done func(), err error) {
 	buf := s.bodies.get()
 	body, err := write(buf)
 	if err != nil {
@@ -244,7 +257,7 @@ func (s *streamer) open(ctx context.Context, maxOut int, header http.Header, wri
 		return nil, func() {}, s.failed(err)
 	}
 	ex := &exchange{attempt: s.begin(ctx, maxOut)}
-	res, release, err := post(&ex.attempt, s.hc, s.url, header, body)
+	res, release, err := post(&ex.attempt, s.hc, s.url, s.header.Clone(), body)
 	ex.res = res
 	done = func() {
 		if res != nil {
