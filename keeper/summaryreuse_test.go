@@ -14,6 +14,20 @@ import (
 	"github.com/deskd/deskd/router"
 )
 
+// failRolloverAfterTheAnswer sets the clock to 00:00:05 IST on 2 March
+// and has p roll over with the journal's next write after the model's
+// summary answer failing (through ffs), as a crash there would leave it:
+// the rollover must fail with that error.
+func failRolloverAfterTheAnswer(t *testing.T, e *env, p *proc, ffs *faultfs.FS) {
+	t.Helper()
+	e.model.answered = func() { ffs.FailAt(faultfs.Rename, 1, faultfs.ErrIO) }
+	defer func() { e.model.answered = nil }()
+	e.clock.Set(desktest.At("2026-03-01T18:30:05Z")) // 00:00:05 IST, 2 March
+	if _, err := p.keeper.RollOver(t.Context(), event.ReasonDailyRollover); !errors.Is(err, faultfs.ErrIO) {
+		t.Fatalf("RollOver with the journal's write failing: err = %v, want %v", err, faultfs.ErrIO)
+	}
+}
+
 // TestRollOverReusesTheSummaryAnswerAfterACrash stops a rollover the
 // instant the model's summary answer is in the session file, before the
 // journal holds it (the journal's write fails, as a crash there would
@@ -43,12 +57,7 @@ func TestRollOverReusesTheSummaryAnswerAfterACrash(t *testing.T) {
 			p1 := e.start(keeper.Options{})
 			p1.turn(t, "t1", "Should we buy NIFTY?")
 			old := p1.router.SessionID()
-			// The journal's next write, the one after the answer, fails.
-			e.model.answered = func() { ffs.FailAt(faultfs.Rename, 1, faultfs.ErrIO) }
-			e.clock.Set(desktest.At("2026-03-01T18:30:05Z")) // 00:00:05 IST, 2 March
-			if _, err := p1.keeper.RollOver(t.Context(), event.ReasonDailyRollover); !errors.Is(err, faultfs.ErrIO) {
-				t.Fatalf("RollOver with the journal's write failing: err = %v, want %v", err, faultfs.ErrIO)
-			}
+			failRolloverAfterTheAnswer(t, e, p1, ffs)
 			if ev := eventtest.Next[event.RolloverFailed](failed); ev.Step != string(keeper.StepSummarised) {
 				t.Errorf("rollover.failed names step %q, want %q", ev.Step, keeper.StepSummarised)
 			}
@@ -72,7 +81,6 @@ func TestRollOverReusesTheSummaryAnswerAfterACrash(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			e.model.answered = nil
 			p2 := e.start(keeper.Options{})
 			first := p2.turn(t, "t2", "Good morning.")
 			if p2.router.SessionID() == old {
@@ -104,12 +112,7 @@ func TestRollOverAsksAgainAfterATurnFollowedTheAnswer(t *testing.T) {
 	e.fs = ffs
 	p := e.start(keeper.Options{})
 	p.turn(t, "t1", "Should we buy NIFTY?")
-	e.model.answered = func() { ffs.FailAt(faultfs.Rename, 1, faultfs.ErrIO) }
-	e.clock.Set(desktest.At("2026-03-01T18:30:05Z")) // 00:00:05 IST, 2 March
-	if _, err := p.keeper.RollOver(t.Context(), event.ReasonDailyRollover); !errors.Is(err, faultfs.ErrIO) {
-		t.Fatalf("RollOver with the journal's write failing: err = %v, want %v", err, faultfs.ErrIO)
-	}
-	e.model.answered = nil
+	failRolloverAfterTheAnswer(t, e, p, ffs)
 	old := p.router.SessionID()
 	if _, err := p.router.Send(t.Context(), trigger("t2", "Close half.")); err != nil { // a turn in the old session, as after a failed rollover
 		t.Fatal(err)
