@@ -53,18 +53,14 @@ func NewAnthropic(o ClientOptions) (*Anthropic, error) {
 // keeps the text the model sent (see toolArguments), so that the tool
 // loop reports the parse error to the model.
 func (p *Anthropic) Complete(ctx context.Context, req Request) (Response, error) {
-	resp, err := p.complete(ctx, req)
-	return resp, scrubError(err, p.key)
+	return p.stream(ctx, p.maxTokens(req),
+		func(b *wireBody) ([]byte, error) { return p.body(b, req) },
+		func(x *exchange) (Response, error) { return p.read(x, req) })
 }
 
-func (p *Anthropic) complete(ctx context.Context, req Request) (Response, error) {
-	maxTokens := p.maxTokens(req)
-	x, done, err := p.open(ctx, maxTokens, func(b *wireBody) ([]byte, error) { return p.body(b, req) })
-	defer done()
-	if err != nil {
-		return Response{}, err
-	}
-	meter, rec, c, cancel := &x.meter, x.rec, x.call, x.cancel
+// read reads the answer of x, a call for req.
+func (p *Anthropic) read(x *exchange, req Request) (Response, error) {
+	maxTokens, meter, rec, c, cancel := x.maxOut, &x.meter, x.rec, x.call, x.cancel
 
 	var (
 		msg     messageAnswer

@@ -47,18 +47,14 @@ func NewOpenAI(o ClientOptions) (*OpenAI, error) {
 // toolArguments), so that the tool loop reports the parse error to the
 // model.
 func (p *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
-	resp, err := p.complete(ctx, req)
-	return resp, scrubError(err, p.key)
+	return p.stream(ctx, outputCap(p.maxOut, req.MaxOutputTokens),
+		func(b *wireBody) ([]byte, error) { return p.body(b, req) },
+		func(x *exchange) (Response, error) { return p.read(x, req) })
 }
 
-func (p *OpenAI) complete(ctx context.Context, req Request) (Response, error) {
-	maxOut := outputCap(p.maxOut, req.MaxOutputTokens)
-	x, done, err := p.open(ctx, maxOut, func(b *wireBody) ([]byte, error) { return p.body(b, req) })
-	defer done()
-	if err != nil {
-		return Response{}, err
-	}
-	meter, rec, c, cancel := &x.meter, x.rec, x.call, x.cancel
+// read reads the answer of x, a call for req.
+func (p *OpenAI) read(x *exchange, req Request) (Response, error) {
+	maxOut, meter, rec, c, cancel := x.maxOut, &x.meter, x.rec, x.call, x.cancel
 
 	var (
 		acc    chatAnswer

@@ -237,38 +237,41 @@ func newStreamer(o ClientOptions, target, keyField, keyPrefix string, fields ...
 	return streamer{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies), header: h}
 }
 
-// exchange is one streamed call under way: its attempt, and the answer
-// whose body streams.
+// exchange is one streamed call under way: its attempt, its output cap
+// in tokens, and the answer whose body streams.
 type exchange struct {
 	attempt
-	res *http.Response
+	maxOut int
+	res    *http.Response
 }
 
-// open writes a request body into a pooled buffer (write), begins an
-// attempt whose reply is capped by an output cap of maxOut tokens, and
-// posts the body (see post). The caller defers done, which
-// closes the answer, releases the body, ends the attempt and only then
-// gives the buffer back: nothing can read it after.
-func (s *streamer) open(ctx context.Context, maxOut int, write func(*wireBody) ([]byte, error)) (x *exchange, done func(), err error) {
+// stream makes one streamed call whose reply is capped by an output cap
+// of maxOut tokens (ReplyCap): it writes the request body into a pooled
+// buffer (write), posts it (see post) and has read read the answer. Its
+// error passes scrubError, whichever step made it.
+func (s *streamer) stream(ctx context.Context, maxOut int, write func(*wireBody) ([]byte, error), read func(*exchange) (Response, error)) (Response, error) {
+	resp, err := s.streamOnce(ctx, maxOut, write, read)
+	return resp, scrubError(err, s.key)
+}
+
+// streamOnce is stream but for the scrub. As it returns it closes the
+// answer, releases the body, ends the attempt and only then gives the
+// buffer back: nothing can read it after.
+func (s *streamer) streamOnce(ctx context.Context, maxOut int, write func(*wireBody) ([]byte, error), read func(*exchange) (Response, error)) (Response, error) {
 	buf := s.bodies.get()
+	defer s.bodies.put(buf)
 	body, err := write(buf)
 	if err != nil {
-		s.bodies.put(buf)
-		return nil, func() {}, s.failed(err)
+		return Response{}, s.failed(err)
 	}
-	ex := &exchange{attempt: s.begin(ctx, maxOut)}
-	res, release, err := post(&ex.attempt, s.hc, s.url, s.header.Clone(), body)
-	ex.res = res
-	done = func() {
-		if res != nil {
-			_ = res.Body.Close()
-		}
-		release()
-		ex.cancel()
-		s.bodies.put(buf)
-	}
+	x := &exchange{attempt: s.begin(ctx, maxOut), maxOut: maxOut}
+	defer x.cancel()
+	res, release, err := post(&x.attempt, s.hc, s.url, s.header.Clone(), body)
+	defer release()
 	if err != nil {
-		return nil, done, err
+		return Response{}, err
 	}
-	return ex, done, nil
+	defer res.Body.Close()
+	x.res = res
+	return read(x)
 }
