@@ -128,7 +128,7 @@ type Config struct {
 	Models map[string]Model
 	// Desks is every desk in DesksDir, by desk name.
 	Desks map[string]*Desk
-	// NATS is the nats section (nats.go); nil: NATS is off.
+	// NATS is the nats section (nats, nats.go); nil: NATS is off.
 	NATS *NATS
 	// MCPServers is the MCP servers desks may call tools on (mcp_servers,
 	// mcp.go), by server name.
@@ -144,9 +144,10 @@ type Config struct {
 
 // Log is the logging settings of the main file.
 type Log struct {
-	// Level is trace, debug, info (default), warn or error.
+	// Level is trace, debug, info (default), warn or error (level); a
+	// reload applies a change at once.
 	Level string
-	// Format is json (default) or console.
+	// Format is json (default) or console (format).
 	Format string
 }
 
@@ -192,13 +193,13 @@ type Desk struct {
 	// Fallbacks names the models tried, in order, when Model fails
 	// (fallbacks; keys of Config.Models, no duplicates, not Model).
 	Fallbacks []string
-	// Instructions is the desk's instructions: the inline instructions, or
-	// the content of InstructionsFile.
+	// Instructions is the desk's instructions: the inline instructions
+	// (instructions), or the content of InstructionsFile.
 	Instructions string
 	// InstructionsFile is the absolute path instructions were read from
 	// (instructions_file, relative to the desk file's directory), or empty.
 	InstructionsFile string
-	// Schedules is the desk's cron schedules, in file order.
+	// Schedules is the desk's cron schedules (schedules), in file order.
 	Schedules []Schedule
 	// Curator is the skill curator settings (curator).
 	Curator Curator

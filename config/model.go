@@ -18,18 +18,34 @@ import (
 // Prices are a model's prices per million tokens (prices: {input, output,
 // cached_input}); cost budgets count only models that have them.
 type Prices struct {
-	Input       float64
-	Output      float64
+	// Input is the price of a million input tokens (input): the prompt's
+	// tokens neither read from nor written to the service's prompt cache
+	// (those written to Anthropic's cost 125% of it).
+	Input float64
+	// Output is the price of a million output tokens (output).
+	Output float64
+	// CachedInput is the price of a million input tokens read from the
+	// service's prompt cache (cached_input; default a share of input: 50%
+	// for openai, 10% for anthropic, all of it for other services).
 	CachedInput float64
 }
 
 // Budgets are a desk's spending limits (budgets); zero means no limit.
 type Budgets struct {
-	TurnTokens    int64   // turn_tokens
-	SessionTokens int64   // session_tokens
-	DayTokens     int64   // day_tokens
-	DayCost       float64 // day_cost, in the currency of the models' prices
-	ReserveTokens int64   // reserve_tokens: what the rollover may spend past a spent budget
+	// TurnTokens caps the tokens of one turn (turn_tokens).
+	TurnTokens int64
+	// SessionTokens caps the tokens of a session (session_tokens); a new
+	// session starts it again.
+	SessionTokens int64
+	// DayTokens caps the tokens of a trading date (day_tokens).
+	DayTokens int64
+	// DayCost caps the cost of a trading date (day_cost), in the currency
+	// of the models' prices; it counts only models with prices.
+	DayCost float64
+	// ReserveTokens is what the rollover's summary and fold, and
+	// compaction, may spend past a spent budget (reserve_tokens), so that
+	// a spent desk still rolls over.
+	ReserveTokens int64
 }
 
 // Tool is an operator-defined command tool of a desk (tools[]).

@@ -38,8 +38,8 @@ type NATS struct {
 	// URLs are the servers to connect to (url: one URL or a list;
 	// required), each nats://, tls://, ws:// or wss://host:port.
 	URLs []string
-	// CredsFile is the absolute path of a credentials file (a user JWT and
-	// its NKey seed; creds_file, resolved as auth_token_file).
+	// CredsFile is the absolute path of a credentials file (creds_file: a
+	// user JWT and its NKey seed; resolved as auth_token_file).
 	CredsFile string
 	// TokenFile is the absolute path of a file holding a token on its
 	// first line (token_file, resolved as auth_token_file).
@@ -63,7 +63,8 @@ type NATSTLS struct {
 	// CertFile and KeyFile are deskd's client certificate and its key
 	// (cert_file, key_file: both or neither).
 	CertFile string
-	KeyFile  string
+	// KeyFile is the key of CertFile (key_file).
+	KeyFile string
 }
 
 // NATSTriggers is nats.triggers: the stream a message on

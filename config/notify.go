@@ -180,7 +180,7 @@ func loadNotifyTarget(n node, name, dir string) *NotifyTarget {
 		good = n.eachString("events", evs, "an event topic", func(field, s string) bool {
 			switch {
 			case !slices.Contains(known, s):
-				n.s.add(n.file, field, "unknown event topic %q: want a topic of the event catalogue (README's Events) or %s", s, TopicTurnFallback)
+				n.s.add(n.file, field, "unknown event topic %q: want a topic of the event catalogue (docs/EVENTS.md) or %s", s, TopicTurnFallback)
 			case slices.Contains(t.Events, s):
 				n.s.add(n.file, field, "%q is listed twice", s)
 			default:

@@ -11,10 +11,10 @@ import (
 )
 
 // everythingServer is where CI (npm install --prefix examples/mcp)
-// installs the MCP reference server the README's example uses.
+// installs the MCP reference server docs/MCP.md's example uses.
 const everythingServer = "../../examples/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
-// TestMCPReferenceServerExample runs the README's MCP example as written:
+// TestMCPReferenceServerExample runs docs/MCP.md's example as written:
 // examples/mcp/ on the reference server @modelcontextprotocol/server-everything
 // from npm. check-config --probe lists the server's tools; the desk calls
 // echo at once, and get-sum once an operator approves it with deskd
@@ -27,7 +27,7 @@ func TestMCPReferenceServerExample(t *testing.T) {
 		t.Skipf("the MCP reference server is not installed (npm install --prefix examples/mcp @modelcontextprotocol/server-everything): %v", err)
 	}
 	// Not parallel: the CLI finds the daemon through $DESKD_STATE_DIR, as
-	// the README's lines do.
+	// the example's lines do.
 	const example = "../../examples/mcp/deskd.yaml"
 	code, out := deskdCLI(t, "check-config", "--config", example, "--probe")
 	if code != 0 || !strings.Contains(out, "mcp server everything (used by tools):") || !strings.Contains(out, "echo") || !strings.Contains(out, "get-sum") {
@@ -43,10 +43,10 @@ func TestMCPReferenceServerExample(t *testing.T) {
 	d.waitReady(t)
 	d.waitFor(t, time.Now().Add(60*time.Second), "mcp.server.up", isEvent("mcp.server.up", "server", "everything"))
 
-	// The README's lines, as an operator types them, against this daemon
+	// The example's lines, as an operator types them, against this daemon
 	// (found, as there, through $DESKD_STATE_DIR's runtime file).
 	t.Setenv("DESKD_STATE_DIR", cfg.StateDir)
-	lines := readmeExample(t, "CALL: mcp__everything__echo")
+	lines := docExample(t, "../../docs/MCP.md", "CALL: mcp__everything__echo")
 	cli := func(line []string) string {
 		t.Helper()
 		code, out := deskdCLI(t, line...)
@@ -72,7 +72,7 @@ func TestMCPReferenceServerExample(t *testing.T) {
 			}
 		case "approve":
 			if approvalID == "" {
-				t.Fatal("the README approves before it lists the approvals")
+				t.Fatal("docs/MCP.md approves before it lists the approvals")
 			}
 			line = slices.Clone(line)
 			line[slices.Index(line, "ID")] = approvalID
@@ -80,11 +80,11 @@ func TestMCPReferenceServerExample(t *testing.T) {
 				t.Fatalf("deskd approve:\n%s", out)
 			}
 		default:
-			t.Fatalf("the README's example runs deskd %s, which this test does not know", line[0])
+			t.Fatalf("docs/MCP.md's example runs deskd %s, which this test does not know", line[0])
 		}
 	}
 	if approvalID == "" {
-		t.Fatal("the README's example never asked for an approval")
+		t.Fatal("docs/MCP.md's example never asked for an approval")
 	}
 	s, reply := d.call(t, http.MethodGet, "/v1/desks/tools/triggers/"+sumTrigger+"?wait=60s", "", "")
 	if s != http.StatusOK || !strings.Contains(reply, `"answered"`) || !strings.Contains(reply, "get-sum answered") || !strings.Contains(reply, "5") {
@@ -95,12 +95,12 @@ func TestMCPReferenceServerExample(t *testing.T) {
 	}
 }
 
-// readmeExample returns the deskd command lines of the README's indented
-// example that holds marker, each split as the shell would (single quotes,
+// docExample returns the deskd command lines of the indented example of
+// the page at path that holds marker, each split as the shell would (single quotes,
 // $C as the example exports it, comments dropped), without "/tmp/deskd".
-func readmeExample(t *testing.T, marker string) [][]string {
+func docExample(t *testing.T, path, marker string) [][]string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +132,12 @@ func readmeExample(t *testing.T, marker string) [][]string {
 		}
 	}
 	if len(lines) < 3 {
-		t.Fatalf("README.md's example with %q has %d deskd lines, want the whole example", marker, len(lines))
+		t.Fatalf("%s's example with %q has %d deskd lines, want the whole example", path, marker, len(lines))
 	}
 	return lines
 }
 
-// shellWords splits a line as sh would for the README's examples: words
+// shellWords splits a line as sh would for the docs' examples: words
 // at blanks, '...' quoted, "..." quoted without expansions, a trailing
 // comment (after a blank and #) dropped; "&" at the end is dropped too.
 func shellWords(line string) []string {

@@ -1,13 +1,17 @@
 // Command docgen writes the reference pages of docs/ that the code
 // defines, so that they cannot drift from it: docs/EVENTS.md, the
 // catalogue of events, from desk/event's catalogue (every type with a
-// Topic method, its doc comment and its JSON fields); and docs/openapi.json,
-// the OpenAPI 3.1 description of the HTTP API (httpapi.OpenAPI).
+// Topic method, its doc comment and its JSON fields); docs/openapi.json,
+// the OpenAPI 3.1 description of the HTTP API (httpapi.OpenAPI); and
+// docs/CONFIG-REFERENCE.md, every key of the main file and of a desk
+// file, from the doc comments of package config's types.
 //
 //	go run ./cmd/docgen          # rewrite the pages
 //	go run ./cmd/docgen -check   # exit 1 if a page is stale
 //
-// The test of this package fails when a committed page is stale.
+// The tests of this package fail when a committed page is stale, when a
+// key the config loader accepts is not documented, and when a relative
+// link of README.md or docs/*.md does not resolve.
 package main
 
 import (
@@ -29,6 +33,7 @@ type page struct {
 var pages = []page{
 	{path: "docs/EVENTS.md", render: renderEvents},
 	{path: "docs/openapi.json", render: renderOpenAPI},
+	{path: "docs/CONFIG-REFERENCE.md", render: renderConfigReference},
 }
 
 func main() {

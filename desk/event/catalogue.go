@@ -6,7 +6,7 @@ import (
 )
 
 // This file is the catalogue of deskd's events: every topic and its payload.
-// README.md lists the same topics; keep the two in step. docs/EVENTS.md is
+// docs/OBSERVABILITY.md lists the same topics; keep the two in step. docs/EVENTS.md is
 // generated from it: run go run ./cmd/docgen after a change.
 
 // Header is what every event carries: when it happened, on deskd's clock,
