@@ -39,9 +39,10 @@ var allowedImports = map[string][]string{
 	"cmd/docgen": {"desk/httpapi"},
 
 	// Leaves.
-	"desk/clock":    {},
-	"desk/event":    {},
-	"desk/termsafe": {},
+	"desk/subreaper": {},
+	"desk/clock":     {},
+	"desk/event":     {},
+	"desk/termsafe":  {},
 	// The web console's page, script and style, embedded.
 	"desk/console":   {},
 	"memory/durable": {},

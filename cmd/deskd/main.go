@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/subreaper"
 	"github.com/deskd/deskd/desk/termsafe"
 )
 
@@ -39,11 +40,11 @@ func main() {
 	}()
 	// Best effort: without it (a kernel that refuses), a process an MCP
 	// server detached outlives deskd, as it would anyway.
-	reaper, _ := becomeSubreaper()
+	reaper, _ := subreaper.Become()
 	code := runWith(ctx, os.Args[1:], os.Stdout, os.Stderr, daemonSignals)
 	stop()
 	if reaper != nil {
-		reaper.shutdown() // what deskd's servers left behind, once they are closed
+		reaper.Shutdown() // what deskd's servers left behind, once they are closed
 	}
 	os.Exit(code)
 }

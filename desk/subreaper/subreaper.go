@@ -1,4 +1,12 @@
-package main
+// Package subreaper makes deskd the child subreaper of its descendants
+// (prctl PR_SET_CHILD_SUBREAPER): a process an MCP server detaches
+// (setsid, outside the server's process group, which deskd kills with the
+// server) and leaves behind when the server exits is reparented to deskd
+// rather than to init, so that it does not outlive deskd outside
+// systemd's cgroup. deskd reaps those of them that exit while it runs, and
+// ends the others when it stops, once its own work is done (the MCP
+// servers closed, the turns ended).
+package subreaper
 
 import (
 	"errors"
@@ -11,14 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// deskd is the child subreaper of its descendants: a process an MCP
-// server detaches (setsid, outside the server's process group, which
-// deskd kills with the server) and leaves behind when the server exits is
-// reparented to deskd rather than to init, so that it does not outlive
-// deskd outside systemd's cgroup. deskd reaps those of them that exit
-// while it runs, and ends the others when it stops, once its own work is
-// done (the MCP servers closed, the turns ended).
-//
 // Like the kill grace of an MCP server, these are the operating system's
 // times, not a desk's: they bound processes, so they run on the wall
 // clock, whatever deskd's clock is.
@@ -35,28 +35,28 @@ const (
 	orphanPoll = 20 * time.Millisecond
 )
 
-// subreaper reaps the orphans deskd adopts; shutdown ends those left.
-type subreaper struct {
+// Reaper reaps the orphans deskd adopts; Shutdown ends those left.
+type Reaper struct {
 	pid  int
 	stop chan struct{}
 	done chan struct{}
 }
 
-// becomeSubreaper makes deskd the child subreaper of its descendants
+// Become makes this process the child subreaper of its descendants
 // (prctl PR_SET_CHILD_SUBREAPER) and starts reaping the adopted orphans
-// that exit, every orphanScan.
-func becomeSubreaper() (*subreaper, error) {
+// that exit, every orphanScan. Call it once, from main.
+func Become() (*Reaper, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, fmt.Errorf("become the child subreaper of deskd's descendants: %w", err)
 	}
-	r := &subreaper{pid: os.Getpid(), stop: make(chan struct{}), done: make(chan struct{})}
+	r := &Reaper{pid: os.Getpid(), stop: make(chan struct{}), done: make(chan struct{})}
 	go r.reapExited()
 	return r, nil
 }
 
 // reapExited reaps, every orphanScan, the children that were zombies at
 // the scan before too, until stop.
-func (r *subreaper) reapExited() {
+func (r *Reaper) reapExited() {
 	defer close(r.done)
 	t := time.NewTicker(orphanScan)
 	defer t.Stop()
@@ -82,11 +82,11 @@ func (r *subreaper) reapExited() {
 	}
 }
 
-// shutdown stops the reaping and ends every child deskd still has: at
+// Shutdown stops the reaping and ends every child deskd still has: at
 // the end of deskd, each is an orphan it adopted (or a descendant of one,
 // adopted as its parent ends). They get SIGTERM, then, after orphanGrace,
 // SIGKILL, and each is reaped. It returns how many it ended.
-func (r *subreaper) shutdown() int {
+func (r *Reaper) Shutdown() int {
 	close(r.stop)
 	<-r.done
 	ended := 0
