@@ -229,6 +229,9 @@ func TestFaultEachWriteOfARollover(t *testing.T) {
 		if s := settle(t, h, "A"); s.State != triggers.StateAnswered {
 			t.Fatalf("trigger A: %+v", s)
 		}
+		if err := os.MkdirAll(filepath.Join(h.Dir, "main", memory.NotesDir), 0o750); err != nil { // made by a first note
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(h.Dir, "main", memory.NotesDir, "2026-03-02.md"), []byte("- a lesson\n"), 0o640); err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,11 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/deskd/deskd/memory/durable"
 )
@@ -24,9 +27,28 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 func (f *Folder) fs() durable.FS { return durable.Or(f.FS) }
 
 // writeAtomic is WriteFileAtomic through the folder's file layer, without
-// the error context, for callers that add their own.
+// the error context, for callers that add their own. The file's folder is
+// created (and fsynced into its parent) when it is missing: the folders
+// of a desk folder are made by their first write (see OpenFolder).
 func (f *Folder) writeAtomic(path string, data []byte, perm os.FileMode) error {
-	return durable.WriteFile(f.fs(), path, data, perm)
+	return f.inFolder(path, func() error { return durable.WriteFile(f.fs(), path, data, perm) })
+}
+
+// inFolder runs create, which creates a file at path; when it fails
+// because path's folder is missing, it creates the folder (durably, see
+// mkdirAll) and runs create again. A folder that is there costs nothing.
+func (f *Folder) inFolder(path string, create func() error) error {
+	err := create()
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, serr := os.Stat(filepath.Dir(path)); !errors.Is(serr, fs.ErrNotExist) {
+		return err // the folder is there: something else is missing
+	}
+	if err := f.mkdirAll(filepath.Dir(path)); err != nil {
+		return err
+	}
+	return create()
 }
 
 // writeFileKeep is durable.WriteFileKeep through the folder's file layer.

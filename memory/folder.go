@@ -58,8 +58,13 @@ type Folder struct {
 }
 
 // OpenFolder opens the folder of desk desk at dir (= <state_dir>/desks/<desk>),
-// creating it and its notes/, summaries/, sessions/, skills/ and history/
-// folders as needed. now is the clock (see Folder.Now) and must not be nil.
+// creating it as needed. now is the clock (see Folder.Now) and must not be
+// nil.
+//
+// Its notes/, summaries/, sessions/, skills/ and history/ folders are
+// created by the first write into each (and fsynced into the desk folder
+// then), not here: an idle desk's start makes none of them, and every
+// reader takes a missing one for an empty one.
 func OpenFolder(dir, desk string, now func() time.Time) (*Folder, error) {
 	if dir == "" {
 		return nil, errors.New("open desk folder: empty path")
@@ -70,10 +75,8 @@ func OpenFolder(dir, desk string, now func() time.Time) (*Folder, error) {
 	// durable.MkdirAll fsyncs the parent of each folder it creates, so
 	// that a folder found whole needs no fsync: a desk's restart makes
 	// none here.
-	for _, sub := range []string{"", NotesDir, SummariesDir, SessionsDir, SkillsDir, HistoryDir} {
-		if err := durable.MkdirAll(nil, filepath.Join(dir, sub), dirPerm); err != nil {
-			return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
-		}
+	if err := durable.MkdirAll(nil, dir, dirPerm); err != nil {
+		return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
 	}
 	return &Folder{Now: now, dir: dir, desk: desk}, nil
 }

@@ -77,6 +77,9 @@ func FuzzSessionFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		folder := fzFolder(t)
 		path := folder.SessionPath("s1")
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil { // made by a session's first write
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(path, data, 0o640); err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,11 @@ func (f *Folder) AppendNote(d Date, line string) error {
 	defer f.mu.Unlock()
 	_, statErr := os.Stat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	file, err := f.fs().OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, filePerm)
+	var file durable.File
+	err = f.inFolder(path, func() (err error) {
+		file, err = f.fs().OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, filePerm)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("append note %s: %w", path, err)
 	}

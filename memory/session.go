@@ -172,6 +172,10 @@ func (f *Folder) CreateSession(header Record) (*SessionLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: %w", path, err)
 	}
+	// sessions/ is made by the first session (see OpenFolder).
+	if err := f.mkdirAll(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("create session %s: %w", path, err)
+	}
 	log, err := durable.CreateLog(f.fs(), path, filePerm, bytes.TrimSuffix(line, []byte("\n")))
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: %w", path, err)

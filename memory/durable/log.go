@@ -30,6 +30,10 @@ type Log struct {
 	// broken is the failure that left bytes after at that could not be
 	// cut off yet; nil when the file ends at at.
 	broken error
+	// unlisted is set while the file, created by the open, may not be
+	// durably in its folder yet: the first fsync of the file (a synced
+	// Append, Sync) fsyncs the folder first.
+	unlisted bool
 }
 
 // Scan is what OpenLog found in the file.
@@ -69,7 +73,11 @@ type Skipped struct {
 type Valid func(line []byte) bool
 
 // OpenLog opens the log at path, creating it (and its folder) with perm
-// if it does not exist, and reads it. valid decides which lines are good
+// if it does not exist, and reads it. The entry of a file it creates is
+// made durable in its folder by the log's first fsync (a synced Append, or
+// Sync), not by the open: until then the file holds nothing durable, and
+// a crash that loses it loses nothing, so that opening a log that is never
+// written costs no fsync. valid decides which lines are good
 // records; blank lines are ignored. A last line that is not a good record,
 // or lacks its '\n', is torn: it is copied to <path>.torn-<offset>, and the
 // file is cut back to where it began and fsynced, so that the next open
@@ -78,7 +86,7 @@ type Valid func(line []byte) bool
 // the last good record are reported in Scan.Skipped and left in place.
 func OpenLog(fsys FS, path string, perm fs.FileMode, valid Valid) (*Log, Scan, error) {
 	fsys = Or(fsys)
-	f, err := openLogFile(fsys, path, perm, 0)
+	f, created, err := openLogFile(fsys, path, perm, 0)
 	if err != nil {
 		return nil, Scan{}, err
 	}
@@ -97,27 +105,28 @@ func OpenLog(fsys FS, path string, perm fs.FileMode, valid Valid) (*Log, Scan, e
 	if !terminated {
 		end++
 	}
-	return &Log{fsys: fsys, path: path, f: f, at: end}, sc, nil
+	return &Log{fsys: fsys, path: path, f: f, at: end, unlisted: created}, sc, nil
 }
 
-// openLogFile opens (creating it, its folder and its folder's entry
-// durably, with the folder's owner, if needed) the log file at path for
-// appending, and checks that it is a regular file of at least from bytes
-// (errors.Is ErrShort otherwise; from < 0 is refused too). Nothing is
-// created when a check fails on an existing file.
-func openLogFile(fsys FS, path string, perm fs.FileMode, from int64) (File, error) {
+// openLogFile opens (creating it and its folder durably, with the
+// folder's owner, if needed) the log file at path for appending, and
+// checks that it is a regular file of at least from bytes (errors.Is
+// ErrShort otherwise; from < 0 is refused too). Nothing is created when a
+// check fails on an existing file. created says the file was created: its
+// entry in its folder is not fsynced yet (see Log.unlisted).
+func openLogFile(fsys FS, path string, perm fs.FileMode, from int64) (_ File, created bool, _ error) {
 	if err := MkdirAll(fsys, filepath.Dir(path), 0o750); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	_, statErr := os.Lstat(path)
-	created := errors.Is(statErr, fs.ErrNotExist)
+	created = errors.Is(statErr, fs.ErrNotExist)
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, perm)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	fail := func(err error) (File, error) {
+	fail := func(err error) (File, bool, error) {
 		_ = f.Close()
-		return nil, err
+		return nil, false, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -133,11 +142,8 @@ func openLogFile(fsys FS, path string, perm fs.FileMode, from int64) (File, erro
 		if err := inherit(f, path, true); err != nil {
 			return fail(err)
 		}
-		if err := SyncDir(fsys, filepath.Dir(path)); err != nil {
-			return fail(err)
-		}
 	}
-	return f, nil
+	return f, created, nil
 }
 
 // readAll reads f, just opened, into a buffer sized once from its Stat (and
@@ -209,7 +215,7 @@ var ErrShort = errors.New("shorter than the offset to read from")
 // is refused (errors.Is ErrShort) before anything is changed.
 func OpenLogAt(fsys FS, path string, perm fs.FileMode, from int64, valid ValidAt) (*Log, Scan, error) {
 	fsys = Or(fsys)
-	f, err := openLogFile(fsys, path, perm, from)
+	f, created, err := openLogFile(fsys, path, perm, from)
 	if err != nil {
 		return nil, Scan{}, err
 	}
@@ -232,7 +238,7 @@ func OpenLogAt(fsys FS, path string, perm fs.FileMode, from int64, valid ValidAt
 	if !terminated {
 		end++
 	}
-	return &Log{fsys: fsys, path: path, f: f, at: end}, sc, nil
+	return &Log{fsys: fsys, path: path, f: f, at: end, unlisted: created}, sc, nil
 }
 
 // scanChunk is how much ScanFile reads at a time.
@@ -470,6 +476,11 @@ func (l *Log) Append(record []byte, sync bool) error {
 		}
 		l.broken = nil
 	}
+	if sync {
+		if err := l.list(); err != nil {
+			return fmt.Errorf("append to %s: %w", l.path, err)
+		}
+	}
 	_, err := l.f.Write(line)
 	if err == nil && sync {
 		err = l.f.Sync()
@@ -491,6 +502,9 @@ func (l *Log) Sync() error {
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return fmt.Errorf("sync %s: %w", l.path, os.ErrClosed)
+	}
+	if err := l.list(); err != nil {
+		return fmt.Errorf("sync %s: %w", l.path, err)
 	}
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", l.path, err)
@@ -527,7 +541,20 @@ func (l *Log) Replace(records [][]byte, perm fs.FileMode) error {
 		return fmt.Errorf("rewrite %s: reopen: %w", l.path, err)
 	}
 	_ = l.f.Close()
-	l.f, l.at, l.broken = f, int64(buf.Len()), nil
+	l.f, l.at, l.broken, l.unlisted = f, int64(buf.Len()), nil, false // WriteFile fsynced the folder
+	return nil
+}
+
+// list makes the file's entry in its folder durable, if it may not be
+// yet (unlisted). l.mu must be held.
+func (l *Log) list() error {
+	if !l.unlisted {
+		return nil
+	}
+	if err := SyncDir(l.fsys, filepath.Dir(l.path)); err != nil {
+		return err
+	}
+	l.unlisted = false
 	return nil
 }
 

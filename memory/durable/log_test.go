@@ -453,3 +453,56 @@ func TestAFaultDuringRecovery(t *testing.T) {
 		}
 	}
 }
+
+// TestNewLogIsEnteredByItsFirstSync: opening a log that does not exist
+// creates it without an fsync (an idle desk's ledger, opened at every
+// start, costs none); its first fsync, a synced Append or Sync, fsyncs
+// the folder first, so that a record reported durable is in a file that
+// is in its folder; a failed folder fsync writes nothing and is tried
+// again by the next synced Append.
+func TestNewLogIsEnteredByItsFirstSync(t *testing.T) {
+	for _, first := range []string{"append", "sync"} {
+		t.Run(first, func(t *testing.T) {
+			fsys := &faultfs.FS{}
+			path := filepath.Join(t.TempDir(), "log.jsonl")
+			l, _ := openLog(t, fsys, path)
+			if n := fsys.Count(faultfs.Sync); n != 0 {
+				t.Fatalf("opening a new log made %d fsyncs, want 0", n)
+			}
+			if err := l.Append([]byte(`{"n":0}`), false); err != nil {
+				t.Fatal(err)
+			}
+			if n := fsys.Count(faultfs.Sync); n != 0 {
+				t.Fatalf("an append without sync made %d fsyncs, want 0", n)
+			}
+			fsys.FailAt(faultfs.Sync, 1, faultfs.ErrIO) // the folder's
+			var err error
+			if first == "append" {
+				err = l.Append([]byte(`{"n":1}`), true)
+			} else {
+				err = l.Sync()
+			}
+			if !errors.Is(err, faultfs.ErrIO) {
+				t.Fatalf("first fsync with the folder's failing = %v, want %v", err, faultfs.ErrIO)
+			}
+			before := fsys.Count(faultfs.Sync)
+			if err := l.Append([]byte(`{"n":2}`), true); err != nil {
+				t.Fatal(err)
+			}
+			if n := fsys.Count(faultfs.Sync) - before; n != 2 {
+				t.Errorf("the first synced append after a failed one made %d fsyncs, want 2 (the folder, the file)", n)
+			}
+			before = fsys.Count(faultfs.Sync)
+			if err := l.Append([]byte(`{"n":3}`), true); err != nil {
+				t.Fatal(err)
+			}
+			if n := fsys.Count(faultfs.Sync) - before; n != 1 {
+				t.Errorf("a later synced append made %d fsyncs, want 1 (the file)", n)
+			}
+			want := "{\"n\":0}\n{\"n\":2}\n{\"n\":3}\n"
+			if b, err := os.ReadFile(path); err != nil || string(b) != want {
+				t.Errorf("the log holds %q (%v), want %q", b, err, want)
+			}
+		})
+	}
+}
