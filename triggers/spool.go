@@ -88,8 +88,9 @@ type Spool struct {
 	incomplete map[string]time.Time // path -> when first seen incomplete
 }
 
-// Open makes the inbox folders, starts watching them, and takes the files
-// already there. Run takes the files that arrive after.
+// Open makes the inbox folders (each desk's; its processed/ and rejected/
+// are made by the first file moved there), starts watching them, and
+// takes the files already there. Run takes the files that arrive after.
 func (s *Spool) Open() error {
 	if s.Rescan <= 0 {
 		s.Rescan = DefaultRescan
@@ -104,11 +105,11 @@ func (s *Spool) Open() error {
 	}
 	for _, d := range s.Desks {
 		dir := filepath.Join(s.Dir, d)
-		for _, sub := range []string{"", ProcessedDir, RejectedDir} {
-			if err := os.MkdirAll(filepath.Join(dir, sub), 0o750); err != nil {
-				_ = w.Close()
-				return fmt.Errorf("spool %s: %w", dir, err)
-			}
+		// processed/ and rejected/ are made by the first file moved
+		// into each (freeName): an idle desk's start makes one folder.
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			_ = w.Close()
+			return fmt.Errorf("spool %s: %w", dir, err)
 		}
 		if err := w.Add(dir); err != nil {
 			_ = w.Close()
