@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,12 +258,16 @@ func openLedger(fsys durable.FS, path string, p *persisted) (*Ledger, *durable.T
 		}
 		return nil, nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
 	}
+	// A missing file is an empty ledger, created by its first record:
+	// an idle desk's ledger is no file and holds no descriptor.
 	fi, err := os.Stat(path)
-	if err != nil {
+	switch {
+	case err == nil:
+		l.size = fi.Size()
+	case !errors.Is(err, fs.ErrNotExist) || from > 0:
 		_ = log.Close()
 		return nil, nil, fmt.Errorf("open trigger ledger %s: %w", path, err)
 	}
-	l.size = fi.Size()
 	l.skipped = append(l.skipped, sc.Skipped...)
 	sc.Skipped = slices.Clone(l.skipped)
 	var spans [][2]int64

@@ -34,6 +34,10 @@ type Log struct {
 	// durably in its folder yet: the first fsync of the file (a synced
 	// Append, Sync) fsyncs the folder first.
 	unlisted bool
+	// lazy is set while the file, missing at OpenLogAt, is not created
+	// yet: the first Append (or Replace) creates it with perm.
+	lazy bool
+	perm fs.FileMode
 }
 
 // Scan is what OpenLog found in the file.
@@ -213,8 +217,19 @@ var ErrShort = errors.New("shorter than the offset to read from")
 // Torn and Skipped are those of the part it read, at their offsets in the
 // file. It handles a torn tail as OpenLog does. A file shorter than from
 // is refused (errors.Is ErrShort) before anything is changed.
+//
+// Unlike OpenLog, OpenLogAt does not create a missing file (from 0): the
+// log is empty, holds no descriptor, and its first Append creates the
+// file (durably, in its folder, which OpenLogAt makes). A log that is
+// never written (an idle desk's trigger ledger) costs no file at all.
 func OpenLogAt(fsys FS, path string, perm fs.FileMode, from int64, valid ValidAt) (*Log, Scan, error) {
 	fsys = Or(fsys)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && from == 0 {
+		if err := MkdirAll(fsys, filepath.Dir(path), 0o750); err != nil {
+			return nil, Scan{}, err
+		}
+		return &Log{fsys: fsys, path: path, lazy: true, perm: perm}, Scan{}, nil
+	}
 	f, created, err := openLogFile(fsys, path, perm, from)
 	if err != nil {
 		return nil, Scan{}, err
@@ -467,6 +482,9 @@ func (l *Log) Append(record []byte, sync bool) error {
 	line = append(append(line, record...), '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.create(); err != nil {
+		return fmt.Errorf("append to %s: %w", l.path, err)
+	}
 	if l.f == nil {
 		return fmt.Errorf("append to %s: %w", l.path, os.ErrClosed)
 	}
@@ -500,6 +518,9 @@ func (l *Log) Append(record []byte, sync bool) error {
 func (l *Log) Sync() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.lazy {
+		return nil // no file yet: nothing to make durable
+	}
 	if l.f == nil {
 		return fmt.Errorf("sync %s: %w", l.path, os.ErrClosed)
 	}
@@ -526,7 +547,7 @@ func (l *Log) Replace(records [][]byte, perm fs.FileMode) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
+	if l.f == nil && !l.lazy {
 		return fmt.Errorf("rewrite %s: %w", l.path, os.ErrClosed)
 	}
 	if err := WriteFile(l.fsys, l.path, buf.Bytes(), perm); err != nil {
@@ -536,12 +557,35 @@ func (l *Log) Replace(records [][]byte, perm fs.FileMode) error {
 	if err != nil {
 		// The new file is in place but cannot be opened: appending to the
 		// old descriptor would write to the replaced file. Refuse.
-		_ = l.f.Close()
-		l.f = nil
+		if l.f != nil {
+			_ = l.f.Close()
+		}
+		l.f, l.lazy = nil, false
 		return fmt.Errorf("rewrite %s: reopen: %w", l.path, err)
 	}
-	_ = l.f.Close()
-	l.f, l.at, l.broken, l.unlisted = f, int64(buf.Len()), nil, false // WriteFile fsynced the folder
+	if l.f != nil {
+		_ = l.f.Close()
+	}
+	l.f, l.at, l.broken, l.unlisted, l.lazy = f, int64(buf.Len()), nil, false, false // WriteFile fsynced the folder
+	return nil
+}
+
+// create creates the file of a lazy log (see OpenLogAt), if it is one.
+// l.mu must be held.
+func (l *Log) create() error {
+	if !l.lazy {
+		return nil
+	}
+	f, created, err := openLogFile(l.fsys, l.path, l.perm, 0)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	l.f, l.at, l.unlisted, l.lazy = f, fi.Size(), created, false
 	return nil
 }
 
@@ -563,6 +607,7 @@ func (l *Log) list() error {
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.lazy = false // a log never written stays without a file
 	if l.f == nil {
 		return nil
 	}

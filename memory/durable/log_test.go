@@ -506,3 +506,52 @@ func TestNewLogIsEnteredByItsFirstSync(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenLogAtCreatesAtFirstAppend: OpenLogAt of a missing file makes
+// none (an empty log, no descriptor); Sync and Close of it write nothing;
+// its first Append creates the file, entered in its folder by the fsync.
+func TestOpenLogAtCreatesAtFirstAppend(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	none := func(line []byte, off int64) bool { return true }
+	fsys := &faultfs.FS{}
+	l, sc, err := durable.OpenLogAt(fsys, path, 0o640, 0, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatalf("Sync of a log not written: %v", err)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) || sc.Torn != nil || fsys.Count(faultfs.Create)+fsys.Count(faultfs.Sync) != 0 {
+		t.Fatalf("OpenLogAt of a missing file: %v, %d creations, %d fsyncs; want no file, none", err, fsys.Count(faultfs.Create), fsys.Count(faultfs.Sync))
+	}
+	if err := l.Append([]byte(`{"n":1}`), true); err != nil {
+		t.Fatal(err)
+	}
+	if c, s := fsys.Count(faultfs.Create), fsys.Count(faultfs.Sync); c != 1 || s != 2 {
+		t.Errorf("the first Append made %d creations and %d fsyncs, want 1 and 2 (the folder, the file)", c, s)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]byte(`{"n":2}`), true); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Append after Close = %v, want os.ErrClosed", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "{\"n\":1}\n" {
+		t.Errorf("the log holds %q (%v)", b, err)
+	}
+	// Never written: Close leaves no file, and Append then fails.
+	other := filepath.Join(t.TempDir(), "other.jsonl")
+	l, _, err = durable.OpenLogAt(nil, other, 0o640, 0, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]byte(`{"n":1}`), true); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Append after Close of a log never written = %v, want os.ErrClosed", err)
+	}
+	if _, err := os.Lstat(other); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a log never written left a file: %v", err)
+	}
+}
