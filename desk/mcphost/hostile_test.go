@@ -350,7 +350,6 @@ func TestFatToolsAreBounded(t *testing.T) {
 // writes of a large call fill the pipe and block) still times out on the
 // host's clock, and Close returns.
 func TestDeafServerTimesOut(t *testing.T) {
-	t.Parallel() // seconds of real time (the grace periods of a stop, killGrace): run beside the others
 	r := newRig(t)
 	srv := hostile(t, "deaf")
 	srv.Timeout = 5 * time.Second
