@@ -576,7 +576,7 @@ func (l *Log) create() error {
 	if !l.lazy {
 		return nil
 	}
-	f, created, err := openLogFile(l.fsys, l.path, l.perm, 0)
+	f, _, err := openLogFile(l.fsys, l.path, l.perm, 0)
 	if err != nil {
 		return err
 	}
@@ -585,7 +585,9 @@ func (l *Log) create() error {
 		_ = f.Close()
 		return err
 	}
-	l.f, l.at, l.unlisted, l.lazy = f, fi.Size(), created, false
+	// Unlisted even when the file was there: an earlier try may have
+	// created it and failed after, before its folder was fsynced.
+	l.f, l.at, l.unlisted, l.lazy = f, fi.Size(), true, false
 	return nil
 }
 
