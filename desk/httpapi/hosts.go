@@ -90,6 +90,9 @@ func isPort(s string) bool {
 // allows reports whether a request over TCP that names hostport in its
 // Host header is let through.
 func (h hostRule) allows(hostport string) bool {
+	if hostport == "" {
+		return true // no name at all (an HTTP/1.0 probe): a browser always sends one
+	}
 	host, ok := hostOf(hostport)
 	if !ok {
 		return false

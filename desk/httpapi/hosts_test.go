@@ -433,3 +433,32 @@ func TestLoginTakesOnlyTheOperatorsToken(t *testing.T) {
 		}
 	}
 }
+
+// TestHostRuleNoHost: an HTTP/1.0 request with no Host at all (a bare
+// health probe) is let through: a browser always names the host, so a
+// request without one cannot come from a rebound page. An empty Host
+// header is the same request.
+func TestHostRuleNoHost(t *testing.T) {
+	h := httpapitest.Start(t, httpapitest.Options{Listen: []string{"127.0.0.1:0"}})
+	u, err := url.Parse(h.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []string{"GET /healthz HTTP/1.0\r\n\r\n", "GET /healthz HTTP/1.0\r\nHost:\r\n\r\n"} {
+		c, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(c)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status, _, _ := strings.Cut(string(b), "\r\n"); status != "HTTP/1.0 200 OK" {
+			t.Errorf("%q answered %q, want 200: no Host names nothing a page could rebind", req, status)
+		}
+	}
+}
