@@ -40,6 +40,7 @@ var allowedImports = map[string][]string{
 
 	// Leaves.
 	"desk/subreaper": {},
+	"desk/buildinfo": {},
 	"desk/clock":     {},
 	"desk/event":     {},
 	"desk/termsafe":  {},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/audit"
+	"github.com/deskd/deskd/desk/buildinfo"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/memory"
@@ -41,7 +42,7 @@ func newAuditCommand(stdout io.Writer) *cobra.Command {
 				return fmt.Errorf("audit %s %s: %w", folder.Desk(), date, err)
 			}
 			now := clock.Real().Now()
-			b, err := audit.Build(audit.Request{Folder: folder, Date: date, Day: cfg.Day, Now: now, Version: version(), Config: ac})
+			b, err := audit.Build(audit.Request{Folder: folder, Date: date, Day: cfg.Day, Now: now, Version: buildinfo.Version(), Config: ac})
 			if err != nil {
 				return err
 			}

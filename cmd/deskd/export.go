@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deskd/deskd/desk/buildinfo"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/termsafe"
 	"github.com/deskd/deskd/memory"
@@ -33,7 +34,7 @@ func newExportCommand(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			page, err := transcript.HTML(folder, sess, cfg.Location, clock.Real().Now(), version())
+			page, err := transcript.HTML(folder, sess, cfg.Location, clock.Real().Now(), buildinfo.Version())
 			if err != nil {
 				return err
 			}

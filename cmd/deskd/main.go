@@ -12,12 +12,12 @@ import (
 	"maps"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/deskd/deskd/desk/buildinfo"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/subreaper"
 	"github.com/deskd/deskd/desk/termsafe"
@@ -99,7 +99,7 @@ func newRootCommand(stdout, stderr io.Writer, signals signalSource) *cobra.Comma
 		Short:         "deskd runs LLM trading desks: sessions, schedules, memory and rollovers",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version(),
+		Version:       buildinfo.Version(),
 	}
 	root.SetVersionTemplate("deskd {{.Version}}\n") // deskd --version prints what deskd version does
 	root.SetOut(stdout)
@@ -118,45 +118,10 @@ func newVersionCommand(stdout io.Writer) *cobra.Command {
 		Short: "Print deskd's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(stdout, "deskd", version())
+			fmt.Fprintln(stdout, "deskd", buildinfo.Version())
 			return nil
 		},
 	}
-}
-
-// version is what deskd version and deskd --version print after the
-// name: the module version, the VCS revision the binary was built from
-// (with +dirty when the work tree had uncommitted changes) and its commit
-// time, or a note that the build recorded none, and the Go version.
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(no build information: built without module support)"
-	}
-	var revision, when string
-	dirty := false
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			revision = s.Value
-		case "vcs.time":
-			when = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	v := info.Main.Version // v0.0.0-<time>-<revision>[+dirty] for a build in a checkout
-	if revision == "" {
-		return v + " (no VCS revision recorded: go run and -buildvcs=false leave it out; build with go build -buildvcs=true ./cmd/deskd in a git checkout), " + info.GoVersion
-	}
-	v += ", revision " + revision[:min(12, len(revision))]
-	if dirty {
-		v += " with uncommitted changes"
-	}
-	if when != "" {
-		v += ", committed " + when
-	}
-	return v + ", " + info.GoVersion
 }
 
 // sortedNames returns the keys of m, sorted.

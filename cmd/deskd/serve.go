@@ -16,6 +16,7 @@ import (
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/audit"
+	"github.com/deskd/deskd/desk/buildinfo"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/console"
 	"github.com/deskd/deskd/desk/httpapi"
@@ -59,7 +60,7 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 		}
 	}
 	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check, NATS: natsState(nc),
-		Notify: notifyState, Approvals: approvals, Console: console.Handler(), Listen: cfg.Listens, AllowedHosts: allowedHosts, Files: httpapi.Files{Day: cfg.Day, Version: version(),
+		Notify: notifyState, Approvals: approvals, Console: console.Handler(), Listen: cfg.Listens, AllowedHosts: allowedHosts, Files: httpapi.Files{Day: cfg.Day, Version: buildinfo.Version(),
 			AuditConfig: func(name string) (audit.Config, error) { return auditConfig(cfg, name) }}})
 	for pattern, h := range extra {
 		a.Handle(pattern, h)
@@ -70,7 +71,7 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 	}
 	srv := httpapi.Serve(ctx, a, ls)
 	f := &apiFrontend{api: a, srv: srv, ring: ring, log: log}
-	rt := httpapi.Runtime{PID: os.Getpid(), Listen: srv.Addrs(), Config: cfg.Path, StartedAt: clk.Now(), Version: version()}
+	rt := httpapi.Runtime{PID: os.Getpid(), Listen: srv.Addrs(), Config: cfg.Path, StartedAt: clk.Now(), Version: buildinfo.Version()}
 	if f.removeRuntime, err = httpapi.WriteRuntime(cfg.StateDir, rt); err != nil {
 		log.Warn().Err(err).Msg("the CLI will not find this deskd by its runtime file, only by listen or --addr")
 	}
