@@ -5,11 +5,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,40 +38,16 @@ func newEventsCommand(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // streamEvents prints the backlog, then, with follow, new events until ctx
-// ends, reconnecting after a dropped connection from the last id seen.
+// ends (httpapi.Client.Follow reconnects after a dropped connection).
 func streamEvents(ctx context.Context, c *httpapi.Client, stdout, stderr io.Writer, deskName string, follow bool) error {
-	q := httpapi.EventQuery{Desk: deskName, Backlog: true, Follow: follow}
-	for {
-		err := c.Events(ctx, q, func(e httpapi.Event) {
-			q.LastID = e.ID
-			fmt.Fprintln(stdout, printableEvent(e.Data))
-		}, func(comment string) {
+	return c.Follow(ctx, httpapi.EventQuery{Desk: deskName, Backlog: true, Follow: follow},
+		func(e httpapi.Event) { fmt.Fprintln(stdout, printableEvent(e.Data)) },
+		func(comment string) {
 			if !strings.HasPrefix(comment, "ping") {
 				fmt.Fprintln(stderr, "deskd: "+termsafe.Line(comment))
 			}
-		})
-		if ctx.Err() != nil {
-			return nil
-		}
-		if !follow {
-			if errors.Is(err, io.EOF) {
-				return nil // the backlog is all there was
-			}
-			return err
-		}
-		var ae *httpapi.Error
-		if errors.As(err, &ae) {
-			return err
-		}
-		fmt.Fprintf(stderr, "deskd: event stream ended (%v); reconnecting\n", err)
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-	}
+		},
+		func(err error) { fmt.Fprintf(stderr, "deskd: event stream ended (%v); reconnecting\n", err) })
 }
 
 // printableEvent is one event of the stream as deskd events prints it: its

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -288,6 +289,42 @@ type Event struct {
 	Topic string
 	// Data is its JSON.
 	Data string
+}
+
+// Follow reads the event stream as Events does and, with q.Follow, keeps
+// reading it across dropped connections, a second apart, from the last
+// event seen (Last-Event-ID), telling onDrop of each. It returns nil when
+// ctx ends or a backlog-only read (no q.Follow) reaches its end, and the
+// error when deskd refuses the stream (*Error) or a backlog-only read
+// fails.
+func (c *Client) Follow(ctx context.Context, q EventQuery, onEvent func(Event), onComment func(string), onDrop func(error)) error {
+	for {
+		err := c.Events(ctx, q, func(e Event) {
+			q.LastID = e.ID
+			onEvent(e)
+		}, onComment)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !q.Follow {
+			if errors.Is(err, io.EOF) {
+				return nil // the backlog is all there was
+			}
+			return err
+		}
+		var refused *Error
+		if errors.As(err, &refused) {
+			return err
+		}
+		onDrop(err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 // Events reads one connection of the event stream, calling onEvent for
