@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/audit"
 	"github.com/deskd/deskd/desk/buildinfo"
 	"github.com/deskd/deskd/desk/clock"
@@ -37,7 +35,7 @@ func newAuditCommand(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ac, err := auditConfig(cfg, folder.Desk())
+			ac, err := audit.ConfigOf(cfg, folder.Desk())
 			if err != nil {
 				return fmt.Errorf("audit %s %s: %w", folder.Desk(), date, err)
 			}
@@ -64,21 +62,4 @@ func newAuditCommand(stdout io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the .tar.gz file to write")
 	return cmd
-}
-
-// auditConfig says where the audit of desk finds the config in force: the
-// snapshots deskd kept in config.HistoryDir, and the config files now.
-func auditConfig(cfg *config.Config, desk string) (audit.Config, error) {
-	snaps, err := config.Snapshots(filepath.Join(cfg.StateDir, config.HistoryDir))
-	if err != nil {
-		return audit.Config{}, err
-	}
-	ac := audit.Config{SnapshotDir: config.HistoryDir, Main: cfg.Path}
-	for _, s := range snaps {
-		ac.Snapshots = append(ac.Snapshots, audit.Snapshot{Name: s.Name, Path: s.Path, Taken: s.Taken})
-	}
-	if dc, ok := cfg.Desks[desk]; ok {
-		ac.Desk, ac.Instructions = dc.Path, dc.InstructionsFile
-	}
-	return ac, nil
 }

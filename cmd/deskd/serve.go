@@ -61,7 +61,7 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 	}
 	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check, NATS: natsState(nc),
 		Notify: notifyState, Approvals: approvals, Console: console.Handler(), Listen: cfg.Listens, AllowedHosts: allowedHosts, Files: httpapi.Files{Day: cfg.Day, Version: buildinfo.Version(),
-			AuditConfig: func(name string) (audit.Config, error) { return auditConfig(cfg, name) }}})
+			AuditConfig: func(name string) (audit.Config, error) { return audit.ConfigOf(cfg, name) }}})
 	for pattern, h := range extra {
 		a.Handle(pattern, h)
 	}

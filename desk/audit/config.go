@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/memory"
 )
 
@@ -82,4 +83,21 @@ func addCurrentConfig(b *Bundle, cfg Config, date memory.Date) error {
 func sha256Hex(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// ConfigOf says where the audit of desk finds the config in force: the
+// snapshots deskd kept in config.HistoryDir, and the config files now.
+func ConfigOf(cfg *config.Config, desk string) (Config, error) {
+	snaps, err := config.Snapshots(filepath.Join(cfg.StateDir, config.HistoryDir))
+	if err != nil {
+		return Config{}, err
+	}
+	ac := Config{SnapshotDir: config.HistoryDir, Main: cfg.Path}
+	for _, s := range snaps {
+		ac.Snapshots = append(ac.Snapshots, Snapshot{Name: s.Name, Path: s.Path, Taken: s.Taken})
+	}
+	if dc, ok := cfg.Desks[desk]; ok {
+		ac.Desk, ac.Instructions = dc.Path, dc.InstructionsFile
+	}
+	return ac, nil
 }
