@@ -77,14 +77,14 @@ var allowedImports = map[string][]string{
 	"memory/diff": {},
 
 	// Adapters below desk: only cmd imports them.
-	"desk/httpapi": {"config", "curator", "desk", "desk/approval", "desk/audit", "desk/clock", "desk/mcphost", "desk/event", "desk/termsafe", "desk/termview", "keeper", "memory",
+	"desk/httpapi": {"config", "curator", "desk", "desk/approval", "desk/audit", "desk/clock", "desk/mcphost", "desk/natsconn", "desk/notify", "desk/event", "desk/termsafe", "desk/termview", "keeper", "memory",
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
 	// The bus's events out to NATS JetStream through a durable outbox.
 	"desk/natsevents": {"desk/clock", "desk/event", "memory/durable"},
 	// The bus's events out to webhooks (Standard Webhooks, Slack) through
 	// a durable outbox per target.
-	"desk/notify": {"desk/clock", "desk/event", "memory/durable"},
+	"desk/notify": {"config", "desk/clock", "desk/event", "memory/durable"},
 	// NATS: the connection (its state for status), and the trigger ingress.
 	"desk/natsconn": {"config", "desk/clock"},
 	"desk/natsfeed": {"config", "desk", "desk/clock", "desk/event", "triggers"},
@@ -117,7 +117,7 @@ var onlyImportedBy = map[string][]string{
 	"desk/termview":            {"cmd", "desk/httpapi"}, // httpapi: the sessions' rows (SessionRow)
 	"desk/console":             {"cmd"},
 	"desk/natsevents":          {"cmd"},
-	"desk/notify":              {"cmd"},
+	"desk/notify":              {"cmd", "desk/httpapi"}, // httpapi: the targets' state (NotifyStatuses)
 	"systemd":                  {"cmd"},
 	"desk/mcptest":             {},
 	"desk/event/eventtest":     {"desk/desktest"},

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -63,7 +65,7 @@ instant, as deskd run --clock-start would run.`,
 					return &exitError{code: 2, err: err}
 				}
 			}
-			names := sortedNames(cfg.Desks)
+			names := slices.Sorted(maps.Keys(cfg.Desks))
 			fmt.Fprintf(stdout, "%s: ok, %s %v\n", termsafe.Line(cfg.Path), termsafe.Plural(len(names), "desk"), names)
 			for _, w := range config.Warnings(cfg, now) {
 				fmt.Fprintln(stdout, "warning: "+termsafe.Line(w.String()))

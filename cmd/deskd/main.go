@@ -9,10 +9,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -122,9 +120,4 @@ func newVersionCommand(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-}
-
-// sortedNames returns the keys of m, sorted.
-func sortedNames[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -32,23 +31,9 @@ func startNotify(cfg *config.Config, bus *event.Bus, clk clock.Clock, log zerolo
 	if len(cfg.Notify) == 0 {
 		return nil, nil
 	}
-	names := make([]string, 0, len(cfg.Notify))
-	for name := range cfg.Notify {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	var targets []notify.Target
-	for _, name := range names {
-		t := cfg.Notify[name]
-		nt := notify.Target{Name: name, URL: t.URL, Format: t.Format, Events: t.Events, GiveUpAfter: t.GiveUpAfter}
-		if t.Format == config.NotifyStandard {
-			key, err := config.ReadNotifyKey(t.SecretFile)
-			if err != nil {
-				return nil, fmt.Errorf("notify.%s.secret_file: %w", name, err)
-			}
-			nt.Key = key
-		}
-		targets = append(targets, nt)
+	targets, err := notify.TargetsOf(cfg.Notify)
+	if err != nil {
+		return nil, err
 	}
 	n, err := notify.New(notify.Options{
 		Targets: targets, Dir: filepath.Join(cfg.StateDir, notifyDir), ConsoleURL: cfg.ConsoleURL, Bus: bus, Clock: clk, Log: log,
@@ -80,21 +65,6 @@ func startNotify(cfg *config.Config, bus *event.Bus, clk clock.Clock, log zerolo
 	}
 	n.Start()
 	return n, nil
-}
-
-// notifyState is the API's view of n's targets; nil without a notifier.
-func notifyState(n *notify.Notifier) func() []httpapi.NotifyStatus {
-	if n == nil {
-		return nil
-	}
-	return func() []httpapi.NotifyStatus {
-		var out []httpapi.NotifyStatus
-		for _, s := range n.Stats() {
-			out = append(out, httpapi.NotifyStatus{Target: s.Target, Host: s.Host, Format: s.Format, Pending: s.Pending,
-				Delivered: s.Delivered, Failed: s.Failed, FailedAttempts: s.Attempts, Failing: s.Failing, LastError: s.LastError, Since: s.Since})
-		}
-		return out
-	}
 }
 
 // notifyTrouble prints a line for each notification target that is

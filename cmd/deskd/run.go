@@ -143,7 +143,7 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 		Config: cfg, Rejected: loaded.Rejected, Clock: clk, Bus: bus, Log: log, Level: level, Notify: systemd.NewNotifier(clk), Watchdog: watchdog,
 		Serve: func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
 			front, err := startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()}, nc, d.Approvals(),
-				func() []string { return d.Config().AllowedHosts }, notifyState(nt)) // allowed_hosts as a reload leaves it
+				func() []string { return d.Config().AllowedHosts }, httpapi.NotifyStatuses(nt)) // allowed_hosts as a reload leaves it
 			if err != nil || nc == nil || cfg.NATS.Triggers == nil {
 				return front, err // the NATS ingress starts once the desks are up; Guard's Refuse stops it before they stop
 			}

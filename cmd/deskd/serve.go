@@ -59,7 +59,7 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 			return nil, fmt.Errorf("%s: %w", f.key, err)
 		}
 	}
-	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check, NATS: natsState(nc),
+	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check, NATS: httpapi.NATSStatusOf(nc),
 		Notify: notifyState, Approvals: approvals, Console: console.Handler(), Listen: cfg.Listens, AllowedHosts: allowedHosts, Files: httpapi.Files{Day: cfg.Day, Version: buildinfo.Version(),
 			AuditConfig: func(name string) (audit.Config, error) { return audit.ConfigOf(cfg, name) }}})
 	for pattern, h := range extra {
@@ -80,14 +80,6 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 		Str("inbox", desk.InboxDir(cfg.StateDir)).Str("runtime", httpapi.RuntimePath(cfg.StateDir)).
 		Strs("schedules_ahead", desk.AheadNames(set, clk.Now())).Msg("deskd ready")
 	return f, nil
-}
-
-// natsState is the API's view of nc's state; nil without NATS.
-func natsState(nc *natsconn.Conn) func() *httpapi.NATSStatus {
-	if nc == nil {
-		return nil
-	}
-	return func() *httpapi.NATSStatus { st := httpapi.NATSStatus(nc.State()); return &st }
 }
 
 // Refuse begins the shutdown: the API answers 503 to mutations and to

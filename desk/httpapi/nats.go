@@ -1,6 +1,10 @@
 package httpapi
 
-import "time"
+import (
+	"time"
+
+	"github.com/deskd/deskd/desk/natsconn"
+)
 
 // NATSStatus is the state of deskd's connection to NATS, in GET /healthz
 // and GET /v1/desks (field nats, present when NATS is configured). NATS
@@ -26,4 +30,13 @@ func (s *Server) natsStatus() *NATSStatus {
 		return nil
 	}
 	return s.o.NATS()
+}
+
+// NATSStatusOf returns the function that reads nc's state for
+// Options.NATS; nil without NATS.
+func NATSStatusOf(nc *natsconn.Conn) func() *NATSStatus {
+	if nc == nil {
+		return nil
+	}
+	return func() *NATSStatus { st := NATSStatus(nc.State()); return &st }
 }

@@ -1,6 +1,10 @@
 package httpapi
 
-import "time"
+import (
+	"time"
+
+	"github.com/deskd/deskd/desk/notify"
+)
 
 // NotifyStatus is the state of one notification target (the main file's
 // notify), in GET /healthz and GET /v1/desks (field notify, present when
@@ -37,4 +41,20 @@ func (s *Server) notifyStatus() []NotifyStatus {
 		return nil
 	}
 	return s.o.Notify()
+}
+
+// NotifyStatuses returns the function that reads n's targets for
+// Options.Notify; nil without a notifier.
+func NotifyStatuses(n *notify.Notifier) func() []NotifyStatus {
+	if n == nil {
+		return nil
+	}
+	return func() []NotifyStatus {
+		var out []NotifyStatus
+		for _, s := range n.Stats() {
+			out = append(out, NotifyStatus{Target: s.Target, Host: s.Host, Format: s.Format, Pending: s.Pending,
+				Delivered: s.Delivered, Failed: s.Failed, FailedAttempts: s.Attempts, Failing: s.Failing, LastError: s.LastError, Since: s.Since})
+		}
+		return out
+	}
 }

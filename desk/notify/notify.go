@@ -35,6 +35,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -45,6 +46,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory/durable"
@@ -446,4 +448,24 @@ func (n *Notifier) NotifyCounts() (targets []string, pending, failed []int64) {
 		failed = append(failed, s.Failed)
 	}
 	return targets, pending, failed
+}
+
+// TargetsOf returns the targets of the main file's notify section, sorted
+// by name, each standard one with its signing key read from its
+// secret_file.
+func TargetsOf(cfg map[string]*config.NotifyTarget) ([]Target, error) {
+	var targets []Target
+	for _, name := range slices.Sorted(maps.Keys(cfg)) {
+		t := cfg[name]
+		nt := Target{Name: name, URL: t.URL, Format: t.Format, Events: t.Events, GiveUpAfter: t.GiveUpAfter}
+		if t.Format == config.NotifyStandard {
+			key, err := config.ReadNotifyKey(t.SecretFile)
+			if err != nil {
+				return nil, fmt.Errorf("notify.%s.secret_file: %w", name, err)
+			}
+			nt.Key = key
+		}
+		targets = append(targets, nt)
+	}
+	return targets, nil
 }
