@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"go/ast"
 	"go/doc"
-	"go/parser"
 	"go/token"
 	"path/filepath"
 	"reflect"
@@ -30,21 +29,10 @@ type fieldDoc struct {
 // root: every type with a method Topic() returning a string literal.
 func renderEvents(root string) ([]byte, error) {
 	dir := filepath.Join(root, "desk", "event")
-	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	fset := token.NewFileSet()
+	files, err := parseDir(fset, dir) // config.go
 	if err != nil {
 		return nil, err
-	}
-	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, n := range names {
-		if strings.HasSuffix(n, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, n, nil, parser.ParseComments)
-		if err != nil {
-			return nil, fmt.Errorf("parse %s: %w", n, err)
-		}
-		files = append(files, f)
 	}
 	dp, err := doc.NewFromFiles(fset, files, "github.com/deskd/deskd/desk/event", doc.PreserveAST) // keep the Topic methods' bodies
 	if err != nil {
