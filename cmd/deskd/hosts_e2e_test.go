@@ -46,6 +46,21 @@ func hostCall(t *testing.T, method, base, path, host, body string, page bool) (i
 	return resp.StatusCode, string(b)
 }
 
+// hostRuleDaemon starts deskd in process on the open API of a scripted
+// desk, with extra lines in its main file, and returns it, that file,
+// its API's base URL and port.
+func hostRuleDaemon(t *testing.T, extra string) (d *deskdProc, cfg, base, port string) {
+	t.Helper()
+	cfg = apiConfig(t, t.TempDir(), "{provider: scripted}", extra, "")
+	d = startInProcess(t, "deskd", cfg, apiStart)
+	base = d.waitReady(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, cfg, base, u.Port()
+}
+
 // TestHostRuleE2E: on the open API, a page of rebind.evil.example that
 // re-resolves to 127.0.0.1 can neither read nor act (421 on the API, the
 // metrics, the health check and the debug listener's profiles), and the
@@ -53,15 +68,7 @@ func hostCall(t *testing.T, method, base, path, host, body string, page bool) (i
 // that adds the name to allowed_hosts lets it through at once.
 func TestHostRuleE2E(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cfg := apiConfig(t, dir, "{provider: scripted}", "debug_listen: 127.0.0.1:0\n", "")
-	d := startInProcess(t, "deskd", cfg, apiStart)
-	base := d.waitReady(t)
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := u.Port()
+	d, cfg, base, p := hostRuleDaemon(t, "debug_listen: 127.0.0.1:0\n")
 	evil := "rebind.evil.example:" + p
 	debug := "http://" + d.waitFor(t, time.Now().Add(30*time.Second), "the debug listener's line", logMessage(debugLine)).Str("debug_listen")
 	_, dp, _ := net.SplitHostPort(strings.TrimPrefix(debug, "http://"))

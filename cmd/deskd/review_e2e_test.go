@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"context"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -20,19 +19,12 @@ import (
 // and reloads. New requests naming it get 421 (that holds), but the
 // stream the page opened before must not go on carrying the desks'
 // events (triggers, turns, approvals with their arguments): a removal
-// must take effect on what that name already holds open too. Today the
-// stream keeps streaming every event after the reload.
+// must take effect on what that name already holds open too: the stream
+// ends before its next event.
 func TestReviewAllowedHostRemovalEndsOpenStreamsE2E(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cfg := apiConfig(t, dir, "{provider: scripted}", "allowed_hosts: [desk-box.example.lan]\n", "")
-	d := startInProcess(t, "deskd", cfg, apiStart)
-	base := d.waitReady(t)
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "desk-box.example.lan:" + u.Port()
+	d, cfg, base, port := hostRuleDaemon(t, "allowed_hosts: [desk-box.example.lan]\n")
+	name := "desk-box.example.lan:" + port
 
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
