@@ -19,6 +19,19 @@ import (
 // errCrash stops a rollover after a step, as a crash there would.
 var errCrash = errors.New("crash (injected after a rollover step)")
 
+// failOnceAfter is a keeper.Options.AfterStep that fails the rollover with
+// errCrash right after its first step named step, as a crash there would.
+func failOnceAfter(step keeper.Step) func(keeper.Step) error {
+	failed := false
+	return func(s keeper.Step) error {
+		if s == step && !failed {
+			failed = true
+			return errCrash
+		}
+		return nil
+	}
+}
+
 // sessionOf returns the session trigger id's exchange was recorded in,
 // among sessions; "" when none holds it.
 func sessionOf(t *testing.T, folder *memory.Folder, id string, sessions ...string) string {
@@ -44,18 +57,12 @@ func sessionOf(t *testing.T, folder *memory.Folder, id string, sessions ...strin
 // a turn goes into it; at 00:00 IST, 2 December, the rollover resumes.
 // The session's summary must cover that later turn (or the turn must not
 // have gone into the session being summarised, without a second session
-// of 1 December to summarise later). Today it resumes with the journalled
-// summary of the first run: the turn at 23:00 is in no summary.
+// of 1 December to summarise later). It used to resume with the
+// journalled summary of the first run, leaving the turn at 23:00 in no
+// summary.
 func TestReviewResumedRolloverSummaryCoversLaterTurns(t *testing.T) {
 	e := newEnv(t, desktest.At("2026-12-01T04:30:00Z"), 0) // 10:00 IST, 1 December
-	crashed := false
-	p1 := e.start(keeper.Options{AfterStep: func(s keeper.Step) error {
-		if s == keeper.StepSummarised && !crashed {
-			crashed = true
-			return errCrash
-		}
-		return nil
-	}})
+	p1 := e.start(keeper.Options{AfterStep: failOnceAfter(keeper.StepSummarised)})
 	p1.turn(t, "t1", "Should we buy NIFTY?")
 	s1 := p1.router.SessionID()
 	e.clock.Set(desktest.At("2026-12-01T18:30:05Z")) // 00:00:05 IST, 2 December
@@ -106,14 +113,7 @@ func TestReviewResumedRolloverSummaryCoversLaterTurns(t *testing.T) {
 // this for an answer only in the session file; here it is in the journal.
 func TestReviewFailedRolloverThenTurnSummaryCoversIt(t *testing.T) {
 	e := newEnv(t, desktest.At("2026-03-01T04:30:00Z"), 0) // 10:00 IST, 1 March
-	failed := false
-	p := e.start(keeper.Options{AfterStep: func(s keeper.Step) error {
-		if s == keeper.StepFolded && !failed {
-			failed = true
-			return errCrash
-		}
-		return nil
-	}})
+	p := e.start(keeper.Options{AfterStep: failOnceAfter(keeper.StepFolded)})
 	p.turn(t, "t1", "Should we buy NIFTY?")
 	old := p.router.SessionID()
 	e.clock.Set(desktest.At("2026-03-01T18:30:05Z")) // 00:00:05 IST, 2 March
