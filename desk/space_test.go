@@ -82,7 +82,10 @@ func TestLowSpaceShowsBeforeAWriteFails(t *testing.T) {
 	}
 	// Low space does not stall the desk: its turns run.
 	h.Submit(triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
-	if s := settle(t, h, "A"); s.State != triggers.StateAnswered {
+	// Waited for by its event, not settle, which moves the clock (and so
+	// the probe's next look) when the turn takes a while.
+	eventtest.NextWhere(h.Events, func(e event.TurnCompleted) bool { return e.Trigger == "A" })
+	if s, _ := h.Desk.Trigger("A"); s.State != triggers.StateAnswered {
 		t.Errorf("a trigger while the space is low ended %s (%q), want answered", s.State, s.Reason)
 	}
 	free.Store(90 * mib) // still low: announced once
