@@ -130,6 +130,9 @@ type Config struct {
 	Desks map[string]*Desk
 	// NATS is the nats section (nats, nats.go); nil: NATS is off.
 	NATS *NATS
+	// Cluster is the cluster section (cluster, cluster.go); nil: one host,
+	// local disk only.
+	Cluster *Cluster
 	// MCPServers is the MCP servers desks may call tools on (mcp_servers,
 	// mcp.go), by server name.
 	MCPServers map[string]*MCPServer

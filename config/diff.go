@@ -50,6 +50,7 @@ var pinned = []struct {
 	field string // the Change.Field of the setting
 	keep  func(next, cur *Config)
 }{
+	{"cluster", func(n, c *Config) { n.Cluster = c.Cluster }},
 	{"auth_token_file", func(n, c *Config) { n.AuthTokenFile = c.AuthTokenFile }},
 	{"debug_listen", func(n, c *Config) { n.DebugListen = c.DebugListen }},
 	{"feed_token_file", func(n, c *Config) { n.FeedTokenFile = c.FeedTokenFile }},

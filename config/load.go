@@ -67,7 +67,7 @@ func loadMain(s *sink, file string) *Config {
 	if !ok {
 		return nil
 	}
-	root.only("allowed_hosts", "auth_token_file", "beyond_calendar", "calendar_warn_days", "calendars_dir", "console_url", "debug_listen", "desks_dir", "feed_token_file", "listen", "log", "mcp_servers", "metrics_token_file", "models", "nats", "notify", "rollover_at",
+	root.only("allowed_hosts", "auth_token_file", "beyond_calendar", "calendar_warn_days", "calendars_dir", "cluster", "console_url", "debug_listen", "desks_dir", "feed_token_file", "listen", "log", "mcp_servers", "metrics_token_file", "models", "nats", "notify", "rollover_at",
 		"shutdown_timeout", "state_dir", "timezone")
 	dir := filepath.Dir(file)
 	c := &Config{Path: file, Models: map[string]Model{}, Desks: map[string]*Desk{}}
@@ -115,9 +115,10 @@ func loadMain(s *sink, file string) *Config {
 	loadAuth(root, c, dir)
 	loadTokenFiles(root, c, dir)
 	loadCalendars(root, c, dir)
-	loadNATS(root, c, dir)       // nats.go
-	loadMCPServers(root, c, dir) // mcp.go
-	loadNotify(root, c, dir)     // notify.go
+	loadNATS(root, c, dir)           // nats.go
+	loadCluster(root, c, osHostname) // cluster.go
+	loadMCPServers(root, c, dir)     // mcp.go
+	loadNotify(root, c, dir)         // notify.go
 
 	c.DesksDir = resolve(dir, DefaultDesksDir)
 	if d, st := root.str("desks_dir"); st == set {

@@ -82,19 +82,5 @@ func TestNATSProblems(t *testing.T) {
 // TestNATSIsPinned: a change of the nats section is reported as taking
 // effect after a restart.
 func TestNATSIsPinned(t *testing.T) {
-	files := map[string]string{"desks.d/main.yaml": baseDesk}
-	a := mustLoad(t, setup(t, baseMain+"nats: {url: \"nats://a:1\"}\n", files))
-	b := mustLoad(t, setup(t, baseMain+"nats: {url: \"nats://b:1\"}\n", files))
-	var found bool
-	for _, c := range config.Diff(a, b) {
-		if c.Field == "nats" {
-			found = true
-			if !c.Restart {
-				t.Errorf("change %q: Restart false, want true", c)
-			}
-		}
-	}
-	if !found {
-		t.Errorf("Diff: no nats change in %v", config.Diff(a, b))
-	}
+	wantRestart(t, "nats", baseMain+"nats: {url: \"nats://a:1\"}\n", baseMain+"nats: {url: \"nats://b:1\"}\n")
 }

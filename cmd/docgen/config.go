@@ -40,7 +40,8 @@ var configFiles = []configFile{
 		sections: []configSection{
 			{"Config", ""}, {"Log", "log"}, {"Model", "models.<name>"}, {"Prices", "models.<name>.prices"},
 			{"MCPServer", "mcp_servers.<name>"}, {"NATS", "nats"}, {"NATSTLS", "nats.tls"},
-			{"NATSTriggers", "nats.triggers"}, {"NATSEvents", "nats.events"}, {"NotifyTarget", "notify.<name>"},
+			{"NATSTriggers", "nats.triggers"}, {"NATSEvents", "nats.events"},
+			{"Cluster", "cluster"}, {"NotifyTarget", "notify.<name>"},
 		},
 	},
 	{

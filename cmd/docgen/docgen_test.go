@@ -141,7 +141,7 @@ func TestConfigReferenceNoticesAnUndocumentedKey(t *testing.T) {
 		"// Config is the main file.\ntype Config struct {\n" +
 		"\t// StateDir is the state folder (state_dir, required).\n\tStateDir string\n" +
 		"\t// Listen is where the API listens.\n\tListen string\n}\n\n"
-	for _, typ := range []string{"Log", "Model", "Prices", "MCPServer", "NATS", "NATSTLS", "NATSTriggers", "NATSEvents", "NotifyTarget", "Desk", "Schedule", "Curator", "MemoryGuard", "Budgets", "Tool", "DeskMCP"} {
+	for _, typ := range []string{"Log", "Model", "Prices", "MCPServer", "NATS", "NATSTLS", "NATSTriggers", "NATSEvents", "Cluster", "NotifyTarget", "Desk", "Schedule", "Curator", "MemoryGuard", "Budgets", "Tool", "DeskMCP"} {
 		src += "// " + typ + " is a section.\ntype " + typ + " struct {\n\t// X is x (x).\n\tX string\n}\n\n"
 	}
 	src += "type node struct{}\n\nfunc (node) only(...string) {}\n\n" +
