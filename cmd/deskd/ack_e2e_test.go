@@ -28,13 +28,7 @@ func TestAckE2E(t *testing.T) {
 		t.Fatalf("POST cut = %d %+v", s, a)
 	}
 	llm.Await(t, routertest.UserContains("HOLD the book"))
-	if err := d.signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	d.waitFor(t, deadline, "deskd stopping", func(l stderrLine) bool { return strings.HasPrefix(l.Str("message"), "deskd stopping") })
-	if err := d.signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	d.cutStopShort(t, deadline)
 	d.waitFor(t, deadline, "turn.interrupted of cut", isEvent("turn.interrupted", "trigger", "cut"))
 	if code := d.wait(t, 60*time.Second); code != 0 {
 		d.fail(t, "exit status %d, want 0", code)

@@ -30,9 +30,7 @@ func TestE2EClockBehindKeepsTheSession(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	s := newE2ESetup(t, "")
 
-	d1 := startInProcess(t, "first deskd", s.Config, istTime(t, "2026-12-01T23:59:00+05:30"))
-	s1 := d1.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first")).Str("session")
-	d1.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d1, s1 := startFirstSession(t, deadline, s, "2026-12-01T23:59:00+05:30")
 	postAnswered(t, d1, "a", s1)
 	s2 := rollsOverAt(t, d1, deadline, "2026-12-02T00:00:00+05:30", s1)
 	postAnswered(t, d1, "b", s2)

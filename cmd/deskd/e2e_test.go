@@ -40,12 +40,8 @@ func TestE2EMidnightRollover(t *testing.T) {
 	s := newE2ESetup(t, everyMinuteSchedule)
 	d := startInProcess(t, "deskd", s.Config, istTime(t, "2026-03-01T23:58:57+05:30"))
 
-	first := d.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first"))
-	s1 := first.Str("session")
-	if s1 == "" {
-		d.fail(t, "session.started without a session id: %s", first.Raw)
-	}
-	d.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	s1 := d.firstSession(t, deadline)
+	d.deskStarted(t, deadline)
 
 	// The 23:59 slot: a turn in the first session, of trading date 2026-03-01.
 	d.at(t, "2026-03-01T23:59:00+05:30")
@@ -180,18 +176,14 @@ func TestE2ERestartResumesSession(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	s := newE2ESetup(t, "")
 
-	d1 := startInProcess(t, "first deskd", s.Config, istTime(t, "2026-03-02T09:00:00+05:30"))
-	started := d1.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first"))
-	id := started.Str("session")
-	d1.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d1, id := startFirstSession(t, deadline, s, "2026-03-02T09:00:00+05:30")
 	d1.stopCleanly(t, syscall.SIGTERM)
 
 	d2 := startInProcess(t, "second deskd", s.Config, istTime(t, "2026-03-02T09:10:00+05:30"))
-	resumed := d2.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
-	if resumed.Str("reason") != "resumed" || resumed.Str("session") != id || resumed.Str("previous") != "" {
-		t.Errorf("after a restart: %s\nwant session.started reason resumed, session %s, no previous", resumed.Raw, id)
+	if resumed := d2.resumes(t, deadline, "after a restart", id); resumed.Str("previous") != "" {
+		t.Errorf("after a restart: %s\nwant no previous session", resumed.Raw)
 	}
-	d2.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d2.deskStarted(t, deadline)
 	d2.stopCleanly(t, syscall.SIGTERM)
 	if n := d2.count(isEvent("session.started")); n != 1 {
 		t.Errorf("the second run announced %d sessions, want 1", n)
@@ -217,8 +209,7 @@ func TestE2ESecondDeskdRefused(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	s := newE2ESetup(t, everyMinuteSchedule)
 
-	d1 := startDeskd(t, "first deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:30+05:30")
-	d1.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d1 := startDeskStarted(t, deadline, "first deskd", s, "2026-03-02T10:00:30+05:30")
 
 	d2 := startDeskd(t, "second deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T10:00:30+05:30")
 	if code := d2.wait(t, 30*time.Second); code <= 0 {
@@ -244,9 +235,7 @@ func TestE2ESIGINTStopsCleanly(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(60 * time.Second)
-	s := newE2ESetup(t, everyMinuteSchedule)
-	d := startDeskd(t, "deskd", "run", "--config", s.Config, "--clock-start", "2026-03-02T11:00:30+05:30")
-	d.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d := startDeskStarted(t, deadline, "deskd", newE2ESetup(t, everyMinuteSchedule), "2026-03-02T11:00:30+05:30")
 	d.stopCleanly(t, syscall.SIGINT)
 	if d.count(isEvent("desk.stopped", "desk", "main")) != 1 {
 		t.Errorf("no desk.stopped event after SIGINT")
@@ -344,8 +333,7 @@ func TestE2ETornSessionLine(t *testing.T) {
 	s := newE2ESetup(t, "  - name: at-ten-one\n    cron: \"1 10 * * *\"\n    text: \"Check the tape.\"\n")
 
 	// A session with one exchange, at the 10:01 slot.
-	d1 := startInProcess(t, "first deskd", s.Config, istTime(t, "2026-03-02T10:00:57+05:30"))
-	id := d1.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first")).Str("session")
+	d1, id := startFirstSession(t, deadline, s, "2026-03-02T10:00:57+05:30")
 	d1.at(t, "2026-03-02T10:01:00+05:30")
 	d1.waitFor(t, deadline, "turn.completed in "+id, isEvent("turn.completed", "session", id))
 	d1.stopCleanly(t, syscall.SIGTERM)
@@ -374,11 +362,8 @@ func TestE2ETornSessionLine(t *testing.T) {
 	if got := torn.Num("bytes"); got != float64(len(frag)) {
 		t.Errorf("session.torn bytes = %v, want %d", got, len(frag))
 	}
-	resumed := d2.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
-	if resumed.Str("reason") != "resumed" || resumed.Str("session") != id {
-		t.Errorf("after the repair: %s\nwant session.started reason resumed, session %s", resumed.Raw, id)
-	}
-	d2.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d2.resumes(t, deadline, "after the repair", id)
+	d2.deskStarted(t, deadline)
 	d2.stopCleanly(t, syscall.SIGTERM)
 	if n := d2.count(isEvent("session.torn")); n != 1 {
 		t.Errorf("session.torn logged %d times, want once", n)
@@ -403,11 +388,8 @@ func TestE2ETornSessionLine(t *testing.T) {
 
 	// The file is clean now: the next start finds nothing to repair.
 	d3 := startInProcess(t, "third deskd", s.Config, istTime(t, "2026-03-02T10:40:05+05:30"))
-	again := d3.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
-	if again.Str("reason") != "resumed" || again.Str("session") != id {
-		t.Errorf("third run: %s\nwant session.started reason resumed, session %s", again.Raw, id)
-	}
-	d3.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d3.resumes(t, deadline, "third run", id)
+	d3.deskStarted(t, deadline)
 	d3.stopCleanly(t, syscall.SIGTERM)
 	if n := d3.count(isEvent("session.torn")); n != 0 {
 		t.Errorf("third run: session.torn logged %d times, want 0 (the file was repaired)", n)
@@ -426,17 +408,13 @@ func TestE2ERestartAfterBoundary(t *testing.T) {
 	s := newE2ESetup(t, everyMinuteSchedule)
 
 	// A turn at the 23:59 slot, then deskd is down over midnight.
-	d1 := startInProcess(t, "first deskd", s.Config, istTime(t, "2026-03-01T23:58:57+05:30"))
-	s1 := d1.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first")).Str("session")
+	d1, s1 := startFirstSession(t, deadline, s, "2026-03-01T23:58:57+05:30")
 	d1.at(t, "2026-03-01T23:59:00+05:30")
 	d1.waitFor(t, deadline, "turn.completed in "+s1, isEvent("turn.completed", "session", s1))
 	d1.stopCleanly(t, syscall.SIGTERM)
 
 	d2 := startInProcess(t, "second deskd", s.Config, istTime(t, "2026-03-02T09:00:57+05:30"))
-	resumed := d2.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
-	if resumed.Str("reason") != "resumed" || resumed.Str("session") != s1 {
-		t.Errorf("after a restart: %s\nwant session.started reason resumed, session %s", resumed.Raw, s1)
-	}
+	d2.resumes(t, deadline, "after a restart", s1)
 	rolled := d2.waitFor(t, deadline, "session.started reason daily_rollover",
 		isEvent("session.started", "desk", "main", "reason", "daily_rollover", "previous", s1))
 	s2 := rolled.Str("session")
@@ -510,7 +488,7 @@ func TestE2EStoppedIsLastLine(t *testing.T) {
 	// The order is a race in the daemon: try a few times.
 	for i := range 5 {
 		d := startInProcess(t, "deskd run "+strconv.Itoa(i+1), s.Config, istTime(t, "2026-03-02T09:00:00+05:30"))
-		d.waitFor(t, time.Now().Add(30*time.Second), "desk.started", isEvent("desk.started", "desk", "main"))
+		d.deskStarted(t, time.Now().Add(30*time.Second))
 		d.stopCleanly(t, syscall.SIGTERM)
 		lines, _ := d.stderr.snapshot()
 		if last := lines[len(lines)-1]; last.Str("message") != "deskd stopped" {

@@ -412,7 +412,7 @@ func TestE2ESystemdNotify(t *testing.T) {
 	if !strings.Contains(ready, "STATUS=running 1 desk: main") {
 		t.Errorf("READY datagram = %q, want a STATUS= naming the desk", ready)
 	}
-	d.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+	d.deskStarted(t, deadline)
 	for range 3 {
 		n.nextWith(t, "WATCHDOG=1")
 	}
@@ -653,17 +653,9 @@ func TestE2ESIGTERMDuringTurn(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(90 * time.Second)
-	llm, release := newFakeLLM(t, "HOLD")
-	cfg := openAIConfig(t, llm, "30s")
-	d, addr := startOpenAIDeskd(t, cfg)
-	if code, body := httpDo(t, "POST", addr+"/v1/desks/main/triggers", `{"text": "HOLD the book", "id": "h1"}`); code != 202 {
-		t.Fatalf("POST = %d %s", code, body)
-	}
-	llm.Await(t, routertest.UserContains("HOLD the book"))
-	if err := d.signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	d.waitFor(t, deadline, "deskd stopping", func(l stderrLine) bool { return strings.HasPrefix(l.Str("message"), "deskd stopping") })
+	h := startHeldTurn(t, "30s", "h1")
+	d, addr, llm := h.d, h.addr, h.llm
+	d.beginStop(t, deadline)
 	if code, body := httpDo(t, "GET", addr+"/healthz", ""); code != 503 || !strings.Contains(body, "deskd is shutting down") {
 		t.Errorf("GET /healthz while stopping = %d %s, want 503", code, body)
 	}
@@ -671,14 +663,14 @@ func TestE2ESIGTERMDuringTurn(t *testing.T) {
 		!strings.Contains(body, `"error": "deskd is shutting down"`) {
 		t.Errorf("POST a trigger while stopping = %d %s, want 503 deskd is shutting down", code, body)
 	}
-	release <- struct{}{}
+	h.release <- struct{}{}
 	d.waitFor(t, deadline, "h1's turn", isEvent("turn.completed", "desk", "main", "trigger", "h1"))
 	d.stopCleanlyAfterSignal(t)
 	if n := userCount(llm, "late"); n != 0 {
 		t.Errorf("a trigger sent while stopping reached the model %d times", n)
 	}
 
-	_, addr2 := startOpenAIDeskd(t, cfg)
+	_, addr2 := startOpenAIDeskd(t, h.cfg)
 	code, body := httpDo(t, "GET", addr2+"/v1/desks/main/triggers/h1", "")
 	if code != 200 || !strings.Contains(body, `"state": "answered"`) || !strings.Contains(body, `"reply": "noted"`) {
 		t.Errorf("h1 after the restart = %d %s, want answered", code, body)
@@ -694,26 +686,9 @@ func TestE2ESecondSIGTERM(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(90 * time.Second)
-	llm, _ := newFakeLLM(t, "HOLD")
-	d, addr := startOpenAIDeskd(t, openAIConfig(t, llm, "5m"))
-	if code, body := httpDo(t, "POST", addr+"/v1/desks/main/triggers", `{"text": "HOLD the book", "id": "h2"}`); code != 202 {
-		t.Fatalf("POST = %d %s", code, body)
-	}
-	llm.Await(t, routertest.UserContains("HOLD the book"))
-	if err := d.signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	d.waitFor(t, deadline, "deskd stopping", func(l stderrLine) bool { return strings.HasPrefix(l.Str("message"), "deskd stopping") })
-	if err := d.signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	got := d.waitEach(t, deadline, isInterruption, map[string]func(stderrLine) bool{
-		"turn.interrupted": isEvent("turn.interrupted", "desk", "main", "trigger", "h2"),
-	})
-	if r := got["turn.interrupted"].Str("reason"); !strings.Contains(r, "second signal") {
-		t.Errorf("turn.interrupted reason = %q", r)
-	}
-	d.stopCleanlyAfterSignal(t)
+	h := startHeldTurn(t, "5m", "h2")
+	h.d.cutStopShort(t, deadline)
+	h.d.endsInterrupted(t, deadline, "h2", "second signal")
 }
 
 // TestE2EShutdownTimeout: a turn still running when shutdown_timeout
@@ -722,20 +697,50 @@ func TestE2EShutdownTimeout(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
 	deadline := time.Now().Add(90 * time.Second)
-	llm, _ := newFakeLLM(t, "HOLD")
-	d, addr := startOpenAIDeskd(t, openAIConfig(t, llm, "1s"))
-	if code, body := httpDo(t, "POST", addr+"/v1/desks/main/triggers", `{"text": "HOLD the book", "id": "h3"}`); code != 202 {
-		t.Fatalf("POST = %d %s", code, body)
-	}
-	llm.Await(t, routertest.UserContains("HOLD the book"))
-	if err := d.signal(syscall.SIGTERM); err != nil {
+	h := startHeldTurn(t, "1s", "h3")
+	if err := h.d.signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	h.d.endsInterrupted(t, deadline, "h3", "shutdown timeout of 1s passed")
+}
+
+// heldTurn is a deskd binary whose one turn the fake model holds.
+type heldTurn struct {
+	d       *deskdProc
+	addr    string             // http://host:port of d's API
+	llm     *routertest.Server // the fake model, holding "HOLD the book"
+	release chan<- struct{}    // a send lets the held turn answer
+	cfg     string             // the config's main file
+}
+
+// startHeldTurn runs deskd (startOpenAIDeskd) on a config of the fake
+// model (newFakeLLM, openAIConfig) with the shutdown timeout given, posts
+// "HOLD the book" as trigger id, and returns once the model holds that
+// turn.
+func startHeldTurn(t *testing.T, shutdownTimeout, id string) heldTurn {
+	t.Helper()
+	h := heldTurn{}
+	h.llm, h.release = newFakeLLM(t, "HOLD")
+	h.cfg = openAIConfig(t, h.llm, shutdownTimeout)
+	h.d, h.addr = startOpenAIDeskd(t, h.cfg)
+	if code, body := httpDo(t, "POST", h.addr+"/v1/desks/main/triggers", `{"text": "HOLD the book", "id": "`+id+`"}`); code != 202 {
+		t.Fatalf("POST = %d %s", code, body)
+	}
+	h.llm.Await(t, routertest.UserContains("HOLD the book"))
+	return h
+}
+
+// endsInterrupted waits for the turn of trigger id to be recorded
+// interrupted with a reason that contains reason (the lines of a turn cut
+// off at shutdown do not end the wait), then for the clean exit that the
+// signals already sent began (stopCleanlyAfterSignal).
+func (d *deskdProc) endsInterrupted(t *testing.T, deadline time.Time, id, reason string) {
+	t.Helper()
 	got := d.waitEach(t, deadline, isInterruption, map[string]func(stderrLine) bool{
-		"turn.interrupted": isEvent("turn.interrupted", "desk", "main", "trigger", "h3"),
+		"turn.interrupted": isEvent("turn.interrupted", "desk", "main", "trigger", id),
 	})
-	if r := got["turn.interrupted"].Str("reason"); !strings.Contains(r, "shutdown timeout of 1s passed") {
-		t.Errorf("turn.interrupted reason = %q", r)
+	if r := got["turn.interrupted"].Str("reason"); !strings.Contains(r, reason) {
+		t.Errorf("turn.interrupted reason = %q, want one with %q", r, reason)
 	}
 	d.stopCleanlyAfterSignal(t)
 }

@@ -499,6 +499,26 @@ func (d *deskdProc) stopCleanly(t testing.TB, sig os.Signal) {
 	}
 }
 
+// beginStop sends SIGTERM and waits for the "deskd stopping" line: the
+// graceful stop has begun (running turns may finish; the API answers 503).
+func (d *deskdProc) beginStop(t testing.TB, deadline time.Time) {
+	t.Helper()
+	if err := d.signal(syscall.SIGTERM); err != nil {
+		d.fail(t, "send SIGTERM: %v", err)
+	}
+	d.waitFor(t, deadline, "deskd stopping", func(l stderrLine) bool { return strings.HasPrefix(l.Str("message"), "deskd stopping") })
+}
+
+// cutStopShort begins the graceful stop (beginStop) and sends a second
+// SIGTERM, which cancels the running turns at once.
+func (d *deskdProc) cutStopShort(t testing.TB, deadline time.Time) {
+	t.Helper()
+	d.beginStop(t, deadline)
+	if err := d.signal(syscall.SIGTERM); err != nil {
+		d.fail(t, "send a second SIGTERM: %v", err)
+	}
+}
+
 // isEvent matches an event line of the topic whose string fields equal the
 // given key, value pairs.
 func isEvent(topic string, kv ...string) func(stderrLine) bool {
@@ -820,3 +840,54 @@ func (n *sdNotifyListener) nextWith(t testing.TB, wanted ...string) string {
 
 // received returns every datagram read so far, in order.
 func (n *sdNotifyListener) received() []string { return slices.Clone(n.read) }
+
+// deskStarted waits for desk main's desk.started event.
+func (d *deskdProc) deskStarted(t testing.TB, deadline time.Time) {
+	t.Helper()
+	d.waitFor(t, deadline, "desk.started", isEvent("desk.started", "desk", "main"))
+}
+
+// firstSession waits for desk main's first session (session.started,
+// reason first) and returns its id, failing the test if it has none.
+func (d *deskdProc) firstSession(t testing.TB, deadline time.Time) string {
+	t.Helper()
+	first := d.waitFor(t, deadline, "session.started reason first", isEvent("session.started", "desk", "main", "reason", "first"))
+	id := first.Str("session")
+	if id == "" {
+		d.fail(t, "session.started without a session id: %s", first.Raw)
+	}
+	return id
+}
+
+// resumes waits for desk main's next session.started and reports an
+// error (when says at which start) unless it resumes session id; it
+// returns the line.
+func (d *deskdProc) resumes(t testing.TB, deadline time.Time, when, id string) stderrLine {
+	t.Helper()
+	l := d.waitFor(t, deadline, "session.started", isEvent("session.started", "desk", "main"))
+	if l.Str("reason") != "resumed" || l.Str("session") != id {
+		t.Errorf("%s: %s\nwant session.started reason resumed, session %s", when, l.Raw, id)
+	}
+	return l
+}
+
+// startFirstSession runs deskd in process on s ("first deskd", its clock
+// at the RFC3339 instant at) and waits for desk main's first session and
+// then its desk.started; it returns the daemon and the session's id.
+func startFirstSession(t *testing.T, deadline time.Time, s e2eSetup, at string) (*deskdProc, string) {
+	t.Helper()
+	d := startInProcess(t, "first deskd", s.Config, istTime(t, at))
+	id := d.firstSession(t, deadline)
+	d.deskStarted(t, deadline)
+	return d, id
+}
+
+// startDeskStarted runs the deskd binary on s (run --config, its clock
+// starting at the RFC3339 instant clockStart) and waits for desk main's
+// desk.started.
+func startDeskStarted(t *testing.T, deadline time.Time, name string, s e2eSetup, clockStart string) *deskdProc {
+	t.Helper()
+	d := startDeskd(t, name, "run", "--config", s.Config, "--clock-start", clockStart)
+	d.deskStarted(t, deadline)
+	return d
+}
