@@ -18,12 +18,9 @@ func newAckCommand(stdout io.Writer) *cobra.Command {
 		Short: "Acknowledge an interrupted trigger (its model call may have acted): it leaves the desk's interrupted list",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.newClient()
+			c, err := f.newClientAs(&req.By)
 			if err != nil {
 				return err
-			}
-			if req.By == "" {
-				req.By = operator()
 			}
 			st, err := c.Acknowledge(cmd.Context(), args[0], args[1], req)
 			if err == nil {

@@ -48,12 +48,9 @@ func newDecideCommand(stdout io.Writer, approve bool) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.newClient()
+			c, err := f.newClientAs(&req.By)
 			if err != nil {
 				return err
-			}
-			if req.By == "" {
-				req.By = operator()
 			}
 			d, err := c.Decide(cmd.Context(), args[0], args[1], approve, req)
 			if err == nil {

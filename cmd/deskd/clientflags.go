@@ -91,6 +91,20 @@ func (f *clientFlags) newClient() (*httpapi.Client, error) {
 	return c, nil
 }
 
+// newClientAs is newClient for a command that acts in someone's name:
+// *by, when the --by flag left it empty, becomes the operator at the
+// terminal (operator).
+func (f *clientFlags) newClientAs(by *string) (*httpapi.Client, error) {
+	c, err := f.newClient()
+	if err != nil {
+		return nil, err
+	}
+	if *by == "" {
+		*by = operator()
+	}
+	return c, nil
+}
+
 // pickAddr prefers a unix socket, then the first TCP address.
 func pickAddr(listens []string) string {
 	for _, a := range listens {

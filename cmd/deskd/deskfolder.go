@@ -47,6 +47,20 @@ func openDeskState(path, name string) (*config.Config, *memory.Folder, error) {
 	return cfg, folder, nil
 }
 
+// deskSessions opens the state folder of desk name (openDeskState) and
+// lists its sessions (memory.Folder.ListSessions), oldest first.
+func deskSessions(path, name string) (*memory.Folder, []memory.SessionInfo, error) {
+	_, folder, err := openDeskState(path, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	infos, err := folder.ListSessions()
+	if err != nil {
+		return nil, nil, err
+	}
+	return folder, infos, nil
+}
+
 // loadSession reads the session an operator named (transcript.Pick; ""
 // for the desk's current one), with the exit status of a name that names
 // none: 1 for a desk with no sessions, 2 for a name that names no session

@@ -26,12 +26,9 @@ func newPauseCommand(stdout io.Writer) *cobra.Command {
 		Short: "Pause a desk (the kill switch): it runs no turn until resumed; its triggers wait (or are refused: paused_triggers)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.newClient()
+			c, err := f.newClientAs(&by)
 			if err != nil {
 				return err
-			}
-			if by == "" {
-				by = operator()
 			}
 			out, err := c.Pause(cmd.Context(), args[0], httpapi.PauseRequest{Reason: reason, By: by})
 			if err != nil {

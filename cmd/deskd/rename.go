@@ -20,11 +20,7 @@ func newRenameCommand(stdout io.Writer) *cobra.Command {
 		Short: "Give a session a title (the words of TITLE, joined by spaces)",
 		Args:  cobra.MinimumNArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, folder, err := openDeskState(path, args[0])
-			if err != nil {
-				return err
-			}
-			infos, err := folder.ListSessions()
+			folder, infos, err := deskSessions(path, args[0])
 			if err != nil {
 				return err
 			}

@@ -22,12 +22,9 @@ func newResumeCommand(stdout io.Writer) *cobra.Command {
 		Short: "Resume a paused desk: the triggers waiting in its queue run",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.newClient()
+			c, err := f.newClientAs(&by)
 			if err != nil {
 				return err
-			}
-			if by == "" {
-				by = operator()
 			}
 			out, err := c.Resume(cmd.Context(), args[0], httpapi.PauseRequest{By: by})
 			if err != nil {

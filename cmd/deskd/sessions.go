@@ -18,11 +18,7 @@ func newSessionsCommand(stdout io.Writer) *cobra.Command {
 		Short: "List the desk's sessions: id, trading date, title, turns, tokens, state (and what a fork was forked from)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, folder, err := openDeskState(path, args[0])
-			if err != nil {
-				return err
-			}
-			infos, err := folder.ListSessions()
+			_, infos, err := deskSessions(path, args[0])
 			if err != nil {
 				return err
 			}
