@@ -55,15 +55,7 @@ func apiConfig(tb testing.TB, dir, model, extra, desk string) string {
 			"shutdown_timeout: 5s\nmodels:\n  m: " + model + "\n" + extra,
 		"desks.d/main.yaml": "model: m\ninstructions: You run the main desk.\n" + desk,
 	}
-	for name, text := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	writeTestFiles(tb, dir, files)
 	return filepath.Join(dir, "deskd.yaml")
 }
 
@@ -162,19 +154,36 @@ func TestAPIE2EKillStorm(t *testing.T) {
 	}
 	killNow(t, d)
 	d = startAPIBinary(t, "second deskd", cfg)
-	states := map[string]int{}
-	stateOf := map[string]string{}
-	for i := range n {
-		tr := d.trigger(t, fmt.Sprintf("s%02d", i))
-		states[fmt.Sprint(tr["state"])]++
-		stateOf[fmt.Sprintf("storm event %02d", i)] = fmt.Sprint(tr["state"])
-	}
+	states, stateOf, _ := stormOutcomes(t, d, n)
 	d.stopCleanly(t, syscall.SIGTERM)
 	if states["answered"]+states["interrupted"] != n || states["interrupted"] > 1 {
 		t.Errorf("states after the restart: %v; want all answered, but for at most one interrupted", states)
 	}
-	// An answered trigger reached the model once. An interrupted one was
-	// cut off between its "sent" record and the model's answer: at most once.
+	sentOnce(t, dir, stateOf)
+	t.Logf("after the kill and restart: %v", states)
+}
+
+// stormOutcomes reads the triggers s00 to s<n-1> of desk main, the storm
+// of "storm event NN" texts, and returns how many are in each state, each
+// text's state, and the triggers.
+func stormOutcomes(t *testing.T, d *deskdProc, n int) (states map[string]int, stateOf map[string]string, trs []map[string]any) {
+	t.Helper()
+	states, stateOf = map[string]int{}, map[string]string{}
+	for i := range n {
+		tr := d.trigger(t, fmt.Sprintf("s%02d", i))
+		states[fmt.Sprint(tr["state"])]++
+		stateOf[fmt.Sprintf("storm event %02d", i)] = fmt.Sprint(tr["state"])
+		trs = append(trs, tr)
+	}
+	return states, stateOf, trs
+}
+
+// sentOnce checks, in the session files of desk main in the config folder
+// dir, that each storm text (stateOf: its trigger's state) reached the
+// model once if its trigger was answered, and at most once if interrupted
+// (cut off between its "sent" record and the model's answer).
+func sentOnce(t *testing.T, dir string, stateOf map[string]string) {
+	t.Helper()
 	sent := sessionUserTexts(t, filepath.Join(dir, "state", "desks", "main", "sessions"))
 	for text, state := range stateOf {
 		c := sent[text]
@@ -182,7 +191,6 @@ func TestAPIE2EKillStorm(t *testing.T) {
 			t.Errorf("%q (%s) was sent to the model %d times", text, state, c)
 		}
 	}
-	t.Logf("after the kill and restart: %v", states)
 }
 
 // sessionUserTexts counts, over every session file, the user messages

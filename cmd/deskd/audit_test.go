@@ -42,10 +42,7 @@ func readBundle(t *testing.T, path string) []bundleFile {
 func TestAuditCommand(t *testing.T) {
 	s := newOpsDesk(t)
 	path := filepath.Join(t.TempDir(), "audit.tar.gz")
-	code, out, errOut := runOps(t, s, "audit", "main", "2026-03-02", "-o", path)
-	if code != 0 {
-		t.Fatalf("deskd audit main 2026-03-02: exit %d, stderr %s", code, errOut)
-	}
+	out := runOpsOK(t, s, "audit", "main", "2026-03-02", "-o", path)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +77,7 @@ func TestAuditHoldsTheConfigInForce(t *testing.T) {
 	s := newOpsDesk(t)
 	dir := filepath.Join(filepath.Dir(filepath.Dir(s.DeskDir)), config.HistoryDir)
 	snap := func(name, instructions string) {
-		opsWrite(t, dir, name, `{"taken":"x","reason":"start","config":{"desks":{"main":{"instructions":"`+instructions+`"}}}}`+"\n")
+		writeTestFile(t, dir, name, `{"taken":"x","reason":"start","config":{"desks":{"main":{"instructions":"`+instructions+`"}}}}`+"\n")
 	}
 	snap("20260301T050000.000000000Z.json", "v1, in force when 2 March began")
 	snap("20260302T060000.000000000Z.json", "v2, from 11:30 IST on 2 March")

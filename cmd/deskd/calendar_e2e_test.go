@@ -39,9 +39,7 @@ func productionCopy(t *testing.T, llm *routertest.Server, extra map[string]strin
 		main = strings.Replace(main, old, repl, 1)
 	}
 	writeTestFile(t, dir, "desks.d/nse.yaml", read("desks.d/nse.yaml"))
-	for name, text := range extra {
-		writeTestFile(t, dir, name, text)
-	}
+	writeTestFiles(t, dir, extra)
 	return writeTestFile(t, dir, "deskd.yaml", main)
 }
 

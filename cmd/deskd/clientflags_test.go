@@ -21,9 +21,16 @@ func cliWithToken(t *testing.T, url, token string) func(args ...string) (int, st
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return cliWith(t, "--addr", url, "--token-file", tokenFile)
+}
+
+// cliWith returns a function that runs a deskd command in process with
+// flags after its own arguments (the API's --addr, a token file) and
+// returns its exit code, output and error output.
+func cliWith(t *testing.T, flags ...string) func(args ...string) (int, string, string) {
 	return func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		code := run(t.Context(), append(args, "--addr", url, "--token-file", tokenFile), &out, &errb)
+		code := run(t.Context(), append(args, flags...), &out, &errb)
 		return code, out.String(), errb.String()
 	}
 }

@@ -10,7 +10,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,15 +60,7 @@ func TestConsoleAttackXSS(t *testing.T) {
 		"curator/ledger.jsonl":     `{"id":"c-evil","at":"2026-03-02T04:00:00Z","trading_date":"2026-03-02","action":"retire","skill":"evil","reason":` + jsString(xssPayload("curator reason")) + `,"before":"","after":"","archived_to":""}` + "\n",
 		"../../../desks.d/fx.yaml": "model: " + jsString(xssPayload("config rejection")) + "\ninstructions: x\n",
 	}
-	for name, text := range files {
-		p := filepath.Join(deskDir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTestFiles(t, deskDir, files)
 	d.debounced(t, func() {
 		d.waitEach(t, deadline, isRejection, map[string]func(stderrLine) bool{"the hostile fx.yaml refused": isEvent("config.rejected", "desk", "fx")})
 	})

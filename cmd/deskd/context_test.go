@@ -25,10 +25,7 @@ func TestContextCommandCountsBySource(t *testing.T) {
 	)
 	before, _ := s.Folder.ReadSession(id)
 
-	code, out, errOut := runOps(t, s, "context", "main", "--json")
-	if code != 0 {
-		t.Fatalf("context = %d %s", code, errOut)
-	}
+	out := runOpsOK(t, s, "context", "main", "--json")
 	var rep router.ContextReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v in %s", err, out)
@@ -47,7 +44,7 @@ func TestContextCommandCountsBySource(t *testing.T) {
 	if rep.Total != sum {
 		t.Errorf("total %d, sources add up to %d", rep.Total, sum)
 	}
-	code, out, _ = runOps(t, s, "context", "main")
+	code, out, _ := runOps(t, s, "context", "main")
 	if code != 0 || !strings.Contains(out, "estimates") || !strings.Contains(out, "memory") {
 		t.Errorf("table = %d\n%s", code, out)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,15 @@ func newOpsDesk(t *testing.T) *opsSetup { return &opsSetup{memorytest.Populated(
 // at moves the fixture's clock.
 func (s *opsSetup) at(t *testing.T, when string) { s.At(t, when) }
 
+// writeMemoryAt writes Memory.md with the fixture's clock at when (at).
+func (s *opsSetup) writeMemoryAt(t *testing.T, when, text string) {
+	t.Helper()
+	s.at(t, when)
+	if _, err := s.Folder.WriteMemory(text); err != nil {
+		t.Fatalf("write Memory.md at %s: %v", when, err)
+	}
+}
+
 // session creates a session and appends recs (memorytest.Desk.Session).
 func (s *opsSetup) session(t *testing.T, header memory.Record, recs ...memory.Record) {
 	t.Helper()
@@ -40,16 +50,21 @@ func (s *opsSetup) session(t *testing.T, header memory.Record, recs ...memory.Re
 // utcTime parses an RFC 3339 instant.
 func utcTime(t *testing.T, s string) time.Time { t.Helper(); return memorytest.UTC(t, s) }
 
-// opsWrite writes text to dir/name, making folders, and returns the path.
-func opsWrite(t *testing.T, dir, name, text string) string {
-	t.Helper()
-	return memorytest.Write(t, dir, name, text)
-}
-
 // runOps runs deskd with args and the fixture's --config in process.
 func runOps(t *testing.T, s *opsSetup, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code = run(t.Context(), append(args, "--config", s.Config), &out, &errOut)
 	return code, out.String(), errOut.String()
+}
+
+// runOpsOK is runOps that fails the test unless the command exits 0, and
+// returns its stdout.
+func runOpsOK(t *testing.T, s *opsSetup, args ...string) string {
+	t.Helper()
+	code, out, errOut := runOps(t, s, args...)
+	if code != 0 {
+		t.Fatalf("deskd %s: exit %d, stderr %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
 }

@@ -11,10 +11,7 @@ import (
 func exportS1(t *testing.T, s *opsSetup) (path, page string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "s1.html")
-	code, out, errOut := runOps(t, s, "export", "main", opsS1, "-o", path)
-	if code != 0 {
-		t.Fatalf("deskd export: exit %d, stderr %s", code, errOut)
-	}
+	out := runOpsOK(t, s, "export", "main", opsS1, "-o", path)
 	if !strings.HasPrefix(out, "wrote "+path+": session "+opsS1+" of desk main, 11 records, ") {
 		t.Errorf("deskd export printed %q", out)
 	}
@@ -42,10 +39,7 @@ func TestExportWritesTheFile(t *testing.T) {
 
 func TestExportDefaultSession(t *testing.T) {
 	s := newOpsDesk(t)
-	code, page, errOut := runOps(t, s, "export", "main", "-o", "-")
-	if code != 0 {
-		t.Fatalf("deskd export -o -: exit %d, stderr %s", code, errOut)
-	}
+	page := runOpsOK(t, s, "export", "main", "-o", "-")
 	for _, want := range []string{
 		"<title>Good morning. Plan the day. · main · " + opsS2 + "</title>",
 		`<details class="preamble"><summary>Carries the summary of the previous session, from 2026-03-02</summary><pre class="text">` +

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -13,11 +12,7 @@ import (
 // summary, and the new session names the old one as its parent.
 func TestForkCarriesTheSession(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{})
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(t.Context(), append(args, "--addr", h.URL()), &out, &errb)
-		return code, out.String(), errb.String()
-	}
+	cli := cliWith(t, "--addr", h.URL())
 	if code, out, errs := cli("trigger", "main", "Remember the gap at 22000", "--id", "f1", "--wait", "--timeout", "10s"); code != 0 {
 		t.Fatalf("trigger = %d %s%s", code, out, errs)
 	}

@@ -118,13 +118,7 @@ func TestHostileFilesE2ECheckConfigFIFO(t *testing.T) {
 func TestHostileFilesE2EShutdownDeadline(t *testing.T) {
 	t.Parallel()
 	s := newE2ESetup(t, "")
-	text, err := os.ReadFile(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(s.Config, []byte(strings.Replace(string(text), "shutdown_timeout: 20s", "shutdown_timeout: 1s", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	replaceInFile(t, s.Config, "shutdown_timeout: 20s", "shutdown_timeout: 1s")
 	start := istTime(t, "2026-03-02T10:00:00+05:30")
 	stall := &stallingWriter{stall: []byte(`"event":"turn.completed"`), stalled: make(chan struct{}), release: make(chan struct{})}
 	cfg, err := loadConfig(s.Config)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,13 +24,7 @@ func TestLogLevelsShowDebugAndTrace(t *testing.T) {
 	for _, level := range []string{"info", "debug", "trace"} {
 		t.Run(level, func(t *testing.T) {
 			s := newE2ESetup(t, everyMinuteSchedule)
-			raw, err := os.ReadFile(s.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(s.Config, []byte(strings.Replace(string(raw), "level: info", "level: "+level, 1)), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			replaceInFile(t, s.Config, "level: info", "level: "+level)
 			d := startInProcess(t, "deskd", s.Config, start)
 			d.waitReady(t)
 			if status, _ := d.post(t, `{"text": "NIFTY crossed 22000", "id": "evt-1", "source": "feed-a"}`); status != http.StatusAccepted && status != http.StatusOK {

@@ -250,6 +250,24 @@ func sessionDecisions(t *testing.T, deskDir string) []router.Decision {
 	return out
 }
 
+// startStdioBrokerBinary runs the deskd binary (startAPIBinary) on a config
+// in dir whose desk main may call every tool of "broker", the test MCP
+// server that deskd starts on stdio (this test binary, mcptest's EnvMode
+// stdio) with the more env entries given (YAML "NAME: value"), and returns
+// once the broker is up.
+func startStdioBrokerBinary(t *testing.T, dir, env string) *deskdProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := fmt.Sprintf("mcp_servers:\n  broker: {command: [%q], env: {%s: stdio, %s}}\n", exe, mcptest.EnvMode, env)
+	cfg := apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [\"*\"]}\n")
+	d := startAPIBinary(t, "deskd", cfg)
+	brokerUp(t, d)
+	return d
+}
+
 // TestMCPServerDiesWithDeskdE2E: the stdio MCP server deskd started dies
 // with deskd, also when deskd is killed with SIGKILL and has no chance to
 // stop it; the server here does not even stop when its stdin closes. The
@@ -257,15 +275,7 @@ func sessionDecisions(t *testing.T, deskDir string) []router.Decision {
 func TestMCPServerDiesWithDeskdE2E(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
-	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	extra := fmt.Sprintf("mcp_servers:\n  broker: {command: [%q], env: {%s: stdio, %s: \"1\"}}\n", exe, mcptest.EnvMode, mcptest.EnvLinger)
-	cfg := apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [\"*\"]}\n")
-	d := startAPIBinary(t, "deskd", cfg)
-	brokerUp(t, d)
+	d := startStdioBrokerBinary(t, t.TempDir(), fmt.Sprintf(`%s: "1"`, mcptest.EnvLinger))
 	_, body := d.call(t, http.MethodGet, "/v1/desks", "", "")
 	var st httpapi.DesksResponse
 	if err := json.Unmarshal([]byte(body), &st); err != nil || len(st.Desks) != 1 || len(st.Desks[0].MCP) != 1 || st.Desks[0].MCP[0].PID == 0 {
@@ -286,15 +296,8 @@ func TestMCPDetachedChildEndsWithDeskdE2E(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	pidFile := filepath.Join(dir, "detached.pid")
-	extra := fmt.Sprintf("mcp_servers:\n  broker: {command: [%q], env: {%s: stdio, %s: %q}}\n", exe, mcptest.EnvMode, mcptest.EnvDetached, pidFile)
-	cfg := apiConfig(t, dir, "{provider: scripted}", extra, "mcp:\n  broker: {tools: [\"*\"]}\n")
-	d := startAPIBinary(t, "deskd", cfg)
-	brokerUp(t, d)
+	d := startStdioBrokerBinary(t, dir, fmt.Sprintf("%s: %q", mcptest.EnvDetached, pidFile))
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatalf("the detached child's PID: %v", err)
@@ -524,21 +527,45 @@ func TestMCPApprovedCallToADownServerIsGivenBackE2E(t *testing.T) {
 	}
 }
 
+// startWaitingOrder runs deskd in process on mcpConfig (the broker's
+// orders in dir/orders, dir a new folder) and returns once trigger o1's
+// place_order call waits for an operator, with the daemon and dir.
+func startWaitingOrder(t *testing.T) (*deskdProc, string) {
+	t.Helper()
+	dir := t.TempDir()
+	d := startInProcess(t, "deskd", mcpConfig(t, dir, filepath.Join(dir, "orders")), apiStart)
+	brokerUp(t, d)
+	_ = waitingCall(t, d, "o1", `{"symbol":"INFY","qty":5,"side":"buy"}`)
+	return d, dir
+}
+
+// deniedByDeskd waits (30s) for deskd itself to deny o1's waiting call,
+// then for o1's turn to complete with that answer. The wait for the denial
+// runs in around if one is given (d.debounced: while the clock moves).
+func (d *deskdProc) deniedByDeskd(t *testing.T, around func(t *testing.T, wait func())) {
+	t.Helper()
+	wait := func() {
+		d.waitFor(t, time.Now().Add(30*time.Second), "the denial", isEvent("approval.decided", "trigger", "o1", "outcome", "denied", "by", "deskd"))
+	}
+	if around == nil {
+		wait()
+	} else {
+		around(t, wait)
+	}
+	d.waitFor(t, time.Now().Add(30*time.Second), "o1's answer", isEvent("turn.completed", "trigger", "o1"))
+}
+
 // TestMCPShutdownDeniesWaitingCallsE2E: a call waiting for an operator
 // when deskd is told to stop is denied at once ("deskd is stopping"), so
 // that its turn ends with its answer rather than being cut off at the
 // shutdown timeout; the denial is in the session.
 func TestMCPShutdownDeniesWaitingCallsE2E(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	d := startInProcess(t, "deskd", mcpConfig(t, dir, filepath.Join(dir, "orders")), apiStart)
-	brokerUp(t, d)
-	_ = waitingCall(t, d, "o1", `{"symbol":"INFY","qty":5,"side":"buy"}`)
+	d, dir := startWaitingOrder(t)
 	if err := d.signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	d.waitFor(t, time.Now().Add(30*time.Second), "the denial", isEvent("approval.decided", "trigger", "o1", "outcome", "denied", "by", "deskd"))
-	d.waitFor(t, time.Now().Add(30*time.Second), "o1's answer", isEvent("turn.completed", "trigger", "o1"))
+	d.deniedByDeskd(t, nil)
 	if code := d.wait(t, 60*time.Second); code != 0 {
 		t.Fatalf("deskd exited %d", code)
 	}
@@ -553,17 +580,11 @@ func TestMCPShutdownDeniesWaitingCallsE2E(t *testing.T) {
 // left undecidable until the stop times out).
 func TestMCPDeskStopDeniesWaitingCallsE2E(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	d := startInProcess(t, "deskd", mcpConfig(t, dir, filepath.Join(dir, "orders")), apiStart)
-	brokerUp(t, d)
-	_ = waitingCall(t, d, "o1", `{"symbol":"INFY","qty":5,"side":"buy"}`)
+	d, dir := startWaitingOrder(t)
 	if err := os.Rename(filepath.Join(dir, "desks.d", "main.yaml"), filepath.Join(dir, "main.yaml.off")); err != nil {
 		t.Fatal(err)
 	}
-	d.debounced(t, func() {
-		d.waitFor(t, time.Now().Add(30*time.Second), "the denial", isEvent("approval.decided", "trigger", "o1", "outcome", "denied", "by", "deskd"))
-	})
-	d.waitFor(t, time.Now().Add(30*time.Second), "o1's answer", isEvent("turn.completed", "trigger", "o1"))
+	d.deniedByDeskd(t, d.debounced)
 	d.waitFor(t, time.Now().Add(30*time.Second), "desk.stopped", isEvent("desk.stopped", "desk", "main"))
 	if n := d.count(isEvent("turn.interrupted", "trigger", "o1")); n != 0 {
 		t.Fatal("o1's turn was cut off")

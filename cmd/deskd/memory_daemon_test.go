@@ -15,10 +15,7 @@ func versionedDesk(t *testing.T) *opsSetup {
 	t.Helper()
 	s := newOpsSetup(t)
 	for i, at := range []string{"2026-02-28T10:00:00Z", "2026-03-01T10:00:00Z", "2026-03-02T10:00:00Z"} {
-		s.at(t, at)
-		if _, err := s.Folder.WriteMemory(fmt.Sprintf("- lesson %d\n", i+1)); err != nil {
-			t.Fatal(err)
-		}
+		s.writeMemoryAt(t, at, fmt.Sprintf("- lesson %d\n", i+1))
 	}
 	return s
 }

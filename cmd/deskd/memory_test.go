@@ -7,14 +7,8 @@ import (
 
 func TestMemoryCommandHistoryDiffRestore(t *testing.T) {
 	s := newOpsSetup(t)
-	s.at(t, "2026-03-01T10:00:00Z")
-	if _, err := s.Folder.WriteMemory("- keep stops tight\n"); err != nil {
-		t.Fatal(err)
-	}
-	s.at(t, "2026-03-02T10:00:00Z")
-	if _, err := s.Folder.WriteMemory("- keep stops tight\n- fade the first gap\n"); err != nil {
-		t.Fatal(err)
-	}
+	s.writeMemoryAt(t, "2026-03-01T10:00:00Z", "- keep stops tight\n")
+	s.writeMemoryAt(t, "2026-03-02T10:00:00Z", "- keep stops tight\n- fade the first gap\n")
 	code, out, errOut := runOps(t, s, "memory", "main")
 	if code != 0 || out != "- keep stops tight\n- fade the first gap\n" {
 		t.Fatalf("memory main = %d %q %q", code, out, errOut)

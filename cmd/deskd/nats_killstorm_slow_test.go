@@ -9,11 +9,13 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/deskd/deskd/desk/natsfeed"
 	"github.com/deskd/deskd/desk/natstest"
@@ -27,6 +29,20 @@ import (
 // rest.
 const afterTheKills = 2*natsfeed.AckWait + time.Minute
 
+// natsStormRig starts a NATS server (natstest.Start) and writes a config
+// (apiConfig, the scripted model) whose desk main takes its triggers from
+// the server's MARKET stream (natsSection, then natsExtra in the nats
+// section) and queues up to 1,000 of them. It returns a client of the
+// server, the config's folder and its main file.
+func natsStormRig(t *testing.T, natsExtra string) (nc *nats.Conn, js jetstream.JetStream, dir, cfg string) {
+	t.Helper()
+	srv := natstest.Start(t)
+	nc, js = srv.Client()
+	dir = t.TempDir()
+	cfg = apiConfig(t, dir, "{provider: scripted}", natsSection(srv)+natsExtra, "queue_limit: 1000\n")
+	return nc, js, dir, cfg
+}
+
 // TestNATSE2EKillStorm: messages published throughout while deskd is
 // killed with SIGKILL three times and started again; in the end every
 // message's trigger is answered (or, cut off with its model call made,
@@ -36,10 +52,7 @@ const afterTheKills = 2*natsfeed.AckWait + time.Minute
 func TestNATSE2EKillStorm(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
-	srv := natstest.Start(t)
-	nc, js := srv.Client()
-	dir := t.TempDir()
-	cfg := apiConfig(t, dir, "{provider: scripted}", natsSection(srv), "queue_limit: 1000\n")
+	nc, js, dir, cfg := natsStormRig(t, "")
 	const n, kills = 60, 3
 	published := make(chan int, n)
 	var pub sync.WaitGroup
@@ -65,12 +78,8 @@ func TestNATSE2EKillStorm(t *testing.T) {
 	for range published {
 	}
 	natstest.WaitAcked(t, nc, js, "MARKET", "deskd", afterTheKills)
-	states := map[string]int{}
-	stateOf := map[string]string{}
-	for i := range n {
-		tr := d.trigger(t, fmt.Sprintf("s%02d", i))
-		states[fmt.Sprint(tr["state"])]++
-		stateOf[fmt.Sprintf("storm event %02d", i)] = fmt.Sprint(tr["state"])
+	states, stateOf, trs := stormOutcomes(t, d, n)
+	for i, tr := range trs {
 		if tr["source"] != "nats" {
 			t.Errorf("s%02d: source %v, want nats", i, tr["source"])
 		}
@@ -79,13 +88,7 @@ func TestNATSE2EKillStorm(t *testing.T) {
 	if states["answered"]+states["interrupted"] != n || states["interrupted"] > kills {
 		t.Errorf("states after the kills: %v; want all answered, but for at most one interrupted per kill", states)
 	}
-	sent := sessionUserTexts(t, filepath.Join(dir, "state", "desks", "main", "sessions"))
-	for text, state := range stateOf {
-		c := sent[text]
-		if state == "answered" && c != 1 || state == "interrupted" && c > 1 {
-			t.Errorf("%q (%s) was sent to the model %d times", text, state, c)
-		}
-	}
+	sentOnce(t, dir, stateOf)
 	t.Logf("after %d kills: %v", kills, states)
 }
 
@@ -100,10 +103,7 @@ func TestNATSE2EKillStorm(t *testing.T) {
 func TestNATSE2EEventsSurviveAKillStorm(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
-	srv := natstest.Start(t)
-	nc, js := srv.Client()
-	dir := t.TempDir()
-	cfg := apiConfig(t, dir, "{provider: scripted}", natsSection(srv)+"  events: {stream: DESKD_EVENTS}\n", "queue_limit: 1000\n")
+	nc, js, _, cfg := natsStormRig(t, "  events: {stream: DESKD_EVENTS}\n")
 	const n, kills, turnsEach = 200, 8, 6
 	var pub sync.WaitGroup
 	t.Cleanup(pub.Wait)

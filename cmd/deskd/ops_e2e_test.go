@@ -86,18 +86,8 @@ func TestStatusFindsRunningDeskd(t *testing.T) {
 	if err != nil || rt.PID != os.Getpid() || len(rt.Listen) != 1 || rt.Listen[0] != served || rt.Config != s.Config {
 		t.Fatalf("runtime file = %+v, %v; want this process serving %s on %s", rt, err, served, s.Config)
 	}
-	main, err := os.ReadFile(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	other := fmt.Sprintf("127.0.0.1:%d", pickFreePort(t))
-	edited := strings.Replace(string(main), "listen: "+served, "listen: "+other, 1)
-	if edited == string(main) {
-		t.Fatalf("no listen: %s in %s", served, main)
-	}
-	if err := os.WriteFile(s.Config, []byte(edited), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	replaceInFile(t, s.Config, "listen: "+served, "listen: "+other)
 	code, out := deskdCLI(t, "status", "--config", s.Config)
 	note := fmt.Sprintf("note: the running deskd (pid %d) serves %s; the config's listen %s takes effect at its next restart", os.Getpid(), served, other)
 	if code != 0 || !strings.Contains(out, note) || !strings.Contains(out, "main") {

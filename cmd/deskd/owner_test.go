@@ -22,14 +22,8 @@ func TestCLIWritesKeepTheDeskOwner(t *testing.T) {
 	}
 	const uid, gid = 4321, 4322
 	s := newOpsSetup(t)
-	s.at(t, "2026-03-01T10:00:00Z")
-	if _, err := s.Folder.WriteMemory("- keep stops tight\n"); err != nil {
-		t.Fatal(err)
-	}
-	s.at(t, "2026-03-02T10:00:00Z")
-	if _, err := s.Folder.WriteMemory("- keep stops tight\n- fade the first gap\n"); err != nil {
-		t.Fatal(err)
-	}
+	s.writeMemoryAt(t, "2026-03-01T10:00:00Z", "- keep stops tight\n")
+	s.writeMemoryAt(t, "2026-03-02T10:00:00Z", "- keep stops tight\n- fade the first gap\n")
 	if _, err := s.Folder.WriteSkill("vwap", "---\nname: vwap\ndescription: VWAP entries\n---\n\nv1\n"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -29,11 +28,7 @@ func hasRaw(s string) bool {
 // pause's by and reason escaped, on one line; --json stays JSON.
 func TestStatusEscapesPauseText(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{})
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(t.Context(), append(args, "--addr", h.URL()), &out, &errb)
-		return code, out.String(), errb.String()
-	}
+	cli := cliWith(t, "--addr", h.URL())
 	code, out, errs := cli("pause", "main", "--by", "ops"+hostileText, "--reason", "risk\nFORGED LINE"+hostileText)
 	if code != 0 || hasRaw(out) || strings.Contains(out, "\nFORGED") {
 		t.Errorf("pause = %d %q %s", code, out, errs)
@@ -89,10 +84,7 @@ func TestOperatorScreensEscapeControlCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"show", "main"}, {"memory", "main"}, {"skills", "main"}, {"sessions", "main"}} {
-		code, out, errOut := runOps(t, s, args...)
-		if code != 0 {
-			t.Fatalf("deskd %v = %d %s", args, code, errOut)
-		}
+		out := runOpsOK(t, s, args...)
 		if hasRaw(out) || strings.Contains(out, "\n--- forged") || strings.Contains(out, "\n--- 2026-03-02 09:00:00 IST  user manual") {
 			t.Errorf("deskd %v printed raw controls or a forged line:\n%q", args, out)
 		}

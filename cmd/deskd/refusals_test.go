@@ -35,11 +35,9 @@ func TestCheckConfigRefusesBadSecretsAndTools(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := opsWrite(t, dir, "deskd.yaml", tt.main)
-			opsWrite(t, dir, filepath.Join("desks.d", "main.yaml"), tt.desk)
-			for name, text := range tt.files {
-				opsWrite(t, dir, name, text)
-			}
+			cfg := writeTestFile(t, dir, "deskd.yaml", tt.main)
+			writeTestFile(t, dir, filepath.Join("desks.d", "main.yaml"), tt.desk)
+			writeTestFiles(t, dir, tt.files)
 			var out, errb bytes.Buffer
 			code := run(t.Context(), []string{"check-config", "--config", cfg}, &out, &errb)
 			if code != 2 {

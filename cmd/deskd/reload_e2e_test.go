@@ -363,12 +363,7 @@ func TestE2EReloadSIGHUPAndLogLevel(t *testing.T) {
 
 	// Follow the event stream: at warn, config.reloaded is not logged.
 	events := followSSE(t, addr, "", "")
-	mainYAML, err := os.ReadFile(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	warn := strings.Replace(string(mainYAML), "level: info", "level: warn", 1)
-	writeTestFile(t, filepath.Dir(s.Config), "deskd.yaml", warn)
+	mainYAML := replaceInFile(t, s.Config, "level: info", "level: warn")
 	d.debounced(t, func() { events.next(t, "config.reloaded", "log level changed from info to warn") })
 	if code, body := httpDo(t, "POST", addr+"/v1/desks/main/triggers", `{"text": "quiet", "id": "quiet"}`); code != 202 {
 		t.Fatalf("POST = %d %s", code, body)
@@ -376,7 +371,7 @@ func TestE2EReloadSIGHUPAndLogLevel(t *testing.T) {
 	if code, body := httpDo(t, "GET", addr+"/v1/desks/main/triggers/quiet?wait=30s", ""); code != 200 || !strings.Contains(body, `"answered"`) {
 		t.Fatalf("GET quiet = %d %s", code, body)
 	}
-	writeTestFile(t, filepath.Dir(s.Config), "deskd.yaml", string(mainYAML))
+	writeTestFile(t, filepath.Dir(s.Config), "deskd.yaml", mainYAML)
 	d.debounced(t, func() {
 		d.waitFor(t, deadline, "config.reloaded back at info", reloaded("log level changed from warn to info"))
 	})
@@ -579,11 +574,7 @@ func TestE2ECheckConfigDiff(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "no changes against the running deskd") {
 		t.Errorf("check-config --diff, nothing changed = %d\n%s", code, out)
 	}
-	mainYAML, err := os.ReadFile(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeTestFile(t, filepath.Dir(s.Config), "deskd.yaml", strings.Replace(string(mainYAML), "shutdown_timeout: 20s", "shutdown_timeout: 25s", 1))
+	replaceInFile(t, s.Config, "shutdown_timeout: 20s", "shutdown_timeout: 25s")
 	const change = "shutdown_timeout changed from 20s to 25s (takes effect after a restart)"
 	d.debounced(t, func() { d.waitFor(t, deadline, "config.reloaded", reloaded(change)) })
 	code, out = deskdCLI(t, "check-config", "--diff", "--config", s.Config)

@@ -11,10 +11,7 @@ import (
 func TestRename(t *testing.T) {
 	s := newOpsDesk(t)
 	// A unique prefix names the session; the title's words are joined.
-	code, out, errOut := runOps(t, s, "rename", "main", opsS1[:18], "Budget", "day:", "NIFTY gap")
-	if code != 0 {
-		t.Fatalf("deskd rename: exit %d, stderr %s", code, errOut)
-	}
+	out := runOpsOK(t, s, "rename", "main", opsS1[:18], "Budget", "day:", "NIFTY gap")
 	if want := opsS1 + ": Budget day: NIFTY gap\n"; out != want {
 		t.Errorf("deskd rename printed %q, want %q", out, want)
 	}

@@ -15,10 +15,7 @@ import (
 
 func TestSessionsList(t *testing.T) {
 	s := newOpsDesk(t)
-	code, out, errOut := runOps(t, s, "sessions", "main")
-	if code != 0 {
-		t.Fatalf("deskd sessions main: exit %d, stderr %s", code, errOut)
-	}
+	out := runOpsOK(t, s, "sessions", "main")
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) != 3 {
 		t.Fatalf("deskd sessions printed %d lines, want a heading and 2 sessions:\n%s", len(lines), out)
@@ -37,14 +34,7 @@ func TestSessionsList(t *testing.T) {
 
 func TestSessionsJSON(t *testing.T) {
 	s := newOpsDesk(t)
-	code, out, errOut := runOps(t, s, "sessions", "main", "--json")
-	if code != 0 {
-		t.Fatalf("deskd sessions --json: exit %d, stderr %s", code, errOut)
-	}
-	var rows []termview.SessionRow
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("decode %s: %v", out, err)
-	}
+	rows, out := sessionRowsJSON(t, s)
 	if len(rows) != 2 {
 		t.Fatalf("got %d sessions, want 2: %s", len(rows), out)
 	}
@@ -66,14 +56,7 @@ func TestSessionStates(t *testing.T) {
 	if err := s.Folder.WriteJSON("rollover.json", map[string]any{"session": opsS1, "degraded": true, "done": true, "new_session": opsS2}); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runOps(t, s, "sessions", "main", "--json")
-	if code != 0 {
-		t.Fatalf("exit %d, stderr %s", code, errOut)
-	}
-	var rows []termview.SessionRow
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatal(err)
-	}
+	rows, _ := sessionRowsJSON(t, s)
 	if len(rows) != 2 || rows[0].State != "degraded" || rows[1].State != "active" {
 		t.Errorf("states = %+v, want degraded then active", rows)
 	}
@@ -94,7 +77,7 @@ func TestSessionsOfDeskNoLongerConfigured(t *testing.T) {
 	if err := os.Remove(filepath.Join(filepath.Dir(s.Config), "desks.d", "main.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	opsWrite(t, filepath.Dir(s.Config), filepath.Join("desks.d", "other.yaml"), "model: offline\ninstructions: x\n")
+	writeTestFile(t, filepath.Dir(s.Config), filepath.Join("desks.d", "other.yaml"), "model: offline\ninstructions: x\n")
 	code, out, errOut := runOps(t, s, "sessions", "main")
 	if code != 0 || !strings.Contains(out, opsS1) {
 		t.Errorf("deskd sessions of a desk removed from the config: exit %d, stderr %q, out %q; want its sessions", code, errOut, out)
@@ -134,14 +117,7 @@ func TestSessionsListAFork(t *testing.T) {
 	}
 	d.Turn("t2", "And now?")
 
-	code, out, errOut := runOps(t, s, "sessions", "main", "--json")
-	if code != 0 {
-		t.Fatalf("deskd sessions --json: exit %d, %s", code, errOut)
-	}
-	var rows []termview.SessionRow
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("decode %s: %v", out, err)
-	}
+	rows, out := sessionRowsJSON(t, s)
 	if len(rows) != 2 {
 		t.Fatalf("%d sessions listed, want 2:\n%s", len(rows), out)
 	}
@@ -173,4 +149,16 @@ func TestSessionsListAFork(t *testing.T) {
 			t.Errorf("deskd show %s lacks %q:\n%s", child, want, out)
 		}
 	}
+}
+
+// sessionRowsJSON runs deskd sessions main --json (runOpsOK) and returns
+// the rows it printed, decoded, and the output.
+func sessionRowsJSON(t *testing.T, s *opsSetup) ([]termview.SessionRow, string) {
+	t.Helper()
+	out := runOpsOK(t, s, "sessions", "main", "--json")
+	var rows []termview.SessionRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("decode %s: %v", out, err)
+	}
+	return rows, out
 }

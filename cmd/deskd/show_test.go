@@ -9,10 +9,7 @@ import (
 
 func TestShowDefaultsToActiveSession(t *testing.T) {
 	s := newOpsDesk(t)
-	code, out, errOut := runOps(t, s, "show", "main")
-	if code != 0 {
-		t.Fatalf("deskd show main: exit %d, stderr %s", code, errOut)
-	}
+	out := runOpsOK(t, s, "show", "main")
 	if !strings.Contains(out, "session "+opsS2) || !strings.Contains(out, "Good morning. Plan the day.") {
 		t.Errorf("deskd show main did not show the active session %s:\n%s", opsS2, out)
 	}
@@ -43,10 +40,7 @@ func TestShowEscapesControlCharacters(t *testing.T) {
 		memory.Record{Type: memory.RecordMessage, Role: "assistant", Text: "ok\tdone", Trigger: "t"},
 	)
 	for _, args := range [][]string{{"show", "main"}, {"sessions", "main"}} {
-		code, out, errOut := runOps(t, s, args...)
-		if code != 0 {
-			t.Fatalf("deskd %v: exit %d, stderr %s", args, code, errOut)
-		}
+		out := runOpsOK(t, s, args...)
 		if strings.ContainsAny(out, "\x1b\r") {
 			t.Errorf("deskd %v printed control characters: %q", args, out)
 		}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/mcptest"
+	"github.com/deskd/deskd/memory/memorytest"
 )
 
 // The binary is built at most once per test binary, the first time an
@@ -135,17 +136,38 @@ func pickFreePort(t *testing.T) int {
 }
 
 // writeTestFile writes text to dir/name, making folders as needed, and returns
-// the file's path.
-func writeTestFile(t *testing.T, dir, name, text string) string {
+// the file's path (memorytest.Write).
+func writeTestFile(t testing.TB, dir, name, text string) string {
 	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	return memorytest.Write(t, dir, name, text)
+}
+
+// replaceInFile replaces the first old in the file at path with new, and
+// returns what the file held before. It fails the test if the file does
+// not hold old.
+func replaceInFile(t testing.TB, path, old, new string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+	before := string(b)
+	if !strings.Contains(before, old) {
+		t.Fatalf("no %q in %s:\n%s", old, path, before)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(before, old, new, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return before
+}
+
+// writeTestFiles writes each file of files (name: text) into dir, as
+// writeTestFile does.
+func writeTestFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		writeTestFile(t, dir, name, text)
+	}
 }
 
 // e2eSetup is one config in a temporary folder.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,13 +16,7 @@ import (
 // or the event stream), and the reply is printed.
 func TestTriggerWaitOneExchangeE2E(t *testing.T) {
 	s := newE2ESetup(t, "")
-	raw, err := os.ReadFile(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(s.Config, []byte(strings.Replace(string(raw), "level: info", "level: trace", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	replaceInFile(t, s.Config, "level: info", "level: trace")
 	d := startInProcess(t, "deskd", s.Config, time.Date(2026, 3, 2, 4, 0, 30, 0, time.UTC))
 	addr := d.waitReady(t)
 	code, out := deskdCLI(t, "trigger", "main", "NIFTY crossed 22000", "--id", "w-cli", "--wait", "--timeout", "1m", "--addr", addr)
