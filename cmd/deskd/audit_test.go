@@ -101,26 +101,13 @@ func TestAuditHoldsTheConfigInForce(t *testing.T) {
 func TestAuditRefused(t *testing.T) {
 	s := newOpsDesk(t)
 	out := filepath.Join(t.TempDir(), "a.tar.gz")
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		reason string
-	}{
+	checkRefusals(t, s, []opsRefusal{
 		{"no -o", []string{"audit", "main", "2026-03-02"}, 2, "-o FILE.tar.gz is required"},
 		{"bad date", []string{"audit", "main", "2026-02-30", "-o", out}, 2, `trading date "2026-02-30"`},
 		{"not a date", []string{"audit", "main", "yesterday", "-o", out}, 2, "want YYYY-MM-DD"},
 		{"nothing that day", []string{"audit", "main", "2026-01-15", "-o", out}, 1, "no session, summary or notes of that trading date"},
 		{"unknown desk", []string{"audit", "nosuch", "2026-03-02", "-o", out}, 2, `no desk "nosuch"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, _, errOut := runOps(t, s, tt.args...)
-			if code != tt.code || !strings.Contains(errOut, tt.reason) {
-				t.Errorf("deskd %v: exit %d, stderr %q; want %d and %q", tt.args, code, errOut, tt.code, tt.reason)
-			}
-		})
-	}
+	})
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("a refused audit wrote %s", out)
 	}

@@ -23,16 +23,7 @@ func TestE2EConfigInForceIsKept(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	dir := t.TempDir()
 	const secret, password = "sk-live-do-not-keep-me", "hunter2-do-not-keep-me"
-	cfg := writeTestFile(t, dir, "deskd.yaml", fmt.Sprintf(`state_dir: state
-timezone: Asia/Kolkata
-rollover_at: "00:00"
-listen: 127.0.0.1:%d
-log: {level: info, format: json}
-shutdown_timeout: 20s
-models:
-  offline: {provider: scripted}
-  real: {provider: openai, model: gpt-test, base_url: "http://trader:%s@127.0.0.1:9/v1", api_key_file: key.txt}
-`, pickFreePort(t), password))
+	cfg := writeE2EMain(t, dir, fmt.Sprintf("  real: {provider: openai, model: gpt-test, base_url: \"http://trader:%s@127.0.0.1:9/v1\", api_key_file: key.txt}\n", password))
 	writeTestFile(t, dir, "key.txt", secret+"\n")
 	mainFile := writeTestFile(t, dir, filepath.Join("desks.d", "main.yaml"), "model: offline\nfallbacks: [real]\ninstructions: Version one of the instructions.\n")
 	history := filepath.Join(dir, "state", config.HistoryDir)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -13,25 +11,10 @@ import (
 
 const debugLine = "debug listener: serving the profiles, on loopback only"
 
-// get fetches url and returns the status and the body.
+// get fetches url and returns the status and the body (httpDo).
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	return resp.StatusCode, string(b)
+	return httpDo(t, http.MethodGet, url, "")
 }
 
 // TestDebugListenerServesPprof: with debug_listen, deskd run serves

@@ -68,3 +68,26 @@ func runOpsOK(t *testing.T, s *opsSetup, args ...string) string {
 	}
 	return out
 }
+
+// opsRefusal is a command the operator's tools refuse: its arguments, the
+// exit code, and what its stderr says.
+type opsRefusal struct {
+	name   string
+	args   []string
+	code   int
+	reason string
+}
+
+// checkRefusals runs each refusal's command (runOps) in a subtest and
+// reports an error unless it exits with its code and says its reason.
+func checkRefusals(t *testing.T, s *opsSetup, tests []opsRefusal) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := runOps(t, s, tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.reason) {
+				t.Errorf("deskd %v: exit %d, stderr %q; want %d and %q", tt.args, code, errOut, tt.code, tt.reason)
+			}
+		})
+	}
+}

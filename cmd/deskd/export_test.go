@@ -56,22 +56,9 @@ func TestExportDefaultSession(t *testing.T) {
 
 func TestExportRefused(t *testing.T) {
 	s := newOpsDesk(t)
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		reason string
-	}{
+	checkRefusals(t, s, []opsRefusal{
 		{"no -o", []string{"export", "main"}, 2, "-o FILE.html is required"},
 		{"unknown session", []string{"export", "main", "nosuch", "-o", "-"}, 2, `no session "nosuch"`},
 		{"unwritable file", []string{"export", "main", "-o", filepath.Join(t.TempDir(), "no", "such", "dir", "x.html")}, 1, "export session"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, _, errOut := runOps(t, s, tt.args...)
-			if code != tt.code || !strings.Contains(errOut, tt.reason) {
-				t.Errorf("deskd %v: exit %d, stderr %q; want %d and %q", tt.args, code, errOut, tt.code, tt.reason)
-			}
-		})
-	}
+	})
 }

@@ -26,13 +26,13 @@ func TestFallbackE2EScriptedIsImpossibleToMiss(t *testing.T) {
 	dir := t.TempDir()
 	cfg := apiConfig(t, dir, openAIModel(primary), "  offline: {provider: scripted}\n", "fallbacks: [offline]\n")
 	d, addr := startModelsDeskd(t, cfg)
-	if s, _ := postTrigger(t, addr, `{"text": "Check the tape", "id": "f1", "kind": "manual"}`); s != 202 {
+	if s, _ := d.post(t, `{"text": "Check the tape", "id": "f1", "kind": "manual"}`); s != 202 {
 		t.Fatalf("POST = %d", s)
 	}
 	start := d.Clock().Now()
 	d.advanceTo(t, start.Add(retryAfter))
 	d.advanceTo(t, start.Add(2*retryAfter))
-	if got := waitTrigger(t, addr, "f1"); got["state"] != "answered" || !strings.HasPrefix(got["reply"].(string), "[scripted]") {
+	if got := d.trigger(t, "f1"); got["state"] != "answered" || !strings.HasPrefix(got["reply"].(string), "[scripted]") {
 		t.Fatalf("trigger f1 = %v, want answered by the scripted fallback", got)
 	}
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/router/routertest"
 )
 
@@ -28,11 +26,11 @@ func TestModelsE2ENoteToolWritesTodaysNotes(t *testing.T) {
 		return routertest.Reply{ToolCalls: []routertest.ToolCall{{Name: "note", Args: `{"text":"RELIANCE gapped up 2% at the open"}`}}, Usage: usage}
 	}})
 	dir := t.TempDir()
-	d, addr := startModelsDeskd(t, apiConfig(t, dir, openAIModel(llm), "", ""))
-	if s, _ := postTrigger(t, addr, `{"text": "RELIANCE opens", "id": "n1", "kind": "manual"}`); s != 202 {
+	d, _ := startModelsDeskd(t, apiConfig(t, dir, openAIModel(llm), "", ""))
+	if s, _ := d.post(t, `{"text": "RELIANCE opens", "id": "n1", "kind": "manual"}`); s != 202 {
 		t.Fatalf("POST = %d", s)
 	}
-	got := waitTrigger(t, addr, "n1")
+	got := d.trigger(t, "n1")
 	if got["state"] != "answered" || got["reply"] != "Noted the gap." {
 		t.Fatalf("trigger n1 = %v", got)
 	}
@@ -77,15 +75,15 @@ func TestModelsE2EFallbackAfterThreeFailures(t *testing.T) {
 	fallback := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: routertest.Always(routertest.Reply{Text: "from the fallback"})})
 	dir := t.TempDir()
 	cfg := apiConfig(t, dir, openAIModel(primary), "  backup: "+openAIModel(fallback)+"\n", "fallbacks: [backup]\n")
-	d, addr := startModelsDeskd(t, cfg)
-	if s, _ := postTrigger(t, addr, `{"text": "Check the tape", "id": "f1", "kind": "manual"}`); s != 202 {
+	d, _ := startModelsDeskd(t, cfg)
+	if s, _ := d.post(t, `{"text": "Check the tape", "id": "f1", "kind": "manual"}`); s != 202 {
 		t.Fatalf("POST = %d", s)
 	}
 	// The two waits after the primary's first and second failures.
 	start := d.Clock().Now()
 	d.advanceTo(t, start.Add(retryAfter))
 	d.advanceTo(t, start.Add(2*retryAfter))
-	got := waitTrigger(t, addr, "f1")
+	got := d.trigger(t, "f1")
 	if got["state"] != "answered" || got["reply"] != "from the fallback" {
 		t.Fatalf("trigger f1 = %v", got)
 	}
@@ -137,51 +135,6 @@ func startModelsDeskd(t *testing.T, cfg string) (*deskdProc, string) {
 	d := startInProcess(t, "deskd", cfg, istTime(t, "2026-03-02T10:00:00+05:30"))
 	ready := d.waitFor(t, time.Now().Add(60*time.Second), "deskd ready", logMessage("deskd ready"))
 	return d, apiAddr(t, ready)
-}
-
-// postTrigger sends a trigger to desk main and returns the status and the
-// answer.
-func postTrigger(t *testing.T, addr, body string) (int, httpapi.TriggerResponse) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, addr+"/v1/desks/main/triggers", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out httpapi.TriggerResponse
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
-}
-
-// waitTrigger waits for a trigger of desk main to be final and returns it.
-// The API's wait= runs on deskd's clock, which stays put: the request
-// returns when the trigger is final, or fails at a real 60s.
-func waitTrigger(t *testing.T, addr, id string) map[string]any {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+"/v1/desks/main/triggers/"+id+"?wait=30s", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET trigger %s: %v", id, err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET trigger %s = %d %v", id, resp.StatusCode, out)
-	}
-	return out
 }
 
 // sessionRecords returns every record of every session file of desk main.

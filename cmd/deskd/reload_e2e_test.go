@@ -16,8 +16,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,22 +124,6 @@ func apiAddr(t *testing.T, ready stderrLine) string {
 	}
 	t.Fatalf("no TCP address in %s", ready.Raw)
 	return ""
-}
-
-// httpDo sends a request and returns the status and body.
-func httpDo(t *testing.T, method, url, body string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // saveByRename saves text to path as editors that write a temporary file

@@ -34,24 +34,12 @@ func TestRename(t *testing.T) {
 
 func TestRenameRefused(t *testing.T) {
 	s := newOpsDesk(t)
-	tests := []struct {
-		name   string
-		args   []string
-		reason string
-	}{
-		{"unknown session", []string{"rename", "main", "nosuch", "x"}, `no session "nosuch"`},
-		{"ambiguous prefix", []string{"rename", "main", "20260302T", "x"}, "names 2 sessions"},
-		{"two lines", []string{"rename", "main", opsS1, "one\ntwo"}, "control character"},
-		{"blank", []string{"rename", "main", opsS1, " "}, "empty title"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, _, errOut := runOps(t, s, tt.args...)
-			if code != 2 || !strings.Contains(errOut, tt.reason) {
-				t.Errorf("deskd %v: exit %d, stderr %q; want 2 and %q", tt.args, code, errOut, tt.reason)
-			}
-		})
-	}
+	checkRefusals(t, s, []opsRefusal{
+		{"unknown session", []string{"rename", "main", "nosuch", "x"}, 2, `no session "nosuch"`},
+		{"ambiguous prefix", []string{"rename", "main", "20260302T", "x"}, 2, "names 2 sessions"},
+		{"two lines", []string{"rename", "main", opsS1, "one\ntwo"}, 2, "control character"},
+		{"blank", []string{"rename", "main", opsS1, " "}, 2, "empty title"},
+	})
 	if _, ok, err := s.Folder.SessionTitle(opsS1); ok || err != nil {
 		t.Errorf("a refused rename stored a title (ok %v, err %v)", ok, err)
 	}

@@ -191,7 +191,22 @@ func (s e2eSetup) SessionFile(id string) string {
 func newE2ESetup(t *testing.T, schedules string) e2eSetup {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := writeTestFile(t, dir, "deskd.yaml", fmt.Sprintf(`state_dir: state
+	cfg := writeE2EMain(t, dir, "")
+	desk := "model: offline\ninstructions: |\n  You run the main desk. Keep notes of what you learn.\n"
+	if schedules != "" {
+		desk += "schedules:\n" + schedules
+	}
+	writeTestFile(t, dir, filepath.Join("desks.d", "main.yaml"), desk)
+	return e2eSetup{Config: cfg, StateDir: filepath.Join(dir, "state"), Desk: "main"}
+}
+
+// writeE2EMain writes newE2ESetup's dir/deskd.yaml (state_dir state
+// relative to it, a free port, the offline scripted model), with
+// moreModels (lines of the models block, each indented two spaces) after
+// offline, and returns its path.
+func writeE2EMain(t *testing.T, dir, moreModels string) string {
+	t.Helper()
+	return writeTestFile(t, dir, "deskd.yaml", fmt.Sprintf(`state_dir: state
 timezone: Asia/Kolkata
 rollover_at: "00:00"
 listen: 127.0.0.1:%d
@@ -199,13 +214,7 @@ log: {level: info, format: json}
 shutdown_timeout: 20s
 models:
   offline: {provider: scripted}
-`, pickFreePort(t)))
-	desk := "model: offline\ninstructions: |\n  You run the main desk. Keep notes of what you learn.\n"
-	if schedules != "" {
-		desk += "schedules:\n" + schedules
-	}
-	writeTestFile(t, dir, filepath.Join("desks.d", "main.yaml"), desk)
-	return e2eSetup{Config: cfg, StateDir: filepath.Join(dir, "state"), Desk: "main"}
+`, pickFreePort(t))+moreModels)
 }
 
 // everyMinuteSchedule is a schedules block that fires "Check the tape." each minute.
@@ -659,6 +668,28 @@ func (d *deskdProc) call(t testing.TB, method, path, token, body string) (int, s
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		d.fail(t, "%s %s: read the answer: %v", method, path, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// httpDo sends a request to url and returns the status and the body. It
+// fails the test if there is no whole answer within 60s.
+func httpDo(t testing.TB, method, url, body string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read the answer: %v", method, url, err)
 	}
 	return resp.StatusCode, string(b)
 }
