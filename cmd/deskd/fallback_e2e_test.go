@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/deskd/deskd/desk/httpapi"
-	"github.com/deskd/deskd/router/routertest"
 )
 
 // TestFallbackE2EScriptedIsImpossibleToMiss: a desk whose primary, an
@@ -19,20 +17,11 @@ import (
 // naming both, model.failed is at warn, status's last_answer names the
 // scripted fallback with fallback true, and deskd status says FALLBACK.
 func TestFallbackE2EScriptedIsImpossibleToMiss(t *testing.T) {
-	const retryAfter = 2 * time.Second // the router's waits end when the test moves the clock there
-	primary := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: routertest.Always(routertest.Reply{
-		Status: http.StatusInternalServerError, Header: map[string]string{"Retry-After": "2"},
-	})})
+	primary := failingPrimary(t)
 	dir := t.TempDir()
 	cfg := apiConfig(t, dir, openAIModel(primary), "  offline: {provider: scripted}\n", "fallbacks: [offline]\n")
 	d, addr := startModelsDeskd(t, cfg)
-	if s, _ := d.post(t, `{"text": "Check the tape", "id": "f1", "kind": "manual"}`); s != 202 {
-		t.Fatalf("POST = %d", s)
-	}
-	start := d.Clock().Now()
-	d.advanceTo(t, start.Add(retryAfter))
-	d.advanceTo(t, start.Add(2*retryAfter))
-	if got := d.trigger(t, "f1"); got["state"] != "answered" || !strings.HasPrefix(got["reply"].(string), "[scripted]") {
+	if got := d.postPastPrimary(t); got["state"] != "answered" || !strings.HasPrefix(got["reply"].(string), "[scripted]") {
 		t.Fatalf("trigger f1 = %v, want answered by the scripted fallback", got)
 	}
 

@@ -59,31 +59,46 @@ func TestModelsE2ENoteToolWritesTodaysNotes(t *testing.T) {
 	}
 }
 
+// primaryRetryAfter is the Retry-After of failingPrimary's answers.
+const primaryRetryAfter = 2 * time.Second
+
+// failingPrimary is a Chat Completions service that answers every request
+// 500 with Retry-After: 2 (primaryRetryAfter).
+func failingPrimary(t *testing.T) *routertest.Server {
+	return routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: routertest.Always(routertest.Reply{
+		Status: http.StatusInternalServerError, Header: map[string]string{"Retry-After": "2"},
+	})})
+}
+
+// postPastPrimary posts manual trigger f1 ("Check the tape") to desk main,
+// whose primary model is a failingPrimary, moves deskd's clock through the
+// router's two waits after the primary's first and second failures, and
+// returns f1 once it is final. The router waits between attempts, on
+// deskd's clock, the longer of a random backoff (up to 1s, then 2s) and
+// the service's Retry-After: the primary asks for 2s, so that each wait
+// ends at an instant the test knows and moves the clock to.
+func (d *deskdProc) postPastPrimary(t *testing.T) map[string]any {
+	t.Helper()
+	if s, _ := d.post(t, `{"text": "Check the tape", "id": "f1", "kind": "manual"}`); s != 202 {
+		t.Fatalf("POST = %d", s)
+	}
+	start := d.Clock().Now()
+	d.advanceTo(t, start.Add(primaryRetryAfter))
+	d.advanceTo(t, start.Add(2*primaryRetryAfter))
+	return d.trigger(t, "f1")
+}
+
 // TestModelsE2EFallbackAfterThreeFailures: a model server that fails three
 // times in a row makes the desk answer from its fallback, the session file
 // names the fallback, and the API key never shows in a log line or a
 // session file.
 func TestModelsE2EFallbackAfterThreeFailures(t *testing.T) {
-	// The router waits between attempts, on deskd's clock, the longer of
-	// a random backoff (up to 1s, then 2s) and the service's Retry-After:
-	// the primary asks for 2s, so that each wait ends at an instant the
-	// test knows and moves the clock to.
-	const retryAfter = 2 * time.Second
-	primary := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: routertest.Always(routertest.Reply{
-		Status: http.StatusInternalServerError, Header: map[string]string{"Retry-After": "2"},
-	})})
+	primary := failingPrimary(t)
 	fallback := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: routertest.Always(routertest.Reply{Text: "from the fallback"})})
 	dir := t.TempDir()
 	cfg := apiConfig(t, dir, openAIModel(primary), "  backup: "+openAIModel(fallback)+"\n", "fallbacks: [backup]\n")
 	d, _ := startModelsDeskd(t, cfg)
-	if s, _ := d.post(t, `{"text": "Check the tape", "id": "f1", "kind": "manual"}`); s != 202 {
-		t.Fatalf("POST = %d", s)
-	}
-	// The two waits after the primary's first and second failures.
-	start := d.Clock().Now()
-	d.advanceTo(t, start.Add(retryAfter))
-	d.advanceTo(t, start.Add(2*retryAfter))
-	got := d.trigger(t, "f1")
+	got := d.postPastPrimary(t)
 	if got["state"] != "answered" || got["reply"] != "from the fallback" {
 		t.Fatalf("trigger f1 = %v", got)
 	}
