@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/memory"
@@ -47,18 +49,61 @@ func openDeskState(path, name string) (*config.Config, *memory.Folder, error) {
 	return cfg, folder, nil
 }
 
-// deskSessions opens the state folder of desk name (openDeskState) and
-// lists its sessions (memory.Folder.ListSessions), oldest first.
-func deskSessions(path, name string) (*memory.Folder, []memory.SessionInfo, error) {
-	_, folder, err := openDeskState(path, name)
-	if err != nil {
-		return nil, nil, err
+// folderRun is the work of a command on one desk's state folder: cfg is
+// the config loaded from --config, folder the state folder of desk
+// args[0].
+type folderRun func(cmd *cobra.Command, cfg *config.Config, folder *memory.Folder, args []string) error
+
+// folderCommand completes c as a command that reads the state folder of
+// desk args[0]: it gets the --config flag, and its RunE opens the folder
+// (openDeskState) and calls run. A check that needs no folder (a missing
+// flag) goes in c.PreRunE, which cobra runs first.
+func folderCommand(c *cobra.Command, run folderRun) *cobra.Command {
+	var path string
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		cfg, folder, err := openDeskState(path, args[0])
+		if err != nil {
+			return err
+		}
+		return run(cmd, cfg, folder, args)
 	}
-	infos, err := folder.ListSessions()
-	if err != nil {
-		return nil, nil, err
+	c.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
+	return c
+}
+
+// sessionCommand completes c as a command on one session of desk args[0]:
+// args[1] names it (loadSession), the desk's current one when there is no
+// args[1].
+func sessionCommand(c *cobra.Command, run func(cfg *config.Config, folder *memory.Folder, sess transcript.Session) error) *cobra.Command {
+	return folderCommand(c, func(_ *cobra.Command, cfg *config.Config, folder *memory.Folder, args []string) error {
+		sess, err := loadSession(folder, optionalArg(args, 1))
+		if err != nil {
+			return err
+		}
+		return run(cfg, folder, sess)
+	})
+}
+
+// requireOutput is the PreRunE of a command that writes the file of its
+// -o flag (*out): without one, the usage error (exit status 2) is
+// "<command>: <need>".
+func requireOutput(out *string, need string) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if *out == "" {
+			return &exitError{code: 2, err: fmt.Errorf("%s: %s", cmd.Name(), need)}
+		}
+		return nil
 	}
-	return folder, infos, nil
+}
+
+// writeOutput writes data to file, the -o of an operator's command,
+// atomically (memory.WriteFileAtomic, mode 0640); an error is wrapped
+// with what was being written.
+func writeOutput(file string, data []byte, what string) error {
+	if err := memory.WriteFileAtomic(file, data, 0o640); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // loadSession reads the session an operator named (transcript.Pick; ""

@@ -2,11 +2,13 @@ package transcript_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
 	"github.com/deskd/deskd/memory/transcript"
 )
 
@@ -40,5 +42,32 @@ func TestPickListsAtMostFive(t *testing.T) {
 	_, err := transcript.Pick("main", infos, "s")
 	if err == nil || !strings.Contains(err.Error(), "s1, s2, s3, s4, s5, and 2 more") {
 		t.Fatalf("Pick(s) = %v; want five ids and 2 more", err)
+	}
+}
+
+// TestFind: Find picks a session of the folder by name, without its
+// records: "" is the active one, a unique prefix the one it begins; a
+// desk with no sessions, or a name that names none, is Pick's error.
+func TestFind(t *testing.T) {
+	d := memorytest.Populated(t)
+	tests := []struct {
+		name, arg, want string
+		err             error
+	}{
+		{"current", "", memorytest.S2, nil},
+		{"whole id", memorytest.S1, memorytest.S1, nil},
+		{"unique prefix", memorytest.S1[:10], memorytest.S1, nil},
+		{"none", "nosuch", "", transcript.ErrUnknownSession},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info, err := transcript.Find(d.Folder, tt.arg)
+			if !errors.Is(err, tt.err) || info.ID != tt.want {
+				t.Errorf("Find(%q) = %q, %v; want %q, %v", tt.arg, info.ID, err, tt.want, tt.err)
+			}
+		})
+	}
+	if _, err := transcript.Find(memorytest.New(t).Folder, ""); !errors.Is(err, transcript.ErrNoSessions) {
+		t.Errorf("Find of a desk with no sessions = %v, want ErrNoSessions", err)
 	}
 }

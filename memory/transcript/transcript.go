@@ -44,15 +44,21 @@ func Read(folder *memory.Folder, info memory.SessionInfo) (Session, error) {
 
 // Load reads the session an operator named (see Pick).
 func Load(folder *memory.Folder, name string) (Session, error) {
-	infos, err := folder.ListSessions()
-	if err != nil {
-		return Session{}, err
-	}
-	info, err := Pick(folder.Desk(), infos, name)
+	info, err := Find(folder, name)
 	if err != nil {
 		return Session{}, err
 	}
 	return Read(folder, info)
+}
+
+// Find lists the sessions of folder and picks the one name names (Pick;
+// "" for the desk's current one), without reading its records.
+func Find(folder *memory.Folder, name string) (memory.SessionInfo, error) {
+	infos, err := folder.ListSessions()
+	if err != nil {
+		return memory.SessionInfo{}, err
+	}
+	return Pick(folder.Desk(), infos, name)
 }
 
 // The errors of Pick, for errors.Is.
