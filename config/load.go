@@ -479,46 +479,28 @@ func loadDesk(s *sink, c *Config, file string) *Desk {
 		}
 	}
 
-	if scheds, st := root.list("schedules"); st == set {
-		loc := c.Location
-		if loc == nil {
-			loc = time.UTC // the time zone is reported already; still check the expressions
-		}
-		names := map[string]int{}
-		for i, v := range scheds {
-			field := fmt.Sprintf("%s[%d]", root.field("schedules"), i)
-			sn, ok := root.asMapping(field, v)
-			if !ok {
-				continue
-			}
-			sn.only("calendar", "cron", "missed", "name", "on", "text")
-			var sc Schedule
-			if n, ok := sn.requiredStr("name"); ok {
-				sc.Name = n
-				if !deskNameRE.MatchString(n) {
-					sn.problem("name", "bad schedule name %q: want %s", n, deskNameRE)
-				} else if j, dup := names[n]; dup {
-					sn.problem("name", "%q is also the name of schedules[%d]", n, j)
-				} else {
-					names[n] = i
-				}
-			}
-			if expr, ok := sn.requiredStr("cron"); ok {
-				sc.Cron = expr
-				spec, err := triggers.ParseSpec(expr, loc)
-				if err != nil {
-					sn.problem("cron", "%v", err)
-				} else {
-					sc.Spec = spec
-				}
-			}
-			if t, ok := sn.requiredStr("text"); ok {
-				sc.Text = t
-			}
-			loadScheduleTriggers(sn, &sc, c)
-			d.Schedules = append(d.Schedules, sc)
-		}
+	loc := c.Location
+	if loc == nil {
+		loc = time.UTC // the time zone is reported already; still check the expressions
 	}
+	root.eachNamed(namedList{key: "schedules", what: "schedule", re: deskNameRE,
+		allowed: []string{"calendar", "cron", "missed", "name", "on", "text"}}, func(sn node, name string) {
+		sc := Schedule{Name: name}
+		if expr, ok := sn.requiredStr("cron"); ok {
+			sc.Cron = expr
+			spec, err := triggers.ParseSpec(expr, loc)
+			if err != nil {
+				sn.problem("cron", "%v", err)
+			} else {
+				sc.Spec = spec
+			}
+		}
+		if t, ok := sn.requiredStr("text"); ok {
+			sc.Text = t
+		}
+		loadScheduleTriggers(sn, &sc, c)
+		d.Schedules = append(d.Schedules, sc)
+	})
 
 	if cur, st := root.mapping("curator"); st == set {
 		cur.only("enabled", "max_changes")

@@ -195,32 +195,9 @@ func loadDeskModelKeys(root node, d *Desk) {
 				v, router.MinCompactAtTokens, router.MaxCompactAtTokens, router.MinCompactAtTokens)
 		}
 	}
-	tools, st := root.list("tools")
-	if st != set {
-		return
-	}
-	names := map[string]int{}
-	for i, v := range tools {
-		field := fmt.Sprintf("%s[%d]", root.field("tools"), i)
-		tn, ok := root.asMapping(field, v)
-		if !ok {
-			continue
-		}
-		tn.only("command", "description", "max_output", "name", "schema", "timeout")
-		var t Tool
-		if name, ok := tn.requiredStr("name"); ok {
-			t.Name = name
-			switch j, dup := names[name]; {
-			case !toolNameRE.MatchString(name):
-				tn.problem("name", "bad tool name %q: want %s", name, toolNameRE)
-			case builtinTools[name]:
-				tn.problem("name", "%q is a built-in tool", name)
-			case dup:
-				tn.problem("name", "%q is also the name of tools[%d]", name, j)
-			default:
-				names[name] = i
-			}
-		}
+	root.eachNamed(namedList{key: "tools", what: "tool", re: toolNameRE, builtin: builtinTools,
+		allowed: []string{"command", "description", "max_output", "name", "schema", "timeout"}}, func(tn node, name string) {
+		t := Tool{Name: name}
 		if desc, ok := tn.requiredStr("description"); ok {
 			t.Description = desc
 		}
@@ -266,7 +243,7 @@ func loadDeskModelKeys(root node, d *Desk) {
 			}
 		}
 		d.Tools = append(d.Tools, t)
-	}
+	})
 }
 
 // loadSchema reads a tool's schema: a mapping, or a string of JSON; it

@@ -152,6 +152,14 @@ func readYAML(s *sink, file string) (node, bool) {
 	if !ok {
 		return node{}, false
 	}
+	return parseYAML(s, file, data)
+}
+
+// parseYAML parses data, the YAML text of file (read from disk by
+// readYAML, or shipped in the binary), with a fresh viper. It returns the
+// top level as a node, or false after adding the problem (not YAML,
+// empty, not a mapping) to s.
+func parseYAML(s *sink, file string, data []byte) (node, bool) {
 	c := &capture{}
 	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelimiter), viper.WithDecoderRegistry(c))
 	v.SetConfigType("yaml")
@@ -401,6 +409,58 @@ func (n node) eachString(key string, l []any, want string, each func(field, s st
 		}
 	}
 	return good
+}
+
+// eachMapping calls each with the index and the node of every item of
+// the list at key that is a mapping ("key[i]"; any other item is a
+// problem, and each is not called for it). It returns the list's state.
+func (n node) eachMapping(key string, each func(i int, item node)) state {
+	l, st := n.list(key)
+	for i, v := range l {
+		if item, ok := n.asMapping(fmt.Sprintf("%s[%d]", n.field(key), i), v); ok {
+			each(i, item)
+		}
+	}
+	return st
+}
+
+// namedList describes a list of named mappings, such as a desk's
+// schedules or tools (eachNamed).
+type namedList struct {
+	// key is the list's key ("schedules"); what names an item ("schedule").
+	key, what string
+	// re is what a name must match.
+	re *regexp.Regexp
+	// builtin holds the names no item may take (the built-in tools).
+	builtin map[string]bool
+	// allowed are the keys an item may have.
+	allowed []string
+}
+
+// eachNamed calls each with every item of the list l describes that is
+// a mapping (eachMapping), and its name: a key of l.allowed and the
+// required name, which must match l.re, be no builtin and be no earlier
+// item's; each name that breaks a rule is a problem of its item, and each
+// still gets it ("" when the item has none).
+func (n node) eachNamed(l namedList, each func(item node, name string)) {
+	first := map[string]int{} // a name, and the item that took it
+	n.eachMapping(l.key, func(i int, item node) {
+		item.only(l.allowed...)
+		name, ok := item.requiredStr("name")
+		if ok {
+			switch j, dup := first[name]; {
+			case !l.re.MatchString(name):
+				item.problem("name", "bad %s name %q: want %s", l.what, name, l.re)
+			case l.builtin[name]:
+				item.problem("name", "%q is a built-in %s", name, l.what)
+			case dup:
+				item.problem("name", "%q is also the name of %s[%d]", name, l.key, j)
+			default:
+				first[name] = i
+			}
+		}
+		each(item, name)
+	})
 }
 
 // asMapping returns v as a node at path, or false after adding a problem.

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"embed"
 	"errors"
 	"fmt"
@@ -13,8 +12,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/spf13/viper"
 
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/triggers"
@@ -279,7 +276,7 @@ func loadCalendars(root node, c *Config, dir string) {
 // earlier than the shipped one), and replaces timezone, weekdays and
 // sessions only where it gives them. shipped is nil for a shipped file.
 func loadCalendar(s *sink, file, name string, data []byte, shipped map[string]*triggers.Calendar) *triggers.Calendar {
-	root, ok := readYAMLData(s, file, data)
+	root, ok := parseYAML(s, file, data)
 	if !ok {
 		return nil
 	}
@@ -481,29 +478,6 @@ func loadCalendar(s *sink, file, name string, data []byte, shipped map[string]*t
 
 func clockString(d time.Duration) string {
 	return fmt.Sprintf("%02d:%02d", int(d/time.Hour), int(d%time.Hour/time.Minute))
-}
-
-// readYAMLData is readYAML for a file held in memory (a shipped calendar).
-func readYAMLData(s *sink, file string, data []byte) (node, bool) {
-	c := &capture{}
-	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelimiter), viper.WithDecoderRegistry(c))
-	v.SetConfigType("yaml")
-	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-		s.add(file, "", "not valid YAML: %v", err)
-		return node{}, false
-	}
-	if len(c.keys) == 0 {
-		s.add(file, "", "empty")
-		return node{}, false
-	}
-	for _, p := range c.collisions {
-		s.add(file, p.Field, "%s", p.Reason)
-	}
-	m := make(map[string]any, len(c.keys))
-	for _, k := range c.keys {
-		m[k] = v.Get(k)
-	}
-	return node{s: s, file: file, m: m}, true
 }
 
 // loadDeskTriggers reads a desk's queue_limit, coalesce, calendar and
