@@ -132,43 +132,25 @@ func New(bus *event.Bus) *Registry { return newRegistry(bus, nil) }
 func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 	m := &Registry{
 		reg: prometheus.NewRegistry(),
-		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deskd_turns_total",
-			Help: "Turns that ended, by desk, model and outcome (completed, failed, interrupted).",
-		}, []string{"desk", "model", "outcome"}),
-		turnDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "deskd_turn_duration_seconds",
-			Help:    "How long completed turns took, model calls and tool loop included.",
-			Buckets: prometheus.ExponentialBuckets(0.25, 2, 13), // 0.25s .. 1024s
-		}, []string{"desk", "model"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deskd_tokens_total",
-			Help: "Tokens used by completed turns, by desk, model and kind (input: the whole prompt; output; cached: the prompt's tokens read from the service's prompt cache; cache_write: those written to it).",
-		}, []string{"desk", "model", "kind"}),
-		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deskd_cost_total",
-			Help: "Cost of model calls in the currency of the models' prices (usually US dollars); only models with prices count.",
-		}, []string{"desk", "model"}),
-		rollovers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deskd_rollovers_total",
-			Help: "Sessions rolled over (daily or manual), by desk.",
-		}, []string{"desk"}),
-		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deskd_degraded_rollovers_total",
-			Help: "Rollovers whose summary fell back to a mechanical digest because the model failed, by desk.",
-		}, []string{"desk"}),
-		reloads: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "deskd_config_reloads_total",
-			Help: "Config reloads that took effect (config.reloaded events).",
-		}),
-		rejections: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "deskd_config_rejections_total",
-			Help: "Config problems refused on reload (config.rejected events: one per file and field).",
-		}),
-		modelErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deskd_model_errors_total",
-			Help: "Failed model calls, by desk, model and HTTP status (0: no answer: timeout, dropped connection).",
-		}, []string{"desk", "model", "status"}),
+		turns: counterVec("deskd_turns_total",
+			"Turns that ended, by desk, model and outcome (completed, failed, interrupted).", "desk", "model", "outcome"),
+		turnDuration: histogramVec("deskd_turn_duration_seconds",
+			"How long completed turns took, model calls and tool loop included.",
+			prometheus.ExponentialBuckets(0.25, 2, 13), "desk", "model"), // 0.25s .. 1024s
+		tokens: counterVec("deskd_tokens_total",
+			"Tokens used by completed turns, by desk, model and kind (input: the whole prompt; output; cached: the prompt's tokens read from the service's prompt cache; cache_write: those written to it).", "desk", "model", "kind"),
+		cost: counterVec("deskd_cost_total",
+			"Cost of model calls in the currency of the models' prices (usually US dollars); only models with prices count.", "desk", "model"),
+		rollovers: counterVec("deskd_rollovers_total",
+			"Sessions rolled over (daily or manual), by desk.", "desk"),
+		degraded: counterVec("deskd_degraded_rollovers_total",
+			"Rollovers whose summary fell back to a mechanical digest because the model failed, by desk.", "desk"),
+		reloads: counter("deskd_config_reloads_total",
+			"Config reloads that took effect (config.reloaded events)."),
+		rejections: counter("deskd_config_rejections_total",
+			"Config problems refused on reload (config.rejected events: one per file and field)."),
+		modelErrors: counterVec("deskd_model_errors_total",
+			"Failed model calls, by desk, model and HTTP status (0: no answer: timeout, dropped connection).", "desk", "model", "status"),
 		lastTurn: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "deskd_last_turn_timestamp_seconds",
 			Help: "When each desk's last turn ended, on deskd's clock, in Unix seconds.",
@@ -179,10 +161,8 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 		storageDsc: prometheus.NewDesc("deskd_storage_degraded",
 			"1 while a desk cannot write to its disk or the state folder's free space is below the threshold (GET /healthz answers 503 and says which), 0 otherwise.",
 			[]string{"desk"}, nil),
-		budgets: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deskd_budget_exceeded_total",
-			Help: "Turns stopped or refused because a budget was spent (budget.exceeded events), by desk and budget.",
-		}, []string{"desk", "budget"}),
+		budgets: counterVec("deskd_budget_exceeded_total",
+			"Turns stopped or refused because a budget was spent (budget.exceeded events), by desk and budget.", "desk", "budget"),
 		failedDsc: prometheus.NewDesc("deskd_desk_failed",
 			"1 while a desk of the config has failed to start (desk.failed: a damaged file of its folder, say); the other desks run. "+
 				"Absent once it starts, or its file is removed.", []string{"desk"}, nil),
@@ -201,14 +181,10 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 	m.reg.MustRegister(
 		m.turns, m.turnDuration, m.tokens, m.cost, m.rollovers, m.degraded, m.reloads, m.rejections,
 		m.modelErrors, m.lastTurn, m.budgets, m.fallbacks, statusCollector{m},
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "deskd_bus_dropped_total",
-			Help: "Event deliveries dropped because a subscriber's mailbox was full.",
-		}, func() float64 { return float64(bus.Dropped()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "deskd_bus_handler_panics_total",
-			Help: "Event handler calls that panicked (and were recovered).",
-		}, func() float64 { return float64(bus.Panics()) }),
+		counterFunc("deskd_bus_dropped_total",
+			"Event deliveries dropped because a subscriber's mailbox was full.", func() float64 { return float64(bus.Dropped()) }),
+		counterFunc("deskd_bus_handler_panics_total",
+			"Event handler calls that panicked (and were recovered).", func() float64 { return float64(bus.Panics()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -16,11 +16,9 @@ type natsMetrics struct {
 
 func newNATSMetrics(reg *prometheus.Registry) *natsMetrics {
 	n := &natsMetrics{
-		naks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deskd_nats_naks_total",
-			Help: "NATS trigger messages handed back to be delivered again later (backpressure), by desk and reason: " +
-				"queue_full, paused, storage, stopped or error.",
-		}, []string{"desk", "reason"}),
+		naks: counterVec("deskd_nats_naks_total",
+			"NATS trigger messages handed back to be delivered again later (backpressure), by desk and reason: "+
+				"queue_full, paused, storage, stopped or error.", "desk", "reason"),
 		connected: newUpGauge("deskd_nats_connected",
 			"1 while deskd is connected to NATS, 0 while it is not (it keeps trying). Absent when NATS is not configured.", ""),
 	}

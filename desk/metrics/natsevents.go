@@ -1,7 +1,5 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
-
 // NATSEvents is what the metrics read of the NATS event publisher at each
 // scrape. *natsevents.Publisher is one.
 type NATSEvents interface {
@@ -23,25 +21,15 @@ func (m *Registry) SetNATSEvents(pub NATSEvents) {
 		return func() float64 { return float64(pick(pub.OutboxCounts())) }
 	}
 	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "deskd_nats_outbox_events",
-			Help: "Events waiting in the NATS event outbox for their PubAck.",
-		}, read(func(w int, _, _, _ int64) int64 { return int64(w) })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "deskd_nats_outbox_bytes",
-			Help: "The size of the NATS event outbox's file (bounded by nats.events max_bytes).",
-		}, read(func(_ int, b, _, _ int64) int64 { return b })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "deskd_nats_events_published_total",
-			Help: "Events NATS JetStream acknowledged (a duplicate the stream dropped counts too).",
-		}, read(func(_ int, _, p, _ int64) int64 { return p })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "deskd_nats_events_dropped_total",
-			Help: "Events the NATS event outbox could not keep (full, or its disk refused the write): NATS never receives them.",
-		}, read(func(_ int, _, _, d int64) int64 { return d })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "deskd_nats_events_duplicate_total",
-			Help: "Events JetStream dropped as a duplicate of a message with the same Nats-Msg-Id that was not deskd's copy (nats.duplicate): they are not on the stream.",
-		}, func() float64 { return float64(pub.DuplicateCount()) }),
+		gaugeFunc("deskd_nats_outbox_events",
+			"Events waiting in the NATS event outbox for their PubAck.", read(func(w int, _, _, _ int64) int64 { return int64(w) })),
+		gaugeFunc("deskd_nats_outbox_bytes",
+			"The size of the NATS event outbox's file (bounded by nats.events max_bytes).", read(func(_ int, b, _, _ int64) int64 { return b })),
+		counterFunc("deskd_nats_events_published_total",
+			"Events NATS JetStream acknowledged (a duplicate the stream dropped counts too).", read(func(_ int, _, p, _ int64) int64 { return p })),
+		counterFunc("deskd_nats_events_dropped_total",
+			"Events the NATS event outbox could not keep (full, or its disk refused the write): NATS never receives them.", read(func(_ int, _, _, d int64) int64 { return d })),
+		counterFunc("deskd_nats_events_duplicate_total",
+			"Events JetStream dropped as a duplicate of a message with the same Nats-Msg-Id that was not deskd's copy (nats.duplicate): they are not on the stream.", func() float64 { return float64(pub.DuplicateCount()) }),
 	)
 }

@@ -18,10 +18,8 @@ func modelLabel(name string, scripted bool) string {
 
 // newFallbacks is deskd_fallback_answers_total.
 func newFallbacks() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "deskd_fallback_answers_total",
-		Help: "Turns answered by a fallback model (not the desk's first), by desk and the model that answered.",
-	}, []string{"desk", "model"})
+	return counterVec("deskd_fallback_answers_total",
+		"Turns answered by a fallback model (not the desk's first), by desk and the model that answered.", "desk", "model")
 }
 
 // fallback counts a turn a fallback answered; model is its label.

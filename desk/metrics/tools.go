@@ -19,27 +19,19 @@ type toolMetrics struct {
 
 func newToolMetrics(reg *prometheus.Registry) *toolMetrics {
 	t := &toolMetrics{
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deskd_tool_calls_total",
-			Help: "Tool calls a desk's model made, by desk, tool (mcp__<server>__<tool> for an MCP server's; unknown for a name the desk has no tool of) and outcome: " +
-				"ok, error (the tool failed or timed out), refused (not run: not allowed, over its day's limit, its server down), denied or expired (waiting for an operator).",
-		}, []string{"desk", "tool", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "deskd_tool_call_duration_seconds",
-			Help:    "How long tool calls took, an operator's approval wait included, by desk and tool.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 3, 10), // 10ms .. about 200s
-		}, []string{"desk", "tool"}),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deskd_approvals_total",
-			Help: "Tool calls that waited for an operator's decision, by desk, tool and outcome: approved, denied or expired.",
-		}, []string{"desk", "tool", "outcome"}),
+		calls: counterVec("deskd_tool_calls_total",
+			"Tool calls a desk's model made, by desk, tool (mcp__<server>__<tool> for an MCP server's; unknown for a name the desk has no tool of) and outcome: "+
+				"ok, error (the tool failed or timed out), refused (not run: not allowed, over its day's limit, its server down), denied or expired (waiting for an operator).", "desk", "tool", "outcome"),
+		duration: histogramVec("deskd_tool_call_duration_seconds",
+			"How long tool calls took, an operator's approval wait included, by desk and tool.",
+			prometheus.ExponentialBuckets(0.01, 3, 10), "desk", "tool"), // 10ms .. about 200s
+		decisions: counterVec("deskd_approvals_total",
+			"Tool calls that waited for an operator's decision, by desk, tool and outcome: approved, denied or expired.", "desk", "tool", "outcome"),
 		up: newUpGauge("deskd_mcp_server_up",
 			"1 while deskd is connected to the MCP server and has its tools, 0 while it is not (starting, down: deskd retries; or stopped: no desk uses it). "+
 				"Absent for a server not in mcp_servers.", "server"),
-		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "deskd_mcp_server_down_total",
-			Help: "Times an MCP server could not be started or reached, or went away, by server.",
-		}, []string{"server"}),
+		restarts: counterVec("deskd_mcp_server_down_total",
+			"Times an MCP server could not be started or reached, or went away, by server.", "server"),
 	}
 	reg.MustRegister(t.calls, t.duration, t.decisions, t.restarts, t.up)
 	return t
