@@ -191,20 +191,18 @@ type reader struct {
 	bad bool
 }
 
-func (r *reader) uv() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad, r.b = true, nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+// fail marks r bad: nothing more is read.
+func (r *reader) fail() { r.bad, r.b = true, nil }
 
-func (r *reader) sv() int64 {
-	v, n := binary.Varint(r.b)
+func (r *reader) uv() uint64 { return varint(r, binary.Uvarint) }
+
+func (r *reader) sv() int64 { return varint(r, binary.Varint) }
+
+// varint reads one varint of r with dec (binary.Uvarint or binary.Varint).
+func varint[T uint64 | int64](r *reader, dec func([]byte) (T, int)) T {
+	v, n := dec(r.b)
 	if n <= 0 {
-		r.bad, r.b = true, nil
+		r.fail()
 		return 0
 	}
 	r.b = r.b[n:]
@@ -213,7 +211,7 @@ func (r *reader) sv() int64 {
 
 func (r *reader) bytes(n uint64) []byte {
 	if n > uint64(len(r.b)) {
-		r.bad, r.b = true, nil
+		r.fail()
 		return nil
 	}
 	v := r.b[:n]
@@ -234,7 +232,7 @@ func (r *reader) u32() uint32 {
 func (r *reader) count(min int) int {
 	n := r.uv()
 	if n > uint64(len(r.b)/min) {
-		r.bad, r.b = true, nil
+		r.fail()
 		return 0
 	}
 	return int(n)
