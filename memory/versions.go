@@ -30,9 +30,6 @@ var ErrAmbiguousVersion = errors.New("more than one version of Memory.md matches
 // and minute (20260302T1000).
 const MinShortID = len("20060102T1504")
 
-// maxCandidates bounds the ids an ambiguous prefix's error lists.
-const maxCandidates = 5
-
 // VersionError is the error of a version name that names no kept version
 // or several (Unwrap: ErrUnknownVersion or ErrAmbiguousVersion).
 type VersionError struct {
@@ -75,16 +72,7 @@ func (f *Folder) ResolveMemoryVersion(name string) (MemoryVersion, error) {
 	if err != nil {
 		return MemoryVersion{}, fmt.Errorf("find version %s of Memory.md: %w", name, withoutPath(err))
 	}
-	prefix := normalVersion(name)
-	var matches []MemoryVersion
-	for _, v := range versions {
-		if v.ID == prefix {
-			return v, nil
-		}
-		if strings.HasPrefix(v.ID, prefix) {
-			matches = append(matches, v)
-		}
-	}
+	matches := ByID(versions, normalVersion(name), MemoryVersion.id)
 	switch len(matches) {
 	case 0:
 		return MemoryVersion{}, &VersionError{Name: name, kind: ErrUnknownVersion}
@@ -92,15 +80,11 @@ func (f *Folder) ResolveMemoryVersion(name string) (MemoryVersion, error) {
 		return matches[0], nil
 	}
 	e := &VersionError{Name: name, kind: ErrAmbiguousVersion}
-	for i, v := range matches {
-		if i == maxCandidates {
-			e.More = len(matches) - i
-			break
-		}
-		e.Candidates = append(e.Candidates, v.ID)
-	}
+	e.Candidates, e.More = Candidates(matches, MemoryVersion.id)
 	return MemoryVersion{}, e
 }
+
+func (v MemoryVersion) id() string { return v.ID }
 
 // normalVersion drops the dashes and colons of a name written as a time
 // (2026-03-02T10:00): the part before its Z, so that a -2 after it stays.

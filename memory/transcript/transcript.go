@@ -98,35 +98,22 @@ func Pick(desk string, infos []memory.SessionInfo, name string) (memory.SessionI
 		}
 		return infos[len(infos)-1], nil
 	}
-	var found []memory.SessionInfo
-	for _, info := range infos {
-		if info.ID == name {
-			return info, nil
-		}
-		if strings.HasPrefix(info.ID, name) {
-			found = append(found, info)
-		}
-	}
+	found := memory.ByID(infos, name, sessionID)
 	switch len(found) {
 	case 1:
 		return found[0], nil
 	case 0:
 		return memory.SessionInfo{}, &pickError{ErrUnknownSession, fmt.Sprintf("desk %s has no session %q", desk, name)}
 	}
-	var ids []string
-	for i, info := range found {
-		if i == maxCandidates {
-			ids = append(ids, fmt.Sprintf("and %d more", len(found)-i))
-			break
-		}
-		ids = append(ids, info.ID)
+	ids, more := memory.Candidates(found, sessionID)
+	if more > 0 {
+		ids = append(ids, fmt.Sprintf("and %d more", more))
 	}
 	return memory.SessionInfo{}, &pickError{ErrAmbiguousSession,
 		fmt.Sprintf("desk %s: %q names %d sessions: %s", desk, name, len(found), strings.Join(ids, ", "))}
 }
 
-// maxCandidates bounds the sessions an ambiguous name's error lists.
-const maxCandidates = 5
+func sessionID(info memory.SessionInfo) string { return info.ID }
 
 // maxDefaultTitle is the length, in characters, of a title derived from a
 // session's first message.
