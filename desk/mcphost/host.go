@@ -144,13 +144,10 @@ func New(o Options) *Host {
 // (a secret file's content too: Secrets.Digest) restarts, a removed one
 // stops.
 func (h *Host) Configure(servers map[string]*config.MCPServer) {
-	h.ops.Lock()
-	defer h.ops.Unlock()
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
+	if !h.lockOpen() {
 		return
 	}
+	defer h.ops.Unlock()
 	var stop, restart []*server
 	for name, s := range h.servers {
 		cfg, ok := servers[name]
@@ -181,6 +178,20 @@ func (h *Host) Configure(servers map[string]*config.MCPServer) {
 	h.apply()
 }
 
+// lockOpen takes h.ops, then h.mu, for a change of the servers, and
+// reports true; on a closed host it takes neither and reports false. The
+// caller unlocks h.mu when its change is made, and h.ops when it is done.
+func (h *Host) lockOpen() bool {
+	h.ops.Lock()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		h.ops.Unlock()
+		return false
+	}
+	return true
+}
+
 // reach is what deskd starts or reaches a server with: a change of it
 // restarts the server; a change of anything else (timeout, max_result)
 // does not.
@@ -197,13 +208,10 @@ func reaches(cfg *config.MCPServer) reach {
 // Use says which servers a desk uses now: a server starts when its first
 // desk uses it and stops when none does. Use(desk, nil) when a desk stops.
 func (h *Host) Use(desk string, servers []string) {
-	h.ops.Lock()
-	defer h.ops.Unlock()
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
+	if !h.lockOpen() {
 		return
 	}
+	defer h.ops.Unlock()
 	if len(servers) == 0 {
 		delete(h.uses, desk)
 	} else {
