@@ -77,7 +77,7 @@ var allowedImports = map[string][]string{
 	"memory/diff": {},
 
 	// Adapters below desk: only cmd imports them.
-	"desk/httpapi": {"config", "curator", "desk", "desk/approval", "desk/audit", "desk/clock", "desk/mcphost", "desk/natsconn", "desk/notify", "desk/event", "desk/termsafe", "desk/termview", "keeper", "memory",
+	"desk/httpapi": {"config", "curator", "desk", "desk/approval", "desk/audit", "desk/clock", "desk/mcphost", "desk/natsconn", "desk/notify", "desk/event", "desk/replay", "desk/termsafe", "desk/termview", "keeper", "memory",
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
 	// The bus's events out to NATS JetStream through a durable outbox.
@@ -88,8 +88,13 @@ var allowedImports = map[string][]string{
 	// NATS: the connection (its state for status), and the trigger ingress.
 	"desk/natsconn": {"config", "desk/clock"},
 	"desk/natsfeed": {"config", "desk", "desk/clock", "desk/event", "triggers"},
+	// A cluster of hosts: the desks' leases, their WAL and snapshots on
+	// JetStream, the rebuild of a desk folder.
+	"desk/cluster": {"desk/clock"},
 	// Text renderings of the API's answers for a terminal.
 	"desk/termview": {"curator", "desk", "desk/approval", "desk/mcphost", "desk/termsafe", "memory", "memory/transcript", "router", "triggers"},
+	// A trading day replayed against a candidate desk, in a sandbox.
+	"desk/replay": {"config", "desk", "desk/clock", "desk/event", "desk/mcphost", "memory", "router", "triggers"},
 	"desk/audit": {"config", "curator", "desk", "desk/clock", "desk/event", "desk/termsafe", "keeper", "memory",
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 
@@ -114,6 +119,7 @@ var onlyImportedBy = map[string][]string{
 	"desk/httpapi":             {"cmd", "desk/httpapi"}, // its test helper below it
 	"desk/metrics":             {"cmd", "desk/metrics", "desk/httpapi/httpapitest"},
 	"desk/audit":               {"cmd", "desk/httpapi"},
+	"desk/replay":              {"cmd", "desk/httpapi"},
 	"desk/termview":            {"cmd", "desk/httpapi"}, // httpapi: the sessions' rows (SessionRow)
 	"desk/console":             {"cmd"},
 	"desk/natsevents":          {"cmd"},
