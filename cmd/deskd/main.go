@@ -107,6 +107,7 @@ func newRootCommand(stdout, stderr io.Writer, signals signalSource) *cobra.Comma
 	root.AddCommand(newContextCommand(stdout), newMemoryCommand(stdout), newSkillsCommand(stdout))
 	root.AddCommand(newSessionsCommand(stdout), newRenameCommand(stdout), newShowCommand(stdout), newExportCommand(stdout), newAuditCommand(stdout))
 	root.AddCommand(newApprovalsCommand(stdout), newDecideCommand(stdout, true), newDecideCommand(stdout, false)) // approve.go
+	root.AddCommand(newReplayCommand(stdout, stderr))
 	return root
 }
 

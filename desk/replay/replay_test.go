@@ -398,6 +398,23 @@ func TestReplayWithOtherInstructionsAndModel(t *testing.T) {
 		t.Errorf("the sandbox's sessions = %v (%v), want 2 (the day crossed a rollover)", ids, err)
 	}
 
+	// report.html: self-contained, sandboxed, the replies' markup as text.
+	page, err := os.ReadFile(filepath.Join(out, replay.ReportHTML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"default-src 'none'", "&lt;b&gt;bold&lt;/b&gt;", "&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;i&gt;nothing to do&lt;/i&gt;",
+		`class="side original"`, `class="side candidate"`, "differing replies <b>20</b>", "tool calls refused <b>8</b>"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"<b>bold</b>", "<script>alert", "<i>nothing", "http://", "https://"} {
+		if strings.Contains(string(page), bad) {
+			t.Errorf("report.html holds %q", bad)
+		}
+	}
+
 	// report.json is the report.
 	got, err := replay.ReadReport(out)
 	if err != nil || got.Totals != rep.Totals || len(got.Triggers) != 20 {

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/buildinfo"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/replay"
+	"github.com/deskd/deskd/memory"
+)
+
+// `deskd replay DESK --date YYYY-MM-DD [--with FILE] [--model KEY] [--out
+// DIR] [--max-cost N] [--allow-tools T,...] [--json]` runs a trading day
+// of the desk again against a candidate desk, in a sandbox (desk/replay).
+// It reads the desk's folder as the other CLI commands do, beside a
+// running deskd, and writes only DIR (by default a new folder under
+// <state_dir>/replays/<desk>/, where the console lists it).
+
+func newReplayCommand(stdout, stderr io.Writer) *cobra.Command {
+	var path, date, with, model, out string
+	var maxCost float64
+	var allow []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "replay DESK --date YYYY-MM-DD [--with FILE] [--model KEY] [--out DIR]",
+		Short: "Replay a trading day of a desk against a candidate desk, in a sandbox, side by side with what it answered",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bad := func(format string, a ...any) error {
+				return &exitError{code: 2, err: fmt.Errorf("replay: "+format, a...)}
+			}
+			if date == "" {
+				return bad("--date YYYY-MM-DD is required")
+			}
+			d, err := memory.ParseDate(date)
+			if err != nil {
+				return bad("--date %q: want a trading date, YYYY-MM-DD", date)
+			}
+			cfg, folder, err := openDeskState(path, args[0])
+			if err != nil {
+				return err
+			}
+			dc, source, err := candidateDesk(cfg, args[0], with, model)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("max-cost") {
+				maxCost = dc.Budgets.DayCost
+			} else if maxCost < 0 {
+				return bad("--max-cost %g: want 0 (no bound) or more", maxCost)
+			}
+			if out == "" {
+				if out, err = replay.NextOut(cfg.StateDir, args[0], d); err != nil {
+					return err
+				}
+			}
+			if err := os.MkdirAll(out, 0o750); err != nil {
+				return fmt.Errorf("replay: output folder: %w", err)
+			}
+			rep, err := replay.Run(cmd.Context(), replay.Options{
+				Config: cfg, Candidate: dc, Source: source, Live: folder, Date: d, Out: out, AllowTools: allow, MaxCost: maxCost,
+				Clock: clock.Real(), Progress: stderr, Log: zerolog.New(stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger(),
+				Version: buildinfo.Version(),
+			})
+			switch {
+			case errors.Is(err, replay.ErrBadOptions):
+				return &exitError{code: 2, err: err}
+			case errors.Is(err, replay.ErrNoTriggers):
+				return &exitError{code: 1, err: err}
+			case err != nil:
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			fmt.Fprintln(stdout, summaryLine(rep, out))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
+	cmd.Flags().StringVar(&date, "date", "", "the trading date to replay, YYYY-MM-DD")
+	cmd.Flags().StringVar(&with, "with", "", "the candidate desk file (default: the desk's own)")
+	cmd.Flags().StringVar(&model, "model", "", "the candidate's model, a key of the main file's models (replaces its route)")
+	cmd.Flags().StringVar(&out, "out", "", "the output folder (default: a new one under <state_dir>/replays/<desk>/)")
+	cmd.Flags().Float64Var(&maxCost, "max-cost", 0, "stop once the candidate's estimated cost passes this (default: the desk's day cost budget; 0: no bound)")
+	cmd.Flags().StringSliceVar(&allow, "allow-tools", nil, "tools that may run for real (read-only data tools; none under approve)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON instead of the summary line")
+	return cmd
+}
+
+// candidateDesk returns the desk a replay of desk runs against: the file
+// with (else the desk's own), its model replaced by model when given, and
+// how it was given. Bad input is exit status 2.
+func candidateDesk(cfg *config.Config, desk, with, model string) (*config.Desk, string, error) {
+	dc, source := cfg.Desks[desk], "the desk's own file"
+	if with != "" {
+		c, err := config.LoadDeskFile(cfg, with)
+		if err != nil {
+			return nil, "", &exitError{code: 2, err: fmt.Errorf("replay: --with %s: %w", with, err)}
+		}
+		c.Name, dc, source = desk, c, "--with "+with
+	}
+	if dc == nil {
+		return nil, "", &exitError{code: 2, err: fmt.Errorf("replay: desk %s is no longer in %s: give its candidate file with --with", desk, cfg.DesksDir)}
+	}
+	if model != "" {
+		if _, ok := cfg.Models[model]; !ok {
+			return nil, "", &exitError{code: 2, err: fmt.Errorf("replay: --model %q: no such model in %s", model, cfg.Path)}
+		}
+		c := *dc
+		c.Model, c.Fallbacks = model, nil
+		dc = &c
+		source += ", --model " + model
+	}
+	return dc, source, nil
+}
+
+// summaryLine is the line a replay prints on stdout.
+func summaryLine(rep *replay.Report, out string) string {
+	t := rep.Totals
+	line := fmt.Sprintf("replayed %d of %d triggers of %s %s: %d replies differ, %d tool calls refused, %d need approval; cost original %.4f, candidate %.4f",
+		t.Replayed, t.Triggers, rep.Desk, rep.Date, t.Differing, t.Refused, len(rep.Approvals), t.OriginalCost, t.CandidateCost)
+	if rep.Candidate.Scripted {
+		line += " (SCRIPTED candidate: not a real model)"
+	}
+	if rep.Stopped != "" {
+		line += "; stopped: " + rep.Stopped
+	}
+	return line + "; report " + out + "/" + replay.ReportHTML
+}
