@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/user"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,7 +50,7 @@ func TestAckE2E(t *testing.T) {
 	if code, out := deskdCLI(t, "ack", "main", "cut", "--by", "ravi", "--addr", addr); code != 0 || !strings.Contains(out, "was already acknowledged by "+me) {
 		t.Errorf("ack again = %d %s", code, out)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 
 	d = startInProcess(t, "third deskd", cfg, apiStart.Add(2*time.Minute))
 	addr = strings.TrimPrefix(d.URL(t), "http://")

@@ -126,7 +126,7 @@ func TestAPIE2EKillAfterAcceptAndModelCall(t *testing.T) {
 	if s, r := d.post(t, `{"text": "HOLD order check", "id": "a", "kind": "manual"}`); s != 200 || r.State != "interrupted" {
 		t.Errorf("POST a again = %d %+v", s, r)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if n := userCount(llm, "HOLD order check"); n != 1 {
 		t.Errorf("a's text reached the model %d times, want 1", n)
 	}
@@ -155,7 +155,7 @@ func TestAPIE2EKillStorm(t *testing.T) {
 	killNow(t, d)
 	d = startAPIBinary(t, "second deskd", cfg)
 	states, stateOf, _ := stormOutcomes(t, d, n)
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if states["answered"]+states["interrupted"] != n || states["interrupted"] > 1 {
 		t.Errorf("states after the restart: %v; want all answered, but for at most one interrupted", states)
 	}
@@ -252,7 +252,7 @@ func TestAPIE2ESpoolAcrossRestart(t *testing.T) {
 	if tr := d.trigger(t, "feed-1"); tr["state"] != "answered" || tr["source"] != "inbox:live.json" {
 		t.Errorf("feed-1 = %v", tr)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	dropInbox(t, inbox, "offline.json", `{"text": "written while deskd was down", "id": "feed-2"}`)
 	dropInbox(t, inbox, "broken.json", `{"text": `)
 	dropInbox(t, inbox, "bad.json", `{"txt": "typo"}`)
@@ -262,7 +262,7 @@ func TestAPIE2ESpoolAcrossRestart(t *testing.T) {
 		t.Errorf("feed-2 = %v", tr)
 	}
 	d.waitFor(t, deadline, "inbox.rejected of bad.json", isEvent("inbox.rejected", "file", "bad.json"))
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	for _, p := range []string{"processed/live.json", "processed/offline.json", "rejected/bad.json", "rejected/bad.json.reason", "broken.json"} {
 		if _, err := os.Stat(filepath.Join(inbox, p)); err != nil {
 			t.Errorf("%s: %v", p, err)
@@ -313,7 +313,7 @@ func TestAPIE2EUnixSocketAndCLI(t *testing.T) {
 	if s, _ := d.post(t, `{"text": "no token"}`); s != http.StatusUnauthorized {
 		t.Errorf("POST without the token = %d, want 401", s)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if _, err := os.Stat(sock); err == nil {
 		t.Error("the unix socket is left behind after a clean stop")
 	}

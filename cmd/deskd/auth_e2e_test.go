@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -126,5 +125,5 @@ func TestAuthE2ECredentials(t *testing.T) {
 	if status != 200 || !strings.Contains(body, `"kind": "manual"`) || !strings.Contains(body, `"source": "cli"`) {
 		t.Errorf("sock-1 = %d %s, want the manual trigger from cli", status, body)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 }

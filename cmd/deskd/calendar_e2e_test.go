@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -127,7 +126,7 @@ func TestRepublicDay2027E2E(t *testing.T) {
 	if code, body := d.call(t, "GET", "/metrics", "", ""); code != 200 || !strings.Contains(body, `deskd_calendar_days_left{calendar="NSE"} -26`) {
 		t.Errorf("GET /metrics = %d, want deskd_calendar_days_left{calendar=\"NSE\"} -26", code)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if n := llm.Count(); n != 0 {
 		t.Errorf("the model was called %d times past the calendar's end", n)
 	}
@@ -157,7 +156,7 @@ func TestCalendarExtendsE2E(t *testing.T) {
 		t.Errorf("extended status: market %v, market_open %v, through %v, ending %v; want closed, false, 2027-12-31, not ending",
 			st["market"], st["market_open"], st["calendar_through"], st["calendar_ending"])
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if n := d.count(isEvent("calendar.ending")); n != 0 {
 		t.Errorf("%d calendar.ending lines for a calendar extended to 2027-12-31", n)
 	}
@@ -182,7 +181,7 @@ func TestCalendarExtendsE2E(t *testing.T) {
 	}
 	d.at(t, "2027-01-26T10:00:00+05:30")
 	d.waitFor(t, time.Now().Add(60*time.Second), "the 10:00 slot's turn", isEvent("turn.completed"))
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if n := d.count(isEvent("calendar.ending")); n != 1 {
 		t.Errorf("%d calendar.ending lines under weekdays, want the same warning", n)
 	}

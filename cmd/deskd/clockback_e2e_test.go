@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -34,7 +33,7 @@ func TestE2EClockBehindKeepsTheSession(t *testing.T) {
 	postAnswered(t, d1, "a", s1)
 	s2 := rollsOverAt(t, d1, deadline, "2026-12-02T00:00:00+05:30", s1)
 	postAnswered(t, d1, "b", s2)
-	d1.stopCleanly(t, syscall.SIGTERM)
+	d1.terminate(t)
 
 	// An hour before the session's date begins.
 	d2 := startInProcess(t, "second deskd", s.Config, istTime(t, "2026-12-01T23:00:00+05:30"))
@@ -61,7 +60,7 @@ func TestE2EClockBehindKeepsTheSession(t *testing.T) {
 	postAnswered(t, d2, "e", s2)
 	s3 := rollsOverAt(t, d2, deadline, "2026-12-03T00:00:00+05:30", s2)
 	postAnswered(t, d2, "f", s3)
-	d2.stopCleanly(t, syscall.SIGTERM)
+	d2.terminate(t)
 
 	if n := d2.count(isEvent("session.started", "reason", "resumed", "session", s2)); n != 1 {
 		t.Errorf("the second run resumed session %s %d times, want once", s2, n)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,7 +51,7 @@ func TestE2EConfigInForceIsKept(t *testing.T) {
 			"the snapshot kept": logMessage("config in force kept for audits"),
 		})
 	})
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if got := snapshots(); len(got) != 2 {
 		t.Fatalf("after the reload, the config history holds %v, want two snapshots", got)
 	}
@@ -60,7 +59,7 @@ func TestE2EConfigInForceIsKept(t *testing.T) {
 	// A restart on the same files keeps no new snapshot.
 	d2 := startInProcess(t, "second deskd", cfg, istTime(t, "2026-03-02T11:00:00+05:30"))
 	d2.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
-	d2.stopCleanly(t, syscall.SIGTERM)
+	d2.terminate(t)
 	names := snapshots()
 	if len(names) != 2 {
 		t.Fatalf("after a restart on the same config, the config history holds %v, want the same two snapshots", names)

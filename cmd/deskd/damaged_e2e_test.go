@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -77,7 +76,7 @@ models:
 			d.fail(t, "POST %s = %d %s", op, status, body)
 		}
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	template := filepath.Join(dir, "template")
 	if err := os.Rename(state, template); err != nil {
 		t.Fatal(err)
@@ -142,7 +141,7 @@ models:
 				if rel == "state.json" {
 					checkRebuilt(t, d, path, damaged)
 				}
-				d.stopCleanly(t, syscall.SIGTERM)
+				d.terminate(t)
 			})
 		}
 	}

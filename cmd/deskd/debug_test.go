@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -59,7 +58,7 @@ func TestDebugListenerServesPprof(t *testing.T) {
 	if code, _ := get(t, base+"/v1/desks"); code != http.StatusNotFound {
 		t.Errorf("debug listener: GET /v1/desks = %d, want 404 (it serves the profiles alone)", code)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 }
 
 // TestNoDebugListenerByDefault: without debug_listen there is no debug
@@ -75,5 +74,5 @@ func TestNoDebugListenerByDefault(t *testing.T) {
 	if code, _ := get(t, api+"/debug/pprof/"); code == http.StatusOK {
 		t.Errorf("API listener: GET /debug/pprof/ = %d, want no profiles", code)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 }

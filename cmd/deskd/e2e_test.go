@@ -91,7 +91,7 @@ func TestE2EMidnightRollover(t *testing.T) {
 	if n := turn2.Num("turn"); n != 1 {
 		t.Errorf("the 00:00 turn is turn %v of %s, want 1", n, s2)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 
 	// The session files.
 	recs1, _ := readSessionRecords(t, s.SessionFile(s1))
@@ -177,14 +177,14 @@ func TestE2ERestartResumesSession(t *testing.T) {
 	s := newE2ESetup(t, "")
 
 	d1, id := startFirstSession(t, deadline, s, "2026-03-02T09:00:00+05:30")
-	d1.stopCleanly(t, syscall.SIGTERM)
+	d1.terminate(t)
 
 	d2 := startInProcess(t, "second deskd", s.Config, istTime(t, "2026-03-02T09:10:00+05:30"))
 	if resumed := d2.resumes(t, deadline, "after a restart", id); resumed.Str("previous") != "" {
 		t.Errorf("after a restart: %s\nwant no previous session", resumed.Raw)
 	}
 	d2.deskStarted(t, deadline)
-	d2.stopCleanly(t, syscall.SIGTERM)
+	d2.terminate(t)
 	if n := d2.count(isEvent("session.started")); n != 1 {
 		t.Errorf("the second run announced %d sessions, want 1", n)
 	}
@@ -227,7 +227,7 @@ func TestE2ESecondDeskdRefused(t *testing.T) {
 		d1.fail(t, "the first deskd exited when the second was refused")
 	default:
 	}
-	d1.stopCleanly(t, syscall.SIGTERM)
+	d1.terminate(t)
 }
 
 // TestE2ESIGINTStopsCleanly: Ctrl-C stops deskd like SIGTERM does.
@@ -336,7 +336,7 @@ func TestE2ETornSessionLine(t *testing.T) {
 	d1, id := startFirstSession(t, deadline, s, "2026-03-02T10:00:57+05:30")
 	d1.at(t, "2026-03-02T10:01:00+05:30")
 	d1.waitFor(t, deadline, "turn.completed in "+id, isEvent("turn.completed", "session", id))
-	d1.stopCleanly(t, syscall.SIGTERM)
+	d1.terminate(t)
 
 	// A crash mid-write: half a record, no newline.
 	path := s.SessionFile(id)
@@ -364,7 +364,7 @@ func TestE2ETornSessionLine(t *testing.T) {
 	}
 	d2.resumes(t, deadline, "after the repair", id)
 	d2.deskStarted(t, deadline)
-	d2.stopCleanly(t, syscall.SIGTERM)
+	d2.terminate(t)
 	if n := d2.count(isEvent("session.torn")); n != 1 {
 		t.Errorf("session.torn logged %d times, want once", n)
 	}
@@ -390,7 +390,7 @@ func TestE2ETornSessionLine(t *testing.T) {
 	d3 := startInProcess(t, "third deskd", s.Config, istTime(t, "2026-03-02T10:40:05+05:30"))
 	d3.resumes(t, deadline, "third run", id)
 	d3.deskStarted(t, deadline)
-	d3.stopCleanly(t, syscall.SIGTERM)
+	d3.terminate(t)
 	if n := d3.count(isEvent("session.torn")); n != 0 {
 		t.Errorf("third run: session.torn logged %d times, want 0 (the file was repaired)", n)
 	}
@@ -411,7 +411,7 @@ func TestE2ERestartAfterBoundary(t *testing.T) {
 	d1, s1 := startFirstSession(t, deadline, s, "2026-03-01T23:58:57+05:30")
 	d1.at(t, "2026-03-01T23:59:00+05:30")
 	d1.waitFor(t, deadline, "turn.completed in "+s1, isEvent("turn.completed", "session", s1))
-	d1.stopCleanly(t, syscall.SIGTERM)
+	d1.terminate(t)
 
 	d2 := startInProcess(t, "second deskd", s.Config, istTime(t, "2026-03-02T09:00:57+05:30"))
 	d2.resumes(t, deadline, "after a restart", s1)
@@ -441,7 +441,7 @@ func TestE2ERestartAfterBoundary(t *testing.T) {
 	// The first turn of the new session: the 09:00 slot, missed 57s before
 	// the start, is within run_within and fires at once (no clock to move).
 	d2.waitFor(t, deadline, "turn.completed in "+s2, isEvent("turn.completed", "session", s2))
-	d2.stopCleanly(t, syscall.SIGTERM)
+	d2.terminate(t)
 
 	summary, err := os.ReadFile(summaryFile)
 	if err != nil {
@@ -473,7 +473,7 @@ func TestE2EDeskStartFailureIsReported(t *testing.T) {
 	if failed.Str("desk") != "main" || failed.Event() != "desk.failed" {
 		t.Errorf("the error line is not main's desk.failed: %s", failed.Raw)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 }
 
 // TestE2EStoppedIsLastLine: "deskd stopped" is the daemon's last word:
@@ -489,7 +489,7 @@ func TestE2EStoppedIsLastLine(t *testing.T) {
 	for i := range 5 {
 		d := startInProcess(t, "deskd run "+strconv.Itoa(i+1), s.Config, istTime(t, "2026-03-02T09:00:00+05:30"))
 		d.deskStarted(t, time.Now().Add(30*time.Second))
-		d.stopCleanly(t, syscall.SIGTERM)
+		d.terminate(t)
 		lines, _ := d.stderr.snapshot()
 		if last := lines[len(lines)-1]; last.Str("message") != "deskd stopped" {
 			d.fail(t, "the last line is %s, want \"deskd stopped\"", last.Raw)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,12 +79,12 @@ func TestFallbackE2EScriptedIsImpossibleToMiss(t *testing.T) {
 	}
 
 	// After a restart, the status still names the fallback.
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	d2, addr2 := startModelsDeskd(t, cfg)
 	var again bytes.Buffer
 	if code := run(t.Context(), []string{"status", "--addr", addr2}, &again, &errb); code != 0 ||
 		!strings.Contains(again.String(), "m -> FALLBACK offline (SCRIPTED)") {
 		t.Errorf("deskd status after a restart = %d:\n%s%s", code, again.String(), errb.String())
 	}
-	d2.stopCleanly(t, syscall.SIGTERM)
+	d2.terminate(t)
 }

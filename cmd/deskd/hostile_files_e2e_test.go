@@ -63,7 +63,7 @@ func TestHostileFilesE2EInboxFIFO(t *testing.T) {
 			t.Errorf("rejected/%s.reason = %q, %v", name, b, err)
 		}
 	}
-	d.stopCleanly(t, syscall.SIGTERM) // within 30s, exit 0, "deskd stopped"
+	d.terminate(t) // within 30s, exit 0, "deskd stopped"
 	// Looked at once deskd has stopped: the file moves to processed/ after
 	// its trigger is recorded, so its turn may end before the move does;
 	// the stop waits for the inbox's goroutine.

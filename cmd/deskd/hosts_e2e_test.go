@@ -120,5 +120,5 @@ func TestHostRuleE2E(t *testing.T) {
 	if status, _ := hostCall(t, "GET", base, "/v1/desks", evil, "", true); status != http.StatusMisdirectedRequest {
 		t.Errorf("GET /v1/desks from the rebound page after the reload = %d, want 421", status)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -34,7 +33,7 @@ func TestLogLevelsShowDebugAndTrace(t *testing.T) {
 			if status, _ := d.call(t, http.MethodGet, "/v1/events?follow=0", "", ""); status != http.StatusOK {
 				t.Fatalf("GET /v1/events = %d", status)
 			}
-			d.stopCleanly(t, syscall.SIGTERM)
+			d.terminate(t)
 
 			want := map[string]bool{}
 			for _, m := range debugLines {

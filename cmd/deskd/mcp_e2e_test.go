@@ -307,7 +307,7 @@ func TestMCPDetachedChildEndsWithDeskdE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if err := mcptest.WaitExit(pid, 30*time.Second); err != nil {
 		t.Fatalf("the MCP server's detached child outlived deskd's stop: %v", err)
 	}
@@ -473,7 +473,7 @@ func TestMCPLimitAcrossRestartAndDayE2E(t *testing.T) {
 	if r := order(d, "o2"); !strings.Contains(r, over) {
 		t.Fatalf("o2: %q", r)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 
 	d = startInProcess(t, "second deskd", cfg, apiStart.Add(time.Hour))
 	brokerUp(t, d)

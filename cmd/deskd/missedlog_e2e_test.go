@@ -2,7 +2,6 @@ package main
 
 import (
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -16,13 +15,13 @@ func TestStartAfterDowntimeLogsOneMissedLinePerSchedule(t *testing.T) {
 	start := time.Date(2026, 3, 2, 4, 30, 30, 0, time.UTC) // 10:00:30 IST
 	d := startInProcess(t, "first deskd", s.Config, start)
 	d.waitReady(t)
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 
 	d = startInProcess(t, "second deskd", s.Config, start.Add(100*time.Minute))
 	d.waitReady(t)
 	line := d.waitFor(t, time.Now().Add(60*time.Second), "schedule.missed", isEvent("schedule.missed", "schedule", "every-minute"))
 	d.waitFor(t, time.Now().Add(60*time.Second), "the latest slot's turn", isEvent("turn.completed"))
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 
 	if n := d.count(isEvent("schedule.missed")); n != 1 {
 		t.Errorf("%d schedule.missed lines, want 1", n)

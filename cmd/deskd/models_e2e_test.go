@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +41,7 @@ func TestModelsE2ENoteToolWritesTodaysNotes(t *testing.T) {
 	if err != nil || string(b) != "RELIANCE gapped up 2% at the open\n" {
 		t.Fatalf("%s = %q, %v", notes[0], b, err)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	records := sessionRecords(t, dir)
 	var tool, answered bool
 	for _, r := range records {
@@ -121,7 +120,7 @@ func TestModelsE2EFallbackAfterThreeFailures(t *testing.T) {
 	if failures != 3 {
 		t.Errorf("%d model.failed events with status 500, want 3", failures)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	var answeredBy string
 	for _, r := range sessionRecords(t, dir) {
 		if r["role"] == "assistant" {

@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,7 +89,7 @@ func TestNATSE2EIngressAndStatus(t *testing.T) {
 	if code, out := deskdCLI(t, "status", "--addr", addr); code != 0 || strings.Contains(out, "nats:") {
 		t.Errorf("deskd status once connected = %d\n%s\nwant no nats line", code, out)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 }
 
 // TestNATSE2EEventsOut: with nats.events set, the daemon's events reach

@@ -10,7 +10,6 @@ package main
 import (
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -84,7 +83,7 @@ func TestNATSE2EKillStorm(t *testing.T) {
 			t.Errorf("s%02d: source %v, want nats", i, tr["source"])
 		}
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if states["answered"]+states["interrupted"] != n || states["interrupted"] > kills {
 		t.Errorf("states after the kills: %v; want all answered, but for at most one interrupted per kill", states)
 	}
@@ -141,7 +140,7 @@ func TestNATSE2EEventsSurviveAKillStorm(t *testing.T) {
 			<-time.After(50 * time.Millisecond) // the desk works through its queue
 		}
 	}
-	d.stopCleanly(t, syscall.SIGTERM) // its outbox is sent before it stops, or by the next start
+	d.terminate(t) // its outbox is sent before it stops, or by the next start
 	d = startAPIBinary(t, "deskd after", cfg)
 	var on map[string]map[string]int
 	deadline := time.Now().Add(60 * time.Second)
@@ -158,7 +157,7 @@ func TestNATSE2EEventsSurviveAKillStorm(t *testing.T) {
 		}
 		<-time.After(200 * time.Millisecond) // the outbox drains
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	lost := 0
 	for id, topic := range want {
 		switch c := on[topic][id]; {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -93,7 +92,7 @@ func TestStatusFindsRunningDeskd(t *testing.T) {
 	if code != 0 || !strings.Contains(out, note) || !strings.Contains(out, "main") {
 		t.Fatalf("status after the listen edit = %d\n%s\nwant the desks and %q", code, out, note)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if _, err := os.Stat(httpapi.RuntimePath(s.StateDir)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("runtime file after a clean stop: %v, want none", err)
 	}
@@ -116,7 +115,7 @@ func TestClockStartBeforeClaimedSlots(t *testing.T) {
 	}
 	d1.at(t, "2026-03-02T10:01:00Z")
 	d1.waitFor(t, time.Now().Add(30*time.Second), "turn.completed", isEvent("turn.completed"))
-	d1.stopCleanly(t, syscall.SIGTERM)
+	d1.terminate(t)
 
 	d2 := startInProcess(t, "deskd-2", s.Config, time.Date(2026, 3, 2, 9, 58, 58, 0, time.UTC))
 	d2.waitReady(t)

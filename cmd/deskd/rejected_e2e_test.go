@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,5 +77,5 @@ func TestE2EConfigRejectedEverywhere(t *testing.T) {
 	if _, body := httpDo(t, "GET", addr+"/v1/desks", ""); !strings.Contains(body, `"config_rejected": []`) {
 		t.Errorf("GET /v1/desks after the fix = %s, want config_rejected []", body)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 }

@@ -212,7 +212,7 @@ func TestE2EReloadLive(t *testing.T) {
 		t.Fatalf("POST to main = %d %s", code, body)
 	}
 	d.waitFor(t, deadline, "main's turn", isEvent("turn.completed", "desk", "main", "trigger", "m1"))
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if n := d.count(isEvent("desk.stopped", "desk", "fx")); n != 1 {
 		t.Errorf("desk.stopped of fx %d times, want 1", n)
 	}
@@ -279,7 +279,7 @@ func TestE2EReloadRejected(t *testing.T) {
 			"config.reloaded": reloaded("desk main: schedule every-minute text changed"),
 		})
 	})
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 }
 
 // TestE2EReloadSymlinkSwap: the config folder is swapped by re-pointing a
@@ -321,7 +321,7 @@ func TestE2EReloadSymlinkSwap(t *testing.T) {
 			"desk.started fx":           isEvent("desk.started", "desk", "fx"),
 		})
 	})
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 }
 
 // TestE2EReloadSIGHUPAndLogLevel: SIGHUP reloads what no watch sees (an
@@ -370,7 +370,7 @@ func TestE2EReloadSIGHUPAndLogLevel(t *testing.T) {
 		t.Fatalf("POST = %d %s", code, body)
 	}
 	d.waitFor(t, deadline, "loud's turn, logged at info", isEvent("turn.completed", "trigger", "loud"))
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 }
 
 // TestE2ESystemdNotify: deskd under a NOTIFY_SOCKET and a watchdog tells
@@ -447,7 +447,7 @@ func TestE2EPauseSurvivesRestart(t *testing.T) {
 	slot := slotID("every-minute", 10, 1)
 	d1.at(t, "2026-03-02T10:01:00+05:30")
 	d1.waitFor(t, deadline, "the 10:01 slot queued", isEvent("trigger.queued", "desk", "main", "trigger", slot))
-	d1.stopCleanly(t, syscall.SIGTERM)
+	d1.terminate(t)
 	if n := d1.count(isEvent("turn.started")); n != 0 {
 		t.Errorf("%d turns started while the desk was paused", n)
 	}
@@ -482,7 +482,7 @@ func TestE2EPauseSurvivesRestart(t *testing.T) {
 	if n := d2.count(isEvent("turn.started")); n != 1 {
 		t.Errorf("%d turns started in the second run, want 1 (the slot's, after the resume)", n)
 	}
-	d2.stopCleanly(t, syscall.SIGTERM)
+	d2.terminate(t)
 	if _, err := os.Stat(filepath.Join(s.DeskDir(), desk.PauseFile)); err != nil {
 		t.Errorf("the pause file: %v", err)
 	}
@@ -540,7 +540,7 @@ func TestE2EMetrics(t *testing.T) {
 			t.Errorf("%s%v = %v (present %v), want %s", c.name, c.labels, v, ok, c.want)
 		}
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 }
 
 // TestE2ECheckConfigDiff: check-config --diff asks the running deskd what a
@@ -563,7 +563,7 @@ func TestE2ECheckConfigDiff(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != change {
 		t.Errorf("check-config --diff = %d\n%s\nwant exit 0 and %q", code, out, change)
 	}
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	code, out = deskdCLI(t, "check-config", "--diff", "--config", s.Config)
 	if code != 1 || !strings.Contains(out, "no running deskd answered") {
 		t.Errorf("check-config --diff with deskd stopped = %d\n%s", code, out)

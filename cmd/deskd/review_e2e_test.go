@@ -89,12 +89,12 @@ func TestReviewAllowedHostRemovalEndsOpenStreamsE2E(t *testing.T) {
 			}
 			if strings.HasPrefix(l, "data:") && strings.Contains(l, "after-removal") {
 				cancel()
-				d.stopCleanly(t, syscall.SIGTERM)
+				d.terminate(t)
 				t.Fatalf("the stream opened by %s, removed from allowed_hosts and reloaded, still carries the events after it: %s", name, l)
 			}
 		case <-timeout:
 			cancel()
-			d.stopCleanly(t, syscall.SIGTERM)
+			d.terminate(t)
 			return // nothing of the later events reached the page
 		}
 	}

@@ -530,6 +530,13 @@ func (d *deskdProc) stopCleanly(t testing.TB, sig os.Signal) {
 	}
 }
 
+// terminate sends SIGTERM and fails the test unless deskd stops cleanly
+// (stopCleanly): the usual end of a test's daemon.
+func (d *deskdProc) terminate(t testing.TB) {
+	t.Helper()
+	d.stopCleanly(t, syscall.SIGTERM)
+}
+
 // beginStop sends SIGTERM and waits for the "deskd stopping" line: the
 // graceful stop has begun (running turns may finish; the API answers 503).
 func (d *deskdProc) beginStop(t testing.TB, deadline time.Time) {

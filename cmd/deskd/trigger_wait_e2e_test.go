@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +31,7 @@ func TestTriggerWaitOneExchangeE2E(t *testing.T) {
 	d.waitFor(t, time.Now().Add(30*time.Second), "the healthz trace line", func(l stderrLine) bool {
 		return l.Str("message") == "http request" && l.Str("path") == "/healthz"
 	})
-	d.stopCleanly(t, syscall.SIGTERM)
+	d.terminate(t)
 	if n := d.count(logMessage("http request")); n != 2 {
 		lines, _ := d.stderr.snapshot()
 		var reqs []string
