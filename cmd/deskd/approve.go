@@ -12,54 +12,39 @@ import (
 )
 
 func newApprovalsCommand(stdout io.Writer) *cobra.Command {
-	var f clientFlags
 	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := clientCommand(&cobra.Command{
 		Use:   "approvals [DESK]",
 		Short: "List the tool calls that wait for an operator's decision: id, desk, tool, time left, arguments",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.newClient()
-			if err != nil {
-				return err
-			}
-			out, err := c.Approvals(cmd.Context(), append(args, "")[0])
-			if err != nil {
-				return err
-			} else if asJSON {
-				return termview.JSON(stdout, out)
-			}
-			termview.Approvals(stdout, out.Approvals, out.AsOf) // time left on deskd's clock
-			return nil
-		},
-	}
-	f.register(cmd)
+	}, func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
+		out, err := c.Approvals(cmd.Context(), append(args, "")[0])
+		if err != nil {
+			return err
+		} else if asJSON {
+			return termview.JSON(stdout, out)
+		}
+		termview.Approvals(stdout, out.Approvals, out.AsOf) // time left on deskd's clock
+		return nil
+	})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
 	return cmd
 }
 
 func newDecideCommand(stdout io.Writer, approve bool) *cobra.Command {
-	var f clientFlags
 	var req httpapi.DecisionRequest
 	use, short := "deny DESK ID", "Deny a tool call that waits for a decision: it does not run, and the model is told why"
 	if approve {
 		use, short = "approve DESK ID", "Approve a tool call that waits for a decision: it runs now"
 	}
-	cmd := &cobra.Command{
-		Use: use, Short: short, Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.newClientAs(&req.By)
-			if err != nil {
-				return err
-			}
+	cmd := actingCommand(&cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(2)}, &req.By,
+		func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
 			d, err := c.Decide(cmd.Context(), args[0], args[1], approve, req)
 			if err == nil {
 				_, err = io.WriteString(stdout, termview.Decided(args[0], d)+"\n")
 			}
 			return err
-		},
-	}
-	f.register(cmd)
+		})
 	cmd.Flags().StringVar(&req.Reason, "reason", "", "why (one line, at most 500 bytes): kept with the decision; the model hears it with a denial")
 	cmd.Flags().StringVar(&req.By, "by", "", "who decides (default: your login name; under sudo, the user who ran it)")
 	return cmd

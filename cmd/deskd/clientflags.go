@@ -91,18 +91,35 @@ func (f *clientFlags) newClient() (*httpapi.Client, error) {
 	return c, nil
 }
 
-// newClientAs is newClient for a command that acts in someone's name:
-// *by, when the --by flag left it empty, becomes the operator at the
+// clientRun is the work of a command on the running deskd, through c.
+type clientRun func(cmd *cobra.Command, c *httpapi.Client, args []string) error
+
+// clientCommand completes cmd as a command that talks to the running
+// deskd: it gets the client flags, and its RunE finds the daemon
+// (newClient) and calls run.
+func clientCommand(cmd *cobra.Command, run clientRun) *cobra.Command {
+	var f clientFlags
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := f.newClient()
+		if err != nil {
+			return err
+		}
+		return run(cmd, c, args)
+	}
+	f.register(cmd)
+	return cmd
+}
+
+// actingCommand is clientCommand for a command that acts in someone's
+// name: *by, when its --by flag left it empty, becomes the operator at the
 // terminal (operator).
-func (f *clientFlags) newClientAs(by *string) (*httpapi.Client, error) {
-	c, err := f.newClient()
-	if err != nil {
-		return nil, err
-	}
-	if *by == "" {
-		*by = operator()
-	}
-	return c, nil
+func actingCommand(cmd *cobra.Command, by *string, run clientRun) *cobra.Command {
+	return clientCommand(cmd, func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
+		if *by == "" {
+			*by = operator()
+		}
+		return run(cmd, c, args)
+	})
 }
 
 // pickAddr prefers a unix socket, then the first TCP address.

@@ -16,22 +16,15 @@ import (
 )
 
 func newEventsCommand(stdout, stderr io.Writer) *cobra.Command {
-	var f clientFlags
 	var follow bool
 	var deskName string
-	cmd := &cobra.Command{
+	cmd := clientCommand(&cobra.Command{
 		Use:   "events",
 		Short: "Print deskd's recent events, one JSON line each; --follow keeps printing new ones",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.newClient()
-			if err != nil {
-				return err
-			}
-			return streamEvents(cmd.Context(), c, stdout, stderr, deskName, follow)
-		},
-	}
-	f.register(cmd)
+	}, func(cmd *cobra.Command, c *httpapi.Client, _ []string) error {
+		return streamEvents(cmd.Context(), c, stdout, stderr, deskName, follow)
+	})
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep following new events (reconnecting with Last-Event-ID)")
 	cmd.Flags().StringVar(&deskName, "desk", "", "only this desk's events")
 	return cmd

@@ -21,24 +21,13 @@ func newRolloverCommand(stdout io.Writer) *cobra.Command {
 // of a desk (start: a rollover or a fork) and prints the old and new.
 func newSessionCommand(stdout io.Writer, verb, short string,
 	start func(*httpapi.Client, context.Context, string) (httpapi.SessionResponse, error)) *cobra.Command {
-	var f clientFlags
-	cmd := &cobra.Command{
-		Use:   verb + " DESK",
-		Short: short,
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.newClient()
-			if err != nil {
-				return err
-			}
+	return clientCommand(&cobra.Command{Use: verb + " DESK", Short: short, Args: cobra.ExactArgs(1)},
+		func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
 			out, err := start(c, cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "desk %s: session %s -> %s\n", termsafe.Line(out.Desk), termsafe.Line(out.Previous), termsafe.Line(out.Session))
 			return nil
-		},
-	}
-	f.register(cmd)
-	return cmd
+		})
 }
