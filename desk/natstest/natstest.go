@@ -78,14 +78,22 @@ func (s *Server) Down() {
 // both are closed at the end of the test.
 func (s *Server) Client() (*nats.Conn, jetstream.JetStream) {
 	s.tb.Helper()
-	nc, err := nats.Connect(s.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	return connect(s.tb, s.URL())
+}
+
+// connect connects to urls (comma-separated), reconnecting forever, and
+// returns the connection and its JetStream, both closed at the end of the
+// test.
+func connect(tb testing.TB, urls string) (*nats.Conn, jetstream.JetStream) {
+	tb.Helper()
+	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
-		s.tb.Fatalf("natstest: connect: %v", err)
+		tb.Fatalf("natstest: connect to %s: %v", urls, err)
 	}
-	s.tb.Cleanup(nc.Close)
+	tb.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
-		s.tb.Fatalf("natstest: jetstream: %v", err)
+		tb.Fatalf("natstest: jetstream: %v", err)
 	}
 	return nc, js
 }

@@ -1,0 +1,122 @@
+package cluster
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// untar unpacks a snapshot into the folder.
+func (fd *folder) untar(r io.Reader) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := checkFile(h.Name); err != nil {
+			return fmt.Errorf("entry %q: %w", h.Name, err)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := fd.mkdirs(filepath.Join(fd.dir, filepath.FromSlash(h.Name))); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				return fmt.Errorf("entry %s: %w", h.Name, err)
+			}
+			if err := fd.apply(OpReplace, h.Name, 0, data); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("entry %s: type %q is neither a file nor a folder", h.Name, h.Typeflag)
+		}
+	}
+}
+
+// tarDir packs dir's files and folders (sorted, paths relative to dir).
+func tarDir(dir string) ([]byte, error) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: filepath.ToSlash(rel), Mode: int64(fi.Mode().Perm())})
+		case fi.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: filepath.ToSlash(rel), Mode: int64(fi.Mode().Perm()), Size: int64(len(data))}); err != nil {
+				return err
+			}
+			_, err = tw.Write(data)
+			return err
+		default:
+			return fmt.Errorf("%s is neither a file nor a folder", p)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// Compact writes a new snapshot of the desk: its folder rebuilt, in
+// scratch (a fresh folder of the caller's, removed after), from the
+// latest snapshot and the WAL through its last record now, packed and
+// stored in SnapshotsBucket with the sequence it covers; then it purges
+// the desk's WAL records before that sequence (the last covered record
+// stays, so that the owner's next expected sequence still holds). Any
+// host may compact: it reads only the stores, never a live folder.
+func Compact(ctx context.Context, s *Stores, desk, scratch string) (Rebuilt, error) {
+	defer os.RemoveAll(scratch)
+	r, err := Rebuild(ctx, s, desk, scratch, 0)
+	if err != nil {
+		return r, fmt.Errorf("cluster: compact desk %s: %w", desk, err)
+	}
+	if r.Through == r.Snapshot {
+		return r, nil // nothing new
+	}
+	data, err := tarDir(scratch)
+	if err != nil {
+		return r, fmt.Errorf("cluster: compact desk %s: pack the folder: %w", desk, err)
+	}
+	meta := jetstream.ObjectMeta{Name: desk, Headers: nats.Header{HeaderSnapshotSeq: []string{strconv.FormatUint(r.Through, 10)}}}
+	if _, err := s.Snapshots.Put(ctx, meta, bytes.NewReader(data)); err != nil {
+		return r, fmt.Errorf("cluster: compact desk %s: store the snapshot: %w", desk, err)
+	}
+	if err := s.WAL.Purge(ctx, jetstream.WithPurgeSubject(Subject(desk)), jetstream.WithPurgeSequence(r.Through)); err != nil {
+		return r, fmt.Errorf("cluster: compact desk %s: purge the WAL before %d: %w", desk, r.Through, err)
+	}
+	return r, nil
+}

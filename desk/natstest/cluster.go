@@ -1,0 +1,174 @@
+package natstest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Cluster is a JetStream cluster of embedded nats-servers on 127.0.0.1,
+// each node with a store folder of its own, routed to every other.
+type Cluster struct {
+	tb testing.TB
+	// Nodes are the cluster's servers; Down and Up one to lose and
+	// regain a node (two of three down: quorum lost).
+	Nodes []*Node
+}
+
+// Node is one server of a Cluster.
+type Node struct {
+	c *Cluster
+	// Name is its server name, n1, n2, ...
+	Name string
+	// Dir is its JetStream store folder; a restart keeps it.
+	Dir string
+	// Port and ClusterPort are its client and route ports, free ones
+	// taken at its first start and kept across restarts.
+	Port, ClusterPort int
+	srv               *server.Server
+}
+
+// StartCluster starts a cluster of n nodes (n ≥ 1) and waits until its
+// JetStream has a meta leader; it is shut down at the end of the test.
+func StartCluster(tb testing.TB, n int) *Cluster {
+	tb.Helper()
+	c := &Cluster{tb: tb}
+	for i := range n {
+		c.Nodes = append(c.Nodes, &Node{c: c, Name: "n" + strconv.Itoa(i+1), Dir: tb.TempDir(), Port: -1, ClusterPort: -1})
+	}
+	// The first node takes free ports; the others route to it and take
+	// free ports too (routes are gossiped): no port is guessed free.
+	for _, nd := range c.Nodes {
+		nd.start()
+	}
+	tb.Cleanup(func() {
+		for _, nd := range c.Nodes {
+			nd.Down()
+		}
+	})
+	c.WaitReady(30 * time.Second)
+	return c
+}
+
+// URLs are the client URLs of every node, comma-separated, as
+// nats.Connect takes them.
+func (c *Cluster) URLs() string {
+	urls := make([]string, len(c.Nodes))
+	for i, nd := range c.Nodes {
+		urls[i] = nd.URL()
+	}
+	return strings.Join(urls, ",")
+}
+
+// URL is the node's client URL.
+func (nd *Node) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(nd.Port) }
+
+// start starts the node's server without waiting for the cluster.
+func (nd *Node) start() {
+	tb := nd.c.tb
+	tb.Helper()
+	var routes []string
+	for _, o := range nd.c.Nodes {
+		if o != nd && o.ClusterPort > 0 {
+			routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(o.ClusterPort))
+		}
+	}
+	opts := &server.Options{
+		ServerName: nd.Name, Host: "127.0.0.1", Port: nd.Port, JetStream: true, StoreDir: nd.Dir, NoSigs: true,
+		Cluster: server.ClusterOpts{Name: "deskd-test", Host: "127.0.0.1", Port: nd.ClusterPort},
+		Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+	}
+	if len(nd.c.Nodes) == 1 {
+		opts.Cluster, opts.Routes = server.ClusterOpts{}, nil
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		tb.Fatalf("natstest: node %s: new server: %v", nd.Name, err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		tb.Fatalf("natstest: node %s is not ready within 10s", nd.Name)
+	}
+	nd.srv = srv
+	if nd.Port == -1 {
+		nd.Port = srv.Addr().(*net.TCPAddr).Port
+	}
+	if a := srv.ClusterAddr(); a != nil && nd.ClusterPort == -1 {
+		nd.ClusterPort = a.Port
+	}
+}
+
+// Up starts the node again (with its store) and waits until the cluster
+// is ready.
+func (nd *Node) Up() {
+	nd.c.tb.Helper()
+	if nd.srv != nil {
+		return
+	}
+	nd.start()
+	nd.c.WaitReady(30 * time.Second)
+}
+
+// Down shuts the node down and waits until it has.
+func (nd *Node) Down() {
+	if nd.srv == nil {
+		return
+	}
+	nd.srv.Shutdown()
+	nd.srv.WaitForShutdown()
+	nd.srv = nil
+}
+
+// WaitReady waits, up to timeout, until a node that is up is the
+// JetStream meta leader and every node that is up is current with it.
+func (c *Cluster) WaitReady(timeout time.Duration) {
+	c.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		leader, current := false, true
+		for _, nd := range c.Nodes {
+			if nd.srv == nil {
+				continue
+			}
+			leader = leader || nd.srv.JetStreamIsLeader()
+			current = current && nd.srv.JetStreamIsCurrent()
+		}
+		if leader && current {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("natstest: the cluster has no JetStream leader within %v", timeout)
+		}
+		<-time.After(20 * time.Millisecond) // an election takes a few hundred ms: poll, do not spin
+	}
+}
+
+// Client connects to the cluster (every node's URL, reconnecting
+// forever) and returns the connection and its JetStream, both closed at
+// the end of the test. The first JetStream request is retried until the
+// cluster answers it.
+func (c *Cluster) Client() (*nats.Conn, jetstream.JetStream) {
+	c.tb.Helper()
+	nc, js := connect(c.tb, c.URLs())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return nc, js
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("natstest: the cluster's JetStream does not answer: %v", fmt.Errorf("account info: %w", err))
+		}
+		<-time.After(50 * time.Millisecond)
+	}
+}
