@@ -38,6 +38,10 @@ type Log struct {
 	// yet: the first Append (or Replace) creates it with perm.
 	lazy bool
 	perm fs.FileMode
+	// dirty is set while bytes written to f are not fsynced; since is
+	// the Group's generation before the first of them (see Group.sync).
+	dirty bool
+	since uint64
 }
 
 // Scan is what OpenLog found in the file.
@@ -499,9 +503,20 @@ func (l *Log) Append(record []byte, sync bool) error {
 			return fmt.Errorf("append to %s: %w", l.path, err)
 		}
 	}
+	g, grouped := l.fsys.(*Group)
+	if grouped && !l.dirty {
+		l.since, l.dirty = g.generation(), true
+	}
 	_, err := l.f.Write(line)
 	if err == nil && sync {
-		err = l.f.Sync()
+		if grouped {
+			err = g.sync(l.f, filepath.Dir(l.path), l.since)
+		} else {
+			err = l.f.Sync()
+		}
+		if err == nil {
+			l.dirty = false
+		}
 	}
 	if err != nil {
 		// After a failed write or fsync the tail is unknown: cut it.
@@ -530,6 +545,7 @@ func (l *Log) Sync() error {
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", l.path, err)
 	}
+	l.dirty = false
 	return nil
 }
 
@@ -567,6 +583,7 @@ func (l *Log) Replace(records [][]byte, perm fs.FileMode) error {
 		_ = l.f.Close()
 	}
 	l.f, l.at, l.broken, l.unlisted, l.lazy = f, int64(buf.Len()), nil, false, false // WriteFile fsynced the folder
+	l.dirty = false
 	return nil
 }
 

@@ -204,3 +204,30 @@ func (f *File) Truncate(size int64) error {
 	}
 	return f.File.Truncate(size)
 }
+
+var _ durable.FSSyncer = (*FS)(nil)
+
+// SyncFS counts as a Sync of dir (a folder opened through f) and, unless
+// told to fail, is the base's syncfs of its file system (an fsync of dir
+// when the base cannot syncfs).
+func (f *FS) SyncFS(dir durable.File) error {
+	if err := f.fs(dir); err != nil {
+		return err
+	}
+	inner := dir
+	if ff, ok := dir.(*File); ok {
+		inner = ff.File
+	}
+	if s, ok := f.base().(durable.FSSyncer); ok {
+		return s.SyncFS(inner)
+	}
+	return inner.Sync()
+}
+
+// fs counts a syncfs through dir and returns the error it must fail with.
+func (f *FS) fs(dir durable.File) error {
+	if err := f.hit(Sync, dir.Name()); err != nil {
+		return pathErr("syncfs", dir.Name(), err)
+	}
+	return nil
+}
