@@ -141,7 +141,7 @@ func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, curren
 	if err := r.appendLocked(memory.Record{Type: memory.RecordCheckpoint, At: r.clock.Now(), Text: text, Trigger: trigger, Data: data}); err != nil {
 		return fmt.Errorf("record checkpoint of %s: %w", r.desk, err)
 	}
-	r.history, r.checkpoint, r.compacted = nil, text, true
+	r.history, r.checkpoint, r.compacted, r.seen = nil, text, true, 0
 	return nil
 }
 
@@ -198,7 +198,7 @@ func Inspect(o Options, summary string) (ContextReport, error) {
 			return ContextReport{}, fmt.Errorf("inspect %s: %w", o.Desk, err)
 		}
 		c := Rebuild(records)
-		r.cur, r.history, r.checkpoint, r.exchanges = st, c.History, c.Checkpoint, c.Exchanges
+		r.cur, r.history, r.checkpoint, r.exchanges, r.seen = st, c.History, c.Checkpoint, c.Exchanges, 0
 	}
 	return r.Context(summary)
 }

@@ -260,9 +260,13 @@ type Router struct {
 	current bool
 	// log is the open session file; nil until the session's first use
 	// (loadLocked): a restored desk holds no session file open until then.
-	log        *memory.SessionLog
-	history    []Message // what the next request carries, after the checkpoint; read at first use
-	checkpoint string    // the latest checkpoint's text; read at first use
+	log     *memory.SessionLog
+	history []Message // what the next request carries, after the checkpoint; read at first use
+	// seen is how much of history's array (from its start) some request
+	// carried: those elements are never written again (conversationLocked).
+	// Each new history is a new array, whose seen starts at 0.
+	seen       int
+	checkpoint string // the latest checkpoint's text; read at first use
 	exchanges  int
 	lastTurn   memory.Date // the trading date of the session's last turn
 	open       bool        // the last turn's message has no answer yet
@@ -414,7 +418,7 @@ func (r *Router) resumeLocked(st state) error {
 	m := st.Mark
 	st.Mark = nil
 	r.cur, r.current, r.marked = st, true, false
-	r.history, r.checkpoint = nil, ""
+	r.history, r.checkpoint, r.seen = nil, "", 0
 	r.setTurnsLocked(turns{})
 	if m != nil {
 		tail, ok, err := r.folder.ReadSessionTail(st.Session, m.Offset)
@@ -677,7 +681,7 @@ func (r *Router) startLocked(parent string) error {
 	// failure to close it loses nothing.
 	_ = log.Close()
 	r.cur, r.log, r.current, r.mark, r.marked, r.markDate = st, nil, true, m, true, st.Spend.Date
-	r.history, r.checkpoint = nil, ""
+	r.history, r.checkpoint, r.seen = nil, "", 0
 	r.setTurnsLocked(turns{})
 	return nil
 }
@@ -724,7 +728,7 @@ func (r *Router) loadLocked(all bool) ([]memory.Record, error) {
 	}
 	r.log = log
 	c := Rebuild(records)
-	r.history, r.checkpoint = c.History, c.Checkpoint
+	r.history, r.checkpoint, r.seen = c.History, c.Checkpoint, 0
 	if !all {
 		return nil, nil
 	}
@@ -834,7 +838,9 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 	if marker := r.dayMarkerLocked(now); marker != "" {
 		t.Text = marker + "\n" + t.Text
 	}
-	user := Message{Role: RoleUser, Text: t.Text}
+	// One cache for the user's message in every request of the turn, so
+	// that each carries it in place (conversationLocked).
+	user := Message{Role: RoleUser, Text: t.Text, wire: newWireCache()}
 	if err := r.budgetLocked(TaskTurn, 0, requestTokens(r.requestLocked(TaskTurn, []Message{user}, true))); err != nil {
 		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "budget.exceeded", Trigger: t.ID, Text: err.Error()})
 		return Reply{}, err
@@ -864,7 +870,7 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "turn.failed", Trigger: t.ID, Text: err.Error()})
 		return reply, fmt.Errorf("turn %s of %s in session %s: %w", t.ID, r.desk, r.cur.Session, err)
 	}
-	r.history = append(r.history, turn...)
+	r.extendHistoryLocked(turn)
 	r.exchanges++
 	r.open = false
 	reply.Session, reply.Turn = r.cur.Session, r.exchanges
@@ -1163,12 +1169,46 @@ func (r *Router) answerModelLocked(ctx context.Context, req Request) (string, Mo
 func (r *Router) requestLocked(task Task, msgs []Message, callable bool) Request {
 	withWireCaches(r.history)
 	withWireCaches(msgs)
-	req := Request{Task: task, System: r.systemLocked(), Messages: append(append([]Message(nil), r.history...), msgs...), Tools: specs(r.tools),
+	req := Request{Task: task, System: r.systemLocked(), Messages: r.conversationLocked(msgs), Tools: specs(r.tools),
 		Prefix: len(r.history), CacheKey: cacheKey(r.desk)}
 	if !callable {
 		req.ToolChoice = ToolChoiceNone
 	}
 	return req
+}
+
+// conversationLocked returns the history followed by tail (whose
+// messages have their wire caches), as a slice of the history's own
+// array: the history is not copied for each request. The messages a
+// request saw (the array below r.seen) are never written again, so that
+// a provider may keep a request's Messages: a tail that differs from the
+// one the last request saw past the history (an Ask after a turn's
+// messages, a failed turn's next try), or one that does not fit, moves
+// the history to a new array first. The slice's capacity is its length:
+// a provider's append cannot write into the array.
+func (r *Router) conversationLocked(tail []Message) []Message {
+	h, n := len(r.history), len(r.history)+len(tail)
+	full := r.history[:cap(r.history)]
+	same := 0 // how many of tail stand past the history already, as seen
+	for same < len(tail) && h+same < r.seen && full[h+same].wire == tail[same].wire && tail[same].wire != nil {
+		same++
+	}
+	if n > len(full) || (same < len(tail) && h+same < r.seen) {
+		grown := make([]Message, h, max(2*n, 16))
+		copy(grown, r.history)
+		r.history, full, r.seen, same = grown, grown[:cap(grown)], h, 0
+	}
+	copy(full[h+same:n], tail[same:])
+	r.seen = max(r.seen, n)
+	return full[:n:n]
+}
+
+// extendHistoryLocked makes turn (the messages of an answered turn) part
+// of the history, in place where the last request carried them already.
+func (r *Router) extendHistoryLocked(turn []Message) {
+	withWireCaches(turn)
+	n := len(r.conversationLocked(turn))
+	r.history = r.history[:n]
 }
 
 // withNote ends text with deskd's note, on a paragraph of its own.
