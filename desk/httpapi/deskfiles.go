@@ -318,24 +318,40 @@ func (s *Server) getMemoryVersion(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) postRestore(w http.ResponseWriter, r *http.Request) {
+	postNamed(s, w, r, "version", "version to restore", func(q *RestoreRequest) (string, string) { return q.Version, q.By },
+		func(d *desk.Desk, version, by string) (any, error) {
+			v, keptAs, err := d.RestoreMemory(r.Context(), version, by)
+			return RestoreResponse{Restored: v.ID, KeptAs: keptAs}, err
+		})
+}
+
+// postNamed serves a POST on a desk's files whose body (a Req) names the
+// one thing to change, a version to restore or a change to undo, and who
+// changes it: fields gives the two from the body, key is the name's JSON
+// key and what the thing in the words of a 400 when the name is missing
+// or blank. change does it, with the name trimmed and by defaulting to
+// "api" (byOrAPI), and gives the 200's body; its error is a fileError.
+func postNamed[Req any](s *Server, w http.ResponseWriter, r *http.Request, key, what string,
+	fields func(*Req) (name, by string), change func(d *desk.Desk, name, by string) (any, error)) {
 	d, _, ok := s.folder(w, r)
 	if !ok {
 		return
 	}
-	var req RestoreRequest
-	if !readFilesBody(w, r, &req, `{"version": "...", "by": "..."}`) {
+	var req Req
+	if !readFilesBody(w, r, &req, `{"`+key+`": "...", "by": "..."}`) {
 		return
 	}
-	if req.Version = strings.TrimSpace(req.Version); req.Version == "" {
-		writeError(w, http.StatusBadRequest, `want a JSON body {"version": "..."}: the version to restore is missing`)
+	name, by := fields(&req)
+	if name = strings.TrimSpace(name); name == "" {
+		writeError(w, http.StatusBadRequest, `want a JSON body {"`+key+`": "..."}: the `+what+` is missing`)
 		return
 	}
-	v, keptAs, err := d.RestoreMemory(r.Context(), req.Version, byOrAPI(req.By))
+	out, err := change(d, name, byOrAPI(by))
 	if err != nil {
 		s.fileError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, RestoreResponse{Restored: v.ID, KeptAs: keptAs})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getNotes(w http.ResponseWriter, r *http.Request) {
@@ -467,24 +483,11 @@ func skillChange(e curator.LedgerEntry) SkillChange {
 }
 
 func (s *Server) postUndo(w http.ResponseWriter, r *http.Request) {
-	d, _, ok := s.folder(w, r)
-	if !ok {
-		return
-	}
-	var req UndoRequest
-	if !readFilesBody(w, r, &req, `{"change": "...", "by": "..."}`) {
-		return
-	}
-	if req.Change = strings.TrimSpace(req.Change); req.Change == "" {
-		writeError(w, http.StatusBadRequest, `want a JSON body {"change": "..."}: the change to undo is missing`)
-		return
-	}
-	e, err := d.UndoSkillChange(r.Context(), req.Change, byOrAPI(req.By))
-	if err != nil {
-		s.fileError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, skillChange(e))
+	postNamed(s, w, r, "change", "change to undo", func(q *UndoRequest) (string, string) { return q.Change, q.By },
+		func(d *desk.Desk, change, by string) (any, error) {
+			e, err := d.UndoSkillChange(r.Context(), change, by)
+			return skillChange(e), err
+		})
 }
 
 func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
