@@ -123,7 +123,8 @@ type Daemon struct {
 	watch watch
 	stop  *stopState
 	hb    *heartbeat
-	ready chan struct{} // closed when the main loop starts
+	ready chan struct{}  // closed when the main loop starts
+	group *durable.Group // the desks' file layer; closed when Run returns
 
 	watchdogEnd context.CancelFunc
 	watchdog    sync.WaitGroup
@@ -151,7 +152,9 @@ func NewDaemon(o DaemonOptions) (*Daemon, error) {
 	d := &Daemon{o: o, stop: newStopState(), hb: newHeartbeat(o.Clock), ready: make(chan struct{})}
 	d.cur.Store(o.Config)
 	d.fleet = newFleet(o.Clock, o.Bus, o.Log)
-	d.fleet.fsys = o.FS
+	// The desks' synced appends share their fsyncs (memory/durable.Group).
+	d.group = durable.NewGroup(o.FS)
+	d.fleet.fsys = d.group
 	// One pool of model connections for every desk, sized for them (and
 	// grown when a reload adds desks).
 	d.fleet.pool = router.NewPool(len(o.Config.Desks), nil)
@@ -211,6 +214,7 @@ func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 // waiting any longer; the process should then exit, which ends what was
 // left. Every file deskd writes is crash safe, so that loses nothing.
 func (d *Daemon) Run(ctx context.Context, sigs <-chan os.Signal) error {
+	defer d.group.Close()
 	cfg := d.cur.Load()
 	done := make(chan error, 1)
 	go func() { done <- d.run(ctx, sigs) }()
