@@ -42,6 +42,8 @@ var allowedImports = map[string][]string{
 	"desk/subreaper": {},
 	"desk/buildinfo": {},
 	"desk/clock":     {},
+	// Wakes the goroutines that wait for a change of some state.
+	"desk/broadcast": {},
 	"desk/event":     {},
 	"desk/termsafe":  {},
 	// The web console's page, script and style, embedded.
@@ -81,10 +83,10 @@ var allowedImports = map[string][]string{
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
 	// The bus's events out to NATS JetStream through a durable outbox.
-	"desk/natsevents": {"desk/clock", "desk/event", "memory/durable"},
+	"desk/natsevents": {"desk/broadcast", "desk/clock", "desk/event", "memory/durable"},
 	// The bus's events out to webhooks (Standard Webhooks, Slack) through
 	// a durable outbox per target.
-	"desk/notify": {"config", "desk/clock", "desk/event", "memory/durable"},
+	"desk/notify": {"config", "desk/broadcast", "desk/clock", "desk/event", "memory/durable"},
 	// NATS: the connection (its state for status), and the trigger ingress.
 	"desk/natsconn": {"config", "desk/clock"},
 	"desk/natsfeed": {"config", "desk", "desk/clock", "desk/event", "triggers"},

@@ -45,6 +45,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/deskd/deskd/desk/broadcast"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory/durable"
@@ -130,10 +131,10 @@ type Publisher struct {
 	full        bool
 	fullSince   time.Time
 	fullDropped int64
-	changed     chan struct{} // closed and replaced at every change of Stats
-	failing     bool          // publishing fails (logged once per streak)
-	inflight    func()        // cancels the publish in flight, if any
-	syncFailing bool          // the outbox's fsync fails (logged once per streak)
+	changed     broadcast.Signal // notified at every change of Stats
+	failing     bool             // publishing fails (logged once per streak)
+	inflight    func()           // cancels the publish in flight, if any
+	syncFailing bool             // the outbox's fsync fails (logged once per streak)
 
 	unsubscribe func()
 	stop        context.CancelFunc
@@ -163,7 +164,7 @@ func New(o Options) (*Publisher, error) {
 		o.Log.Warn().Str("path", filepath.Join(o.Dir, KeyFile)).Str("saved_to", damaged).
 			Msg("NATS events: the secret of the events' ids was damaged; set aside and made again (an event announced again may be stored twice)")
 	}
-	return &Publisher{o: o, js: js, ob: ob, scan: sc, key: key, changed: make(chan struct{})}, nil
+	return &Publisher{o: o, js: js, ob: ob, scan: sc, key: key}, nil
 }
 
 // check validates o and applies the defaults.
@@ -277,27 +278,10 @@ func (p *Publisher) OutboxCounts() (waiting int, bytes, published, dropped int64
 // WaitStats returns once cond holds of the publisher's Stats, or ctx's
 // error when it ends first.
 func (p *Publisher) WaitStats(ctx context.Context, cond func(Stats) bool) error {
-	for {
-		p.mu.Lock()
-		changed := p.changed
-		p.mu.Unlock()
-		if cond(p.Stats()) {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("wait for the NATS event publisher (%+v): %w", p.Stats(), ctx.Err())
-		}
+	if err := p.changed.Wait(ctx, func() bool { return cond(p.Stats()) }); err != nil {
+		return fmt.Errorf("wait for the NATS event publisher (%+v): %w", p.Stats(), err)
 	}
-}
-
-// notify wakes WaitStats.
-func (p *Publisher) notify() {
-	p.mu.Lock()
-	close(p.changed)
-	p.changed = make(chan struct{})
-	p.mu.Unlock()
+	return nil
 }
 
 // announceDamage announces (file.torn) what OpenLog set aside or skipped

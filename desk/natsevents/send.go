@@ -21,7 +21,7 @@ func (p *Publisher) take(e event.Event) {
 	if !kept {
 		p.drop(err)
 	}
-	p.notify()
+	p.changed.Notify()
 }
 
 // keep writes e to the outbox; it reports false when the outbox could
@@ -213,7 +213,7 @@ func (p *Publisher) publish(ctx context.Context, e entry, ready *bool, again boo
 	if waiting == 0 {
 		p.drained()
 	}
-	p.notify()
+	p.changed.Notify()
 	return nil
 }
 

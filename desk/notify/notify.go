@@ -47,6 +47,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/broadcast"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory/durable"
@@ -191,7 +192,7 @@ type Notifier struct {
 	closed bool
 
 	mu      sync.Mutex
-	changed chan struct{} // closed and replaced at every change of Stats
+	changed broadcast.Signal // notified at every change of Stats
 
 	// The notifications taken from the bus, waiting for the writer.
 	qmu   sync.Mutex
@@ -230,7 +231,7 @@ func New(o Options) (*Notifier, error) {
 	if err := check(&o); err != nil {
 		return nil, err
 	}
-	n := &Notifier{o: o, changed: make(chan struct{}), qwake: make(chan struct{}, 1)}
+	n := &Notifier{o: o, qwake: make(chan struct{}, 1)}
 	for _, t := range o.Targets {
 		if t.GiveUpAfter == 0 {
 			t.GiveUpAfter = DefaultGiveUpAfter
@@ -398,25 +399,10 @@ func (n *Notifier) Stats() []TargetStats {
 // WaitStats returns once cond holds of the notifier's Stats, or ctx's
 // error when it ends first.
 func (n *Notifier) WaitStats(ctx context.Context, cond func([]TargetStats) bool) error {
-	for {
-		n.mu.Lock()
-		changed := n.changed
-		n.mu.Unlock()
-		if cond(n.Stats()) {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("wait for the notifier (%+v): %w", n.Stats(), ctx.Err())
-		}
+	if err := n.changed.Wait(ctx, func() bool { return cond(n.Stats()) }); err != nil {
+		return fmt.Errorf("wait for the notifier (%+v): %w", n.Stats(), err)
 	}
-}
-
-// notify wakes WaitStats. n.mu must be held.
-func (n *Notifier) notifyLocked() {
-	close(n.changed)
-	n.changed = make(chan struct{})
+	return nil
 }
 
 // webhookID is a notification's webhook-id: for an event with an id of

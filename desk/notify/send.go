@@ -107,9 +107,7 @@ func (n *Notifier) keep(nt note) {
 		kept, err = nt.t.ob.Add(item{id: nt.id, typ: nt.typ, at: nt.at, body: nt.body})
 	}
 	if kept {
-		n.mu.Lock()
-		n.notifyLocked()
-		n.mu.Unlock()
+		n.changed.Notify()
 		return
 	}
 	reason := "the outbox is full"
@@ -127,7 +125,7 @@ func (n *Notifier) drop(nt note, reason string) {
 	t.failed++
 	first := !t.full
 	t.full = true
-	n.notifyLocked()
+	n.changed.Notify()
 	n.mu.Unlock()
 	if first {
 		n.o.Log.Error().Str("target", t.Name).Str("type", nt.typ).Str("error", reason).
@@ -239,7 +237,7 @@ func (n *Notifier) delivered(t *target, e entry) {
 	t.delivered++
 	was := t.failing
 	t.failing, t.lastError, t.since = false, "", time.Time{}
-	n.notifyLocked()
+	n.changed.Notify()
 	n.mu.Unlock()
 	if err != nil {
 		n.o.Log.Warn().Err(err).Str("target", t.Name).Msg("notify: the outbox could not record a delivery; the notification may be posted again, with the same webhook-id")
@@ -259,7 +257,7 @@ func (n *Notifier) failedPost(t *target, e entry, err error, backoff time.Durati
 	if first {
 		t.since = n.o.Clock.Now()
 	}
-	n.notifyLocked()
+	n.changed.Notify()
 	n.mu.Unlock()
 	if !first {
 		return
@@ -276,7 +274,7 @@ func (n *Notifier) giveUp(t *target, e entry, attempts int) {
 	n.mu.Lock()
 	t.failed++
 	last := t.lastError
-	n.notifyLocked()
+	n.changed.Notify()
 	n.mu.Unlock()
 	if err != nil {
 		n.o.Log.Warn().Err(err).Str("target", t.Name).Msg("notify: the outbox could not record a give-up")
