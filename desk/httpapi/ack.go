@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/deskd/deskd/triggers"
 )
@@ -52,8 +51,6 @@ func readAckRequest(w http.ResponseWriter, r *http.Request) (AckRequest, bool) {
 	if !readJSONBody(w, r, MaxPauseBody, &req, `{"by": "...", "note": "..."}`, true) {
 		return req, false
 	}
-	if req.By = strings.TrimSpace(req.By); req.By == "" {
-		req.By = "api"
-	}
+	req.By = byOrAPI(req.By)
 	return req, true
 }

@@ -156,9 +156,7 @@ func readDecisionRequest(w http.ResponseWriter, r *http.Request) (DecisionReques
 		writeError(w, http.StatusBadRequest, "reason and by: no control characters (they are kept in the session and the audit bundle)")
 		return req, false
 	}
-	if req.By == "" {
-		req.By = "api"
-	}
+	req.By = byOrAPI(req.By)
 	return req, true
 }
 

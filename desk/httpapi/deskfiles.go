@@ -554,6 +554,8 @@ func readFilesBody(w http.ResponseWriter, r *http.Request, v any, shape string) 
 	return readJSONBody(w, r, MaxFilesBody, v, shape, false)
 }
 
+// byOrAPI is who a request acts for: its by, trimmed, or "api" when it
+// names nobody.
 func byOrAPI(by string) string {
 	if by = strings.TrimSpace(by); by == "" {
 		return "api"

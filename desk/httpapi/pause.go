@@ -20,10 +20,7 @@ func readPauseRequest(w http.ResponseWriter, r *http.Request) (PauseRequest, boo
 	if !readJSONBody(w, r, MaxPauseBody, &req, `{"reason": "...", "by": "..."}`, true) {
 		return req, false
 	}
-	req.Reason, req.By = strings.TrimSpace(req.Reason), strings.TrimSpace(req.By)
-	if req.By == "" {
-		req.By = "api"
-	}
+	req.Reason, req.By = strings.TrimSpace(req.Reason), byOrAPI(req.By)
 	return req, true
 }
 
