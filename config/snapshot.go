@@ -6,9 +6,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"net/url"
 	"os"
@@ -292,12 +290,9 @@ type SnapshotFile struct {
 // oldest first; a missing dir has none, and files not named as snapshots
 // are left out.
 func Snapshots(dir string) ([]SnapshotFile, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	entries, err := memory.ListDir(dir, "config snapshots")
 	if err != nil {
-		return nil, fmt.Errorf("list config snapshots %s: %w", dir, err)
+		return nil, err
 	}
 	var out []SnapshotFile
 	for _, e := range entries {

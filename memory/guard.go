@@ -133,12 +133,9 @@ type MemoryVersion struct {
 // MemoryHistory lists the kept versions of Memory.md, oldest first.
 func (f *Folder) MemoryHistory() ([]MemoryVersion, error) {
 	dir := f.Path(filepath.Join(HistoryDir, "memory"))
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	entries, err := ListDir(dir, "memory history")
 	if err != nil {
-		return nil, fmt.Errorf("list memory history %s: %w", dir, err)
+		return nil, err
 	}
 	var out []MemoryVersion
 	for _, e := range entries {

@@ -56,12 +56,9 @@ func (f *Folder) SummaryVersions(d Date) ([]SummaryVersion, error) {
 		return nil, fmt.Errorf("kept summaries: invalid date %04d-%02d-%02d", d.Year, int(d.Month), d.Day)
 	}
 	dir := f.Path(filepath.Join(HistoryDir, SummariesDir, d.String()))
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	entries, err := ListDir(dir, "kept summaries")
 	if err != nil {
-		return nil, fmt.Errorf("list kept summaries %s: %w", dir, err)
+		return nil, err
 	}
 	var out []SummaryVersion
 	for _, e := range entries {

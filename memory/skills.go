@@ -37,12 +37,9 @@ type Skill struct {
 // with Name the folder name, Description "" and Problem saying why.
 func (f *Folder) Skills() ([]Skill, error) {
 	dir := f.Path(SkillsDir)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	entries, err := ListDir(dir, "skills")
 	if err != nil {
-		return nil, fmt.Errorf("list skills %s: %w", dir, err)
+		return nil, err
 	}
 	var skills []Skill
 	for _, e := range entries {
