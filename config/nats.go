@@ -152,38 +152,7 @@ func natsURLs(n node) []string {
 		n.problem("url", "required: the NATS server, such as nats://127.0.0.1:4222")
 		return nil
 	}
-	var urls []string
-	switch v := v.(type) {
-	case string:
-		urls = []string{v}
-	case []any:
-		if len(v) == 0 {
-			n.problem("url", "the list is empty: give at least one server")
-		}
-		for i, x := range v {
-			s, ok := x.(string)
-			if !ok {
-				n.s.add(n.file, fmt.Sprintf("%s[%d]", n.field("url"), i), "want a string, got %s", kind(x))
-				continue
-			}
-			urls = append(urls, s)
-		}
-	default:
-		n.problem("url", "want a URL, got %s, or a list of them", kind(v))
-		return nil
-	}
-	for i, u := range urls {
-		field := n.field("url")
-		if len(urls) > 1 {
-			field = fmt.Sprintf("%s[%d]", field, i)
-		}
-		if err := checkNATSURL(u); err != nil {
-			n.s.add(n.file, field, "%v", err)
-		} else if slices.Contains(urls[:i], u) {
-			n.s.add(n.file, field, "%q is listed twice", u)
-		}
-	}
-	return urls
+	return n.oneOrList("url", v, oneOrList{one: "a URL", list: "a list of them", empty: "give at least one server"}, checkNATSURL)
 }
 
 // checkNATSURL checks one server URL: nats, tls, ws or wss, with a host.

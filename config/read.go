@@ -389,6 +389,55 @@ func (n node) list(key string) ([]any, state) {
 	return l, set
 }
 
+// oneOrList says, in the problems of node.oneOrList, what a field of one
+// value or a list of them holds: "want <one>, got <kind>, or <list>" for
+// another kind; "the list is empty: <empty>" for an empty list.
+type oneOrList struct {
+	one, list, empty string
+}
+
+// oneOrList reads v, the value of key, as one string or a list of them
+// (want names them in the problems) and checks each: check's
+// error, or a value listed twice, is a problem at key (key[i] in a list of
+// several). It returns the strings read, checked or not; nil for an empty
+// list or another kind, which are problems too. An element that is not a
+// string is a problem at key[i], and left out.
+func (n node) oneOrList(key string, v any, want oneOrList, check func(string) error) []string {
+	var values []string
+	switch v := v.(type) {
+	case string:
+		values = []string{v}
+	case []any:
+		if len(v) == 0 {
+			n.problem(key, "the list is empty: %s", want.empty)
+			return nil
+		}
+		for i, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				n.s.add(n.file, fmt.Sprintf("%s[%d]", n.field(key), i), "want a string, got %s", kind(x))
+				continue
+			}
+			values = append(values, s)
+		}
+	default:
+		n.problem(key, "want %s, got %s, or %s", want.one, kind(v), want.list)
+		return nil
+	}
+	for i, s := range values {
+		field := n.field(key)
+		if len(values) > 1 {
+			field = fmt.Sprintf("%s[%d]", field, i)
+		}
+		if err := check(s); err != nil {
+			n.s.add(n.file, field, "%v", err)
+		} else if slices.Contains(values[:i], s) {
+			n.s.add(n.file, field, "%q is listed twice", s)
+		}
+	}
+	return values
+}
+
 // eachString calls each with the field ("key[i]") and the value of every
 // element of l, the list of key. An element that is not a string is a
 // problem, "want <want>, got <its kind>", and each is not called for it.

@@ -59,38 +59,7 @@ func loadListen(root node, c *Config) {
 	if !ok {
 		return
 	}
-	var addrs []string
-	switch v := v.(type) {
-	case string:
-		addrs = []string{v}
-	case []any:
-		if len(v) == 0 {
-			root.problem("listen", "the list is empty: give at least one address")
-			return
-		}
-		for i, x := range v {
-			a, ok := x.(string)
-			if !ok {
-				root.s.add(root.file, fmt.Sprintf("%s[%d]", root.field("listen"), i), "want a string, got %s", kind(x))
-				continue
-			}
-			addrs = append(addrs, a)
-		}
-	default:
-		root.problem("listen", "want a string, got %s, or a list of addresses", kind(v))
-		return
-	}
-	for i, a := range addrs {
-		field := root.field("listen")
-		if len(addrs) > 1 {
-			field = fmt.Sprintf("%s[%d]", field, i)
-		}
-		if err := checkListen(a); err != nil {
-			root.s.add(root.file, field, "%v", err)
-		} else if slices.Contains(addrs[:i], a) {
-			root.s.add(root.file, field, "%q is listed twice", a)
-		}
-	}
+	addrs := root.oneOrList("listen", v, oneOrList{one: "a string", list: "a list of addresses", empty: "give at least one address"}, checkListen)
 	if len(addrs) > 0 {
 		c.Listen, c.Listens = addrs[0], addrs
 	}
