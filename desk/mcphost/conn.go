@@ -228,6 +228,12 @@ func (c *conn) failure() error {
 // close ends the session and stops the process; it waits for both.
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
+		if c.proc != nil {
+			// The session's Close waits for its writes; one blocked on a
+			// server that does not read its stdin ends only when the pipe
+			// closes.
+			c.proc.closeInput()
+		}
 		if c.sess != nil {
 			c.sess.Close()
 		}

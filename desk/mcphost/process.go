@@ -118,7 +118,7 @@ func environ(cfg *config.MCPServer) []string {
 // again SIGKILL. It returns when the process has been reaped.
 func (p *process) stop() {
 	p.stopOnce.Do(func() {
-		p.stdin.Close()
+		p.closeInput()
 		if p.wait(killGrace) {
 			return
 		}
@@ -131,6 +131,10 @@ func (p *process) stop() {
 	})
 	p.stdout.Close()
 }
+
+// closeInput closes deskd's end of the server's stdin: a write blocked
+// on it ends with an error. Closing it again does nothing.
+func (p *process) closeInput() { _ = p.stdin.Close() }
 
 func (p *process) wait(d time.Duration) bool {
 	t := time.NewTimer(d)
