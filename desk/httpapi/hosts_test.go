@@ -44,7 +44,7 @@ func routeRequest(t *testing.T, pattern string) (method, path, body string) {
 	if path == "/" {
 		path = "/no/such/endpoint"
 	}
-	fill := strings.NewReplacer("{desk}", "main", "{id}", "t-1", "{session}", "s-1", "{version}", "v-1", "{$}", "")
+	fill := strings.NewReplacer("{desk}", "main", "{id}", "t-1", "{session}", "s-1", "{version}", "v-1", "{replay}", "r-1", "{$}", "")
 	path = fill.Replace(path)
 	if strings.Contains(path, "{") {
 		t.Fatalf("route %q: a wildcard this table does not fill in: add it to routeRequest", pattern)

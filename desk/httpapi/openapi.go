@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/replay"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/transcript"
 	"github.com/deskd/deskd/router"
@@ -339,6 +340,10 @@ func apiRoutes() []route {
 		{pattern: "GET /v1/desks/{desk}/audit", id: "getAudit", summary: "A trading date's audit bundle (tar.gz), to download.", query: []param{dateParam()},
 			answers: append([]answer{{status: 200, what: "The bundle (Content-Disposition: attachment).", content: "application/gzip", headers: []string{"Content-Disposition"}},
 				errAnswer(400, "date is not a trading date."), errAnswer(501, "This deskd cannot find its config for an audit bundle.")}, filesErrors...)},
+		{pattern: "GET /v1/desks/{desk}/replays", id: "listReplays", summary: "The desk's past replays (deskd replay without --out), newest first; read only.",
+			answers: append([]answer{jsonAnswer[ReplaysResponse](200, "The replays.")}, filesErrors...)},
+		{pattern: "GET /v1/desks/{desk}/replays/{replay}", id: "getReplay", summary: "A past replay's report: each trigger with the original's and the candidate's side.",
+			answers: append([]answer{jsonAnswer[replay.Report](200, "The report."), errAnswer(400, "Not a replay's name.")}, filesErrors...)},
 		{pattern: "GET /v1/approvals", id: "listApprovals", summary: "The tool calls that wait for an operator's decision, on every desk.",
 			answers: []answer{jsonAnswer[ApprovalsResponse](200, "The calls, oldest first."), errAnswer(404, "Approvals are not configured.")}},
 		{pattern: "GET /v1/desks/{desk}/approvals", id: "listDeskApprovals", summary: "The tool calls that wait for a decision on a desk.",
@@ -393,6 +398,8 @@ func pathParam(name string) string {
 		return "A session's id, a unique prefix of one, or current."
 	case "version":
 		return "A kept version's id, or a unique prefix of one."
+	case "replay":
+		return "A past replay's folder name under <state_dir>/replays/<desk>/ (<date>-<n>)."
 	case "asset":
 		return "The asset's path under /console/."
 	}
@@ -565,6 +572,12 @@ func neverNull(owner reflect.Type, field string) bool {
 		return field == "Entries"
 	case typ[SessionsResponse]():
 		return field == "Sessions"
+	case typ[ReplaysResponse]():
+		return field == "Replays"
+	case typ[replay.Report]():
+		return field == "Triggers" || field == "Approvals"
+	case typ[replay.Side]():
+		return field == "ToolCalls"
 	}
 	return false
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/httpapi/httpapitest"
+	"github.com/deskd/deskd/desk/replay"
 	"github.com/deskd/deskd/memory/memorytest"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
@@ -465,6 +466,16 @@ func answersHarness(t *testing.T) *httpapitest.Harness {
 		t.Fatal(err)
 	}
 	memorytest.Write(t, fx.DeskDir, "skills/.archive/breakout-20260302T183003.000000000Z/SKILL.md", "---\nname: breakout\ndescription: Old.\n---\n")
+	// A past replay's report, where deskd replay leaves one (replays.go).
+	replayDir := filepath.Join(filepath.Dir(filepath.Dir(fx.DeskDir)), "replays", "main", "2026-03-02-1")
+	if err := os.MkdirAll(replayDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	side := replay.Side{Reply: "hi", Model: "offline", ToolCalls: []replay.Call{{ID: "c1", Tool: "note", Arguments: json.RawMessage(`{}`), Outcome: replay.CallRefused}}}
+	if err := replay.WriteReport(replayDir, &replay.Report{Desk: "main", Date: "2026-03-02", Candidate: replay.Candidate{Source: "--model offline", Route: []string{"offline"}},
+		Triggers: []replay.Row{{Trigger: replay.Trigger{ID: "done", Kind: "manual", Text: "hello"}, Original: side, Candidate: &side}}, Approvals: []replay.Approval{}}); err != nil {
+		t.Fatal(err)
+	}
 	memorytest.Write(t, fx.DeskDir, "curator/ledger.jsonl",
 		`{"id":"c-retire","at":"2026-03-02T18:30:04Z","trading_date":"2026-03-02","action":"retire","skill":"breakout","reason":"unused",`+
 			`"before":"","after":"","archived_to":"skills/.archive/breakout-20260302T183003.000000000Z"}`+"\n")
@@ -620,6 +631,10 @@ func TestOpenAPIAnswersMatch(t *testing.T) {
 	call("POST /v1/desks/{desk}/skills/undo", "POST", "/v1/desks/main/skills/undo", `{"change": "c-retire"}`, http.StatusConflict, op...)
 	call("GET /v1/desks/{desk}/skills", "GET", "/v1/desks/main/skills", "", http.StatusOK, op...)
 	call("GET /v1/desks/{desk}/audit", "GET", "/v1/desks/main/audit?date=2026-03-02", "", http.StatusOK, op...)
+	call("GET /v1/desks/{desk}/replays", "GET", "/v1/desks/main/replays", "", http.StatusOK, op...)
+	call("GET /v1/desks/{desk}/replays/{replay}", "GET", "/v1/desks/main/replays/2026-03-02-1", "", http.StatusOK, op...)
+	call("GET /v1/desks/{desk}/replays/{replay}", "GET", "/v1/desks/main/replays/2026-03-02-9", "", http.StatusNotFound, op...)
+	call("GET /v1/desks/{desk}/replays/{replay}", "GET", "/v1/desks/main/replays/.hidden", "", http.StatusBadRequest, op...)
 
 	// New sessions, then the files and the events they leave.
 	call("POST /v1/desks/{desk}/fork", "POST", "/v1/desks/main/fork", "", http.StatusOK, op...)

@@ -201,6 +201,7 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("GET /v1/events", s.events) // events.go
 	s.mux.HandleFunc(patternOpenAPI, s.openAPI)  // openapi.go
 	s.routeFiles()                               // deskfiles.go
+	s.routeReplays()                             // replays.go
 	s.routeApprovals()                           // approvals.go
 	if o.Console != nil {
 		s.mux.Handle("GET /{$}", o.Console)

@@ -943,6 +943,50 @@
     }
   }
 
+  // A past replay's triggers, both sides, every text as text.
+  function replaySide(title, side) {
+    if (!side) return el("div", { class: "replay-side" }, el("strong", {}, title), el("p", { class: "muted" }, "Not replayed."));
+    return el("div", { class: "replay-side" },
+      el("strong", {}, title + " · " + (side.model || "no model")), side.scripted ? el("span", { class: "badge badge-scripted" }, SCRIPTED_LABEL) : null,
+      el("span", { class: "small muted" }, " cost " + (side.cost || 0).toFixed(4) + ", " + (side.tool_calls || []).length + " tool calls"),
+      side.error ? el("p", { class: "small" }, side.error) : null,
+      el("pre", { class: "doc replay-reply" }, side.reply || ""),
+      ...(side.tool_calls || []).map((c) => el("div", { class: "small mono" }, c.tool + ": " + c.outcome + (c.approval ? " (under approve)" : ""))));
+  }
+
+  async function openReplay(name, id, box) {
+    const res = await api("GET", deskPath(name, "/replays/" + encodeURIComponent(id)));
+    if (!onDesk(name)) return;
+    if (!res.ok) { notAvailable(box, res); return; }
+    clear(box);
+    for (const t of res.data.triggers || []) {
+      box.append(el("div", { class: "replay-trigger" + (t.differs ? " replay-differs" : "") },
+        el("div", { class: "small" }, el("span", { class: "mono" }, t.id), " " + (t.kind || "") + " · " + fmtTime(t.time) + " · " + (t.differs ? "replies differ" : "same reply")),
+        replaySide("Original", t.original), replaySide("Candidate", t.candidate)));
+    }
+  }
+
+  async function loadReplays(name) {
+    const box = $("dv-replays");
+    const res = await api("GET", deskPath(name, "/replays"));
+    if (!onDesk(name)) return;
+    if (!res.ok) { notAvailable(box, res); return; }
+    const list = res.data.replays || [];
+    clear(box);
+    if (!list.length) box.append(el("p", { class: "muted" }, "No replays yet."));
+    for (const r of list) {
+      const body = el("div", {});
+      const t = r.totals || {};
+      const d = el("details", { class: "replay-item" },
+        el("summary", {}, (r.trading_date || "") + " · " + (r.candidate && r.candidate.source || "") + " · " + (t.replayed || 0) + "/" + (t.triggers || 0) + " triggers, " +
+          (t.differing || 0) + " differ, " + (t.refused || 0) + " refused", r.candidate && r.candidate.scripted ? el("span", { class: "badge badge-scripted" }, SCRIPTED_LABEL) : null,
+          r.stopped ? el("span", { class: "small muted" }, " stopped early") : null),
+        body);
+      d.addEventListener("toggle", () => { if (d.open && !body.childNodes.length) openReplay(name, r.id, body); });
+      box.append(d);
+    }
+  }
+
   function undoChange(name, c) {
     return ask({
       title: "Undo the curator's change " + c.id + " on desk " + name + "?",
@@ -977,7 +1021,7 @@
     a.setAttribute("download", "audit-" + name + (date ? "-" + date : "") + ".tar.gz");
   }
 
-  const DESK_PARTS = { transcript: loadTranscript, sessions: loadSessions, memory: loadMemory, notes: loadNotes, summaries: loadSummaries, skills: loadSkills };
+  const DESK_PARTS = { transcript: loadTranscript, sessions: loadSessions, memory: loadMemory, notes: loadNotes, summaries: loadSummaries, replays: loadReplays, skills: loadSkills };
 
   function openDesk(name) {
     $("dv-name").textContent = name;
