@@ -71,6 +71,28 @@ func folderCommand(c *cobra.Command, run folderRun) *cobra.Command {
 	return c
 }
 
+// folderClientRun is the work of a command on one desk's state folder
+// that changes it through the running deskd where one answers
+// (viaDaemon, with cf).
+type folderClientRun func(cmd *cobra.Command, cf *clientFlags, cfg *config.Config, folder *memory.Folder, args []string) error
+
+// folderClientCommand is folderCommand for a command that may change the
+// folder (memory --restore, skills --undo): it gets the client flags,
+// whose --config names the config, and its RunE opens the folder and
+// calls run with them.
+func folderClientCommand(c *cobra.Command, run folderClientRun) *cobra.Command {
+	var cf clientFlags
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		cfg, folder, err := openDeskState(cf.config, args[0])
+		if err != nil {
+			return err
+		}
+		return run(cmd, &cf, cfg, folder, args)
+	}
+	cf.register(c)
+	return c
+}
+
 // sessionCommand completes c as a command on one session of desk args[0]:
 // args[1] names it (loadSession), the desk's current one when there is no
 // args[1].
