@@ -44,23 +44,16 @@ func TestAnthropicStreamsReply(t *testing.T) {
 	p, srv := newTestProvider(t, routertest.Messages, time.Minute, stream(antStart, antTextStart, antPing, antText(0, "Bought 10"), antText(0, " INFY."), antStop0,
 		antDelta("end_turn", 15), antMsgStop))
 
-	resp, err := p.Complete(t.Context(), Request{
+	resp := mustComplete(t, p, Request{
 		Task: TaskTurn, System: "You are a desk.",
 		Messages: []Message{{Role: RoleUser, Text: "buy INFY"}},
 	})
-	if err != nil {
-		t.Fatalf("Complete: %v", err)
-	}
-	want := Response{
+	checkTextReply(t, resp, Response{
 		Text:       "Bought 10 INFY.",
 		Usage:      memory.Usage{InputTokens: 40 + 8 + 1100, OutputTokens: 15, CachedTokens: 1100, CacheWriteTokens: 8},
 		ModelID:    "claude-test-20260101",
 		StopReason: "end_turn",
-	}
-	if resp.Text != want.Text || resp.Usage != want.Usage || resp.ModelID != want.ModelID ||
-		resp.StopReason != want.StopReason || len(resp.ToolCalls) != 0 {
-		t.Errorf("Complete = %+v, want %+v", resp, want)
-	}
+	})
 
 	got := onlyRequest(t, srv)
 	checkAnthropicKey(t, got)
@@ -93,24 +86,16 @@ func TestAnthropicToolCall(t *testing.T) {
 		"event: content_block_stop\n"+`data: {"type":"content_block_stop","index":2}`,
 		antDelta("tool_use", 60), antMsgStop))
 
-	resp, err := p.Complete(t.Context(), Request{
-		Task: TaskTurn,
-		Messages: []Message{
-			{Role: RoleUser, Text: "price?"},
-			{Role: RoleAssistant, Text: "Looking.", ToolCalls: []ToolCall{
-				{ID: "toolu_a", Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"TCS"}`)},
-				{ID: "toolu_b", Name: "note", Arguments: json.RawMessage(`{"text":"x"}`)},
-			}},
-			{Role: RoleTool, ToolCallID: "toolu_a", ToolName: "get_quote", Text: "TCS 4100"},
-			{Role: RoleTool, ToolCallID: "toolu_b", ToolName: "note", Text: "disk full", IsError: true},
-			{Role: RoleUser, Text: "and INFY?"},
-		},
-		Tools: []ToolSpec{getQuote},
-	})
-	if err != nil {
-		t.Fatalf("Complete: %v", err)
-	}
-	checkToolCalls(t, resp.ToolCalls, []ToolCall{
+	resp := completeToolCalls(t, p, []Message{
+		{Role: RoleUser, Text: "price?"},
+		{Role: RoleAssistant, Text: "Looking.", ToolCalls: []ToolCall{
+			{ID: "toolu_a", Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"TCS"}`)},
+			{ID: "toolu_b", Name: "note", Arguments: json.RawMessage(`{"text":"x"}`)},
+		}},
+		{Role: RoleTool, ToolCallID: "toolu_a", ToolName: "get_quote", Text: "TCS 4100"},
+		{Role: RoleTool, ToolCallID: "toolu_b", ToolName: "note", Text: "disk full", IsError: true},
+		{Role: RoleUser, Text: "and INFY?"},
+	}, []ToolCall{
 		{ID: "toolu_01", Name: "get_quote", Arguments: json.RawMessage(`{"symbol": "INFY"}`)},
 		{ID: "toolu_02", Name: "note", Arguments: json.RawMessage(`{}`)},
 	})
@@ -210,14 +195,7 @@ var anthropicFailures = []apiFailureCase{
 }
 
 func TestAnthropicFailures(t *testing.T) {
-	for _, tt := range anthropicFailures {
-		t.Run(tt.name, func(t *testing.T) {
-			p, srv := newTestProvider(t, routertest.Messages, time.Minute, routertest.Script(tt.reply))
-			resp, err := p.Complete(t.Context(), buyINFY)
-			checkAPIFailure(t, tt, resp, err, "claude")
-			checkAnthropicKey(t, onlyRequest(t, srv))
-		})
-	}
+	runAPIFailures(t, routertest.Messages, anthropicFailures, "claude", checkAnthropicKey)
 }
 
 func TestAnthropicTimeout(t *testing.T) {

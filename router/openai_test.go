@@ -24,6 +24,14 @@ func oaiDelta(delta string, finish string) string {
 
 const oaiUsage = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1767225600,"model":"gpt-test-2026-01-15","system_fingerprint":"fp_1","choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":7,"total_tokens":1207,"prompt_tokens_details":{"cached_tokens":1024,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`
 
+// checkBearerKey fails t unless r carries the key as a bearer token.
+func checkBearerKey(t *testing.T, r routertest.Request) {
+	t.Helper()
+	if a := r.Header.Get("Authorization"); a != "Bearer "+fakeAPIKey {
+		t.Errorf("Authorization = %q, want the bearer key", a)
+	}
+}
+
 func TestOpenAIStreamsReply(t *testing.T) {
 	p, srv := newTestProvider(t, routertest.ChatCompletions, time.Minute, stream(
 		oaiDelta(`{"role":"assistant","content":"","refusal":null}`, ""),
@@ -33,31 +41,22 @@ func TestOpenAIStreamsReply(t *testing.T) {
 		oaiUsage,
 		"data: [DONE]"))
 
-	resp, err := p.Complete(t.Context(), Request{
+	resp := mustComplete(t, p, Request{
 		Task: TaskTurn, System: "You are a desk.", MaxOutputTokens: 500,
 		Messages: []Message{{Role: RoleUser, Text: "buy INFY"}},
 	})
-	if err != nil {
-		t.Fatalf("Complete: %v", err)
-	}
-	want := Response{
+	checkTextReply(t, resp, Response{
 		Text:       "Bought 10 INFY.",
 		Usage:      memory.Usage{InputTokens: 1200, OutputTokens: 7, CachedTokens: 1024},
 		ModelID:    "gpt-test-2026-01-15",
 		StopReason: "stop",
-	}
-	if resp.Text != want.Text || resp.Usage != want.Usage || resp.ModelID != want.ModelID ||
-		resp.StopReason != want.StopReason || len(resp.ToolCalls) != 0 {
-		t.Errorf("Complete = %+v, want %+v", resp, want)
-	}
+	})
 
 	got := onlyRequest(t, srv)
 	if got.Path != "/v1/chat/completions" {
 		t.Errorf("path = %q, want /v1/chat/completions", got.Path)
 	}
-	if a := got.Header.Get("Authorization"); a != "Bearer "+fakeAPIKey {
-		t.Errorf("Authorization = %q, want the bearer key", a)
-	}
+	checkBearerKey(t, got)
 	checkWire(t, got.Body, []wire{
 		{[]any{"model"}, "gpt-test"},
 		{[]any{"stream"}, true},
@@ -83,20 +82,12 @@ func TestOpenAIToolCall(t *testing.T) {
 		oaiDelta(`{}`, "tool_calls"),
 		"data: [DONE]"))
 
-	resp, err := p.Complete(t.Context(), Request{
-		Task: TaskTurn,
-		Messages: []Message{
-			{Role: RoleUser, Text: "price?"},
-			{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_0", Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"TCS"}`)}}},
-			{Role: RoleTool, ToolCallID: "call_0", ToolName: "get_quote", Text: "TCS 4100"},
-			{Role: RoleTool, ToolCallID: "call_x", ToolName: "note", Text: "disk full", IsError: true},
-		},
-		Tools: []ToolSpec{getQuote},
-	})
-	if err != nil {
-		t.Fatalf("Complete: %v", err)
-	}
-	checkToolCalls(t, resp.ToolCalls, []ToolCall{
+	resp := completeToolCalls(t, p, []Message{
+		{Role: RoleUser, Text: "price?"},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_0", Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"TCS"}`)}}},
+		{Role: RoleTool, ToolCallID: "call_0", ToolName: "get_quote", Text: "TCS 4100"},
+		{Role: RoleTool, ToolCallID: "call_x", ToolName: "note", Text: "disk full", IsError: true},
+	}, []ToolCall{
 		{ID: "call_q1", Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"INFY"}`)},
 		{ID: "call_n2", Name: "note", Arguments: json.RawMessage(`{}`)},
 	})
@@ -208,16 +199,7 @@ var openAIFailures = []apiFailureCase{
 }
 
 func TestOpenAIFailures(t *testing.T) {
-	for _, tt := range openAIFailures {
-		t.Run(tt.name, func(t *testing.T) {
-			p, srv := newTestProvider(t, routertest.ChatCompletions, time.Minute, routertest.Script(tt.reply))
-			resp, err := p.Complete(t.Context(), buyINFY)
-			checkAPIFailure(t, tt, resp, err, "fast")
-			if got := onlyRequest(t, srv).Header.Get("Authorization"); got != "Bearer "+fakeAPIKey {
-				t.Errorf("Authorization = %q, want the bearer key", got)
-			}
-		})
-	}
+	runAPIFailures(t, routertest.ChatCompletions, openAIFailures, "fast", checkBearerKey)
 }
 
 func TestOpenAITimeout(t *testing.T) {

@@ -98,6 +98,35 @@ func checkToolCalls(t *testing.T, got, want []ToolCall) {
 	}
 }
 
+// mustComplete returns p's answer to req, failing t when the call fails.
+func mustComplete(t *testing.T, p Provider, req Request) Response {
+	t.Helper()
+	resp, err := p.Complete(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	return resp
+}
+
+// checkTextReply fails t unless resp is the text reply want: its text,
+// usage, model id and stop reason, and no tool call.
+func checkTextReply(t *testing.T, resp, want Response) {
+	t.Helper()
+	if resp.Text != want.Text || resp.Usage != want.Usage || resp.ModelID != want.ModelID ||
+		resp.StopReason != want.StopReason || len(resp.ToolCalls) != 0 {
+		t.Errorf("Complete = %+v, want %+v", resp, want)
+	}
+}
+
+// completeToolCalls sends msgs to p as a turn with the get_quote tool, and
+// fails t unless the reply calls want (see checkToolCalls).
+func completeToolCalls(t *testing.T, p Provider, msgs []Message, want []ToolCall) Response {
+	t.Helper()
+	resp := mustComplete(t, p, Request{Task: TaskTurn, Messages: msgs, Tools: []ToolSpec{getQuote}})
+	checkToolCalls(t, resp.ToolCalls, want)
+	return resp
+}
+
 // getQuote is the tool of the tool-call tests.
 var getQuote = ToolSpec{
 	Name: "get_quote", Description: "Last price of a symbol.",
@@ -143,6 +172,22 @@ func checkAPIFailure(t *testing.T, tt apiFailureCase, resp Response, err error, 
 	}
 	if resp.Text != "" || len(resp.ToolCalls) != 0 {
 		t.Errorf("a failed call answered %+v", resp)
+	}
+}
+
+// runAPIFailures runs each case as a subtest: a client of a fake service
+// of api, named model, whose one answer is the case's reply, must fail as
+// checkAPIFailure says, and its one request must carry the key as
+// checkKey wants.
+func runAPIFailures(t *testing.T, api routertest.API, cases []apiFailureCase, model string, checkKey func(*testing.T, routertest.Request)) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			p, srv := newTestProvider(t, api, time.Minute, routertest.Script(tt.reply))
+			resp, err := p.Complete(t.Context(), buyINFY)
+			checkAPIFailure(t, tt, resp, err, model)
+			checkKey(t, onlyRequest(t, srv))
+		})
 	}
 }
 
