@@ -158,6 +158,7 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 	met.SetGauges(metrics.DeskGauges(d.Set()))
 	met.SetRejections(d.Set().ConfigRejections)
 	met.SetMCP(d.MCPServersUp)
+	met.SetDurable(d)
 	if err := met.SetFreeSpace(d.FreeSpace); err != nil {
 		return err
 	}
