@@ -102,6 +102,12 @@ type Options struct {
 	NakDelay time.Duration
 	// AckWait is the consumer's AckWait; 0: AckWait.
 	AckWait time.Duration
+	// Lease is the cluster's lease (cluster.lease); 0 (no cluster): one
+	// consumer for every desk, Options.Triggers.Consumer. Set, the feed
+	// is in cluster mode: it consumes nothing until Bind, and each desk
+	// bound has a consumer of its own (DeskConsumerConfig) whose AckWait
+	// is the lease (desks.go).
+	Lease time.Duration
 }
 
 // Feed consumes the triggers stream until Stop.
@@ -125,6 +131,9 @@ type Feed struct {
 	waiting  atomic.Int64
 	stopping chan struct{}
 	stopOnce sync.Once
+
+	// In cluster mode (Options.Lease), the desks bound here (desks.go).
+	bindings
 }
 
 // Start sets up the stream (if it does not exist) and the consumer, and
@@ -142,12 +151,17 @@ func Start(o Options) *Feed {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Feed{o: o, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), stopping: make(chan struct{})}
+	if o.Lease > 0 {
+		f.startCluster()
+		return f
+	}
 	go f.run(ctx)
 	return f
 }
 
 // Ready is closed once the feed consumes (the stream and the consumer
-// exist).
+// exist). In cluster mode it is closed at once: Bound says when a desk's
+// consumer consumes.
 func (f *Feed) Ready() <-chan struct{} { return f.ready }
 
 // Stop stops consuming and waits for the message being handled, if any:
@@ -160,6 +174,7 @@ func (f *Feed) Stop() {
 	f.mu.Unlock()
 	f.cancel()
 	<-f.done
+	f.unbindAll()
 	f.stopOnce.Do(func() { close(f.stopping) })
 	f.replies.Wait()
 }
@@ -180,26 +195,47 @@ func (g guarded) Refuse() { g.feed.Stop(); g.Frontend.Refuse() }
 // on the server) is set up again.
 func (f *Feed) run(ctx context.Context) {
 	defer close(f.done)
+	f.keep(ctx, consumer{
+		config: ConsumerConfig(f.o.Triggers, f.o.AckWait), handle: f.handle, maxMessages: 64,
+		ready: func() { f.once.Do(func() { close(f.ready) }) },
+		stop:  jetstream.ConsumeContext.Stop,
+	})
+}
+
+// consumer is one durable consumer the feed keeps: its config, its
+// handler, how many messages it pulls ahead, what to do once it consumes
+// and how to end it.
+type consumer struct {
+	config      jetstream.ConsumerConfig
+	handle      jetstream.MessageHandler
+	maxMessages int
+	ready       func()
+	stop        func(jetstream.ConsumeContext)
+}
+
+// keep sets c up and consumes until ctx ends; a consumer that stops
+// (deleted on the server) is set up again.
+func (f *Feed) keep(ctx context.Context, c consumer) {
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		if attempt > 0 {
 			if clock.Sleep(ctx, f.o.Clock, retryDelay(attempt)) != nil {
 				return
 			}
 		}
-		cc, err := f.consume(ctx)
+		cc, err := f.consume(ctx, c)
 		if err != nil {
 			f.o.Log.Warn().Err(err).Str("stream", f.o.Triggers.Stream).Msg("nats triggers: cannot consume; trying again")
 			continue
 		}
 		attempt = 0
-		f.once.Do(func() { close(f.ready) })
+		c.ready()
 		select {
 		case <-ctx.Done():
-			cc.Stop()
-			f.closed(cc)
+			c.stop(cc)
+			f.closed(cc, c.config.Durable)
 			return
 		case <-cc.Closed():
-			f.o.Log.Warn().Str("stream", f.o.Triggers.Stream).Str("consumer", f.o.Triggers.Consumer).
+			f.o.Log.Warn().Str("stream", f.o.Triggers.Stream).Str("consumer", c.config.Durable).
 				Msg("nats triggers: the consumer stopped; setting it up again")
 		}
 	}
@@ -207,13 +243,13 @@ func (f *Feed) run(ctx context.Context) {
 
 // closed waits, for up to 5s, until cc's subscription is gone; a message
 // that still arrives meanwhile is handed back unhandled (Stop set stopped).
-func (f *Feed) closed(cc jetstream.ConsumeContext) {
+func (f *Feed) closed(cc jetstream.ConsumeContext, name string) {
 	t := f.o.Clock.NewTimer(5 * time.Second)
 	defer t.Stop()
 	select {
 	case <-cc.Closed():
 	case <-t.C():
-		f.o.Log.Warn().Str("consumer", f.o.Triggers.Consumer).Msg("nats triggers: the subscription did not close within 5s; stopping without it")
+		f.o.Log.Warn().Str("consumer", name).Msg("nats triggers: the subscription did not close within 5s; stopping without it")
 	}
 }
 
@@ -226,8 +262,8 @@ func retryDelay(n int) time.Duration {
 	return min(d, 30*time.Second)
 }
 
-// consume ensures the stream and the consumer and starts consuming.
-func (f *Feed) consume(ctx context.Context) (jetstream.ConsumeContext, error) {
+// consume ensures the stream and the consumer c and starts consuming.
+func (f *Feed) consume(ctx context.Context, c consumer) (jetstream.ConsumeContext, error) {
 	js, err := jetstream.New(f.o.Conn)
 	if err != nil {
 		return nil, fmt.Errorf("nats triggers: jetstream: %w", err)
@@ -237,15 +273,16 @@ func (f *Feed) consume(ctx context.Context) (jetstream.ConsumeContext, error) {
 	if err := EnsureStream(cctx, js, f.o.Triggers); err != nil {
 		return nil, err
 	}
-	c, err := js.CreateOrUpdateConsumer(cctx, f.o.Triggers.Stream, ConsumerConfig(f.o.Triggers, f.o.AckWait))
+	name := c.config.Durable
+	jc, err := js.CreateOrUpdateConsumer(cctx, f.o.Triggers.Stream, c.config)
 	if err != nil {
-		return nil, fmt.Errorf("nats triggers: create consumer %s on stream %s: %w", f.o.Triggers.Consumer, f.o.Triggers.Stream, err)
+		return nil, fmt.Errorf("nats triggers: create consumer %s on stream %s: %w", name, f.o.Triggers.Stream, err)
 	}
-	cc, err := c.Consume(f.handle, jetstream.PullMaxMessages(64), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		f.o.Log.Debug().Err(err).Str("consumer", f.o.Triggers.Consumer).Msg("nats triggers: consume")
+	cc, err := jc.Consume(c.handle, jetstream.PullMaxMessages(c.maxMessages), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		f.o.Log.Debug().Err(err).Str("consumer", name).Msg("nats triggers: consume")
 	}))
 	if err != nil {
-		return nil, fmt.Errorf("nats triggers: consume %s on stream %s: %w", f.o.Triggers.Consumer, f.o.Triggers.Stream, err)
+		return nil, fmt.Errorf("nats triggers: consume %s on stream %s: %w", name, f.o.Triggers.Stream, err)
 	}
 	return cc, nil
 }
@@ -317,12 +354,31 @@ func (f *Feed) handle(m jetstream.Msg) {
 		_ = m.Nak() // delivered again once deskd consumes again
 		return
 	}
+	f.process(m, nil)
+}
+
+// process decides m's fate and acts on it. With a binding b (cluster
+// mode), the fate is acted on only while b holds (b.hold): a message of
+// a desk unbound meanwhile is handed back at once, unhandled, and one
+// whose desk is not on this host is handed back with a delay.
+func (f *Feed) process(m jetstream.Msg, b *binding) {
 	subject := m.Subject()
 	msgID := m.Headers().Get(jetstream.MsgIDHeader)
 	rp, rerr := replyOf(m.Headers())
 	d, t, err := f.trigger(m)
 	if err == nil {
 		err = rerr
+	}
+	if b != nil {
+		if !b.hold() {
+			_ = m.Nak() // its new owner takes it at once
+			return
+		}
+		defer b.release()
+		if errors.Is(err, errNoDesk) {
+			f.backpressure(m, b.desk, msgID, err)
+			return
+		}
 	}
 	if err != nil {
 		f.reject(m, subject, d, msgID, err.Error())
@@ -352,7 +408,7 @@ func (f *Feed) trigger(m jetstream.Msg) (*desk.Desk, triggers.Trigger, error) {
 	}
 	d, ok := f.o.Desks.Get(name)
 	if !ok {
-		return nil, triggers.Trigger{}, fmt.Errorf("no desk %q", name)
+		return nil, triggers.Trigger{}, fmt.Errorf("%w %q", errNoDesk, name)
 	}
 	req, err := triggers.DecodeFeedRequest(m.Data())
 	if err != nil {
@@ -370,6 +426,9 @@ func (f *Feed) trigger(m jetstream.Msg) (*desk.Desk, triggers.Trigger, error) {
 	}
 	return d, req.Trigger(d.Name(), source), nil
 }
+
+// errNoDesk is the error of a message for a desk Desks does not have.
+var errNoDesk = errors.New("no desk")
 
 // deskOf is the desk named by subject: its one token after prefix.
 func deskOf(subject, prefix string) (string, error) {
