@@ -142,7 +142,15 @@ func replayDay(t *testing.T) (*deskdProc, string, *countedBroker, []string, map[
 // runReplay runs the deskd binary's replay command.
 func runReplay(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runReplayEnv(t, nil, args...)
+}
+
+// runReplayEnv is runReplay with more environment variables for the
+// command (NAME=value).
+func runReplayEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(deskdBinary(t), append([]string{"replay"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
