@@ -93,7 +93,7 @@ func newReplayCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&model, "model", "", "the candidate's model, a key of the main file's models (replaces its route)")
 	cmd.Flags().StringVar(&out, "out", "", "the output folder (default: a new one under <state_dir>/replays/<desk>/)")
 	cmd.Flags().Float64Var(&maxCost, "max-cost", 0, "stop once the candidate's estimated cost passes this (default: the desk's day cost budget; 0: no bound)")
-	cmd.Flags().StringSliceVar(&allow, "allow-tools", nil, "tools that may run for real (read-only data tools; none under approve)")
+	cmd.Flags().StringSliceVar(&allow, "allow-tools", nil, "tools that may run for real (read-only data tools); a tool under approve never runs, its calls are listed as needing approval")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON instead of the summary line")
 	return cmd
 }

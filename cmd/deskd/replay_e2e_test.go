@@ -224,8 +224,21 @@ func TestReplayE2E(t *testing.T) {
 	if _, stderr, code := runReplay(t, "main", "--config", cfg, "--date", "2026-13-01"); code != 2 || !strings.Contains(stderr, "--date") {
 		t.Errorf("a bad date = %d %s", code, stderr)
 	}
-	if _, stderr, code := runReplay(t, "main", "--config", cfg, "--date", "2026-12-01", "--allow-tools", "mcp__broker__place_order", "--out", t.TempDir()+"/x"); code != 2 || !strings.Contains(stderr, "under approve") {
-		t.Errorf("allowing a tool under approve = %d %s", code, stderr)
+
+	// A tool under approve named in --allow-tools still never runs: the
+	// replay warns, answers r07's call from the record (an operator
+	// approved it that day), runs nothing (the broker's count below) and
+	// queues nothing for an operator.
+	out3 := filepath.Join(t.TempDir(), "allow-order")
+	if _, stderr, code := runReplay(t, "main", "--config", cfg, "--date", "2026-12-01", "--allow-tools", "mcp__broker__place_order", "--out", out3); code != 0 || !strings.Contains(stderr, "under approve") {
+		t.Errorf("allowing a tool under approve = %d %s; want the replay run, with a warning", code, stderr)
+	} else if allowed, err := replay.ReadReport(out3); err != nil || len(allowed.Approvals) != 1 || allowed.Approvals[0].Tool != "mcp__broker__place_order" ||
+		allowed.Approvals[0].Outcome != replay.CallReplayed || len(allowed.Candidate.AllowTools) != 0 {
+		t.Errorf("allowing a tool under approve: report %+v (%v); want r07's place_order listed, answered from the record, nothing allowed to run", allowed, err)
+	}
+	var waiting struct{ Approvals []json.RawMessage }
+	if s, body := d.call(t, http.MethodGet, "/v1/desks/main/approvals", "", ""); s != 200 || json.Unmarshal([]byte(body), &waiting) != nil || len(waiting.Approvals) != 0 {
+		t.Errorf("the daemon's approvals after the replays = %d %s; want none waiting", s, body)
 	}
 
 	// Nothing of the live desk changed, the daemon ran throughout, and the

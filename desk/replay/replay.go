@@ -12,8 +12,9 @@
 // model clients, with a tool layer in front of every tool: a call the
 // original made is answered with its recorded result, a tool named in
 // AllowTools and not under approve runs, and anything else is refused
-// ("not run in replay: <tool>"); a call that needs approval never runs
-// and is never queued. The live folder is only read, with the CLI's read
+// ("not run in replay: <tool>"); a call that needs approval (under
+// approve in the candidate's file, the live desk's, or on the day of
+// record) never runs and is never queued. The live folder is only read, with the CLI's read
 // rules (no lock: the daemon may run meanwhile).
 package replay
 
@@ -56,7 +57,9 @@ type Options struct {
 	// (SandboxDir) go in it. It must not be inside the live desk folder.
 	Out string
 	// AllowTools are the tools that may run for real (read-only data
-	// tools an operator trusts); none may be under approve.
+	// tools an operator trusts). A tool under approve among them never
+	// runs (see underApprove): its calls are refused and listed as needing
+	// approval, with a warning on Log.
 	AllowTools []string
 	// MaxCost stops the replay once the candidate's estimated cost passes
 	// it (0: no bound); what ran is still reported.
@@ -73,7 +76,8 @@ type Options struct {
 }
 
 // ErrBadOptions is the error of options a replay cannot run with (an
-// allowed tool under approve, an output folder inside the desk's).
+// allowed tool the candidate does not have, an output folder inside the
+// desk's).
 var ErrBadOptions = errors.New("replay refused")
 
 // Run replays o.Date against o.Candidate and writes the report (see
@@ -86,16 +90,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := checkOut(live, o.Out); err != nil {
 		return fail(err)
 	}
-	approve := underApprove(dc)
-	for _, t := range o.AllowTools {
-		if approve(t) {
-			return fail(fmt.Errorf("%w: --allow-tools %s: the tool is under approve in the candidate's file; a replay never runs such a tool", ErrBadOptions, t))
-		}
-	}
 	day, recs, err := loadDay(live, cfg.Day, o.Date)
 	if err != nil {
 		return nil, err
 	}
+	approve := underApprove(recs, dc, cfg.Desks[name])
 	clk := &shiftedClock{inner: o.Clock}
 	clk.set(day.Start)
 	sandbox := filepath.Join(o.Out, SandboxDir, "desks", name)
@@ -114,11 +113,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for _, n := range mcpNames(dc, recs) {
 		offered[n] = true
 	}
+	var allowed []string // the tools that may run: o.AllowTools but those under approve
 	for _, t := range o.AllowTools {
 		if !offered[t] {
 			return fail(fmt.Errorf("%w: --allow-tools %s: the candidate has no such tool", ErrBadOptions, t))
 		}
+		if approve(t) {
+			o.Log.Warn().Str("desk", name).Str("tool", t).Msgf("replay %s %s: --allow-tools %s: the tool is under approve: a replay never runs it, never asks an operator, and lists its calls as needing approval", name, o.Date, t)
+			continue
+		}
+		allowed = append(allowed, t)
 	}
+	o.AllowTools = allowed
 	mcp, err := startMCP(cfg, name, o.AllowTools, o.Clock, o.Log)
 	if err != nil {
 		return fail(err)

@@ -202,17 +202,38 @@ func mcpNames(dc *config.Desk, recs []recorded) []string {
 	return names
 }
 
-// underApprove returns whether a tool of dc is under approve: an MCP
-// tool its entry's approve names (the built-in and command tools never
-// are).
-func underApprove(dc *config.Desk) func(string) bool {
+// underApprove returns whether a tool is under approve for a replay of
+// recs: an MCP tool that the entry of any of desks (the candidate's, the
+// live desk's; nil is passed over) puts under approve, or whose call on
+// the day of record waited for an operator's decision. The built-in and
+// command tools never are. So a candidate file that drops an approve
+// does not let a replay run a tool that trades.
+func underApprove(recs []recorded, desks ...*config.Desk) func(string) bool {
+	decided := map[string]bool{}
+	for _, r := range recs {
+		for _, c := range r.original.ToolCalls {
+			if c.Approval {
+				decided[c.Tool] = true
+			}
+		}
+	}
 	return func(name string) bool {
+		if decided[name] {
+			return true
+		}
 		server, tool, ok := mcphost.SplitToolName(name)
 		if !ok {
 			return false
 		}
-		use, in := dc.MCP[server]
-		return in && use.NeedsApproval(tool)
+		for _, dc := range desks {
+			if dc == nil {
+				continue
+			}
+			if use, in := dc.MCP[server]; in && use.NeedsApproval(tool) {
+				return true
+			}
+		}
+		return false
 	}
 }
 
