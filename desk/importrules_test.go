@@ -91,8 +91,9 @@ var allowedImports = map[string][]string{
 	"desk/natsconn": {"config", "desk/clock"},
 	"desk/natsfeed": {"config", "desk", "desk/clock", "desk/event", "triggers"},
 	// A cluster of hosts: the desks' leases, their WAL and snapshots on
-	// JetStream, the rebuild of a desk folder.
-	"desk/cluster": {"desk/clock"},
+	// JetStream, the rebuild of a desk folder, and the file layer that
+	// replicates a desk's durable writes (over memory/durable's FS).
+	"desk/cluster": {"desk/clock", "memory/durable"},
 	// Text renderings of the API's answers for a terminal.
 	"desk/termview": {"curator", "desk", "desk/approval", "desk/mcphost", "desk/termsafe", "memory", "memory/transcript", "router", "triggers"},
 	// A trading day replayed against a candidate desk, in a sandbox.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,9 +24,12 @@ const HeaderSnapshotSeq = "Deskd-Wal-Seq"
 type Rebuilt struct {
 	// Snapshot is the WAL sequence the snapshot covered; 0: no snapshot.
 	Snapshot uint64
-	// Through is the last WAL sequence applied (or Snapshot).
+	// Through is the last WAL sequence applied (or Snapshot). A replace
+	// or link in parts whose last part is after the sequence rebuilt
+	// through is not applied, and Through is before its first part.
 	Through uint64
-	// Records is how many WAL records were applied after the snapshot.
+	// Records is how many WAL records were applied after the snapshot
+	// (through Through).
 	Records int
 	// Epoch is the epoch of the last fence read; 0: none.
 	Epoch uint64
@@ -106,7 +110,11 @@ func freshDir(dir string) error {
 type folder struct {
 	dir   string
 	files map[string]*openFile
-	dirs  []string // folders made, to fsync
+	dirs  []string // folders made or changed, to fsync
+	// pending is the replace or link whose parts are being read.
+	pending *parts
+	// synced are the results of fsyncs of files closed early (forget).
+	synced []error
 }
 
 type openFile struct {
@@ -155,8 +163,10 @@ func (fd *folder) mkdirs(p string) error {
 	return nil
 }
 
-// apply applies one WAL record.
-func (fd *folder) apply(op, rel string, offset int64, data []byte) error {
+// apply applies one WAL record (a whole one: the parts of a replace or
+// a link joined). from is a rename's source; offset an append's start or
+// a truncate's size.
+func (fd *folder) apply(op, rel, from string, offset int64, data []byte) error {
 	switch op {
 	case OpAppend:
 		of, err := fd.open(rel)
@@ -178,11 +188,13 @@ func (fd *folder) apply(op, rel string, offset int64, data []byte) error {
 			return err
 		}
 		of.size = offset + int64(len(data))
-	case OpReplace:
-		if of := fd.files[rel]; of != nil {
-			_ = of.f.Close()
-			delete(fd.files, rel)
+	case OpReplace, OpLink:
+		if op == OpLink {
+			if _, err := os.Lstat(fd.path(rel)); err == nil {
+				return fmt.Errorf("%s: a link to a name that is taken", rel)
+			}
 		}
+		fd.forget(rel)
 		of, err := fd.open(rel)
 		if err != nil {
 			return err
@@ -194,10 +206,80 @@ func (fd *folder) apply(op, rel string, offset int64, data []byte) error {
 			return err
 		}
 		of.size = int64(len(data))
+	case OpTruncate:
+		of, err := fd.open(rel)
+		if err != nil {
+			return err
+		}
+		if offset > of.size {
+			return fmt.Errorf("%s: a truncate to %d, but the file ends at %d", rel, offset, of.size)
+		}
+		if err := of.f.Truncate(offset); err != nil {
+			return err
+		}
+		of.size = offset
+	case OpRemove:
+		fd.forget(rel)
+		if err := os.Remove(fd.path(rel)); err != nil {
+			return fmt.Errorf("%s: remove: %w", rel, err)
+		}
+		fd.dirty(filepath.Dir(fd.path(rel)))
+	case OpRename:
+		if err := checkFile(from); err != nil {
+			return fmt.Errorf("rename from %q: %w", from, err)
+		}
+		fd.forget(from)
+		fd.forget(rel)
+		if err := fd.mkdirs(filepath.Dir(fd.path(rel))); err != nil {
+			return err
+		}
+		if err := os.Rename(fd.path(from), fd.path(rel)); err != nil {
+			return fmt.Errorf("rename %s to %s: %w", from, rel, err)
+		}
+		fd.dirty(filepath.Dir(fd.path(from)))
+		fd.dirty(filepath.Dir(fd.path(rel)))
+		if fi, err := os.Stat(fd.path(rel)); err == nil && fi.IsDir() {
+			fd.dirty(fd.path(rel))
+		}
+	case OpMkdir:
+		if err := fd.mkdirs(fd.path(rel)); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("%s: unknown record kind %q", rel, op)
 	}
 	return nil
+}
+
+// path is the file rel's path.
+func (fd *folder) path(rel string) string { return filepath.Join(fd.dir, filepath.FromSlash(rel)) }
+
+// forget closes the open files at rel or below it (a file replaced,
+// removed or moved: its next write opens it anew).
+func (fd *folder) forget(rel string) {
+	for name, of := range fd.files {
+		if name == rel || strings.HasPrefix(name, rel+"/") {
+			// Written bytes must still be durable: fsync before closing.
+			fd.synced = append(fd.synced, of.f.Sync())
+			_ = of.f.Close()
+			delete(fd.files, name)
+		}
+	}
+}
+
+// dirty notes folder d to fsync at the end (an entry in it changed).
+func (fd *folder) dirty(d string) {
+	if d != fd.dir && !slices.Contains(fd.dirs, d) {
+		fd.dirs = append(fd.dirs, d)
+	}
+}
+
+// parts is a replace or a link in several records, read so far.
+type parts struct {
+	op, file string
+	n, have  int
+	from     uint64 // the sequence of its first part
+	data     []byte
 }
 
 // replay applies the desk's WAL records after r.Snapshot through through.
@@ -212,34 +294,39 @@ func (fd *folder) replay(ctx context.Context, wal jetstream.Stream, desk string,
 		return fmt.Errorf("read the WAL: %w", err)
 	}
 	defer it.Stop()
-	for r.Through < through {
+	read, records := r.Through, r.Records // what was read; r: what is applied
+	for read < through {
 		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			var pending string
 			if info, ierr := cons.Info(context.WithoutCancel(ctx)); ierr == nil {
 				pending = fmt.Sprintf(" (the reader has %d pending, delivered through %d)", info.NumPending, info.Delivered.Stream)
 			}
-			return fmt.Errorf("read the WAL after sequence %d of %d%s: %w", r.Through, through, pending, err)
+			return fmt.Errorf("read the WAL after sequence %d of %d%s: %w", read, through, pending, err)
 		}
 		md, err := m.Metadata()
 		if err != nil {
-			return fmt.Errorf("read the WAL after sequence %d: %w", r.Through, err)
+			return fmt.Errorf("read the WAL after sequence %d: %w", read, err)
 		}
 		seq := md.Sequence.Stream
 		if seq > through {
 			break
 		}
-		if err := fd.record(m.Headers(), m.Data(), r); err != nil {
+		if err := fd.record(m.Headers(), m.Data(), seq, r); err != nil {
 			return fmt.Errorf("WAL sequence %d: %w", seq, err)
 		}
-		r.Through = seq
-		r.Records++
+		read = seq
+		records++
+		if fd.pending == nil { // a whole state: every record read is applied
+			r.Through, r.Records = read, records
+		}
 	}
 	return nil
 }
 
-// record checks one WAL record's epoch and applies it.
-func (fd *folder) record(h nats.Header, data []byte, r *Rebuilt) error {
+// record checks one WAL record's epoch and applies it; the parts of a
+// replace or a link wait in fd.pending for their last.
+func (fd *folder) record(h nats.Header, data []byte, seq uint64, r *Rebuilt) error {
 	epoch, err := strconv.ParseUint(h.Get(HeaderEpoch), 10, 64)
 	if err != nil {
 		return fmt.Errorf("its %s header %q is not an epoch", HeaderEpoch, h.Get(HeaderEpoch))
@@ -250,6 +337,7 @@ func (fd *folder) record(h nats.Header, data []byte, r *Rebuilt) error {
 			return fmt.Errorf("a fence of epoch %d after one of epoch %d", epoch, r.Epoch)
 		}
 		r.Epoch = epoch
+		fd.pending = nil // an owner stopped between the parts of a write: it never happened
 		return nil
 	}
 	if epoch != r.Epoch && r.Epoch != 0 {
@@ -260,16 +348,53 @@ func (fd *folder) record(h nats.Header, data []byte, r *Rebuilt) error {
 		return fmt.Errorf("file %q: %w", rel, err)
 	}
 	var offset int64
-	if op == OpAppend {
+	if op == OpAppend || op == OpTruncate {
 		if offset, err = strconv.ParseInt(h.Get(HeaderOffset), 10, 64); err != nil || offset < 0 {
 			return fmt.Errorf("%s: its %s header %q is not an offset", rel, HeaderOffset, h.Get(HeaderOffset))
 		}
 	}
-	return fd.apply(op, rel, offset, data)
+	part := h.Get(HeaderPart)
+	if fd.pending != nil || part != "" {
+		return fd.part(op, rel, part, data, seq)
+	}
+	return fd.apply(op, rel, h.Get(HeaderFrom), offset, data)
+}
+
+// part takes one part of a replace or a link; the last applies the whole.
+func (fd *folder) part(op, rel, part string, data []byte, seq uint64) error {
+	var k, n int
+	if _, err := fmt.Sscanf(part, "%d/%d", &k, &n); err != nil || k < 1 || k > n || part != strconv.Itoa(k)+"/"+strconv.Itoa(n) {
+		if p := fd.pending; p != nil {
+			return fmt.Errorf("%s: a %s record inside the %d parts of a %s of %s begun at %d", rel, op, p.n, p.op, p.file, p.from)
+		}
+		return fmt.Errorf("%s: its %s header %q is not a part k/n", rel, HeaderPart, part)
+	}
+	p := fd.pending
+	switch {
+	case op != OpReplace && op != OpLink:
+		return fmt.Errorf("%s: a %s record in parts", rel, op)
+	case p == nil && k != 1:
+		return fmt.Errorf("%s: part %s of a %s without its first", rel, part, op)
+	case p == nil:
+		p = &parts{op: op, file: rel, n: n, from: seq}
+		fd.pending = p
+	case p.op != op || p.file != rel || p.n != n || k != p.have+1:
+		return fmt.Errorf("%s: part %s of a %s, inside the %d parts of a %s of %s begun at %d", rel, part, op, p.n, p.op, p.file, p.from)
+	}
+	p.have = k
+	p.data = append(p.data, data...)
+	if k < n {
+		return nil
+	}
+	fd.pending = nil
+	return fd.apply(op, rel, "", 0, p.data)
 }
 
 // sync fsyncs every file written, then every folder made, and the folder.
 func (fd *folder) sync() error {
+	if err := errors.Join(fd.synced...); err != nil {
+		return fmt.Errorf("fsync a file replaced or moved: %w", err)
+	}
 	for rel, of := range fd.files {
 		if err := of.f.Sync(); err != nil {
 			return fmt.Errorf("fsync %s: %w", rel, err)
@@ -277,6 +402,9 @@ func (fd *folder) sync() error {
 	}
 	dirs := append([]string{fd.dir}, fd.dirs...)
 	for _, d := range dirs {
+		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			continue // moved or removed since: its new place is in the list
+		}
 		if err := syncDir(d); err != nil {
 			return err
 		}

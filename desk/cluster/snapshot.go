@@ -14,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // untar unpacks a snapshot into the folder.
@@ -40,7 +42,7 @@ func (fd *folder) untar(r io.Reader) error {
 			if err != nil {
 				return fmt.Errorf("entry %s: %w", h.Name, err)
 			}
-			if err := fd.apply(OpReplace, h.Name, 0, data); err != nil {
+			if err := fd.apply(OpReplace, h.Name, "", 0, data); err != nil {
 				return err
 			}
 		default:
@@ -49,13 +51,17 @@ func (fd *folder) untar(r io.Reader) error {
 	}
 }
 
-// tarDir packs dir's files and folders (sorted, paths relative to dir).
+// tarDir packs dir's files and folders (sorted, paths relative to dir),
+// but for temporary files (durable.IsTemp), which nothing replicates.
 func tarDir(dir string) ([]byte, error) {
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
 			return err
+		}
+		if !d.IsDir() && durable.IsTemp(d.Name()) {
+			return nil
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
@@ -119,4 +125,60 @@ func Compact(ctx context.Context, s *Stores, desk, scratch string) (Rebuilt, err
 		return r, fmt.Errorf("cluster: compact desk %s: purge the WAL before %d: %w", desk, r.Through, err)
 	}
 	return r, nil
+}
+
+// Seed lets a cluster start from a desk folder that one host has today:
+// when the desk has no snapshot and its WAL holds no record but w's fence
+// (w: the desk's writer from Fence, its first owner), it packs the folder
+// dir as it is (but for temporary files) into the desk's snapshot,
+// covering the fence, and reports true; Rebuild then gives that folder
+// back. Otherwise (a snapshot, or records: the stores have the desk
+// already), or when dir does not exist, it does nothing and reports
+// false. Call it after Fence and before the desk writes.
+func Seed(ctx context.Context, s *Stores, desk, dir string, w *Writer) (bool, error) {
+	fail := func(err error) (bool, error) {
+		return false, fmt.Errorf("cluster: seed desk %s from %s: %w", desk, dir, err)
+	}
+	if w.desk != desk {
+		return fail(fmt.Errorf("the writer is desk %s's", w.desk))
+	}
+	fence, stopped := w.State()
+	if stopped != nil {
+		return fail(stopped)
+	}
+	if _, err := s.Snapshots.GetInfo(ctx, desk); err == nil {
+		return false, nil
+	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fail(fmt.Errorf("read the snapshot's info: %w", err))
+	}
+	subject := Subject(desk)
+	info, err := s.WAL.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return fail(fmt.Errorf("count the records of %s: %w", subject, err))
+	}
+	if n := info.State.Subjects[subject]; n != 1 {
+		return false, nil // records besides the fence: the stores have the desk
+	}
+	if last, err := lastSeq(ctx, s.WAL, subject); err != nil || last != fence {
+		if err == nil {
+			err = fmt.Errorf("the WAL's one record is %d, not the writer's fence %d", last, fence)
+		}
+		return fail(err)
+	}
+	if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return fail(err)
+	} else if !fi.IsDir() {
+		return fail(errors.New("not a folder"))
+	}
+	data, err := tarDir(dir)
+	if err != nil {
+		return fail(fmt.Errorf("pack the folder: %w", err))
+	}
+	meta := jetstream.ObjectMeta{Name: desk, Headers: nats.Header{HeaderSnapshotSeq: []string{strconv.FormatUint(fence, 10)}}}
+	if _, err := s.Snapshots.Put(ctx, meta, bytes.NewReader(data)); err != nil {
+		return fail(fmt.Errorf("store the snapshot: %w", err))
+	}
+	return true, nil
 }

@@ -8,25 +8,33 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // The headers of a WAL record. Its data is the bytes appended, or the
-// whole new content of a replaced file.
+// whole new content of a replaced or linked file (or one part of it).
 const (
 	// HeaderEpoch is the writer's epoch.
 	HeaderEpoch = "Deskd-Epoch"
 	// HeaderHost is the writer's host.
 	HeaderHost = "Deskd-Host"
-	// HeaderOp is the record's kind: OpFence, OpAppend or OpReplace.
+	// HeaderOp is the record's kind: one of the Op constants.
 	HeaderOp = "Deskd-Op"
 	// HeaderFile is the file written, relative to the desk's folder,
 	// with '/' between its parts.
 	HeaderFile = "Deskd-File"
-	// HeaderOffset is where an append begins in its file.
+	// HeaderOffset is where an append begins in its file, or the size a
+	// truncate cuts its file to.
 	HeaderOffset = "Deskd-Offset"
+	// HeaderFrom is the file a rename moves (to HeaderFile).
+	HeaderFrom = "Deskd-From"
+	// HeaderPart is "k/n" on the k-th of the n records of a replace or a
+	// link too large for one record; Rebuild applies the whole only at
+	// its last part. Absent on a record that holds all of it.
+	HeaderPart = "Deskd-Part"
 )
 
 // The kinds of WAL record.
@@ -37,11 +45,22 @@ const (
 	OpAppend = "append"
 	// OpReplace is a file replaced whole (a rename over it).
 	OpReplace = "replace"
+	// OpLink is a new file with its whole content (link(2) of a complete
+	// file under a name that was free).
+	OpLink = "link"
+	// OpRemove is a file (or an empty folder) removed.
+	OpRemove = "remove"
+	// OpTruncate is a file cut to the size in HeaderOffset.
+	OpTruncate = "truncate"
+	// OpRename is a file or folder moved from HeaderFrom to HeaderFile.
+	OpRename = "rename"
+	// OpMkdir is a folder made.
+	OpMkdir = "mkdir"
 )
 
 // MaxRecord bounds a WAL message (WALStream's MaxMsgSize, the server's
 // default max_payload). An append longer than MaxChunk is published as
-// several records; a replaced file must fit in one (MaxChunk).
+// several records, and a replaced or linked file as several parts.
 const (
 	MaxRecord = 1 << 20
 	MaxChunk  = MaxRecord - 16<<10 // room for the headers
@@ -70,9 +89,18 @@ type Writer struct {
 	host    string
 	lease   Holder
 
-	mu   sync.Mutex
-	last uint64 // the sequence of our last record on the subject
-	err  error  // once set, every write returns it
+	mu   sync.Mutex // held across a publish (and all the parts of one write)
+	last uint64     // the sequence of our last record on the subject
+	// stop is why the writer stopped; once set, every write returns it.
+	stop atomic.Pointer[error]
+}
+
+// record is one WAL record to publish.
+type record struct {
+	op, file, from string
+	offset         int64
+	part           string // "k/n", or "" for a whole
+	data           []byte
 }
 
 // Fence starts the desk's WAL as its new owner: it publishes the fence
@@ -87,7 +115,7 @@ func Fence(ctx context.Context, s *Stores, desk, host string, lease Holder) (*Wr
 		return nil, fmt.Errorf("cluster: fence desk %s: %w", desk, err)
 	}
 	w.last = last
-	if err := w.publish(ctx, OpFence, "", 0, nil); err != nil {
+	if err := w.publish(ctx, record{op: OpFence}); err != nil {
 		return nil, fmt.Errorf("cluster: fence desk %s: %w", desk, err)
 	}
 	return w, nil
@@ -106,6 +134,9 @@ func lastSeq(ctx context.Context, st jetstream.Stream, subject string) (uint64, 
 	return m.Sequence, nil
 }
 
+// Desk is the desk the writer writes for.
+func (w *Writer) Desk() string { return w.desk }
+
 // Epoch is the epoch the writer writes under.
 func (w *Writer) Epoch() uint64 { return w.lease.Epoch() }
 
@@ -114,7 +145,34 @@ func (w *Writer) Epoch() uint64 { return w.lease.Epoch() }
 func (w *Writer) State() (last uint64, stopped error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.last, w.err
+	return w.last, w.stopped()
+}
+
+// Err is why the writer stopped, nil while it may write: it stops at a
+// refused or unanswered publish, and when its lease is lost (found here
+// too, without a publish). It does not wait for a publish under way.
+func (w *Writer) Err() error {
+	if err := w.stopped(); err != nil {
+		return err
+	}
+	if !w.lease.Holds() {
+		return w.fail(fmt.Errorf("epoch %d: the lease is lost: %w", w.lease.Epoch(), ErrFenced))
+	}
+	return nil
+}
+
+func (w *Writer) stopped() error {
+	if p := w.stop.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail stops the writer with err, unless it stopped already; it returns
+// the error it stopped with.
+func (w *Writer) fail(err error) error {
+	w.stop.CompareAndSwap(nil, &err)
+	return *w.stop.Load()
 }
 
 // Append records that data was appended to file (relative to the desk's
@@ -125,7 +183,7 @@ func (w *Writer) Append(ctx context.Context, file string, offset int64, data []b
 	}
 	for {
 		n := min(len(data), MaxChunk)
-		if err := w.publish(ctx, OpAppend, file, offset, data[:n]); err != nil {
+		if err := w.publish(ctx, record{op: OpAppend, file: file, offset: offset, data: data[:n]}); err != nil {
 			return fmt.Errorf("cluster: desk %s: append to %s at %d: %w", w.desk, file, offset, err)
 		}
 		data, offset = data[n:], offset+int64(n)
@@ -136,16 +194,89 @@ func (w *Writer) Append(ctx context.Context, file string, offset int64, data []b
 }
 
 // Replace records that file (relative to the desk's folder) now holds
-// data, whole. It returns once the stream has acknowledged it.
+// data, whole. Content longer than MaxChunk is published in parts, one
+// after another with no other record between them, which Rebuild applies
+// together at the last. It returns once the stream has acknowledged all.
 func (w *Writer) Replace(ctx context.Context, file string, data []byte) error {
+	return w.whole(ctx, OpReplace, "replace", file, data)
+}
+
+// Link records that file (relative to the desk's folder), which did not
+// exist, now holds data: a complete file linked under a free name. Parts
+// as Replace.
+func (w *Writer) Link(ctx context.Context, file string, data []byte) error {
+	return w.whole(ctx, OpLink, "link", file, data)
+}
+
+// whole publishes a record of a file's whole content, in parts if need be.
+func (w *Writer) whole(ctx context.Context, op, verb, file string, data []byte) error {
 	if err := checkFile(file); err != nil {
-		return fmt.Errorf("cluster: desk %s: replace %q: %w", w.desk, file, err)
+		return fmt.Errorf("cluster: desk %s: %s %q: %w", w.desk, verb, file, err)
 	}
-	if len(data) > MaxChunk {
-		return fmt.Errorf("cluster: desk %s: replace %s: %d bytes is more than a WAL record holds (%d)", w.desk, file, len(data), MaxChunk)
+	n := max(1, (len(data)+MaxChunk-1)/MaxChunk)
+	recs := make([]record, 0, n)
+	for k := range n {
+		r := record{op: op, file: file, data: data[k*MaxChunk : min(len(data), (k+1)*MaxChunk)]}
+		if n > 1 {
+			r.part = strconv.Itoa(k+1) + "/" + strconv.Itoa(n)
+		}
+		recs = append(recs, r)
 	}
-	if err := w.publish(ctx, OpReplace, file, 0, data); err != nil {
-		return fmt.Errorf("cluster: desk %s: replace %s: %w", w.desk, file, err)
+	if err := w.publish(ctx, recs...); err != nil {
+		return fmt.Errorf("cluster: desk %s: %s %s (%d bytes): %w", w.desk, verb, file, len(data), err)
+	}
+	return nil
+}
+
+// Remove records that file (relative to the desk's folder) was removed.
+func (w *Writer) Remove(ctx context.Context, file string) error {
+	if err := checkFile(file); err != nil {
+		return fmt.Errorf("cluster: desk %s: remove %q: %w", w.desk, file, err)
+	}
+	if err := w.publish(ctx, record{op: OpRemove, file: file}); err != nil {
+		return fmt.Errorf("cluster: desk %s: remove %s: %w", w.desk, file, err)
+	}
+	return nil
+}
+
+// Truncate records that file (relative to the desk's folder) was cut to
+// size bytes.
+func (w *Writer) Truncate(ctx context.Context, file string, size int64) error {
+	if err := checkFile(file); err != nil || size < 0 {
+		return fmt.Errorf("cluster: desk %s: truncate %q to %d: %w", w.desk, file, size, errors.Join(err, checkSize(size)))
+	}
+	if err := w.publish(ctx, record{op: OpTruncate, file: file, offset: size}); err != nil {
+		return fmt.Errorf("cluster: desk %s: truncate %s to %d: %w", w.desk, file, size, err)
+	}
+	return nil
+}
+
+func checkSize(size int64) error {
+	if size < 0 {
+		return errors.New("a negative size")
+	}
+	return nil
+}
+
+// Rename records that file or folder from (relative to the desk's
+// folder) was moved to to.
+func (w *Writer) Rename(ctx context.Context, from, to string) error {
+	if err := errors.Join(checkFile(from), checkFile(to)); err != nil {
+		return fmt.Errorf("cluster: desk %s: rename %q to %q: %w", w.desk, from, to, err)
+	}
+	if err := w.publish(ctx, record{op: OpRename, from: from, file: to}); err != nil {
+		return fmt.Errorf("cluster: desk %s: rename %s to %s: %w", w.desk, from, to, err)
+	}
+	return nil
+}
+
+// Mkdir records that folder dir (relative to the desk's folder) was made.
+func (w *Writer) Mkdir(ctx context.Context, dir string) error {
+	if err := checkFile(dir); err != nil {
+		return fmt.Errorf("cluster: desk %s: mkdir %q: %w", w.desk, dir, err)
+	}
+	if err := w.publish(ctx, record{op: OpMkdir, file: dir}); err != nil {
+		return fmt.Errorf("cluster: desk %s: mkdir %s: %w", w.desk, dir, err)
 	}
 	return nil
 }
@@ -159,40 +290,50 @@ func checkFile(file string) error {
 	return nil
 }
 
-// publish publishes one record after our last, and fails the writer for
-// good if it is not acknowledged: refused (another owner's fence, a lost
-// lease) is ErrFenced; any other failure leaves it unknown whether the
-// stream stored it, so nothing more may follow either.
-func (w *Writer) publish(ctx context.Context, op, file string, offset int64, data []byte) error {
+// publish publishes recs, one after another after our last, and fails
+// the writer for good if one is not acknowledged: refused (another
+// owner's fence, a lost lease) is ErrFenced; any other failure leaves it
+// unknown whether the stream stored it, so nothing more may follow
+// either.
+func (w *Writer) publish(ctx context.Context, recs ...record) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
+	for _, r := range recs {
+		if err := w.publishLocked(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *Writer) publishLocked(ctx context.Context, r record) error {
+	if err := w.Err(); err != nil {
+		return err
 	}
 	epoch := w.lease.Epoch()
-	if !w.lease.Holds() {
-		w.err = fmt.Errorf("epoch %d: the lease is lost: %w", epoch, ErrFenced)
-		return w.err
-	}
-	m := &nats.Msg{Subject: w.subject, Data: data, Header: nats.Header{}}
+	m := &nats.Msg{Subject: w.subject, Data: r.data, Header: nats.Header{}}
 	m.Header.Set(HeaderEpoch, strconv.FormatUint(epoch, 10))
 	m.Header.Set(HeaderHost, w.host)
-	m.Header.Set(HeaderOp, op)
-	if file != "" {
-		m.Header.Set(HeaderFile, file)
+	m.Header.Set(HeaderOp, r.op)
+	if r.file != "" {
+		m.Header.Set(HeaderFile, r.file)
 	}
-	if op == OpAppend {
-		m.Header.Set(HeaderOffset, strconv.FormatInt(offset, 10))
+	if r.from != "" {
+		m.Header.Set(HeaderFrom, r.from)
+	}
+	if r.op == OpAppend || r.op == OpTruncate {
+		m.Header.Set(HeaderOffset, strconv.FormatInt(r.offset, 10))
+	}
+	if r.part != "" {
+		m.Header.Set(HeaderPart, r.part)
 	}
 	ack, err := w.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(w.last), jetstream.WithExpectStream(WALStream))
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
-		w.err = fmt.Errorf("epoch %d: the stream refused record after sequence %d: %w", epoch, w.last, ErrFenced)
-		return w.err
+		return w.fail(fmt.Errorf("epoch %d: the stream refused record after sequence %d: %w", epoch, w.last, ErrFenced))
 	case err != nil:
-		w.err = fmt.Errorf("epoch %d: not replicated (the writer stops: whether the stream has it is unknown): %w", epoch, err)
-		return w.err
+		return w.fail(fmt.Errorf("epoch %d: not replicated (the writer stops: whether the stream has it is unknown): %w", epoch, err))
 	}
 	w.last = ack.Sequence
 	return nil

@@ -105,6 +105,17 @@ func (g *Group) generation() uint64 {
 	return g.failed
 }
 
+// Generation is what an FS wrapping the Group (whose files a Log cannot
+// see are the Group's) notes before its first unsynced write to a file,
+// and gives SyncFile when it makes that file durable.
+func (g *Group) Generation() uint64 { return g.generation() }
+
+// SyncFile makes f, a file opened through the Group, durable as a synced
+// Append of a Log opened through it does: sharing the flush with the
+// writers waiting at the same time. dir is f's folder; since is what
+// Generation returned before f's first unsynced write.
+func (g *Group) SyncFile(f File, dir string, since uint64) error { return g.sync(f, dir, since) }
+
 // sync makes f durable, sharing the flush with the writers waiting at
 // the same time. dir is f's folder; since is what generation returned
 // before f's first unsynced write.
