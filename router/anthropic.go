@@ -69,7 +69,7 @@ func (p *Anthropic) read(x *exchange, req Request) (Response, error) {
 		started bool
 		stopped bool
 		cut     bool
-		stream  = newSSEReader(x.res.Body)
+		stream  = x.events
 	)
 	for {
 		name, data, err := stream.next()
@@ -83,23 +83,23 @@ func (p *Anthropic) read(x *exchange, req Request) (Response, error) {
 		case "ping", "":
 			continue
 		case "error":
-			return Response{}, c.failure(&eventError{data: data}, p.streamError)
+			return Response{}, c.failure(&eventError{data: bytes.Clone(data)}, p.streamError)
 		}
-		ev = messageEvent{}
-		if err := json.Unmarshal(data, &ev); err != nil {
+		ev = ev.next()
+		if err := stream.decode(data, &ev); err != nil {
 			return Response{}, c.failure(err, p.streamError)
 		}
 		events++
-		if ev.Type == "message_start" {
+		if ev.Type.String() == "message_start" {
 			started = true
 		} else if !started {
 			return Response{}, &APIError{Model: p.name,
-				Err: fmt.Errorf("malformed stream: %q before message_start", ev.Type)}
+				Err: fmt.Errorf("malformed stream: %q before message_start", ev.Type.String())}
 		}
 		if err := msg.add(&ev); err != nil {
 			return Response{}, &APIError{Model: p.name, Err: fmt.Errorf("malformed stream: %s", c.scrub(err.Error()))}
 		}
-		if ev.Type == "message_stop" {
+		if ev.Type.String() == "message_stop" {
 			stopped = true
 		}
 		if !meter.add(ev.bytes(data)) {
@@ -145,7 +145,7 @@ func (p *Anthropic) read(x *exchange, req Request) (Response, error) {
 // reads it: message_start's message, a content block's start, delta or
 // stop, message_delta's stop reason and usage.
 type messageEvent struct {
-	Type    string `json:"type"`
+	Type    keptString `json:"type"`
 	Index   int64  `json:"index"`
 	Message struct {
 		Model      string         `json:"model"`
@@ -155,7 +155,7 @@ type messageEvent struct {
 	} `json:"message"`
 	ContentBlock messageBlock `json:"content_block"`
 	Delta        struct {
-		Type        string          `json:"type"`
+		Type        keptString      `json:"type"`
 		Text        string          `json:"text"`
 		PartialJSON string          `json:"partial_json"`
 		Thinking    string          `json:"thinking"`
@@ -166,10 +166,18 @@ type messageEvent struct {
 	Usage messageUsage `json:"usage"`
 }
 
+// next is an empty event to decode the next one into, which keeps ev's
+// type strings (keptString).
+func (ev *messageEvent) next() messageEvent {
+	var n messageEvent
+	n.Type, n.Delta.Type = ev.Type.next(), ev.Delta.Type.next()
+	return n
+}
+
 // bytes is what the event adds to a reply: a delta's text, tool arguments
 // or thinking, or any other event whole (data).
 func (ev *messageEvent) bytes(data []byte) int {
-	if ev.Type == "content_block_delta" {
+	if ev.Type.String() == "content_block_delta" {
 		d := &ev.Delta
 		return len(d.Text) + len(d.PartialJSON) + len(d.Thinking) + len(d.Signature) + len(d.Citation)
 	}
@@ -243,7 +251,7 @@ type messageAnswer struct {
 
 // add takes in ev; it fails on a content block that is out of order.
 func (m *messageAnswer) add(ev *messageEvent) error {
-	switch ev.Type {
+	switch ev.Type.String() {
 	case "message_start":
 		*m = messageAnswer{model: ev.Message.Model, stop: ev.Message.StopReason, usage: ev.Message.Usage}
 		m.blocks = append(m.blocks, ev.Message.Content...)
@@ -255,20 +263,20 @@ func (m *messageAnswer) add(ev *messageEvent) error {
 		m.usage.update(ev.Usage)
 	case "content_block_start":
 		if ev.Index != int64(len(m.blocks)) {
-			return fmt.Errorf("received event of type %s for content block at index %d, expected index %d", ev.Type, ev.Index, len(m.blocks))
+			return fmt.Errorf("received event of type %s for content block at index %d, expected index %d", ev.Type.String(), ev.Index, len(m.blocks))
 		}
 		m.blocks = append(m.blocks, ev.ContentBlock)
 		b := &m.blocks[len(m.blocks)-1]
 		b.text = append(b.text, b.Text...)
 	case "content_block_delta", "content_block_stop":
 		if ev.Index < 0 || ev.Index >= int64(len(m.blocks)) {
-			return fmt.Errorf("received event of type %s for content block at index %d, out of %d", ev.Type, ev.Index, len(m.blocks))
+			return fmt.Errorf("received event of type %s for content block at index %d, out of %d", ev.Type.String(), ev.Index, len(m.blocks))
 		}
-		if ev.Type == "content_block_stop" {
+		if ev.Type.String() == "content_block_stop" {
 			return nil
 		}
 		b := &m.blocks[ev.Index]
-		switch ev.Delta.Type {
+		switch ev.Delta.Type.String() {
 		case "text_delta":
 			b.text = append(b.text, ev.Delta.Text...)
 		case "input_json_delta":
@@ -372,7 +380,7 @@ func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 	tools, callable := definedTools(req)
 	if req.System != "" {
 		enc, err := p.system.get(req.System, func() ([]byte, error) {
-			return json.Marshal([]struct {
+			return marshal([]struct {
 				Text         string          `json:"text"`
 				CacheControl json.RawMessage `json:"cache_control"`
 				Type         string          `json:"type"`
@@ -411,14 +419,7 @@ func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 			b.WriteByte(',')
 		}
 		turns++
-		b.WriteString(`{"role":"user","content":[`)
-		for i, blk := range user {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeMarked(&b.Buffer, blk, marks[i])
-		}
-		b.WriteString(`]}`)
+		writeTurn(&b.Buffer, RoleUser, user, func(i int) bool { return marks[i] })
 		user, marks = user[:0], marks[:0]
 	}
 	for i := range req.Messages {
@@ -442,14 +443,7 @@ func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 			b.WriteByte(',')
 		}
 		turns++
-		b.WriteString(`{"role":"assistant","content":[`)
-		for j, blk := range blocks {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			writeMarked(&b.Buffer, blk, mark && j == len(blocks)-1)
-		}
-		b.WriteString(`]}`)
+		writeTurn(&b.Buffer, RoleAssistant, blocks, func(j int) bool { return mark && j == len(blocks)-1 })
 	}
 	flush()
 	b.WriteByte(']')
@@ -461,9 +455,51 @@ func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 	return b.done(), nil
 }
 
+// writeTurn writes one message of the Messages API, of role and the
+// content blocks given, each marked for the prompt cache where marked
+// says. A lone text block that is not marked goes as the content string,
+// the API's shorthand for that block: the same prompt, 24 bytes fewer.
+func writeTurn(b *bytes.Buffer, role string, blocks [][]byte, marked func(int) bool) {
+	b.WriteString(`{"role":"`)
+	b.WriteString(role)
+	b.WriteString(`","content":`)
+	if len(blocks) == 1 && !marked(0) {
+		if text, ok := blockText(blocks[0]); ok {
+			b.Write(text)
+			b.WriteByte('}')
+			return
+		}
+	}
+	b.WriteByte('[')
+	for j, blk := range blocks {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		writeMarked(b, blk, marked(j))
+	}
+	b.WriteString(`]}`)
+}
+
+// The encoding of a text block (textBlockParam) around its text's.
+const (
+	textBlockHead = `{"text":`
+	textBlockTail = `,"type":"text"}`
+)
+
+// blockText returns the encoded text of blk, a text block's encoding, and
+// false for any other block.
+func blockText(blk []byte) ([]byte, bool) {
+	if len(blk) < len(textBlockHead)+len(textBlockTail) || !bytes.HasPrefix(blk, []byte(textBlockHead)) ||
+		!bytes.HasSuffix(blk, []byte(textBlockTail)) {
+		return nil, false
+	}
+	return blk[len(textBlockHead) : len(blk)-len(textBlockTail)], true
+}
+
 // anthropicBlocks encodes one message's content blocks as the SDK
-// (anthropic-sdk-go) did, byte for byte: one block for a user text or a
-// tool result, and an assistant message's text and tool calls.
+// (anthropic-sdk-go) did, field for field, without its HTML escapes (see
+// writeString): one block for a user text or a tool result, and an
+// assistant message's text and tool calls.
 func anthropicBlocks(m Message) ([][]byte, error) {
 	var blocks []any
 	switch m.Role {
@@ -490,7 +526,7 @@ func anthropicBlocks(m Message) ([][]byte, error) {
 	}
 	out := make([][]byte, len(blocks))
 	for i, blk := range blocks {
-		enc, err := json.Marshal(blk)
+		enc, err := marshal(blk)
 		if err != nil {
 			return nil, err
 		}
@@ -535,7 +571,7 @@ func anthropicTool(t ToolSpec) ([]byte, error) {
 	var in bytes.Buffer
 	in.WriteByte('{')
 	if p, ok := schema["properties"]; ok && p != nil {
-		enc, err := json.Marshal(p)
+		enc, err := marshal(p)
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: properties: %w", t.Name, err)
 		}
@@ -552,7 +588,7 @@ func anthropicTool(t ToolSpec) ([]byte, error) {
 		}
 	}
 	if len(required) > 0 {
-		enc, _ := json.Marshal(required)
+		enc, _ := marshal(required)
 		in.WriteString(`"required":`)
 		in.Write(enc)
 		in.WriteByte(',')
@@ -566,7 +602,7 @@ func anthropicTool(t ToolSpec) ([]byte, error) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		enc, err := json.Marshal(schema[k])
+		enc, err := marshal(schema[k])
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: %s: %w", t.Name, k, err)
 		}
@@ -576,7 +612,7 @@ func anthropicTool(t ToolSpec) ([]byte, error) {
 		in.Write(enc)
 	}
 	in.WriteByte('}')
-	b, err := json.Marshal(struct {
+	b, err := marshal(struct {
 		InputSchema json.RawMessage `json:"input_schema"`
 		Name        string          `json:"name"`
 		Description string          `json:"description,omitempty"`

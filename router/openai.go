@@ -61,7 +61,7 @@ func (p *OpenAI) read(x *exchange, req Request) (Response, error) {
 		chunks int
 		cut    bool
 		chunk  chatChunk
-		events = newSSEReader(x.res.Body)
+		events = x.events
 	)
 	for {
 		_, data, err := events.next()
@@ -77,16 +77,17 @@ func (p *OpenAI) read(x *exchange, req Request) (Response, error) {
 		if bytes.HasPrefix(data, []byte("[DONE]")) {
 			break
 		}
-		// The choices' array is reused, cleared: Unmarshal decodes into
+		// The choices' array is reused, cleared: decode decodes into
 		// the elements it finds, and keeps the fields a chunk leaves out.
+		// The id and model keep their strings (keptString).
 		choices := chunk.Choices[:cap(chunk.Choices)]
 		clear(choices)
-		chunk = chatChunk{Choices: choices[:0]}
-		if err := json.Unmarshal(data, &chunk); err != nil {
+		chunk = chatChunk{ID: chunk.ID.next(), Model: chunk.Model.next(), Choices: choices[:0]}
+		if err := events.decode(data, &chunk); err != nil {
 			return Response{}, c.failure(err, p.streamError)
 		}
 		if len(chunk.Error) > 0 {
-			return Response{}, c.failure(&eventError{data: data}, p.streamError)
+			return Response{}, c.failure(&eventError{data: bytes.Clone(data)}, p.streamError)
 		}
 		chunks++
 		if !acc.add(&chunk) {
@@ -145,8 +146,8 @@ func (p *OpenAI) read(x *exchange, req Request) (Response, error) {
 // chatChunk is one chunk of a Chat Completions stream, as far as deskd
 // reads it. Error is set when the chunk is an error object instead.
 type chatChunk struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
+	ID      keptString `json:"id"`
+	Model   keptString `json:"model"`
 	Choices []struct {
 		Index int64 `json:"index"`
 		Delta struct {
@@ -224,7 +225,8 @@ type chatCall struct {
 // answer: another id than the chunks before, or a choice or tool call
 // index out of bounds.
 func (a *chatAnswer) add(c *chatChunk) bool {
-	if a.id != "" && c.ID != a.id {
+	id, model := c.ID.String(), c.Model.String()
+	if a.id != "" && id != a.id {
 		return false
 	}
 	for i := range c.Choices {
@@ -242,10 +244,10 @@ func (a *chatAnswer) add(c *chatChunk) bool {
 		}
 	}
 	if a.id == "" {
-		a.id = c.ID
+		a.id = id
 	}
-	if c.Model != "" {
-		a.model = c.Model
+	if model != "" {
+		a.model = model
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +21,13 @@ import (
 // structs: deskd needs no provider SDK.
 
 // sseBufferSize is the size of a stream reader's buffer; longer lines are
-// gathered past it.
-const sseBufferSize = 32 << 10
+// gathered past it. The services' events are mostly far under 1 KiB.
+const sseBufferSize = 4 << 10
+
+// maxPooledEvent is the largest event after which a stream reader is
+// kept for another call: one that gathered a longer line or decoded a
+// larger event would keep that much memory.
+const maxPooledEvent = 64 << 10
 
 // sseReader reads the events of a Server-Sent Events stream, as the
 // services send them: "event:" names the event, each "data:" line adds a
@@ -39,6 +45,103 @@ type sseReader struct {
 func newSSEReader(body io.Reader) *sseReader {
 	return &sseReader{r: bufio.NewReaderSize(body, sseBufferSize)}
 }
+
+// eventReader reads the events of one answer's stream (sseReader) and
+// decodes their data (decode). One serves the calls of a client one after
+// another (eventReaders): its buffer, and the json.Decoder whose scanner
+// and error context json.Unmarshal would make anew for every event, are
+// made once.
+type eventReader struct {
+	sseReader
+	data bytes.Reader
+	dec  *json.Decoder
+	// spent is set when the reader should not serve another call: a
+	// decode failed, or an event was larger than maxPooledEvent.
+	spent bool
+}
+
+// decode decodes data, one event's, into v as json.Unmarshal does: data
+// must be one JSON value (with white space around it), and a syntax error
+// is Unmarshal's.
+func (e *eventReader) decode(data []byte, v any) error {
+	if len(data) > maxPooledEvent {
+		e.spent = true
+	}
+	if !json.Valid(data) { // then the Decoder would stop at the value's end, or wait for more
+		e.spent = true
+		return json.Unmarshal(data, v) // its error, which says where
+	}
+	e.data.Reset(data)
+	if err := e.dec.Decode(v); err != nil {
+		e.spent = true
+		return err
+	}
+	return nil
+}
+
+// eventReaders keeps a client's event readers between its calls. It is
+// safe for concurrent use; the zero value is ready.
+type eventReaders struct{ pool sync.Pool }
+
+// get returns a reader of body's events.
+func (p *eventReaders) get(body io.Reader) *eventReader {
+	e, ok := p.pool.Get().(*eventReader)
+	if !ok {
+		e = &eventReader{sseReader: sseReader{r: bufio.NewReaderSize(body, sseBufferSize)}}
+		e.dec = json.NewDecoder(&e.data)
+		return e
+	}
+	e.r.Reset(body)
+	return e
+}
+
+// put keeps e for a later call, unless it is spent; nothing may use it
+// after.
+func (p *eventReaders) put(e *eventReader) {
+	if e.spent || cap(e.long) > maxPooledEvent || cap(e.sseReader.data) > maxPooledEvent {
+		return
+	}
+	e.r.Reset(nil)
+	e.name, e.sseReader.data = e.name[:0], e.sseReader.data[:0]
+	p.pool.Put(e)
+}
+
+// keptString is a string field of a stream's events that holds the same
+// value from one event to the next (a chunk's id and model, an event's
+// type): decoding it again keeps the string it held, without a copy,
+// when the value is the same. Reset it with next before each event; set
+// reports whether the event had the field (a JSON null is none).
+type keptString struct {
+	s   string
+	set bool
+}
+
+// UnmarshalJSON is json.Unmarshaler's.
+func (k *keptString) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && string(b[1:len(b)-1]) == k.s && bytes.IndexByte(b, '\\') < 0 {
+		k.set = true // the same text, no escapes in it: the same string
+		return nil
+	}
+	if err := json.Unmarshal(b, &k.s); err != nil {
+		return err
+	}
+	k.set = true
+	return nil
+}
+
+// String returns the value, or "" when the event did not have the field.
+func (k keptString) String() string {
+	if !k.set {
+		return ""
+	}
+	return k.s
+}
+
+// next is k for the next event: its string kept, not yet set.
+func (k keptString) next() keptString { return keptString{s: k.s} }
 
 // next returns the next event's name and data (its data lines, each ended
 // by a newline). Both are valid until the next call. At the stream's end
@@ -217,6 +320,7 @@ type streamer struct {
 	hc            *http.Client
 	tools, system *memo
 	bodies        *bodies
+	events        *eventReaders
 	// header is every request's header (streamHeader's, the service's
 	// and the key's); each request gets a copy.
 	header http.Header
@@ -234,15 +338,16 @@ func newStreamer(o ClientOptions, target, keyField, keyPrefix string, fields ...
 	if o.APIKey != "" {
 		h.Set(keyField, keyPrefix+o.APIKey)
 	}
-	return streamer{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies), header: h}
+	return streamer{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies), events: new(eventReaders), header: h}
 }
 
 // exchange is one streamed call under way: its attempt, its output cap
-// in tokens, and the answer whose body streams.
+// in tokens, the answer whose body streams, and the reader of its events.
 type exchange struct {
 	attempt
 	maxOut int
 	res    *http.Response
+	events *eventReader
 }
 
 // stream makes one streamed call whose reply is capped by an output cap
@@ -272,6 +377,7 @@ func (s *streamer) streamOnce(ctx context.Context, maxOut int, write func(*wireB
 		return Response{}, err
 	}
 	defer res.Body.Close()
-	x.res = res
+	x.res, x.events = res, s.events.get(res.Body)
+	defer s.events.put(x.events)
 	return read(x)
 }
