@@ -286,9 +286,7 @@ func thisMachine() machine {
 			}
 		}
 	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		m.LoadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
-	}
+	m.LoadAvg = loadAverage()
 	return m
 }
 
