@@ -178,7 +178,7 @@ func (r *Replicas) OpenFile(name string, flag int, perm fs.FileMode) (durable.Fi
 // Rename or Link that publishes it.
 func (r *Replicas) CreateTemp(dir, pattern string) (durable.File, error) {
 	p := r.where(dir)
-	if err := p.check("create a file in"); err != nil {
+	if err := p.check("create " + pattern + " in"); err != nil {
 		return nil, err
 	}
 	f, err := r.inner.CreateTemp(dir, pattern)

@@ -41,7 +41,8 @@ func (OS) SyncFS(dir File) error {
 // before a failed syncfs (which may have taken the error of its pages
 // from it) is checked by an fsync of its own file instead. Everything
 // else goes to the base FS unchanged. A Group must be the outermost FS
-// (a Log finds it by its type). Close it when no Log writes any more.
+// (a Log finds it by its type), or an FS wrapping it must route its
+// files' fsyncs through SyncFile. Close it when no Log writes any more.
 type Group struct {
 	FS
 

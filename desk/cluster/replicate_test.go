@@ -1,0 +1,391 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/cluster"
+	"github.com/deskd/deskd/desk/natstest"
+	"github.com/deskd/deskd/memory/durable"
+)
+
+// jsonLine is the Valid of the tests' logs: a line is a record when it
+// is JSON.
+func jsonLine(line []byte) bool { return json.Valid(line) }
+
+// must fails the test on err, naming what was done.
+func must(t testing.TB, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// openLog opens the log at path through fsys.
+func openLog(t testing.TB, fsys durable.FS, path string) (*durable.Log, durable.Scan) {
+	t.Helper()
+	l, sc, err := durable.OpenLog(fsys, path, 0o640, jsonLine)
+	must(t, "open "+path, err)
+	return l, sc
+}
+
+// rebuilt is the desk alpha rebuilt from s into a fresh folder.
+func rebuilt(t testing.TB, s *cluster.Stores, through uint64) (string, cluster.Rebuilt) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "alpha")
+	r, err := cluster.Rebuild(within(t, 30*time.Second), s, "alpha", dir, through)
+	must(t, "rebuild", err)
+	return dir, r
+}
+
+// noTemps fails if a temporary file is left below dir.
+func noTemps(t *testing.T, dir string) {
+	t.Helper()
+	for name := range files(t, dir) {
+		if durable.IsTemp(filepath.Base(name)) {
+			t.Errorf("%s: a temporary file left in %s", name, dir)
+		}
+	}
+}
+
+// TestReplicasRebuildIsTheLiveFolder: a desk folder written through
+// Replicas (over a durable.Group, as in the daemon) by memory/durable's
+// own API (a Log's appends synced, unsynced then synced; a torn tail its
+// open saves with WriteFileKeep and cuts off; a Log.Replace; WriteFile of
+// many files in nested folders and of a file larger than a WAL record;
+// WriteFileKeep's history files; a Remove, a Rename, a folder made),
+// compacted halfway, rebuilds on a fresh folder byte for byte; the local
+// fsyncs went through the Group; and a replace in parts rebuilt through
+// its first part only is not applied at all.
+func TestReplicasRebuildIsTheLiveFolder(t *testing.T) {
+	a, w := owner(t, natstest.StartCluster(t, 3))
+	desks := t.TempDir()
+	live := filepath.Join(desks, "alpha")
+	g := durable.NewGroup(nil)
+	defer g.Close()
+	r := cluster.NewReplicas(g, desks)
+	r.Attach("alpha", w)
+
+	session := filepath.Join(live, "sessions", "s1.jsonl")
+	l, _ := openLog(t, r, session)
+	for i := range 20 {
+		must(t, "append", l.Append([]byte(`{"turn":`+strconv.Itoa(i)+`,"text":"NIFTY holds"}`), i%3 == 2))
+	}
+	must(t, "sync the session", l.Sync())
+	must(t, "close the session", l.Close())
+	// Half a record, synced (so replicated), then the log reopened: it
+	// keeps the torn tail in a file of its own and cuts it off.
+	f, err := r.OpenFile(session, os.O_WRONLY|os.O_APPEND, 0)
+	must(t, "open the session", err)
+	_, err = f.Write([]byte(`{"turn":20,"te`))
+	must(t, "write half a record", err)
+	must(t, "sync half a record", f.Sync())
+	must(t, "close", f.Close())
+	l, sc := openLog(t, r, session)
+	if sc.Torn == nil || len(sc.Records) != 20 {
+		t.Fatalf("reopened: torn %+v, %d records: want the half record cut off and 20 records", sc.Torn, len(sc.Records))
+	}
+	must(t, "append after the cut", l.Append([]byte(`{"turn":20,"text":"again"}`), true))
+	defer l.Close()
+
+	ledger, err := func() (*durable.Log, error) {
+		l, _, err := durable.OpenLogAt(r, filepath.Join(live, "triggers.jsonl"), 0o640, 0, func([]byte, int64) bool { return true })
+		return l, err
+	}()
+	must(t, "open the ledger", err)
+	defer ledger.Close()
+	for i := range 30 {
+		must(t, "append to the ledger", ledger.Append([]byte(`{"id":"t`+strconv.Itoa(i)+`"}`), true))
+	}
+	must(t, "compact the ledger", ledger.Replace([][]byte{[]byte(`{"id":"t28"}`), []byte(`{"id":"t29"}`)}, 0o640))
+	must(t, "append after the compaction", ledger.Append([]byte(`{"id":"t30"}`), true))
+
+	for i := range 40 {
+		dir := filepath.Join(live, "notes", "d"+strconv.Itoa(i%4))
+		must(t, "make a notes folder", durable.MkdirAll(r, dir, 0o750))
+		must(t, "write a note", durable.WriteFile(r, filepath.Join(dir, "n"+strconv.Itoa(i)+".md"), []byte("- note "+strconv.Itoa(i)+"\n"), 0o640))
+	}
+	for i := range 5 {
+		must(t, "write state.json", durable.WriteFile(r, filepath.Join(live, "state.json"), []byte(`{"mark":`+strconv.Itoa(i)+`}`), 0o640))
+	}
+	for i := range 3 {
+		_, err := durable.WriteFileKeep(r, filepath.Join(live, "history"), "Memory.md-2026-03-02", ".md", []byte("# v"+strconv.Itoa(i)+"\n"), 0o640)
+		must(t, "keep a version", err)
+	}
+	must(t, "remove a note", r.Remove(filepath.Join(live, "notes", "d1", "n5.md")))
+	must(t, "set state.json aside", r.Rename(filepath.Join(live, "state.json"), filepath.Join(live, "state.json.damaged-1")))
+	must(t, "make a folder", durable.MkdirAll(r, filepath.Join(live, "skills", "tape", "empty"), 0o750))
+
+	// A file larger than a record, replaced over a small one: in parts.
+	big := filepath.Join(live, "skills", "tape", "data.bin")
+	must(t, "write the small file", durable.WriteFile(r, big, []byte("small\n"), 0o640))
+	before := last(w)
+	large := bytes.Repeat([]byte("0123456789abcdef"), (cluster.MaxChunk+cluster.MaxChunk/2)/16)
+	must(t, "replace it with a large one", durable.WriteFile(r, big, large, 0o640))
+	if parts := last(w) - before; parts != 2 {
+		t.Fatalf("a replace of %d bytes took %d records, want 2 parts", len(large), parts)
+	}
+	half, hr := rebuilt(t, a.stores, before+1)
+	if got, _ := os.ReadFile(filepath.Join(half, "skills", "tape", "data.bin")); string(got) != "small\n" || hr.Through != before {
+		t.Fatalf("rebuilt through the first of two parts: %d bytes, through %d: want the old content and through %d (the replace not applied)", len(got), hr.Through, before)
+	}
+
+	cr, err := cluster.Compact(within(t, 30*time.Second), a.stores, "alpha", filepath.Join(t.TempDir(), "scratch"))
+	must(t, "compact", err)
+	if cr.Through != last(w) {
+		t.Fatalf("compacted through %d, want the writer's last record %d", cr.Through, last(w))
+	}
+	for i := range 10 {
+		must(t, "append after the snapshot", l.Append([]byte(`{"turn":`+strconv.Itoa(21+i)+`}`), i%2 == 1))
+	}
+	must(t, "replace the large file after the snapshot", durable.WriteFile(r, big, append(large, "more"...), 0o640))
+
+	got, rr := rebuilt(t, a.stores, 0)
+	if rr.Snapshot != cr.Through || rr.Through != last(w) {
+		t.Errorf("rebuilt %+v: want from the snapshot at %d through %d", rr, cr.Through, last(w))
+	}
+	sameFiles(t, got, live)
+	noTemps(t, live)
+	if fi, err := os.Stat(filepath.Join(got, "skills", "tape", "empty")); err != nil || !fi.IsDir() {
+		t.Errorf("the folder made is not rebuilt: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(got, "history", "Memory.md-2026-03-02-3.md")); err != nil {
+		t.Errorf("the third kept version: %v", err)
+	}
+	if s := g.Stats(); s.Syncs == 0 {
+		t.Errorf("the Group made no flush (%+v): the local fsyncs did not go through it", s)
+	}
+}
+
+// TestReplicasFencedWriterCutsBack: once another host has fenced the
+// desk, the stale owner's synced append fails with ErrFenced, its file is
+// cut back to its last replicated offset (the unsynced record before it
+// too), so the live folder is what Rebuild gives; and nothing after is
+// written: neither an append nor a new file.
+func TestReplicasFencedWriterCutsBack(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	clk := clock.NewFake(t0)
+	a, b := newHost(t, c, "a", clk), newHost(t, c, "b", clk)
+	ha, err := a.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
+	must(t, "a acquires", err)
+	wa, err := cluster.Fence(within(t, 10*time.Second), a.stores, "alpha", "a", paused{ha.Epoch()})
+	must(t, "a fences", err)
+	desks := t.TempDir()
+	live := filepath.Join(desks, "alpha")
+	r := cluster.NewReplicas(nil, desks)
+	r.Attach("alpha", wa)
+	path := filepath.Join(live, "triggers.jsonl")
+	l, _ := openLog(t, r, path)
+	defer l.Close()
+	must(t, "append t1", l.Append([]byte(`{"id":"t1"}`), true))
+	must(t, "append t2, unsynced", l.Append([]byte(`{"id":"t2"}`), false))
+
+	must(t, "a's lease runs out", ha.Release(within(t, 10*time.Second)))
+	hb, err := b.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
+	must(t, "b acquires", err)
+	defer hb.Release(context.Background())
+	_, err = cluster.Fence(within(t, 10*time.Second), b.stores, "alpha", "b", hb)
+	must(t, "b fences", err)
+
+	err = l.Append([]byte(`{"id":"t3"}`), true)
+	if !errors.Is(err, cluster.ErrFenced) {
+		t.Fatalf("the stale owner's synced append: %v, want ErrFenced", err)
+	}
+	want := "{\"id\":\"t1\"}\n"
+	if got, _ := os.ReadFile(path); string(got) != want {
+		t.Fatalf("the stale owner's ledger holds %q, want %q (cut back to its last replicated offset)", got, want)
+	}
+	got, _ := rebuilt(t, b.stores, 0)
+	sameFiles(t, got, live)
+
+	if err := l.Append([]byte(`{"id":"t4"}`), true); err == nil {
+		t.Fatal("an append after the fence was taken")
+	}
+	err = durable.WriteFile(r, filepath.Join(live, "state.json"), []byte("{}"), 0o640)
+	if !errors.Is(err, cluster.ErrFenced) {
+		t.Fatalf("WriteFile after the fence: %v, want ErrFenced", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != want {
+		t.Fatalf("after the fence the ledger holds %q, want %q", got, want)
+	}
+	if names := files(t, live); len(names) != 1 {
+		t.Fatalf("after the fence the folder holds %v, want only the ledger", names)
+	}
+}
+
+// TestReplicasStandbyWritesNothing: a host with no writer attached for a
+// desk (its standby) is refused every write in the desk's folder, with an
+// error naming the desk and the file, and creates nothing there; once a
+// desk is detached, its files open before are refused too.
+func TestReplicasStandbyWritesNothing(t *testing.T) {
+	_, w := owner(t, natstest.StartCluster(t, 3))
+	desks := t.TempDir()
+	r := cluster.NewReplicas(nil, desks)
+	alpha := filepath.Join(desks, "alpha")
+
+	err := durable.WriteFile(r, filepath.Join(alpha, "state.json"), []byte("{}"), 0o640)
+	if !errors.Is(err, cluster.ErrFenced) || !strings.Contains(err.Error(), "desk alpha") || !strings.Contains(err.Error(), "state.json") {
+		t.Fatalf("a standby's WriteFile: %v, want ErrFenced naming desk alpha and the file", err)
+	}
+	_, _, err = durable.OpenLog(r, filepath.Join(alpha, "sessions", "s1.jsonl"), 0o640, jsonLine)
+	if !errors.Is(err, cluster.ErrFenced) || !strings.Contains(err.Error(), "desk alpha") {
+		t.Fatalf("a standby's OpenLog: %v, want ErrFenced naming the desk", err)
+	}
+	if err := os.Mkdir(alpha, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.OpenFile(filepath.Join(alpha, "triggers.jsonl"), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o640)
+	if !errors.Is(err, cluster.ErrFenced) || !strings.Contains(err.Error(), "triggers.jsonl") {
+		t.Fatalf("a standby's open for appending: %v, want ErrFenced naming the file", err)
+	}
+	if _, err := durable.WriteFileKeep(r, alpha, "Memory.md", ".md", []byte("x"), 0o640); !errors.Is(err, cluster.ErrFenced) {
+		t.Fatalf("a standby's WriteFileKeep: %v, want ErrFenced", err)
+	}
+	if names := files(t, alpha); len(names) != 0 {
+		t.Fatalf("the standby wrote %v in the desk's folder", names)
+	}
+	if ents, _ := os.ReadDir(alpha); len(ents) != 0 {
+		t.Fatalf("the standby made %v in the desk's folder", ents)
+	}
+
+	r.Attach("alpha", w)
+	l, _ := openLog(t, r, filepath.Join(alpha, "triggers.jsonl"))
+	defer l.Close()
+	must(t, "the owner's append", l.Append([]byte(`{"id":"t1"}`), true))
+	r.Detach("alpha")
+	if err := l.Append([]byte(`{"id":"t2"}`), true); !errors.Is(err, cluster.ErrFenced) {
+		t.Fatalf("an append after Detach: %v, want ErrFenced", err)
+	}
+	if err := durable.WriteFile(r, filepath.Join(alpha, "state.json"), []byte("{}"), 0o640); !errors.Is(err, cluster.ErrFenced) {
+		t.Fatalf("WriteFile after Detach: %v, want ErrFenced", err)
+	}
+	if got := files(t, alpha); len(got) != 1 || got["triggers.jsonl"] != "{\"id\":\"t1\"}\n" {
+		t.Fatalf("after Detach the folder holds %v, want the ledger of t1 alone", got)
+	}
+}
+
+// TestReplicasOutsideDesksPassThrough: with no desk attached, every write
+// outside the desk folders (the state folder, the desks folder itself, a
+// folder whose name only begins like it) works as through the inner FS.
+func TestReplicasOutsideDesksPassThrough(t *testing.T) {
+	state := t.TempDir()
+	desks := filepath.Join(state, "desks")
+	r := cluster.NewReplicas(nil, desks)
+	must(t, "make the desks folder", durable.MkdirAll(r, desks, 0o750))
+	must(t, "write a file beside it", durable.WriteFile(r, filepath.Join(state, "runtime.json"), []byte(`{"pid":1}`), 0o640))
+	must(t, "make a look-alike folder", durable.MkdirAll(r, filepath.Join(state, "desks2"), 0o750))
+	must(t, "write in a look-alike folder", durable.WriteFile(r, filepath.Join(state, "desks2", "x.json"), []byte("x"), 0o640))
+	l, _ := openLog(t, r, filepath.Join(state, "audit", "audit.jsonl"))
+	must(t, "append", l.Append([]byte(`{"a":1}`), false))
+	must(t, "append synced", l.Append([]byte(`{"a":2}`), true))
+	must(t, "close", l.Close())
+	_, err := durable.WriteFileKeep(r, filepath.Join(state, "history"), "v", ".md", []byte("v1"), 0o640)
+	must(t, "keep a version", err)
+	must(t, "write a file to remove", durable.WriteFile(r, filepath.Join(state, "gone"), nil, 0o640))
+	must(t, "remove it", r.Remove(filepath.Join(state, "gone")))
+	want := map[string]string{
+		"runtime.json": `{"pid":1}`, "desks2/x.json": "x", "audit/audit.jsonl": "{\"a\":1}\n{\"a\":2}\n", "history/v.md": "v1",
+	}
+	got := files(t, state)
+	for name, data := range want {
+		if got[name] != data {
+			t.Errorf("%s holds %q, want %q", name, got[name], data)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("the state folder holds %v, want %v", got, want)
+	}
+	if fi, err := os.Stat(desks); err != nil || !fi.IsDir() {
+		t.Errorf("the desks folder: %v", err)
+	}
+}
+
+// TestSeedThenRebuild: a desk folder of today's single host (written
+// without any cluster, a temporary file a crash left in it) is the
+// snapshot its first owner seeds, covering its fence: Rebuild gives the
+// folder back (without the temporary file), a second Seed does nothing,
+// and the writes after it through Replicas rebuild too.
+func TestSeedThenRebuild(t *testing.T) {
+	a, w := owner(t, natstest.StartCluster(t, 3))
+	desks := t.TempDir()
+	live := filepath.Join(desks, "alpha")
+	for name, data := range map[string]string{
+		"triggers.jsonl": "{\"id\":\"t1\"}\n{\"id\":\"t2\"}\n", "state.json": `{"mark":2}`, "Memory.md": "# Lessons\n",
+		"sessions/s1.jsonl": "{\"turn\":1}\n", "skills/tape/SKILL.md": "---\nname: tape\n---\n", ".state.json.tmp-123": "{",
+	} {
+		p := filepath.Join(live, filepath.FromSlash(name))
+		must(t, "mkdir", os.MkdirAll(filepath.Dir(p), 0o750))
+		must(t, "write "+name, os.WriteFile(p, []byte(data), 0o640))
+	}
+	seeded, err := cluster.Seed(within(t, 30*time.Second), a.stores, "alpha", live, w)
+	if err != nil || !seeded {
+		t.Fatalf("Seed of a new desk: %v, %v: want seeded", seeded, err)
+	}
+	got, r := rebuilt(t, a.stores, 0)
+	if r.Snapshot != last(w) || r.Records != 0 {
+		t.Errorf("rebuilt %+v: want the snapshot at the fence %d and no record after it", r, last(w))
+	}
+	must(t, "set the temporary file aside", os.Remove(filepath.Join(live, ".state.json.tmp-123")))
+	sameFiles(t, got, live)
+
+	if again, err := cluster.Seed(within(t, 30*time.Second), a.stores, "alpha", live, w); err != nil || again {
+		t.Fatalf("a second Seed: %v, %v: want nothing done", again, err)
+	}
+	rp := cluster.NewReplicas(nil, desks)
+	rp.Attach("alpha", w)
+	l, _ := openLog(t, rp, filepath.Join(live, "triggers.jsonl"))
+	must(t, "append after the seed", l.Append([]byte(`{"id":"t3"}`), true))
+	must(t, "close", l.Close())
+	must(t, "replace after the seed", durable.WriteFile(rp, filepath.Join(live, "Memory.md"), []byte("# Lessons\n\n- the open lies\n"), 0o640))
+	got, _ = rebuilt(t, a.stores, 0)
+	sameFiles(t, got, live)
+	if _, err := cluster.Seed(within(t, 30*time.Second), a.stores, "beta", live, w); err == nil {
+		t.Fatal("Seed of desk beta with desk alpha's writer was taken")
+	}
+}
+
+// BenchmarkSyncedAppend400 is one synced 400-byte append to a Log over a
+// durable.Group, without and with Replicas on a three-node loopback
+// cluster (the local fsync and the publish in parallel).
+func BenchmarkSyncedAppend400(b *testing.B) {
+	rec := bytes.Repeat([]byte("x"), 399) // and its '\n'
+	run := func(b *testing.B, fsys func(desks string) durable.FS) {
+		desks := b.TempDir()
+		l, _, err := durable.OpenLog(fsys(desks), filepath.Join(desks, "alpha", "sessions", "s1.jsonl"), 0o640, func([]byte) bool { return true })
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		for b.Loop() {
+			if err := l.Append(rec, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("local", func(b *testing.B) {
+		run(b, func(string) durable.FS {
+			g := durable.NewGroup(nil)
+			b.Cleanup(func() { _ = g.Close() })
+			return g
+		})
+	})
+	b.Run("replicated", func(b *testing.B) {
+		_, w := owner(b, natstest.StartCluster(b, 3))
+		run(b, func(desks string) durable.FS {
+			g := durable.NewGroup(nil)
+			b.Cleanup(func() { _ = g.Close() })
+			r := cluster.NewReplicas(g, desks)
+			r.Attach("alpha", w)
+			return r
+		})
+	})
+}
