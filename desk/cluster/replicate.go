@@ -36,6 +36,9 @@ import (
 //   - Truncate below the replicated offset publishes OpTruncate; Remove
 //     OpRemove, a Rename inside the folder OpRename, Mkdir OpMkdir.
 //
+// A file created and never synced holds nothing durable and is not in
+// the WAL (its Remove publishes nothing).
+//
 // Each of these publishes first and changes the local folder after (a
 // Link and a Mkdir are undone when their publish fails), so that a
 // failed publish leaves the folder as Rebuild gives it. Only appends
@@ -293,6 +296,13 @@ func (r *Replicas) Remove(name string) error {
 	if _, err := os.Lstat(name); err != nil {
 		return r.inner.Remove(name) // its own error, nothing to publish
 	}
+	if p.d.unlisted(p.rel) { // created here and never synced: the WAL never had it
+		if err := r.inner.Remove(name); err != nil {
+			return err
+		}
+		p.d.replaced(p.rel, nil)
+		return nil
+	}
 	if err := p.d.w.Remove(context.Background(), p.rel); err != nil {
 		return err
 	}
@@ -433,6 +443,20 @@ func (d *deskRepl) state(rel string, size int64, listed bool) *fileRepl {
 		d.files[rel] = fr
 	}
 	return fr
+}
+
+// unlisted reports whether the file rel was created here and never
+// published.
+func (d *deskRepl) unlisted(rel string) bool {
+	d.mu.Lock()
+	fr := d.files[rel]
+	d.mu.Unlock()
+	if fr == nil {
+		return false
+	}
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return !fr.listed
 }
 
 // replaced makes fr (nil: none) rel's state; the old one's handles are

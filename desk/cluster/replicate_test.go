@@ -122,6 +122,9 @@ func TestReplicasRebuildIsTheLiveFolder(t *testing.T) {
 		must(t, "keep a version", err)
 	}
 	must(t, "remove a note", r.Remove(filepath.Join(live, "notes", "d1", "n5.md")))
+	never, _ := openLog(t, r, filepath.Join(live, "sessions", "never.jsonl")) // created, never synced: not in the WAL
+	must(t, "close a log never written", never.Close())
+	must(t, "remove it", r.Remove(never.Path()))
 	must(t, "set state.json aside", r.Rename(filepath.Join(live, "state.json"), filepath.Join(live, "state.json.damaged-1")))
 	must(t, "make a folder", durable.MkdirAll(r, filepath.Join(live, "skills", "tape", "empty"), 0o750))
 
@@ -355,37 +358,38 @@ func TestSeedThenRebuild(t *testing.T) {
 
 // BenchmarkSyncedAppend400 is one synced 400-byte append to a Log over a
 // durable.Group, without and with Replicas on a three-node loopback
-// cluster (the local fsync and the publish in parallel).
+// cluster (the local fsync and the publish in parallel). It reports the
+// Group's fsyncs per append, and with Replicas the WAL records.
 func BenchmarkSyncedAppend400(b *testing.B) {
 	rec := bytes.Repeat([]byte("x"), 399) // and its '\n'
-	run := func(b *testing.B, fsys func(desks string) durable.FS) {
-		desks := b.TempDir()
-		l, _, err := durable.OpenLog(fsys(desks), filepath.Join(desks, "alpha", "sessions", "s1.jsonl"), 0o640, func([]byte) bool { return true })
+	run := func(b *testing.B, g *durable.Group, fsys durable.FS, desks string) {
+		l, _, err := durable.OpenLog(fsys, filepath.Join(desks, "alpha", "sessions", "s1.jsonl"), 0o640, func([]byte) bool { return true })
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer l.Close()
+		before := g.Stats().Fsyncs
 		for b.Loop() {
 			if err := l.Append(rec, true); err != nil {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64(g.Stats().Fsyncs-before)/float64(b.N), "fsyncs/op")
 	}
 	b.Run("local", func(b *testing.B) {
-		run(b, func(string) durable.FS {
-			g := durable.NewGroup(nil)
-			b.Cleanup(func() { _ = g.Close() })
-			return g
-		})
+		g := durable.NewGroup(nil)
+		defer g.Close()
+		run(b, g, g, b.TempDir())
 	})
 	b.Run("replicated", func(b *testing.B) {
 		_, w := owner(b, natstest.StartCluster(b, 3))
-		run(b, func(desks string) durable.FS {
-			g := durable.NewGroup(nil)
-			b.Cleanup(func() { _ = g.Close() })
-			r := cluster.NewReplicas(g, desks)
-			r.Attach("alpha", w)
-			return r
-		})
+		g := durable.NewGroup(nil)
+		defer g.Close()
+		desks := b.TempDir()
+		r := cluster.NewReplicas(g, desks)
+		r.Attach("alpha", w)
+		first := last(w)
+		run(b, g, r, desks)
+		b.ReportMetric(float64(last(w)-first)/float64(b.N), "records/op")
 	})
 }
