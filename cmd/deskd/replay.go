@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -62,9 +61,8 @@ func newReplayCommand(stdout, stderr io.Writer) *cobra.Command {
 					return err
 				}
 			}
-			if err := os.MkdirAll(out, 0o750); err != nil {
-				return fmt.Errorf("replay: output folder: %w", err)
-			}
+			// replay.Run makes the output folder, once it has checked that
+			// it is not inside the live desk's folder.
 			rep, err := replay.Run(cmd.Context(), replay.Options{
 				Config: cfg, Candidate: dc, Source: source, Live: folder, Date: d, Out: out, AllowTools: allow, MaxCost: maxCost,
 				Clock: clock.Real(), Progress: stderr, Log: zerolog.New(stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger(),
@@ -92,7 +90,7 @@ func newReplayCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&with, "with", "", "the candidate desk file (default: the desk's own)")
 	cmd.Flags().StringVar(&model, "model", "", "the candidate's model, a key of the main file's models (replaces its route)")
 	cmd.Flags().StringVar(&out, "out", "", "the output folder (default: a new one under <state_dir>/replays/<desk>/)")
-	cmd.Flags().Float64Var(&maxCost, "max-cost", 0, "stop once the candidate's estimated cost passes this (default: the desk's day cost budget; 0: no bound)")
+	cmd.Flags().Float64Var(&maxCost, "max-cost", 0, "stop once the candidate's estimated cost passes this (default: the candidate's budgets.day_cost; 0: no bound)")
 	cmd.Flags().StringSliceVar(&allow, "allow-tools", nil, "tools that may run for real (read-only data tools); a tool under approve never runs, its calls are listed as needing approval")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON instead of the summary line")
 	return cmd

@@ -55,13 +55,18 @@ func startCountedBroker(t *testing.T) *countedBroker {
 	return b
 }
 
-// treeHashes returns the SHA-256 and mode of every file below dir.
+// treeHashes returns the SHA-256 of every file below dir, and every
+// folder, by path.
 func treeHashes(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() {
+			out[p] = "folder"
+			return nil
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -223,6 +228,9 @@ func TestReplayE2E(t *testing.T) {
 	// Bad input.
 	if _, stderr, code := runReplay(t, "main", "--config", cfg, "--date", "2026-13-01"); code != 2 || !strings.Contains(stderr, "--date") {
 		t.Errorf("a bad date = %d %s", code, stderr)
+	}
+	if _, stderr, code := runReplay(t, "main", "--config", cfg, "--date", "2026-12-01", "--out", filepath.Join(deskDir, "replay")); code != 2 || !strings.Contains(stderr, "inside the desk's folder") {
+		t.Errorf("an output folder inside the desk's = %d %s", code, stderr)
 	}
 
 	// A tool under approve named in --allow-tools still never runs: the
