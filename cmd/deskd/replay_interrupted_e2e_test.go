@@ -83,6 +83,9 @@ func TestReplayInterruptedE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rep.Start.Skills == nil {
+		t.Errorf("report.json's start.skills is null; want [] (the desk has no skills)")
+	}
 	var ids []string
 	for _, row := range rep.Triggers {
 		ids = append(ids, row.ID)

@@ -36,7 +36,7 @@ type Start struct {
 // skills as they were, and the summary that first (the day's first
 // message, as the model saw it) carried. Nothing of live is written.
 func buildSandbox(live *memory.Folder, dir string, start time.Time, first string, now func() time.Time) (*memory.Folder, Start, error) {
-	var st Start
+	st := Start{Skills: []string{}}
 	if _, err := os.Lstat(dir); err == nil {
 		return nil, st, fmt.Errorf("sandbox %s already exists: give the replay a new output folder", dir)
 	} else if !errors.Is(err, fs.ErrNotExist) {
