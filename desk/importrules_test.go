@@ -47,12 +47,13 @@ var allowedImports = map[string][]string{
 	"desk/event":     {},
 	"desk/termsafe":  {},
 	// The web console's page, script and style, embedded.
-	"desk/console":   {},
-	"memory/durable": {},
+	"desk/console":    {},
+	"memory/durable":  {},
+	"memory/jsonline": {},
 
 	// The domain.
-	"memory":   {"memory/durable"},
-	"triggers": {"desk/clock", "desk/event", "memory", "memory/durable"},
+	"memory":   {"memory/durable", "memory/jsonline"},
+	"triggers": {"desk/clock", "desk/event", "memory", "memory/durable", "memory/jsonline"},
 	"router":   {"desk/clock", "desk/event", "memory", "memory/durable", "triggers"},
 	"curator":  {"memory", "memory/durable"},
 	"keeper":   {"desk/clock", "desk/event", "memory", "memory/durable", "triggers"},

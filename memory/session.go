@@ -332,6 +332,12 @@ type SessionTail struct {
 // after a '\n' (the file is not the one the offset was taken of). A
 // missing file is an error satisfying errors.Is(err, fs.ErrNotExist).
 func (f *Folder) ReadSessionTail(id string, offset int64) (tail SessionTail, ok bool, err error) {
+	return f.readSessionTail(id, offset, decodeRecord)
+}
+
+// readSessionTail is ReadSessionTail with decode as the decoder of a
+// record (and the rule of a good one).
+func (f *Folder) readSessionTail(id string, offset int64, decode func(line []byte) (Record, bool)) (tail SessionTail, ok bool, err error) {
 	path, err := f.sessionPath(id)
 	if err != nil {
 		return SessionTail{}, false, fmt.Errorf("read session: %w", err)
@@ -360,17 +366,20 @@ func (f *Folder) ReadSessionTail(id string, offset int64) (tail SessionTail, ok 
 	if from > 0 {
 		from-- // the byte before must end a line
 	}
-	data, err := io.ReadAll(io.NewSectionReader(file, from, fi.Size()-from))
-	if err != nil {
+	// Read into a buffer of the file's size, not one that grows.
+	data := make([]byte, fi.Size()-from)
+	n, err := file.ReadAt(data, from)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return fail(err)
 	}
+	data = data[:n]
 	if offset > 0 {
 		if len(data) == 0 || data[0] != '\n' {
 			return SessionTail{}, false, nil
 		}
 		data = data[1:]
 	}
-	_, end, terminated := durable.ScanRecords(data, collect(&tail.Records))
+	_, end, terminated := durable.ScanRecords(data, collectBy(decode, &tail.Records))
 	tail.End = offset + end
 	tail.Clean = end == int64(len(data)) && terminated
 	return tail, true, nil
@@ -590,9 +599,13 @@ func decodeRecord(line []byte) (Record, bool) {
 // collect returns the record rule of session files (a JSON object with a
 // type) that also appends each good record to *records, so that a file is
 // decoded once.
-func collect(records *[]Record) durable.Valid {
+func collect(records *[]Record) durable.Valid { return collectBy(decodeRecord, records) }
+
+// collectBy is collect with decode as the decoder of a record (and the
+// rule of a good one).
+func collectBy(decode func(line []byte) (Record, bool), records *[]Record) durable.Valid {
 	return func(line []byte) bool {
-		r, ok := decodeRecord(line)
+		r, ok := decode(line)
 		if ok {
 			*records = append(*records, r)
 		}

@@ -8,13 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/deskd/deskd/memory/durable"
 )
 
 // SkillFile is the file name of a skill inside skills/<name>/.
@@ -38,70 +35,29 @@ type Skill struct {
 // is skipped. A SKILL.md whose front matter (the lines between a first
 // line "---" and the next "---") is missing or bad still gives a Skill,
 // with Name the folder name, Description "" and Problem saying why.
-//
-// Every model call lists them: the folder is listed and its skills read
-// again only when deskd wrote one since (WriteSkill, the curator) or a
-// stat shows a change (an operator's edit, a skill added or removed);
-// the Skills returned are the caller's own.
 func (f *Folder) Skills() ([]Skill, error) {
-	gen := f.prompts.gen.Load()
-	if skills, ok := getCached(&f.prompts, &f.prompts.skills, gen); ok {
-		return slices.Clone(skills), nil
-	}
-	skills, looks, vouch, err := f.readSkills()
+	dir := f.Path(SkillsDir)
+	entries, err := ListDir(dir, "skills")
 	if err != nil {
 		return nil, err
 	}
-	if vouch {
-		setCached(&f.prompts, &f.prompts.skills, gen, looks, slices.Clone(skills))
-	}
-	return skills, nil
-}
-
-// readSkills lists and reads the skills, and returns with them the stats
-// that vouch for them (the skills folder, each entry, each SKILL.md);
-// vouch is false when one could not.
-func (f *Folder) readSkills() (skills []Skill, looks []look, vouch bool, err error) {
-	dir := f.Path(SkillsDir)
-	l, vouch := f.prompts.look(dir)
-	looks = append(looks, l)
-	f.prompts.lists.Add(1)
-	entries, err := ListDir(dir, "skills")
-	if err != nil {
-		return nil, nil, false, err
-	}
+	var skills []Skill
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		sub, ok := f.prompts.look(filepath.Join(dir, e.Name()))
-		looks, vouch = append(looks, sub), vouch && ok
-		if sub.missing || sub.info == nil || !sub.info.IsDir() {
+		if fi, err := os.Stat(filepath.Join(dir, e.Name())); err != nil || !fi.IsDir() {
 			continue
 		}
 		path := filepath.Join(dir, e.Name(), SkillFile)
-		file, ok := f.prompts.look(path)
-		looks, vouch = append(looks, file), vouch && ok
-		if file.missing {
-			continue
-		}
-		f.prompts.reads.Add(1)
-		raw, err := durable.ReadRegular(path, MaxPromptFile, durable.Follow)
+		data, fi, err := f.prompts.read(path)
 		if errors.Is(err, fs.ErrNotExist) {
-			vouch = false
 			continue
 		}
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("read skill %s: %w", path, err)
+			return nil, fmt.Errorf("read skill %s: %w", path, err)
 		}
-		data := string(raw)
-		fi := file.info
-		if fi == nil { // the stat failed, the read did not
-			if fi, err = os.Stat(path); err != nil {
-				return nil, nil, false, fmt.Errorf("read skill %s: %w", path, err)
-			}
-		}
-		sum := sha256.Sum256(raw)
+		sum := sha256.Sum256([]byte(data))
 		s := Skill{
 			Name:    e.Name(),
 			Path:    path,
@@ -131,7 +87,7 @@ func (f *Folder) readSkills() (skills []Skill, looks []look, vouch bool, err err
 		}
 		return skills[i].Dir < skills[j].Dir
 	})
-	return skills, looks, vouch, nil
+	return skills, nil
 }
 
 // parseFrontMatter reads the top-level "key: value" pairs of the YAML-ish

@@ -421,7 +421,7 @@ func (r *Router) resumeLocked(st state) error {
 	r.history, r.checkpoint, r.seen = nil, "", 0
 	r.setTurnsLocked(turns{})
 	if m != nil {
-		tail, ok, err := r.folder.ReadSessionTail(st.Session, m.Offset)
+		tail, ok, err := r.folder.ReadSessionBrief(st.Session, m.Offset)
 		switch {
 		case err == nil && ok:
 			t, spend := turnsOf(*m), st.Spend
@@ -444,6 +444,8 @@ func (r *Router) resumeLocked(st state) error {
 		// The file is missing (it is created with its header), or is not
 		// the one the mark was taken of (it was replaced): read it whole,
 		// and keep the state's spend as it is.
+	} else if done, err := r.upgradeLocked(); done || err != nil {
+		return err
 	}
 	records, err := r.loadLocked(true)
 	if err != nil {
@@ -461,6 +463,36 @@ func (r *Router) resumeLocked(st state) error {
 	// after every model call (marked stays false): nothing is lost.
 	_ = r.saveMarkLocked()
 	return nil
+}
+
+// upgradeLocked resumes the current session of a state file an older
+// deskd wrote (no mark): it counts the session's turns in one pass over
+// its records, without their texts and without keeping them, and writes
+// the state with a mark at the file's end, so that the session's file is
+// opened and its history read at its first use, as after any restart,
+// and the next start reads nothing. The state's spend stays as it is
+// (see resumeLocked). done is false when the file is to be read whole
+// (it is missing, or ends in a torn tail to mend): resumeLocked does it.
+func (r *Router) upgradeLocked() (done bool, err error) {
+	tail, ok, err := r.folder.ReadSessionBrief(r.cur.Session, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !ok || !tail.Clean:
+		return false, nil
+	}
+	var t turns
+	for _, rec := range tail.Records {
+		t.add(r.day, rec)
+	}
+	r.setTurnsLocked(t)
+	// If the mark cannot be written, the next start upgrades again, and
+	// the state goes on being rewritten after every model call (marked
+	// stays false): nothing is lost.
+	_ = r.writeMarkLocked(markOf(tail.End, r.turnsLocked()))
+	return true, nil
 }
 
 // setTurnsLocked sets the counts of the session's turns.
@@ -482,7 +514,12 @@ func (r *Router) saveMarkLocked() error {
 	if r.log == nil {
 		return fmt.Errorf("save state of %s: the session file is not open", r.desk)
 	}
-	m := markOf(r.log.Size(), r.turnsLocked())
+	return r.writeMarkLocked(markOf(r.log.Size(), r.turnsLocked()))
+}
+
+// writeMarkLocked writes the state file with mark m: the spend and counts
+// as they are now, as of m's offset.
+func (r *Router) writeMarkLocked(m mark) error {
 	st := r.cur
 	st.Mark = &m
 	if err := r.folder.WriteJSON(stateFile, st); err != nil {
@@ -829,10 +866,6 @@ func (s Spend) add(day memory.TradingDay, rec memory.Record) Spend {
 func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// Memory.md and the skills are checked for an operator's edit once a
-	// turn, not at each of its requests (a Folder's own writes still count
-	// at once).
-	defer r.folder.HoldPromptFiles()()
 	if err := r.ensureLocked(); err != nil {
 		return Reply{}, fmt.Errorf("send %s to %s: %w", t.ID, r.desk, err)
 	}

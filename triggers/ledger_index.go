@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/deskd/deskd/memory/jsonline"
 )
 
 // entry is what the ledger keeps in memory of every trigger it knows: enough
@@ -303,244 +304,78 @@ var (
 	triggerKeys = [...]string{"id", "desk", "kind", "text", "at", "source", "key", "merged"}
 )
 
-// scanner reads the JSON of one ledger line the way deskd writes it, for
-// decodeFast. Each method reports false when the input is not of the
-// plain form it reads, and the caller then leaves the line to
-// encoding/json: it never accepts what encoding/json would refuse.
-type scanner struct {
-	b []byte
-	i int
-}
-
-func (s *scanner) ws() {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\r' || s.b[s.i] == '\n') {
-		s.i++
-	}
-}
-
-// byte reads c (after white space).
-func (s *scanner) byte(c byte) bool {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// peek reports whether the next byte (after white space) is c.
-func (s *scanner) peek(c byte) bool {
-	s.ws()
-	return s.i < len(s.b) && s.b[s.i] == c
-}
-
-// plain reads a string without escapes, of valid UTF-8, and returns its
-// bytes without the quotes.
-func (s *scanner) plain() ([]byte, bool) {
-	if !s.byte('"') {
-		return nil, false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			v := s.b[start:s.i]
-			s.i++
-			return v, utf8.Valid(v)
-		case c == '\\' || c < 0x20:
-			return nil, false
-		}
-		s.i++
-	}
-	return nil, false
-}
-
-// str checks a string that is not kept: any valid JSON string.
-func (s *scanner) str() bool {
-	if !s.byte('"') {
-		return false
-	}
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		s.i++
-		switch {
-		case c == '"':
-			return true
-		case c < 0x20:
-			return false
-		case c == '\\':
-			if s.i >= len(s.b) {
-				return false
-			}
-			e := s.b[s.i]
-			s.i++
-			switch e {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if s.i+4 > len(s.b) {
-					return false
-				}
-				for _, h := range s.b[s.i : s.i+4] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return false
-					}
-				}
-				s.i += 4
-			default:
-				return false
-			}
-		}
-	}
-	return false
-}
-
-// time reads a time as time.Time decodes it from JSON.
-func (s *scanner) time() (time.Time, bool) {
-	s.ws()
-	start := s.i
-	if _, ok := s.plain(); !ok {
-		return time.Time{}, false
-	}
-	var t time.Time
-	if t.UnmarshalJSON(s.b[start:s.i]) != nil {
-		return time.Time{}, false
-	}
-	return t, true
-}
-
-// int reads an integer in JSON's form that fits an int64.
-func (s *scanner) int() bool {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	digits := s.i
-	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-		s.i++
-	}
-	n := s.i - digits
-	if n == 0 || n > 1 && s.b[digits] == '0' || n > 18 {
-		return false // none, a leading zero, or maybe too large: encoding/json decides
-	}
-	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		return false
-	}
-	return true
-}
-
-// key reads an object's key (and its colon) and returns its index in
-// keys; false for any other key.
-func (s *scanner) key(keys []string) (int, bool) {
-	k, ok := s.plain()
-	if !ok || !s.byte(':') {
-		return 0, false
-	}
-	for i, name := range keys {
-		if string(k) == name {
-			return i, true
-		}
-	}
-	return 0, false
-}
-
-// object reads the members of an object, calling member with each key's
-// index; a key seen twice is left to encoding/json.
-func (s *scanner) object(keys []string, member func(k int) bool) bool {
-	if !s.byte('{') {
-		return false
-	}
-	if s.byte('}') {
-		return true
-	}
-	var seen uint32
-	for {
-		k, ok := s.key(keys)
-		if !ok || seen&(1<<k) != 0 || !member(k) {
-			return false
-		}
-		seen |= 1 << k
-		if s.byte('}') {
-			return true
-		}
-		if !s.byte(',') {
-			return false
-		}
-	}
-}
-
 // decodeFast decodes a line of the plain form json.Marshal gives a
 // Record, as decodeIndex does, without reflection. ok is false when the
 // line is of another form (escapes in a kept string, nulls, unknown or
 // repeated keys, ...) or is not a record: decodeIndex decides those.
 func decodeFast(line []byte) (indexFields, bool) {
 	var r indexFields
-	s := &scanner{b: line}
-	ok := s.object(recordKeys[:], func(k int) bool {
+	s := jsonline.New(line)
+	ok := s.Object(recordKeys[:], func(k int) bool {
 		var v []byte
 		var ok bool
 		switch recordKeys[k] {
 		case "at":
-			r.At, ok = s.time()
+			r.At, ok = s.Time()
 		case "id":
-			v, ok = s.plain()
+			v, ok = s.Plain()
 			r.ID = string(v)
 		case "state":
-			v, ok = s.plain()
+			v, ok = s.Plain()
 			r.State = internBytes(v)
 		case "schedule":
-			v, ok = s.plain()
+			v, ok = s.Plain()
 			r.Schedule = string(v)
 		case "merged_into":
-			v, ok = s.plain()
+			v, ok = s.Plain()
 			r.MergedInto = string(v)
 		case "slot":
-			r.Slot, ok = s.time()
+			r.Slot, ok = s.Time()
 		case "queued_at", "started_at", "sent_at":
-			_, ok = s.time()
+			_, ok = s.Time()
 		case "session", "reply", "reason":
-			ok = s.str()
+			ok = s.Str()
 		case "turn":
-			ok = s.int()
+			_, ok = s.Int()
 		case "merges":
-			if !s.byte('[') {
+			if !s.Byte('[') {
 				return false
 			}
 			r.Merges = []string{}
-			if s.byte(']') {
+			if s.Byte(']') {
 				return true
 			}
 			for {
-				if v, ok = s.plain(); !ok {
+				if v, ok = s.Plain(); !ok {
 					return false
 				}
 				r.Merges = append(r.Merges, string(v))
-				if s.byte(']') {
+				if s.Byte(']') {
 					return true
 				}
-				if !s.byte(',') {
+				if !s.Byte(',') {
 					return false
 				}
 			}
 		case "trigger":
-			if !s.peek('{') {
+			if !s.Peek('{') {
 				return false
 			}
-			ok = s.object(triggerKeys[:], func(k int) bool {
+			ok = s.Object(triggerKeys[:], func(k int) bool {
 				switch triggerKeys[k] {
 				case "at":
-					_, ok := s.time()
+					_, ok := s.Time()
 					return ok
 				case "merged":
-					return s.int()
+					_, ok := s.Int()
+					return ok
 				}
-				return s.str()
+				return s.Str()
 			})
 		}
 		return ok
 	})
-	s.ws()
-	if !ok || s.i != len(line) || r.ID == "" {
+	if !ok || !s.End() || r.ID == "" {
 		return indexFields{}, false
 	}
 	return r, true

@@ -1,0 +1,249 @@
+// Package jsonline reads the JSON lines deskd writes (session records,
+// trigger ledger records) in the plain form json.Marshal gives them,
+// without reflection, for readers that go through many lines and need
+// only a few fields of each (a start that counts a session's turns, a
+// ledger's index).
+//
+// A Scanner never accepts what encoding/json would refuse: each of its
+// methods reports false when the input is not of the plain form it reads
+// (escapes in a string that is kept, null, a number of another form, an
+// unknown or repeated key, ...), and the caller then leaves the line to
+// encoding/json, which decides.
+package jsonline
+
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Scanner reads one JSON value from the start of a line.
+type Scanner struct {
+	b []byte
+	i int
+}
+
+// New returns a Scanner of line.
+func New(line []byte) *Scanner { return &Scanner{b: line} }
+
+func (s *Scanner) ws() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\r' || s.b[s.i] == '\n') {
+		s.i++
+	}
+}
+
+// End reports whether nothing but white space is left.
+func (s *Scanner) End() bool {
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// Byte reads c (after white space).
+func (s *Scanner) Byte(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// Peek reports whether the next byte (after white space) is c.
+func (s *Scanner) Peek(c byte) bool {
+	s.ws()
+	return s.i < len(s.b) && s.b[s.i] == c
+}
+
+// Plain reads a string without escapes, of valid UTF-8, and returns its
+// bytes without the quotes.
+func (s *Scanner) Plain() ([]byte, bool) {
+	if !s.Byte('"') {
+		return nil, false
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			v := s.b[start:s.i]
+			s.i++
+			return v, utf8.Valid(v)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+		s.i++
+	}
+	return nil, false
+}
+
+// Str checks a string that is not kept: any valid JSON string.
+func (s *Scanner) Str() bool {
+	if !s.Byte('"') {
+		return false
+	}
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		s.i++
+		switch {
+		case c == '"':
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if s.i >= len(s.b) {
+				return false
+			}
+			e := s.b[s.i]
+			s.i++
+			switch e {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if s.i+4 > len(s.b) {
+					return false
+				}
+				for _, h := range s.b[s.i : s.i+4] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return false
+					}
+				}
+				s.i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// Time reads a time as time.Time decodes it from JSON.
+func (s *Scanner) Time() (time.Time, bool) {
+	s.ws()
+	start := s.i
+	if _, ok := s.Plain(); !ok {
+		return time.Time{}, false
+	}
+	var t time.Time
+	if t.UnmarshalJSON(s.b[start:s.i]) != nil {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// Int reads an integer in JSON's form that surely fits an int64 (at most
+// 18 digits), and returns it.
+func (s *Scanner) Int() (int64, bool) {
+	s.ws()
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	digits := s.i
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		s.i++
+	}
+	n := s.i - digits
+	if n == 0 || n > 1 && s.b[digits] == '0' || n > 18 {
+		return 0, false // none, a leading zero, or maybe too large: encoding/json decides
+	}
+	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	return v, err == nil
+}
+
+// Float reads a number in JSON's form that a float64 holds (not out of
+// its range), and returns it.
+func (s *Scanner) Float() (float64, bool) {
+	s.ws()
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	intPart := s.i
+	if !s.digits() || s.i-intPart > 1 && s.b[intPart] == '0' {
+		return 0, false // no digits, or a leading zero
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if !s.digits() {
+			return 0, false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if !s.digits() {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+	return v, err == nil
+}
+
+// digits reads one digit or more.
+func (s *Scanner) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
+}
+
+// Bool reads true or false.
+func (s *Scanner) Bool() (v, ok bool) {
+	s.ws()
+	switch {
+	case len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "true":
+		s.i += 4
+		return true, true
+	case len(s.b)-s.i >= 5 && string(s.b[s.i:s.i+5]) == "false":
+		s.i += 5
+		return false, true
+	}
+	return false, false
+}
+
+// key reads an object's key (and its colon) and returns its index in
+// keys; false for any other key.
+func (s *Scanner) key(keys []string) (int, bool) {
+	k, ok := s.Plain()
+	if !ok || !s.Byte(':') {
+		return 0, false
+	}
+	for i, name := range keys {
+		if string(k) == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Object reads the members of an object whose keys are among keys (at
+// most 64 of them), calling member with each key's index to read its
+// value; a key seen twice, or one not in keys, is left to encoding/json
+// (which matches keys without regard to case).
+func (s *Scanner) Object(keys []string, member func(k int) bool) bool {
+	if len(keys) > 64 || !s.Byte('{') {
+		return false
+	}
+	if s.Byte('}') {
+		return true
+	}
+	var seen uint64
+	for {
+		k, ok := s.key(keys)
+		if !ok || seen&(1<<k) != 0 || !member(k) {
+			return false
+		}
+		seen |= 1 << k
+		if s.Byte('}') {
+			return true
+		}
+		if !s.Byte(',') {
+			return false
+		}
+	}
+}
