@@ -327,7 +327,9 @@ func (c *Reviewer) retire(e LedgerEntry, name string) error {
 	if err := durable.MkdirAll(c.Folder.FS, filepath.Dir(c.Folder.Path(rel)), 0o750); err != nil {
 		return fmt.Errorf("archive skill %s: %w", name, err)
 	}
-	if err := durable.Or(c.Folder.FS).Rename(c.Folder.Path(filepath.Join(memory.SkillsDir, name)), c.Folder.Path(rel)); err != nil {
+	err = durable.Or(c.Folder.FS).Rename(c.Folder.Path(filepath.Join(memory.SkillsDir, name)), c.Folder.Path(rel))
+	c.Folder.PromptFilesChanged()
+	if err != nil {
 		return fmt.Errorf("archive skill %s: %w", name, err)
 	}
 	e.ArchivedTo = rel
@@ -390,7 +392,9 @@ func (c *Reviewer) Undo(id string) (LedgerEntry, error) {
 		if _, err := os.Stat(dst); err == nil {
 			return LedgerEntry{}, fmt.Errorf("undo %s: it %w now: a skill %s exists again; move it away first", id, ErrCannotUndo, target.Skill)
 		}
-		if err := durable.Or(c.Folder.FS).Rename(c.Folder.Path(target.ArchivedTo), dst); err != nil {
+		err := durable.Or(c.Folder.FS).Rename(c.Folder.Path(target.ArchivedTo), dst)
+		c.Folder.PromptFilesChanged()
+		if err != nil {
 			return LedgerEntry{}, fmt.Errorf("undo %s: %w", id, err)
 		}
 		e.After = target.Before

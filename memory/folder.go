@@ -53,8 +53,8 @@ type Folder struct {
 	desk string
 	mu   sync.Mutex // serialises replacements and note appends
 
-	// prompts keeps Memory.md and the skills as last read (readCache).
-	prompts readCache
+	// prompts keeps Memory.md and the skills as last read (promptCache).
+	prompts promptCache
 }
 
 // OpenFolder opens the folder of desk desk at dir (= <state_dir>/desks/<desk>),
@@ -120,12 +120,24 @@ func (f *Folder) RemoveStaleTemps() ([]string, error) {
 
 // ReadMemory returns the text of Memory.md, or "" and nil if there is none.
 //
-// Every model call reads it: it is read from disk again only when it
-// changed (a stat tells), and anything but a regular file of at most
-// MaxPromptFile bytes (a FIFO, say) is refused at once, never waited on.
+// Every model call reads it: it is read from disk again only when deskd
+// wrote it since (WriteMemory, ReplaceMemory, RestoreMemory) or a stat
+// of it shows it changed (an operator's edit), and anything but a
+// regular file of at most MaxPromptFile bytes (a FIFO, say) is refused at
+// once, never waited on.
 func (f *Folder) ReadMemory() (string, error) {
+	gen := f.prompts.gen.Load()
+	if text, ok := getCached(&f.prompts, &f.prompts.memory, gen); ok {
+		return text, nil
+	}
 	path := f.Path(MemoryFile)
-	text, _, err := f.prompts.read(path)
+	l, vouches := f.prompts.look(path)
+	if l.missing {
+		setCached(&f.prompts, &f.prompts.memory, gen, []look{l}, "")
+		return "", nil
+	}
+	f.prompts.reads.Add(1)
+	data, err := durable.ReadRegular(path, MaxPromptFile, durable.Follow)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -136,8 +148,30 @@ func (f *Folder) ReadMemory() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read memory %s: %w", path, err)
 	}
+	text := string(data)
+	if vouches {
+		setCached(&f.prompts, &f.prompts.memory, gen, []look{l}, text)
+	}
 	return text, nil
 }
+
+// PromptStats returns what ReadMemory and Skills did so far: the files
+// they read, the listings of the skills folder, the stats that checked
+// for a change, and the calls answered from what they read before.
+func (f *Folder) PromptStats() PromptStats { return f.prompts.stats() }
+
+// HoldPromptFiles makes ReadMemory and Skills check Memory.md and the
+// skills for an operator's change once until release is called (at the
+// first call of each), however many prompts are built meanwhile: a
+// turn holds them for its requests. deskd's own writes (the Folder's, and
+// PromptFilesChanged) are read at once still.
+func (f *Folder) HoldPromptFiles() (release func()) { return f.prompts.hold() }
+
+// PromptFilesChanged tells the folder that Memory.md or a skill changed
+// through another way than its own writes (the curator's move of a
+// skill's folder to the archive and back): the next ReadMemory and Skills
+// read them again. The Folder's writes call it themselves.
+func (f *Folder) PromptFilesChanged() { f.prompts.changed() }
 
 // WriteMemory replaces Memory.md with text. The current Memory.md, if any,
 // is first copied to history/memory/<UTC now as 20060102T150405.000000000Z>.md
@@ -149,6 +183,7 @@ func (f *Folder) ReadMemory() (string, error) {
 func (f *Folder) WriteMemory(text string) (historyPath string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.prompts.changed()
 	path := f.Path(MemoryFile)
 	hist, perm, err := f.keepOld(path, filepath.Join(HistoryDir, "memory"), ".md")
 	if err != nil {

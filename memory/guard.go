@@ -98,6 +98,7 @@ func Entries(text string) []string {
 func (f *Folder) ReplaceMemory(expected, text string) (historyPath string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.prompts.changed()
 	path := f.Path(MemoryFile)
 	cur, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

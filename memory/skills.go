@@ -8,10 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // SkillFile is the file name of a skill inside skills/<name>/.
@@ -35,29 +38,70 @@ type Skill struct {
 // is skipped. A SKILL.md whose front matter (the lines between a first
 // line "---" and the next "---") is missing or bad still gives a Skill,
 // with Name the folder name, Description "" and Problem saying why.
+//
+// Every model call lists them: the folder is listed and its skills read
+// again only when deskd wrote one since (WriteSkill, the curator) or a
+// stat shows a change (an operator's edit, a skill added or removed);
+// the Skills returned are the caller's own.
 func (f *Folder) Skills() ([]Skill, error) {
-	dir := f.Path(SkillsDir)
-	entries, err := ListDir(dir, "skills")
+	gen := f.prompts.gen.Load()
+	if skills, ok := getCached(&f.prompts, &f.prompts.skills, gen); ok {
+		return slices.Clone(skills), nil
+	}
+	skills, looks, vouch, err := f.readSkills()
 	if err != nil {
 		return nil, err
 	}
-	var skills []Skill
+	if vouch {
+		setCached(&f.prompts, &f.prompts.skills, gen, looks, slices.Clone(skills))
+	}
+	return skills, nil
+}
+
+// readSkills lists and reads the skills, and returns with them the stats
+// that vouch for them (the skills folder, each entry, each SKILL.md);
+// vouch is false when one could not.
+func (f *Folder) readSkills() (skills []Skill, looks []look, vouch bool, err error) {
+	dir := f.Path(SkillsDir)
+	l, vouch := f.prompts.look(dir)
+	looks = append(looks, l)
+	f.prompts.lists.Add(1)
+	entries, err := ListDir(dir, "skills")
+	if err != nil {
+		return nil, nil, false, err
+	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		if fi, err := os.Stat(filepath.Join(dir, e.Name())); err != nil || !fi.IsDir() {
+		sub, ok := f.prompts.look(filepath.Join(dir, e.Name()))
+		looks, vouch = append(looks, sub), vouch && ok
+		if sub.missing || sub.info == nil || !sub.info.IsDir() {
 			continue
 		}
 		path := filepath.Join(dir, e.Name(), SkillFile)
-		data, fi, err := f.prompts.read(path)
+		file, ok := f.prompts.look(path)
+		looks, vouch = append(looks, file), vouch && ok
+		if file.missing {
+			continue
+		}
+		f.prompts.reads.Add(1)
+		raw, err := durable.ReadRegular(path, MaxPromptFile, durable.Follow)
 		if errors.Is(err, fs.ErrNotExist) {
+			vouch = false
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read skill %s: %w", path, err)
+			return nil, nil, false, fmt.Errorf("read skill %s: %w", path, err)
 		}
-		sum := sha256.Sum256([]byte(data))
+		data := string(raw)
+		fi := file.info
+		if fi == nil { // the stat failed, the read did not
+			if fi, err = os.Stat(path); err != nil {
+				return nil, nil, false, fmt.Errorf("read skill %s: %w", path, err)
+			}
+		}
+		sum := sha256.Sum256(raw)
 		s := Skill{
 			Name:    e.Name(),
 			Path:    path,
@@ -87,7 +131,7 @@ func (f *Folder) Skills() ([]Skill, error) {
 		}
 		return skills[i].Dir < skills[j].Dir
 	})
-	return skills, nil
+	return skills, looks, vouch, nil
 }
 
 // parseFrontMatter reads the top-level "key: value" pairs of the YAML-ish

@@ -71,6 +71,7 @@ func (f *Folder) WriteSkillAs(by SkillWriter, name, content string) (historyPath
 	path := filepath.Join(dir, SkillFile)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.prompts.changed()
 	if by != ByOperator {
 		if err := f.refusePinned(name, content); err != nil {
 			return "", err

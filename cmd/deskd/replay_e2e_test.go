@@ -173,7 +173,8 @@ func runReplayEnv(t *testing.T, env []string, args ...string) (stdout, stderr st
 // binary while the daemon runs, with another model and with other
 // instructions: the live desk folder is byte for byte the same, the MCP
 // server gets no call, the report's original side is the ledger's
-// replies, --max-cost stops early, and the HTML shows both sides with the
+// replies, --max-cost stops early (and without it, the candidate's
+// budgets.day_cost), and the HTML shows both sides with the
 // replies' markup as text (in Chromium, when it is installed).
 func TestReplayE2E(t *testing.T) {
 	d, cfg, broker, ids, replies := replayDay(t)
@@ -223,6 +224,19 @@ func TestReplayE2E(t *testing.T) {
 	}
 	if capped.Stopped == "" || capped.Totals.Replayed != 1 || capped.Candidate.Source != "--with "+cand {
 		t.Errorf("capped: stopped %q, replayed %d, source %q; want stopped after the first", capped.Stopped, capped.Totals.Replayed, capped.Candidate.Source)
+	}
+
+	// Without --max-cost, the bound is the candidate's budgets.day_cost.
+	budgeted := writeTestFile(t, t.TempDir(), "main.yaml", "model: other\ninstructions: You are the CANDIDATE.\nbudgets: {day_cost: 0.05}\n"+
+		"mcp:\n  broker: {tools: [quote, place_order], approve: [place_order]}\n")
+	stdout, stderr, code = runReplay(t, "main", "--config", cfg, "--date", "2026-12-01", "--with", budgeted, "--out", filepath.Join(t.TempDir(), "budgeted"), "--json")
+	var bounded replay.Report
+	if code != 0 || json.Unmarshal([]byte(stdout), &bounded) != nil {
+		t.Fatalf("deskd replay --with a budgeted candidate = %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if bounded.MaxCost != 0.05 || bounded.Stopped == "" || bounded.Totals.Replayed != 1 || bounded.Triggers[1].Candidate != nil {
+		t.Errorf("budgeted: max cost %v, stopped %q, replayed %d; want the candidate's day_cost 0.05, stopped after the first (about 0.1 a turn)",
+			bounded.MaxCost, bounded.Stopped, bounded.Totals.Replayed)
 	}
 
 	// Bad input.
