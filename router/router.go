@@ -870,10 +870,6 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 	// turn, not at each of its requests (a Folder's own writes still count
 	// at once).
 	defer r.folder.HoldPromptFiles()()
-	// Memory.md and the skills are checked for an operator's edit once a
-	// turn, not at each of its requests (a Folder's own writes still count
-	// at once).
-	defer r.folder.HoldPromptFiles()()
 	if err := r.ensureLocked(); err != nil {
 		return Reply{}, fmt.Errorf("send %s to %s: %w", t.ID, r.desk, err)
 	}
