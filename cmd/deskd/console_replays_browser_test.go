@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func TestConsoleBrowserReplays(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"brief-1", "markup-1"} {
-		if got := d.trigger(t, id); got["state"] != "answered" || !strings.Contains(got["reply"].(string), "Received") {
+		if got := d.trigger(t, id); got["state"] != "answered" || !strings.Contains(fmt.Sprint(got["reply"]), "Received") {
 			t.Fatalf("%s = %v", id, got)
 		}
 	}
