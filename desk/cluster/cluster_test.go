@@ -26,6 +26,9 @@ const lease = 3 * time.Second
 // t0 is the fake clocks' start.
 var t0 = time.Date(2026, 3, 2, 4, 10, 0, 0, time.UTC)
 
+// errNoPeers is JetStream's "no suitable peers for placement".
+const errNoPeers = 10005
+
 // host is one deskd host of a test: its own connection to the cluster,
 // its stores and its leases.
 type host struct {
@@ -41,6 +44,16 @@ func newHost(t testing.TB, c *natstest.Cluster, name string, clk clock.Clock) *h
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	s, err := cluster.Open(ctx, js, len(c.Nodes))
+	for apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == errNoPeers && ctx.Err() == nil; {
+		// A cluster just started (under load) may have its meta leader
+		// before the leader knows every peer to place replicas on: the
+		// peers come within a second or so; ask again until then.
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+		s, err = cluster.Open(ctx, js, len(c.Nodes))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -563,13 +576,7 @@ func BenchmarkRebuild10k(b *testing.B) {
 	epoch := strconv.FormatUint(w.Epoch(), 10)
 	var futures []jetstream.PubAckFuture
 	publish := func(file string, offset int, data []byte) {
-		m := &nats.Msg{Subject: cluster.Subject("alpha"), Data: data, Header: nats.Header{}}
-		m.Header.Set(cluster.HeaderEpoch, epoch)
-		m.Header.Set(cluster.HeaderHost, "a")
-		m.Header.Set(cluster.HeaderOp, cluster.OpAppend)
-		m.Header.Set(cluster.HeaderFile, file)
-		m.Header.Set(cluster.HeaderOffset, strconv.Itoa(offset))
-		f, err := js.PublishMsgAsync(m)
+		f, err := js.PublishMsgAsync(rawRecord("alpha", epoch, cluster.OpAppend, file, offset, data))
 		if err != nil {
 			b.Fatal(err)
 		}

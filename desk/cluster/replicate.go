@@ -521,12 +521,37 @@ func (d *deskRepl) open(r *Replicas, p place, name string, flag int, perm fs.Fil
 
 // handle returns the replicated handle of a desk file.
 func (d *deskRepl) handle(p place, lf *localFile, fr *fileRepl, appends bool) *deskFile {
-	return &deskFile{localFile: lf, p: p, fr: fr, appends: appends}
+	f := &deskFile{p: p, fr: fr, appends: appends}
+	f.guarded = guarded{localFile: lf, check: f.check}
+	return f
+}
+
+// guarded is a file whose Chmod and Chown are refused when check
+// refuses them (the folder may not be written).
+type guarded struct {
+	*localFile
+	check func(op string) error
+}
+
+// Chmod is refused when the folder may not be written.
+func (g guarded) Chmod(mode fs.FileMode) error {
+	if err := g.check("chmod"); err != nil {
+		return err
+	}
+	return g.localFile.Chmod(mode)
+}
+
+// Chown is refused when the folder may not be written.
+func (g guarded) Chown(uid, gid int) error {
+	if err := g.check("chown"); err != nil {
+		return err
+	}
+	return g.localFile.Chown(uid, gid)
 }
 
 // deskFile is an open file of a desk's folder, replicated at its Sync.
 type deskFile struct {
-	*localFile
+	guarded
 	p  place
 	fr *fileRepl
 	// appends is set when every write goes to the end of the file:
@@ -637,26 +662,10 @@ func (f *deskFile) Truncate(size int64) error {
 	return f.File.Truncate(size)
 }
 
-// Chmod is refused when the folder may not be written.
-func (f *deskFile) Chmod(mode fs.FileMode) error {
-	if err := f.check("chmod"); err != nil {
-		return err
-	}
-	return f.File.Chmod(mode)
-}
-
-// Chown is refused when the folder may not be written.
-func (f *deskFile) Chown(uid, gid int) error {
-	if err := f.check("chown"); err != nil {
-		return err
-	}
-	return f.File.Chown(uid, gid)
-}
-
 // tempFile is a temporary file of a desk's folder: not replicated, its
 // content kept for the Rename or Link that publishes it.
 type tempFile struct {
-	*localFile
+	guarded
 	p place
 
 	mu      sync.Mutex
@@ -667,7 +676,7 @@ type tempFile struct {
 // temp registers the temporary file lf (at p); unknown: it may hold
 // bytes not written through Replicas.
 func (d *deskRepl) temp(lf *localFile, p place, unknown bool) *tempFile {
-	t := &tempFile{localFile: lf, p: p, unknown: unknown}
+	t := &tempFile{guarded: guarded{localFile: lf, check: p.check}, p: p, unknown: unknown}
 	d.mu.Lock()
 	d.temps[absClean(lf.Name())] = t
 	d.mu.Unlock()
@@ -730,20 +739,4 @@ func (t *tempFile) Truncate(size int64) error {
 		t.unknown = true
 	}
 	return t.localFile.Truncate(size)
-}
-
-// Chmod is refused when the folder may not be written.
-func (t *tempFile) Chmod(mode fs.FileMode) error {
-	if err := t.p.check("chmod"); err != nil {
-		return err
-	}
-	return t.localFile.Chmod(mode)
-}
-
-// Chown is refused when the folder may not be written.
-func (t *tempFile) Chown(uid, gid int) error {
-	if err := t.p.check("chown"); err != nil {
-		return err
-	}
-	return t.localFile.Chown(uid, gid)
 }

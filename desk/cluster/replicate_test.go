@@ -12,11 +12,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/cluster"
 	"github.com/deskd/deskd/desk/natstest"
 	"github.com/deskd/deskd/memory/durable"
 )
+
+// rawRecord is a WAL record of desk as a writer of epoch publishes it
+// (an append's offset, a truncate's size: offset), without the expected
+// sequence: for the tests that build a WAL themselves.
+func rawRecord(desk, epoch, op, file string, offset int, data []byte) *nats.Msg {
+	m := &nats.Msg{Subject: cluster.Subject(desk), Data: data, Header: nats.Header{}}
+	m.Header.Set(cluster.HeaderEpoch, epoch)
+	m.Header.Set(cluster.HeaderHost, "a")
+	m.Header.Set(cluster.HeaderOp, op)
+	m.Header.Set(cluster.HeaderFile, file)
+	if op == cluster.OpAppend || op == cluster.OpTruncate {
+		m.Header.Set(cluster.HeaderOffset, strconv.Itoa(offset))
+	}
+	return m
+}
 
 // jsonLine is the Valid of the tests' logs: a line is a record when it
 // is JSON.
@@ -392,4 +409,47 @@ func BenchmarkSyncedAppend400(b *testing.B) {
 		run(b, g, r, desks)
 		b.ReportMetric(float64(last(w)-first)/float64(b.N), "records/op")
 	})
+}
+
+// TestRebuildTakesPartsWholeOrNot: the parts of a replace apply only
+// whole and in order: a part without its first, or another record inside
+// them, stops Rebuild with an error naming them; parts an owner left
+// unfinished before the next owner's fence are not applied.
+func TestRebuildTakesPartsWholeOrNot(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	a, w := owner(t, c)
+	_, js := c.Client()
+	epoch := strconv.FormatUint(w.Epoch(), 10)
+	publish := func(desk, op, file, part, data string) {
+		t.Helper()
+		m := rawRecord(desk, epoch, op, file, 0, []byte(data))
+		if part != "" {
+			m.Header.Set(cluster.HeaderPart, part)
+		}
+		_, err := js.PublishMsg(within(t, 10*time.Second), m)
+		must(t, "publish", err)
+	}
+	rebuild := func(desk string) error {
+		_, err := cluster.Rebuild(within(t, 30*time.Second), a.stores, desk, filepath.Join(t.TempDir(), desk), 0)
+		return err
+	}
+	publish("beta", cluster.OpReplace, "state.json", "2/2", "b")
+	if err := rebuild("beta"); err == nil || !strings.Contains(err.Error(), "state.json: part 2/2 of a replace without its first") {
+		t.Errorf("a part without its first: %v", err)
+	}
+	publish("gamma", cluster.OpReplace, "state.json", "1/2", "a")
+	publish("gamma", cluster.OpAppend, "triggers.jsonl", "", "x\n")
+	if err := rebuild("gamma"); err == nil || !strings.Contains(err.Error(), "inside the 2 parts of a replace of state.json") {
+		t.Errorf("a record inside the parts: %v", err)
+	}
+	// alpha: a's fence, parts a left unfinished, then b's fence and write.
+	publish("alpha", cluster.OpReplace, "state.json", "1/2", "a")
+	lb := paused{w.Epoch() + 1}
+	wb, err := cluster.Fence(within(t, 10*time.Second), a.stores, "alpha", "b", lb)
+	must(t, "b fences", err)
+	must(t, "b replaces", wb.Replace(within(t, 10*time.Second), "Memory.md", []byte("# b\n")))
+	got, r := rebuilt(t, a.stores, 0)
+	if fs := files(t, got); len(fs) != 1 || fs["Memory.md"] != "# b\n" || r.Through != last(wb) {
+		t.Errorf("rebuilt %v through %d: want b's Memory.md alone (a's unfinished parts dropped), through %d", fs, r.Through, last(wb))
+	}
 }
