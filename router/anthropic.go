@@ -380,7 +380,7 @@ func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 	tools, callable := definedTools(req)
 	if req.System != "" {
 		enc, err := p.system.get(req.System, func() ([]byte, error) {
-			return json.Marshal([]struct {
+			return marshal([]struct {
 				Text         string          `json:"text"`
 				CacheControl json.RawMessage `json:"cache_control"`
 				Type         string          `json:"type"`
@@ -419,14 +419,7 @@ func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 			b.WriteByte(',')
 		}
 		turns++
-		b.WriteString(`{"role":"user","content":[`)
-		for i, blk := range user {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeMarked(&b.Buffer, blk, marks[i])
-		}
-		b.WriteString(`]}`)
+		writeTurn(&b.Buffer, RoleUser, user, func(i int) bool { return marks[i] })
 		user, marks = user[:0], marks[:0]
 	}
 	for i := range req.Messages {
@@ -450,14 +443,7 @@ func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 			b.WriteByte(',')
 		}
 		turns++
-		b.WriteString(`{"role":"assistant","content":[`)
-		for j, blk := range blocks {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			writeMarked(&b.Buffer, blk, mark && j == len(blocks)-1)
-		}
-		b.WriteString(`]}`)
+		writeTurn(&b.Buffer, RoleAssistant, blocks, func(j int) bool { return mark && j == len(blocks)-1 })
 	}
 	flush()
 	b.WriteByte(']')
@@ -469,9 +455,51 @@ func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 	return b.done(), nil
 }
 
+// writeTurn writes one message of the Messages API, of role and the
+// content blocks given, each marked for the prompt cache where marked
+// says. A lone text block that is not marked goes as the content string,
+// the API's shorthand for that block: the same prompt, 24 bytes fewer.
+func writeTurn(b *bytes.Buffer, role string, blocks [][]byte, marked func(int) bool) {
+	b.WriteString(`{"role":"`)
+	b.WriteString(role)
+	b.WriteString(`","content":`)
+	if len(blocks) == 1 && !marked(0) {
+		if text, ok := blockText(blocks[0]); ok {
+			b.Write(text)
+			b.WriteByte('}')
+			return
+		}
+	}
+	b.WriteByte('[')
+	for j, blk := range blocks {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		writeMarked(b, blk, marked(j))
+	}
+	b.WriteString(`]}`)
+}
+
+// The encoding of a text block (textBlockParam) around its text's.
+const (
+	textBlockHead = `{"text":`
+	textBlockTail = `,"type":"text"}`
+)
+
+// blockText returns the encoded text of blk, a text block's encoding, and
+// false for any other block.
+func blockText(blk []byte) ([]byte, bool) {
+	if len(blk) < len(textBlockHead)+len(textBlockTail) || !bytes.HasPrefix(blk, []byte(textBlockHead)) ||
+		!bytes.HasSuffix(blk, []byte(textBlockTail)) {
+		return nil, false
+	}
+	return blk[len(textBlockHead) : len(blk)-len(textBlockTail)], true
+}
+
 // anthropicBlocks encodes one message's content blocks as the SDK
-// (anthropic-sdk-go) did, byte for byte: one block for a user text or a
-// tool result, and an assistant message's text and tool calls.
+// (anthropic-sdk-go) did, field for field, without its HTML escapes (see
+// writeString): one block for a user text or a tool result, and an
+// assistant message's text and tool calls.
 func anthropicBlocks(m Message) ([][]byte, error) {
 	var blocks []any
 	switch m.Role {
@@ -498,7 +526,7 @@ func anthropicBlocks(m Message) ([][]byte, error) {
 	}
 	out := make([][]byte, len(blocks))
 	for i, blk := range blocks {
-		enc, err := json.Marshal(blk)
+		enc, err := marshal(blk)
 		if err != nil {
 			return nil, err
 		}
@@ -543,7 +571,7 @@ func anthropicTool(t ToolSpec) ([]byte, error) {
 	var in bytes.Buffer
 	in.WriteByte('{')
 	if p, ok := schema["properties"]; ok && p != nil {
-		enc, err := json.Marshal(p)
+		enc, err := marshal(p)
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: properties: %w", t.Name, err)
 		}
@@ -560,7 +588,7 @@ func anthropicTool(t ToolSpec) ([]byte, error) {
 		}
 	}
 	if len(required) > 0 {
-		enc, _ := json.Marshal(required)
+		enc, _ := marshal(required)
 		in.WriteString(`"required":`)
 		in.Write(enc)
 		in.WriteByte(',')
@@ -574,7 +602,7 @@ func anthropicTool(t ToolSpec) ([]byte, error) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		enc, err := json.Marshal(schema[k])
+		enc, err := marshal(schema[k])
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: %s: %w", t.Name, k, err)
 		}
@@ -584,7 +612,7 @@ func anthropicTool(t ToolSpec) ([]byte, error) {
 		in.Write(enc)
 	}
 	in.WriteByte('}')
-	b, err := json.Marshal(struct {
+	b, err := marshal(struct {
 		InputSchema json.RawMessage `json:"input_schema"`
 		Name        string          `json:"name"`
 		Description string          `json:"description,omitempty"`

@@ -362,7 +362,7 @@ func (p *OpenAI) body(b *wireBody, req Request) ([]byte, error) {
 	first := true
 	if req.System != "" {
 		enc, err := p.system.get(req.System, func() ([]byte, error) {
-			return json.Marshal(struct {
+			return marshal(struct {
 				Content string `json:"content"`
 				Role    string `json:"role"`
 			}{req.System, "system"})
@@ -405,12 +405,12 @@ func openAIMessage(m Message) ([]byte, error) {
 	switch m.Role {
 	case RoleUser:
 		b.WriteString(`{"content":`)
-		writeText(&b, m.Text)
+		writeString(&b, m.Text)
 	case RoleAssistant:
 		b.WriteByte('{')
 		if m.Text != "" || len(m.ToolCalls) == 0 {
 			b.WriteString(`"content":`)
-			writeText(&b, m.Text)
+			writeString(&b, m.Text)
 			if len(m.ToolCalls) > 0 {
 				b.WriteByte(',')
 			}
@@ -422,36 +422,27 @@ func openAIMessage(m Message) ([]byte, error) {
 					b.WriteByte(',')
 				}
 				b.WriteString(`{"id":`)
-				writeText(&b, tc.ID)
+				writeString(&b, tc.ID)
 				b.WriteString(`,"function":{"arguments":`)
-				writeText(&b, sentArguments(tc.Arguments))
+				writeString(&b, sentArguments(tc.Arguments))
 				b.WriteString(`,"name":`)
-				writeText(&b, tc.Name)
+				writeString(&b, tc.Name)
 				b.WriteString(`},"type":"function"}`)
 			}
 			b.WriteByte(']')
 		}
 	case RoleTool:
 		b.WriteString(`{"content":`)
-		writeText(&b, toolResultText(m))
+		writeString(&b, toolResultText(m))
 		b.WriteString(`,"tool_call_id":`)
-		writeText(&b, m.ToolCallID)
+		writeString(&b, m.ToolCallID)
 	default:
 		return nil, fmt.Errorf("unknown role %q", m.Role)
 	}
 	b.WriteString(`,"role":`)
-	writeText(&b, m.Role)
+	writeString(&b, m.Role)
 	b.WriteByte('}')
 	return b.Bytes(), nil
-}
-
-// writeText writes s as a JSON string without HTML escapes (<, > and &
-// as they are), as the SDK encoded a message's strings.
-func writeText(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)       // a string always encodes
-	b.Truncate(b.Len() - 1) // Encode's newline
 }
 
 // toolResultText is a tool result's text as a Chat Completions tool
@@ -463,7 +454,8 @@ func toolResultText(m Message) string {
 	return m.Text
 }
 
-// openAITool encodes one tool definition as the SDK did, byte for byte.
+// openAITool encodes one tool definition as the SDK did, field for field,
+// without its HTML escapes (see writeString).
 func openAITool(t ToolSpec) ([]byte, error) {
 	schema, err := schemaObject(t)
 	if err != nil {
@@ -474,7 +466,7 @@ func openAITool(t ToolSpec) ([]byte, error) {
 		Description string         `json:"description,omitempty"`
 		Parameters  map[string]any `json:"parameters"`
 	}
-	b, err := json.Marshal(struct {
+	b, err := marshal(struct {
 		Function function `json:"function"`
 		Type     string   `json:"type"`
 	}{function{t.Name, t.Description, schema}, "function"})

@@ -1210,8 +1210,9 @@ func (r *Router) answerModelLocked(ctx context.Context, req Request) (string, Mo
 func (r *Router) requestLocked(task Task, msgs []Message, callable bool) Request {
 	withWireCaches(r.history)
 	withWireCaches(msgs)
-	req := Request{Task: task, System: r.systemLocked(), Messages: r.conversationLocked(msgs), Tools: specs(r.tools),
+	req := Request{Task: task, Messages: r.conversationLocked(msgs), Tools: specs(r.tools),
 		Prefix: len(r.history), CacheKey: cacheKey(r.desk)}
+	req.System = r.systemLocked(holdsMarketEvent(req.Messages))
 	if !callable {
 		req.ToolChoice = ToolChoiceNone
 	}
@@ -1339,13 +1340,14 @@ func (r *Router) chargeLocked(m Model, u memory.Usage, at time.Time) float64 {
 	return cost
 }
 
-// systemLocked returns the system prompt: the desk's instructions, its
-// Memory.md, the index of its skills (when it may read them with
+// systemLocked returns the system prompt: the desk's instructions, how
+// to read a market event when the conversation holds one (market; see
+// holdsMarketEvent), its Memory.md, the index of its skills (when it may read them with
 // skill_read) and the session's checkpoint. A Memory.md or skill that
 // exists but cannot be read is left out, and reported: announced as
 // memory.unreadable when it is found, and listed by Unreadable until it
 // can be read again. One that does not exist is no problem.
-func (r *Router) systemLocked() string {
+func (r *Router) systemLocked(market bool) string {
 	found := map[string]unreadableFile{}
 	mem, err := r.folder.ReadMemory()
 	if err != nil {
@@ -1371,7 +1373,11 @@ func (r *Router) systemLocked() string {
 	if len(r.toolNotes) > 0 {
 		unavailable = "## Tools unavailable now\n\n" + strings.Join(r.toolNotes, "\n")
 	}
-	return joinNonEmpty("\n\n", r.set.Instructions, mem, skills, unavailable, checkpoint)
+	var note string
+	if market {
+		note = triggers.MarketNote
+	}
+	return joinNonEmpty("\n\n", r.set.Instructions, note, mem, skills, unavailable, checkpoint)
 }
 
 // Unreadable is a file a desk's prompt should carry, Memory.md or a skill,

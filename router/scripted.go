@@ -161,14 +161,12 @@ func Digest(msgs []Message) string {
 // subject is what the scripted model quotes of a user message: the first
 // line of the trigger's own text, without a new session's summary in
 // front of it (triggers.OwnText) and, for a market event, without the
-// standing instruction and the <market_event> tags around it
-// (triggers.Prompt), so that a demo's reply shows what was sent.
+// <market_event> framing (triggers.EventText), so that a demo's reply
+// shows what was sent.
 func subject(text string) string {
 	text = triggers.OwnText(text)
-	if rest, ok := strings.CutPrefix(text, triggers.MarketPreamble+"\n"); ok {
-		if _, body, ok := strings.Cut(rest, "untrusted=\"true\">\n"); ok {
-			text = strings.TrimSuffix(body, "\n</market_event>")
-		}
+	if own, ok := triggers.EventText(text); ok {
+		text = own
 	}
 	return firstLine(text)
 }

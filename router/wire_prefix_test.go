@@ -123,13 +123,17 @@ func rawMessages(t *testing.T, body []byte) []json.RawMessage {
 	return v.Messages
 }
 
-// unmarked decodes a message without its cache marks.
+// unmarked decodes a Messages API message without its cache marks, and
+// with a string content as the text block it stands for
+// (routertest.Meaning): a message marked in one request and not in the
+// next is the same message.
 func unmarked(t *testing.T, raw json.RawMessage) any {
 	t.Helper()
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	body, err := routertest.Meaning(routertest.Messages, []byte(`{"messages":[`+string(raw)+`]}`))
+	if err != nil {
 		t.Fatal(err)
 	}
+	v := body.(map[string]any)["messages"].([]any)[0]
 	var strip func(any)
 	strip = func(v any) {
 		switch v := v.(type) {

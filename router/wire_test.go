@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -77,13 +78,19 @@ var wireCases = []struct {
 }
 
 // TestWireBodyIsTheSDKsRecorded sends each case through the provider, to
-// a fake service, and checks the raw body it got, byte for byte, against
+// a fake service, and checks the raw body it got against
 // testdata/wire/<api>-<case>.json: the body deskd sent for the case when
 // the SDKs (openai-go v3.98.0, anthropic-sdk-go v2.15.0) encoded each
 // piece of it, and which then equalled, as JSON, the SDKs' encoding of
-// the whole request's parameters. Once with messages that have no cache,
-// and twice with cached ones (the second call reads every message's
-// encoding from its cache).
+// the whole request's parameters. Byte for byte where the body spells its
+// strings as the SDKs did; since issue 24 item 5 deskd writes < > & as
+// they are where the SDKs escaped them (\u003c, \u003e, \u0026), and an
+// unmarked lone text of a Messages API message as its content string, the
+// shorthand of the one text block the SDK wrote: there the body must mean
+// what the SDK's meant (routertest.Meaning: the same JSON once decoded,
+// numbers as written), and hold no such escape. Once with messages that
+// have no cache, and twice with cached ones (the second call reads every
+// message's encoding from its cache).
 func TestWireBodyIsTheSDKsRecorded(t *testing.T) {
 	for _, api := range []routertest.API{routertest.ChatCompletions, routertest.Messages} {
 		for _, tt := range wireCases {
@@ -101,8 +108,25 @@ func TestWireBodyIsTheSDKsRecorded(t *testing.T) {
 					if _, err := p.Complete(t.Context(), req); err != nil {
 						t.Fatalf("call %d: Complete: %v", i, err)
 					}
-					if got := srv.Requests()[i].Raw; !bytes.Equal(got, want) {
-						t.Errorf("call %d: body\n%s\nwant (%s)\n%s", i, got, name, want)
+					got := srv.Requests()[i].Raw
+					if bytes.Equal(got, want) {
+						continue
+					}
+					g, err := routertest.Meaning(api, got)
+					if err != nil {
+						t.Fatalf("call %d: %v", i, err)
+					}
+					w, err := routertest.Meaning(api, want)
+					if err != nil {
+						t.Fatalf("the recorded body: %v", err)
+					}
+					if !reflect.DeepEqual(g, w) {
+						t.Errorf("call %d: body\n%s\ndoes not mean what the SDK's did (%s)\n%s", i, got, name, want)
+					}
+					for _, esc := range []string{`\u003c`, `\u003e`, `\u0026`} {
+						if bytes.Contains(got, []byte(esc)) {
+							t.Errorf("call %d: the body escapes a character as %s:\n%s", i, esc, got)
+						}
 					}
 				}
 				if api == routertest.Messages {

@@ -346,9 +346,10 @@ var fzTag = regexp.MustCompile(`(?i)<[\s\p{Z}\p{Cc}\p{Cf}]*(/?)[\s\p{Z}\p{Cc}\p{
 
 // FuzzPrompt: a market trigger's text, id, source and key cannot open or
 // close the <market_event> block: Prompt's output has exactly one opening
-// tag, after the standing instruction, and one closing tag, at its end;
-// attribute values hold no quote, angle bracket or line break. Other
-// kinds pass unchanged.
+// tag, at its start or after the note of the events it replaced, and one
+// closing tag, at its end; attribute values hold no quote, angle bracket
+// or line break; EventText gives back a text that holds no tag and does
+// not end in a line break. Other kinds pass unchanged.
 func FuzzPrompt(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text, id, source, key string, merged int, manual bool) {
 		tr := triggers.Trigger{ID: id, Desk: "main", Kind: triggers.Market, Text: text, Source: source, Key: key, Merged: merged % 100, At: t0}
@@ -360,29 +361,35 @@ func FuzzPrompt(f *testing.F) {
 			return
 		}
 		out := triggers.Prompt(tr)
-		if !strings.HasPrefix(out, triggers.MarketPreamble+"\n") {
-			t.Fatalf("Prompt does not start with the preamble: %q", out)
+		if !strings.HasPrefix(out, "<market_event ") && !(tr.Merged > 0 && strings.HasPrefix(out, "[This event replaced ")) {
+			t.Fatalf("Prompt does not start with the opening tag (or the note of the events it replaced): %q", out)
 		}
 		if !strings.HasSuffix(out, "\n</market_event>") {
 			t.Fatalf("Prompt does not end with the closing tag: %q", out)
 		}
-		body := out[len(triggers.MarketPreamble):] // the preamble names the tag itself
-		tags := fzTag.FindAllStringSubmatchIndex(body, -1)
-		if len(tags) != 2 || body[tags[0][2]:tags[0][3]] != "" || body[tags[1][2]:tags[1][3]] != "/" ||
-			tags[1][0] != len(body)-len("</market_event>") {
-			t.Fatalf("after the preamble, Prompt has %d tags, want one opening and the closing one at the end: %q", len(tags), body)
+		tags := fzTag.FindAllStringSubmatchIndex(out, -1)
+		if len(tags) != 2 || out[tags[0][2]:tags[0][3]] != "" || out[tags[1][2]:tags[1][3]] != "/" ||
+			tags[1][0] != len(out)-len("</market_event>") {
+			t.Fatalf("Prompt has %d tags, want one opening and the closing one at the end: %q", len(tags), out)
 		}
-		open := body[tags[0][0]:]
+		open := out[tags[0][0]:]
 		head, _, ok := strings.Cut(open, "\n")
-		if !ok || !strings.HasSuffix(head, ` untrusted="true">`) {
-			t.Fatalf("the opening tag is not one line ending in untrusted=\"true\">: %q", head)
+		if !ok || !strings.HasSuffix(head, `>`) {
+			t.Fatalf("the opening tag is not one line ending in >: %q", head)
 		}
-		attrs := strings.TrimSuffix(strings.TrimPrefix(head, "<market_event "), ` untrusted="true">`)
+		attrs := strings.TrimSuffix(strings.TrimPrefix(head, "<market_event "), `>`)
 		if strings.ContainsAny(strings.ReplaceAll(attrs, `="`, ""), "<>") {
 			t.Fatalf("the opening tag's attributes hold an angle bracket: %q", head)
 		}
 		if got := strings.Count(head, `"`); got%2 != 0 {
 			t.Fatalf("the opening tag has %d quotes: %q", got, head)
+		}
+		own, ok := triggers.EventText(out)
+		if !ok || fzTag.MatchString(own) || strings.HasSuffix(own, "\n") {
+			t.Fatalf("EventText(%q) = %q, %v: want the text, without a tag or a final line break", out, own, ok)
+		}
+		if !fzTag.MatchString(text) && own != strings.TrimRight(text, "\n") {
+			t.Fatalf("EventText = %q, want the trigger's text %q", own, text)
 		}
 	})
 }

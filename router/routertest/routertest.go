@@ -221,6 +221,11 @@ type Options struct {
 	Strict bool
 	// Wait bounds Await (default DefaultWait).
 	Wait time.Duration
+	// KeepBodies, if set, is how many of the latest requests keep their
+	// Raw, Body and Messages; older ones keep the rest (a test of a long
+	// session reads each body in Answer, or only the last ones, and need
+	// not hold them all). 0 keeps every body.
+	KeepBodies int
 }
 
 // Server is a fake model service on httptest. It is closed at the end of
@@ -381,6 +386,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	req.N = len(s.requests) + 1
 	s.requests = append(s.requests, req)
+	if k := s.o.KeepBodies; k > 0 && len(s.requests) > k {
+		old := &s.requests[len(s.requests)-k-1]
+		old.Raw, old.Body, old.Messages = nil, nil, nil
+	}
 	refuse := s.o.Strict && len(req.Problems) > 0
 	if refuse {
 		s.refused = append(s.refused, req.Problems...)

@@ -1,0 +1,34 @@
+package routertest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Meaning decodes a request body into what it means to the service: its
+// JSON values (numbers as written), with a Messages API message's string
+// content as the one text block it is shorthand for. Two bodies that
+// differ only in their strings' escapes (\u003c or <) or in that
+// shorthand mean the same.
+func Meaning(api API, body []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("the body is not JSON: %w", err)
+	}
+	if api != Messages {
+		return v, nil
+	}
+	obj, _ := v.(map[string]any)
+	msgs, _ := obj["messages"].([]any)
+	for _, m := range msgs {
+		if m, ok := m.(map[string]any); ok {
+			if s, ok := m["content"].(string); ok {
+				m["content"] = []any{map[string]any{"type": "text", "text": s}}
+			}
+		}
+	}
+	return v, nil
+}
