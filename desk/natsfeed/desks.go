@@ -126,7 +126,7 @@ func (f *Feed) Bind(desk string) error {
 	f.bound[desk] = b
 	f.running.Go(func() {
 		f.keep(ctx, consumer{
-			config: DeskConsumerConfig(f.o.Triggers, desk, f.o.Lease), maxMessages: DeskPullMessages,
+			config: DeskConsumerConfig(f.o.Triggers, desk, f.o.Lease), maxMessages: DeskPullMessages, pullAgain: true,
 			handle: func(m jetstream.Msg) { f.process(m, b) },
 			ready:  func() { b.once.Do(func() { close(b.ready) }) },
 			// Drain, not Stop: the messages pulled ahead still reach

@@ -211,6 +211,12 @@ type consumer struct {
 	maxMessages int
 	ready       func()
 	stop        func(jetstream.ConsumeContext)
+	// pullAgain, set, ends the consumption (draining what it pulled) when
+	// a pull finds no responder, so that keep sets it up again a second
+	// later: a consumer just made on a cluster may not be known yet on
+	// this client's node, and the pull would otherwise wait for the next
+	// missed heartbeat (30s).
+	pullAgain bool
 }
 
 // keep sets c up and consumes until ctx ends; a consumer that stops
@@ -278,8 +284,11 @@ func (f *Feed) consume(ctx context.Context, c consumer) (jetstream.ConsumeContex
 	if err != nil {
 		return nil, fmt.Errorf("nats triggers: create consumer %s on stream %s: %w", name, f.o.Triggers.Stream, err)
 	}
-	cc, err := jc.Consume(c.handle, jetstream.PullMaxMessages(c.maxMessages), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	cc, err := jc.Consume(c.handle, jetstream.PullMaxMessages(c.maxMessages), jetstream.ConsumeErrHandler(func(cc jetstream.ConsumeContext, err error) {
 		f.o.Log.Debug().Err(err).Str("consumer", name).Msg("nats triggers: consume")
+		if c.pullAgain && errors.Is(err, nats.ErrNoResponders) {
+			cc.Drain()
+		}
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("nats triggers: consume %s on stream %s: %w", name, f.o.Triggers.Stream, err)
