@@ -269,6 +269,9 @@ func TestClusterUnbindHandsBackAtOnce(t *testing.T) {
 		if n := b.queuedTimes(id); n != 1 {
 			t.Errorf("%s queued %d times on the new owner, want once", id, n)
 		}
+		if st, ok := b.d.Desk.Trigger(id); !ok || st.Source != natsfeed.Source {
+			t.Errorf("the new owner's ledger: Trigger(%s) = %+v, %v; want it, from nats", id, st, ok)
+		}
 		if _, ok := a.d.Desk.Trigger(id); ok || a.queuedTimes(id) != 0 {
 			t.Errorf("%s was queued on the host that unbound the desk", id)
 		}
