@@ -372,3 +372,25 @@ func TestBindRefused(t *testing.T) {
 }
 
 var _ natsfeed.Desks = (*heldDesks)(nil)
+
+// TestClusterDeskNotRunningHere: a message of a desk bound on this host
+// but not among its running desks (bound before it started) is handed
+// back, as backpressure (stopped), not refused: it is queued once the
+// desk runs.
+func TestClusterDeskNotRunningHere(t *testing.T) {
+	cl := newCluster(t)
+	a := cl.host(time.Minute)
+	a.desks.set.Remove(desktest.Name)
+	a.bind()
+	cl.publish("early-1", `{"text":"before the desk runs"}`)
+	bp := eventtest.NextWhere(a.d.Events, func(e event.NATSBackpressure) bool { return e.Trigger == "early-1" })
+	if bp.Reason != natsfeed.ReasonStopped || bp.Desk != desktest.Name || !strings.Contains(bp.Error, `no desk "main"`) {
+		t.Errorf("nats.backpressure = %+v, want desk main, stopped, no desk", bp)
+	}
+	if rest := eventtest.Rest[event.NATSRejected](a.d.Events); len(rest) > 0 {
+		t.Errorf("refused: %+v, want it handed back only", rest)
+	}
+	a.desks.set.Put(a.d.Desk)
+	queued(a.d.Events, "early-1")
+	cl.acked()
+}

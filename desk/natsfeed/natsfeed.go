@@ -497,7 +497,7 @@ func (f *Feed) backpressure(m jetstream.Msg, deskName, id string, err error) {
 		reason = ReasonPaused
 	case errors.Is(err, desk.ErrStorage):
 		reason = ReasonStorage
-	case errors.Is(err, desk.ErrStopped):
+	case errors.Is(err, desk.ErrStopped), errors.Is(err, errNoDesk): // errNoDesk: cluster mode's desk bound here, not running
 		reason = ReasonStopped
 	}
 	delay := f.nakDelay(m)
