@@ -306,6 +306,11 @@ func (w *Writer) publish(ctx context.Context, recs ...record) error {
 	return nil
 }
 
+// maxBusyTries bounds the publishes of one record that a stream leader
+// refuses while its previous record on the subject is still in process
+// (each try a round trip: a few milliseconds in all, at most).
+const maxBusyTries = 100
+
 func (w *Writer) publishLocked(ctx context.Context, r record) error {
 	if err := w.Err(); err != nil {
 		return err
@@ -327,11 +332,23 @@ func (w *Writer) publishLocked(ctx context.Context, r record) error {
 	if r.part != "" {
 		m.Header.Set(HeaderPart, r.part)
 	}
-	ack, err := w.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(w.last), jetstream.WithExpectStream(WALStream))
+	var ack *jetstream.PubAck
+	var err error
 	var apiErr *jetstream.APIError
+	for try := 0; ; try++ {
+		ack, err = w.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(w.last), jetstream.WithExpectStream(WALStream))
+		// A clustered stream's leader refuses a record for a subject
+		// whose previous record it has acknowledged but not yet set
+		// down ("wrong last sequence", without a sequence): nothing was
+		// stored, so it is asked again; a fence is refused with the
+		// subject's sequence (JSErrCodeStreamWrongLastSequence).
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequenceConstant || try == maxBusyTries || ctx.Err() != nil {
+			break
+		}
+	}
 	switch {
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
-		return w.fail(fmt.Errorf("epoch %d: the stream refused record after sequence %d: %w", epoch, w.last, ErrFenced))
+		return w.fail(fmt.Errorf("epoch %d: the stream refused record after sequence %d (%s): %w", epoch, w.last, apiErr.Description, ErrFenced))
 	case err != nil:
 		return w.fail(fmt.Errorf("epoch %d: not replicated (the writer stops: whether the stream has it is unknown): %w", epoch, err))
 	}
