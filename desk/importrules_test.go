@@ -45,6 +45,7 @@ var allowedImports = map[string][]string{
 	// Wakes the goroutines that wait for a change of some state.
 	"desk/broadcast": {},
 	"desk/event":     {},
+	"desk/gate":      {}, // keeps a component's work and its Close apart
 	"desk/termsafe":  {},
 	// The web console's page, script and style, embedded.
 	"desk/console":    {},
@@ -84,10 +85,10 @@ var allowedImports = map[string][]string{
 		"memory/diff", "memory/durable", "memory/transcript", "router", "triggers"},
 	"desk/metrics": {"desk", "desk/clock", "desk/event", "memory", "router", "triggers"},
 	// The bus's events out to NATS JetStream through a durable outbox.
-	"desk/natsevents": {"desk/broadcast", "desk/clock", "desk/event", "memory/durable"},
+	"desk/natsevents": {"desk/broadcast", "desk/clock", "desk/event", "desk/gate", "memory/durable"},
 	// The bus's events out to webhooks (Standard Webhooks, Slack) through
 	// a durable outbox per target.
-	"desk/notify": {"config", "desk/broadcast", "desk/clock", "desk/event", "memory/durable"},
+	"desk/notify": {"config", "desk/broadcast", "desk/clock", "desk/event", "desk/gate", "memory/durable"},
 	// NATS: the connection (its state for status), and the trigger ingress.
 	"desk/natsconn": {"config", "desk/clock"},
 	"desk/natsfeed": {"config", "desk", "desk/clock", "desk/event", "triggers"},

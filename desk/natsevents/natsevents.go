@@ -48,6 +48,7 @@ import (
 	"github.com/deskd/deskd/desk/broadcast"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/gate"
 	"github.com/deskd/deskd/memory/durable"
 )
 
@@ -122,10 +123,9 @@ type Publisher struct {
 	dropped    atomic.Int64
 	duplicates atomic.Int64
 
-	// life guards closed: take holds it for reading while it writes to
-	// the outbox, so that Close never closes the file under it.
-	life   sync.RWMutex
-	closed bool
+	// life: keep enters it while it writes to the outbox, so that Close
+	// never closes the file under it.
+	life gate.Gate
 
 	mu          sync.Mutex
 	full        bool
@@ -237,11 +237,7 @@ func (p *Publisher) Start() {
 // folder. Call it after the bus is closed (the daemon's shutdown closes
 // it), so that every event published is kept. The connection stays open.
 func (p *Publisher) Close() error {
-	p.life.Lock()
-	already := p.closed
-	p.closed = true
-	p.life.Unlock()
-	if already {
+	if !p.life.Shut() {
 		return nil
 	}
 	if p.unsubscribe != nil {

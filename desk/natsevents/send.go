@@ -28,11 +28,10 @@ func (p *Publisher) take(e event.Event) {
 // not keep it (err says why when its file refused it), and true after
 // Close, when there is nothing to keep it in.
 func (p *Publisher) keep(e event.Event) (bool, error) {
-	p.life.RLock()
-	defer p.life.RUnlock()
-	if p.closed {
+	if !p.life.Enter() {
 		return true, nil
 	}
+	defer p.life.Leave()
 	h := e.Head()
 	subject := Subject(p.o.Subject, h.Desk, e.Topic())
 	id := randomID()

@@ -50,6 +50,7 @@ import (
 	"github.com/deskd/deskd/desk/broadcast"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/gate"
 	"github.com/deskd/deskd/memory/durable"
 )
 
@@ -186,10 +187,9 @@ type Notifier struct {
 	o       Options
 	targets []*target
 
-	// life guards closed: take holds it for reading while it writes to
-	// the outboxes, so that Close never closes a file under it.
-	life   sync.RWMutex
-	closed bool
+	// life: take enters it while it queues for the outboxes, so that
+	// Close never closes a file under it.
+	life gate.Gate
 
 	mu      sync.Mutex
 	changed broadcast.Signal // notified at every change of Stats
@@ -346,11 +346,7 @@ func (n *Notifier) Start() {
 // Call it after the bus is closed (the daemon's shutdown closes it), so
 // that every event the bus delivered is kept.
 func (n *Notifier) Close() error {
-	n.life.Lock()
-	already := n.closed
-	n.closed = true
-	n.life.Unlock()
-	if already {
+	if !n.life.Shut() {
 		return nil
 	}
 	if n.unsubscribe != nil {

@@ -29,11 +29,10 @@ type note struct {
 // goroutine calls it). It never waits for a disk: a queue at MaxQueued
 // drops the notification, counted and announced as the outbox's are.
 func (n *Notifier) take(e event.Event) {
-	n.life.RLock()
-	defer n.life.RUnlock()
-	if n.closed {
+	if !n.life.Enter() {
 		return
 	}
+	defer n.life.Leave()
 	for _, t := range n.targets {
 		for _, typ := range n.types(t, e) {
 			nt := n.make(t, typ, e)
