@@ -291,6 +291,19 @@ type Router struct {
 	// toolNotes what the system prompt says of the unavailable ones.
 	tools     []Tool
 	toolNotes []string
+
+	// system is the last system prompt systemLocked built, and what it
+	// was built of: the next one of the same parts (the two or three of a
+	// turn) is the same text, not joined again.
+	system builtSystem
+}
+
+// builtSystem is a system prompt and its parts: the instructions, the
+// market note, Memory.md, the skills' index, the unavailable tools'
+// notes and the checkpoint, as systemLocked read them.
+type builtSystem struct {
+	parts [6]string
+	text  string
 }
 
 // New returns a router with no session; call RestoreSession first.
@@ -1359,6 +1372,17 @@ func (r *Router) systemLocked(market bool) string {
 		skills = skillsIndex(r.folder, found)
 	}
 	r.noteUnreadable(found)
+	var notes, note string
+	if len(r.toolNotes) > 0 {
+		notes = strings.Join(r.toolNotes, "\n")
+	}
+	if market {
+		note = triggers.MarketNote
+	}
+	parts := [6]string{r.set.Instructions, note, mem, skills, notes, r.checkpoint}
+	if r.system.text != "" && parts == r.system.parts {
+		return r.system.text // Memory.md's text is the Folder's same string: compared at once
+	}
 	var checkpoint string
 	if r.checkpoint != "" {
 		checkpoint = "## Checkpoint: the earlier part of this session, summarised\n\n" + r.checkpoint
@@ -1370,14 +1394,12 @@ func (r *Router) systemLocked(market bool) string {
 		skills = "## Your skills (read one with skill_read)\n\n" + skills
 	}
 	var unavailable string
-	if len(r.toolNotes) > 0 {
-		unavailable = "## Tools unavailable now\n\n" + strings.Join(r.toolNotes, "\n")
+	if notes != "" {
+		unavailable = "## Tools unavailable now\n\n" + notes
 	}
-	var note string
-	if market {
-		note = triggers.MarketNote
-	}
-	return joinNonEmpty("\n\n", r.set.Instructions, note, mem, skills, unavailable, checkpoint)
+	text := joinNonEmpty("\n\n", r.set.Instructions, note, mem, skills, unavailable, checkpoint)
+	r.system = builtSystem{parts: parts, text: text}
+	return text
 }
 
 // Unreadable is a file a desk's prompt should carry, Memory.md or a skill,
