@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/deskd/deskd/config"
@@ -105,6 +106,10 @@ type DaemonOptions struct {
 	// Statfs, if set, reads the state folder's free space for its probe
 	// (SpaceProbe; nil: the operating system's). Tests give fake numbers.
 	Statfs Statfs
+	// NATS is the connection to NATS (the nats section), which a cluster
+	// (the cluster section) needs: its JetStream holds the desks' leases,
+	// WALs and snapshots. Without a cluster section it is not used.
+	NATS *nats.Conn
 }
 
 // Daemon is the running daemon: every desk of the config, started,
@@ -125,6 +130,7 @@ type Daemon struct {
 	hb    *heartbeat
 	ready chan struct{}  // closed when the main loop starts
 	group *durable.Group // the desks' file layer; closed when Run returns
+	cl    *clusterHost   // the cluster part (clustered.go); nil without a cluster section
 
 	watchdogEnd context.CancelFunc
 	watchdog    sync.WaitGroup
@@ -162,6 +168,13 @@ func NewDaemon(o DaemonOptions) (*Daemon, error) {
 	d.fleet.acting.host.Configure(o.Config.MCPServers)
 	d.fleet.space = &SpaceProbe{Dir: o.Config.StateDir, Clock: o.Clock, Bus: o.Bus, Statfs: o.Statfs}
 	d.spool = &spool{dir: InboxDir(o.Config.StateDir), set: d.fleet.set, clk: o.Clock, bus: o.Bus, log: o.Log}
+	var err error
+	if d.cl, err = newClusterHost(o.Config, o.NATS, d.group, o.Clock, o.Bus, o.Log, d.fleet.set); err != nil {
+		return nil, err
+	}
+	if d.cl != nil { // each desk's folder written only while this host owns it, each write replicated
+		d.fleet.fsys = d.cl.repl
+	}
 	return d, nil
 }
 
@@ -278,7 +291,15 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	_ = d.o.Notify.Status(fmt.Sprintf("starting %s: %s", plural(len(names), "desk"), strings.Join(names, ", ")))
 	d.stop.Set("starting the desks")
 	stopCalendars := func() {}
-	d.startDesks(ctx, deskCtx, cfg, names)
+	start := names
+	if d.cl != nil { // a desk runs only once its lease is won (clustered.go)
+		d.stop.Set("opening the cluster's stores")
+		if err := d.cl.open(ctx, names); err != nil {
+			return err
+		}
+		start = nil
+	}
+	d.startDesks(ctx, deskCtx, cfg, start)
 	var runErr error
 	if ctx.Err() == nil {
 		d.warnAhead(cfg)
@@ -288,6 +309,9 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 		d.stop.Set("starting the config watch, the spool folders and the API")
 		d.startWatch(ctx, cfg)
 		runErr = d.startFrontend(ctx)
+		if runErr == nil && d.cl != nil {
+			runErr = d.cl.start(ctx, apiAddr(d.front), names)
+		}
 	}
 	if runErr == nil && ctx.Err() == nil {
 		d.stop.Set("in the main loop (serving, reloading the config)")
@@ -304,12 +328,20 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	log.Info().Dur("shutdown_timeout", cfg.ShutdownTimeout).
 		Msg("deskd stopping: the API refuses triggers, schedules stop, running turns get the shutdown timeout")
 	d.spool.halt()
+	if d.cl != nil {
+		d.stop.Set("stopping the cluster's acquirers")
+		d.cl.stopContending() // no desk is taken from now on
+	}
 	d.stop.Set("stopping the config watch")
 	d.stopWatch()
 	stopCalendars()
 	d.stop.Set("waiting for the desks to stop (running turns, then their session files and ledgers)")
 	d.fleet.stopAll(errors.New("deskd is shutting down"))
 	d.drain(sigs)
+	if d.cl != nil {
+		d.stop.Set("releasing the desks' leases")
+		d.cl.releaseAll() // every desk has stopped and closed its files: a standby takes each at once
+	}
 	d.fleet.pool.CloseIdleConnections()
 	d.stop.Set("stopping the MCP servers")
 	if cerr := d.fleet.acting.host.Close(); cerr != nil {
@@ -455,6 +487,10 @@ func (d *Daemon) step(ctx, deskCtx context.Context, sigs <-chan os.Signal) (stop
 	if d.front != nil {
 		frontErrs = d.front.Errs()
 	}
+	var leases <-chan leaseChange
+	if d.cl != nil {
+		leases = d.cl.changes
+	}
 	select {
 	case <-ctx.Done():
 		return true, nil
@@ -476,6 +512,8 @@ func (d *Daemon) step(ctx, deskCtx context.Context, sigs <-chan os.Signal) (stop
 		if err := d.exited(ctx, deskCtx, run); err != nil {
 			return true, err
 		}
+	case ch := <-leases:
+		d.leaseChanged(ctx, deskCtx, ch)
 	case <-beat:
 	}
 	return false, nil
@@ -488,8 +526,13 @@ func (d *Daemon) step(ctx, deskCtx context.Context, sigs <-chan os.Signal) (stop
 func (d *Daemon) exited(ctx, deskCtx context.Context, run *deskRun) error {
 	f := d.fleet
 	f.ended(run)
+	if run.fenced {
+		d.fencedExit(run) // its lease was lost: this host stands by for it
+		return nil
+	}
 	if run.failed {
 		f.close(run) // a failed desk of the set: the next reload tries again
+		d.releaseDesk(run.name)
 		return nil
 	}
 	if !run.stopping {
@@ -507,12 +550,14 @@ func (d *Daemon) exited(ctx, deskCtx context.Context, run *deskRun) error {
 	if !ok {
 		f.set.Remove(run.name)
 		f.close(run)
+		d.releaseDesk(run.name)
 		d.o.Log.Info().Str("desk", run.name).Str("folder", run.folder.Dir()).Msg("desk stopped; its files stay")
 		return nil
 	}
 	if _, err := f.start(deskCtx, cfg, dc, run); err != nil {
 		f.set.Remove(run.name)
 		f.close(run)
+		d.releaseDesk(run.name)
 		d.dropDesk(run.name)
 		d.o.Log.Error().Err(err).Str("desk", run.name).Msg("desk failed to restart; the next reload tries again")
 		return nil

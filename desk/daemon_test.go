@@ -111,6 +111,13 @@ func startDaemon(t *testing.T, dir string) *daemonRun {
 // deskd run's flags edit it).
 func startDaemonWith(t *testing.T, dir string, edit func(*config.Config)) *daemonRun {
 	t.Helper()
+	return startDaemonOptions(t, dir, edit, func(*desk.DaemonOptions) {})
+}
+
+// startDaemonOptions is startDaemonWith on the daemon's options as opts
+// leaves them (a cluster's NATS connection, say).
+func startDaemonOptions(t *testing.T, dir string, edit func(*config.Config), opts func(*desk.DaemonOptions)) *daemonRun {
+	t.Helper()
 	loaded, err := config.LoadKeeping(filepath.Join(dir, "deskd.yaml"), nil) // as deskd run loads it
 	if err != nil {
 		t.Fatal(err)
@@ -123,14 +130,16 @@ func startDaemonWith(t *testing.T, dir string, edit func(*config.Config)) *daemo
 	}
 	bus := event.New()
 	event.SubscribeAll(bus, func(e event.Event) { r.events <- e }) // ends when the daemon closes the bus
-	r.d, err = desk.NewDaemon(desk.DaemonOptions{
+	o := desk.DaemonOptions{
 		Config: loaded.Config, Rejected: loaded.Rejected, Clock: r.clk, Bus: bus, Log: zerolog.New(r.log), Level: levelFunc(func(l zerolog.Level) { r.levels <- l }),
 		Notify: fakeNotifier{r.notes},
 		Serve: func(_ context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
 			return r.front.serve(set, check), nil
 		},
 		ReleaseSignals: func() { r.released.Add(1) },
-	})
+	}
+	opts(&o)
+	r.d, err = desk.NewDaemon(o)
 	if err != nil {
 		t.Fatal(err)
 	}

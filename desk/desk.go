@@ -538,7 +538,8 @@ type Status struct {
 	// count under a clearer name (exchanges is kept for compatibility).
 	Exchanges int `json:"exchanges"`
 	Turns     int `json:"turns"`
-	// State is starting, idle, running, rolling_over, paused or stopped.
+	// State is starting, idle, running, rolling_over, paused or stopped;
+	// standby for a desk another host of the cluster owns (or none yet).
 	State      State               `json:"state"`
 	QueueDepth int                 `json:"queue_depth"`
 	QueueLimit int                 `json:"queue_limit"`
@@ -600,6 +601,10 @@ type Status struct {
 	// Failed is set, with State failed, for a desk of the config that
 	// failed to start (Set.Statuses): the file that stopped it and why.
 	Failed *Failure `json:"failed,omitempty"`
+	// Owner is the host of the cluster that owns the desk (config
+	// cluster; Set.Statuses), this one or another (State standby); nil
+	// without a cluster, or while no host owns it.
+	Owner *Owner `json:"owner,omitempty"`
 }
 
 // StorageStatus is a desk's storage trouble.

@@ -38,6 +38,10 @@ type deskRun struct {
 	// failed is set when the loop ended before the desk started (its
 	// failure is in the set): its exit only closes its files.
 	failed bool
+	// fenced is set when the desk stopped because this host lost its
+	// lease (clustered.go): its exit closes its files, and the host
+	// stands by for it.
+	fenced bool
 }
 
 // fleet is the daemon's desks. Only the daemon's main loop uses it, but
@@ -203,7 +207,7 @@ func (f *fleet) prepare(cfg *config.Config, dc *config.Desk, reuse *deskRun) (*d
 func (f *fleet) launch(ctx context.Context, run *deskRun) {
 	dctx, cancel := context.WithCancelCause(ctx)
 	run.cancel = cancel
-	run.exited, run.err, run.stopping, run.failed = make(chan struct{}), nil, false, false
+	run.exited, run.err, run.stopping, run.failed, run.fenced = make(chan struct{}), nil, false, false, false
 	f.mu.Lock()
 	f.runs[run.name] = run
 	f.mu.Unlock()

@@ -62,8 +62,9 @@ var allowedImports = map[string][]string{
 	// packages that own each setting; it checks notify's topics against
 	// the event catalogue (a leaf).
 	"config": {"curator", "desk/clock", "desk/event", "keeper", "memory", "memory/durable", "router", "triggers"},
-	// desk runs one desk and the set of desks, on a config plan.
-	"desk": {"config", "curator", "desk/approval", "desk/calllimit", "desk/clock", "desk/event", "desk/mcphost", "desk/termsafe", "keeper",
+	// desk runs one desk and the set of desks, on a config plan; in a
+	// cluster, each desk only while it holds the desk's lease.
+	"desk": {"config", "curator", "desk/approval", "desk/calllimit", "desk/clock", "desk/cluster", "desk/event", "desk/mcphost", "desk/termsafe", "keeper",
 		"memory", "memory/durable", "router", "triggers"},
 	// A desk's tools that act: MCP servers (started, supervised, their
 	// tools offered), the calls that wait for an operator, and the day's

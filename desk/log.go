@@ -65,7 +65,7 @@ func levelOf(e event.Event) zerolog.Level {
 	case event.ConfigRejected, event.RolloverFailed, event.StorageFailed, event.MemoryUnreadable, event.DeskFailed:
 		return zerolog.ErrorLevel
 	case event.TurnFailed, event.TurnInterrupted, event.TriggerDropped, event.InboxRejected, event.CalendarEnding,
-		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.StorageLow, event.FileRebuilt, event.ModelFailed, event.NATSOutboxFull, event.MCPServerDown:
+		event.BudgetExceeded, event.SessionTorn, event.FileTorn, event.StorageLow, event.FileRebuilt, event.ModelFailed, event.NATSOutboxFull, event.MCPServerDown, event.DeskLost:
 		return zerolog.WarnLevel
 	case event.ScheduleMissed:
 		if e.Held {

@@ -101,6 +101,15 @@ func Describe(e event.Event, loc *time.Location) string {
 		s = fmt.Sprintf("file %s was torn; its damaged part saved to %s", e.Path, e.SavedTo)
 	case event.DeskFailed:
 		s = "desk failed to start; the other desks run: " + e.Reason
+	case event.DeskAcquired:
+		s = fmt.Sprintf("desk acquired by host %s at epoch %d", e.Host, e.Epoch)
+		if e.Previous != "" {
+			s += ", taken over from host " + e.Previous
+		}
+	case event.DeskLost:
+		s = fmt.Sprintf("desk lost by host %s at epoch %d: stopped at once, standing by: %s", e.Host, e.Epoch, e.Reason)
+	case event.DeskReleased:
+		s = fmt.Sprintf("desk released by host %s at epoch %d: a standby takes it at once", e.Host, e.Epoch)
 	case event.FileRebuilt:
 		s = fmt.Sprintf("file %s was damaged (%s): set aside as %s and rebuilt", e.Path, e.Reason, e.SetAside)
 	case event.MemoryUnreadable:

@@ -206,6 +206,11 @@ func (d *Daemon) apply(ctx, deskCtx context.Context, plan config.Reload) {
 	d.cur.Store(next)
 	f.acting.host.Configure(next.MCPServers) // a changed server restarts
 
+	if d.cl != nil {
+		for _, name := range plan.Stop {
+			d.cl.forget(name) // a desk stood by for is forgotten; one running here releases its lease once stopped
+		}
+	}
 	for _, name := range sortedNames(f.runs) {
 		run := f.runs[name]
 		if run.stopping {
@@ -229,6 +234,11 @@ func (d *Daemon) apply(ctx, deskCtx context.Context, plan config.Reload) {
 	for _, name := range plan.Start {
 		if _, running := f.runs[name]; running {
 			continue // stopping: its exit starts it again on next
+		}
+		if d.cl != nil { // in a cluster, it starts once its lease is won
+			f.set.Standby(name, nil)
+			d.cl.contend(name)
+			continue
 		}
 		run, err := f.start(deskCtx, next, next.Desks[name], nil)
 		if err != nil {

@@ -11,6 +11,27 @@ import (
 // (Set.Fail): it runs no turn and takes no trigger; the other desks run.
 const StateFailed State = "failed"
 
+// StateStandby is the state of a desk of a cluster's config that another
+// host owns, or that no host has won yet (config cluster): this host runs
+// none of it and stands by to take it over; its triggers go to the owner
+// (421).
+const StateStandby State = "standby"
+
+// Owner is the host of a cluster that owns a desk (its lease in
+// DESKD_OWNERS, docs/SCALING.md).
+type Owner struct {
+	// Host is the owner's cluster.host.
+	Host string `json:"host"`
+	// Epoch is the desk's epoch: the KV revision of the write that won
+	// the lease, the same on every host.
+	Epoch uint64 `json:"epoch"`
+	// Since is when the owner won the lease, on its clock.
+	Since time.Time `json:"since"`
+	// Addr is the owner's API address, where a client is sent; empty
+	// when it has none.
+	Addr string `json:"addr,omitempty"`
+}
+
 // Failure is why a desk of the config does not run: its start failed.
 type Failure struct {
 	// File is the desk's file that stopped it (a damaged rollover.json,
@@ -33,11 +54,16 @@ type Set struct {
 	rejected []ConfigRejection
 	// failed are the desks of the config that failed to start, by name.
 	failed map[string]Failure
+	// owners are the owners of the desks of a cluster, by name: of those
+	// this host runs, and of those it stands by for (standby).
+	owners map[string]Owner
+	// standby are the desks of a cluster this host stands by for.
+	standby map[string]bool
 }
 
 // NewSet returns a set of the desks ds.
 func NewSet(ds ...*Desk) *Set {
-	s := &Set{desks: map[string]*Desk{}, failed: map[string]Failure{}}
+	s := &Set{desks: map[string]*Desk{}, failed: map[string]Failure{}, owners: map[string]Owner{}, standby: map[string]bool{}}
 	for _, d := range ds {
 		s.desks[d.Name()] = d
 	}
@@ -77,11 +103,12 @@ func (s *Set) Names() []string {
 }
 
 // Put adds d, or replaces the desk of its name; a failure of its name
-// (Fail) is over.
+// (Fail) is over, and so is its standby (Standby).
 func (s *Set) Put(d *Desk) {
 	s.mu.Lock()
 	s.desks[d.Name()] = d
 	delete(s.failed, d.Name())
+	delete(s.standby, d.Name())
 	d.configRejected.Store(firstRejection(s.rejected, d.Name()))
 	s.mu.Unlock()
 }
@@ -118,9 +145,57 @@ func (s *Set) Failed() map[string]Failure {
 	return maps.Clone(s.failed) // never nil: NewSet makes s.failed
 }
 
+// Standby records that this host stands by for the desk called name, of
+// a cluster: it is not in the set's desks (a running desk of the name is
+// taken out), and is listed by Statuses in state standby with owner o
+// (nil: no host owns it now) until it runs here (Put) or Unstandby.
+func (s *Set) Standby(name string, o *Owner) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.desks, name)
+	s.standby[name] = true
+	if o != nil {
+		s.owners[name] = *o
+	} else {
+		delete(s.owners, name)
+	}
+}
+
+// Own records o as the owner of the desk called name (this host, which
+// runs it or is starting it); nil forgets the desk's owner.
+func (s *Set) Own(name string, o *Owner) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o != nil {
+		s.owners[name] = *o
+	} else {
+		delete(s.owners, name)
+	}
+}
+
+// Unstandby forgets the desk called name as a desk of a cluster: its
+// standby and its owner (it left the config).
+func (s *Set) Unstandby(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.standby, name)
+	delete(s.owners, name)
+}
+
+// StandbyOwner reports whether this host stands by for the desk called
+// name (standby), and its owner when one is known (ok).
+func (s *Set) StandbyOwner(name string) (o Owner, ok, standby bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, ok = s.owners[name]
+	return o, ok, s.standby[name]
+}
+
 // Statuses returns the status of every desk, sorted by name: each running
-// desk's (Desk.Status), and for each desk that failed to start, one of
-// state failed with its Failure.
+// desk's (Desk.Status), for each desk that failed to start, one of state
+// failed with its Failure, and for each desk of a cluster this host
+// stands by for, one of state standby; every desk of a cluster has its
+// Owner when one is known.
 func (s *Set) Statuses() []Status {
 	desks := s.List()
 	out := make([]Status, 0, len(desks))
@@ -130,6 +205,18 @@ func (s *Set) Statuses() []Status {
 	for name, f := range s.Failed() {
 		out = append(out, Status{Name: name, AsOf: f.Since, State: StateFailed, Interrupted: []TriggerStatus{}, Failed: &f})
 	}
+	s.mu.RLock()
+	for name := range s.standby {
+		if _, running := s.desks[name]; !running {
+			out = append(out, Status{Name: name, State: StateStandby, Interrupted: []TriggerStatus{}})
+		}
+	}
+	for i := range out {
+		if o, ok := s.owners[out[i].Name]; ok {
+			out[i].Owner = &o
+		}
+	}
+	s.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/config"
@@ -138,8 +139,12 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 		sigs, release = signals()
 		defer release()
 	}
-	var d *desk.Daemon // its API decides on the calls that wait for an operator
-	d, err = desk.NewDaemon(desk.DaemonOptions{
+	var d *desk.Daemon  // its API decides on the calls that wait for an operator
+	var conn *nats.Conn // a cluster's leases, WALs and snapshots are on its JetStream
+	if nc != nil {
+		conn = nc.NATS()
+	}
+	d, err = desk.NewDaemon(desk.DaemonOptions{NATS: conn,
 		Config: cfg, Rejected: loaded.Rejected, Clock: clk, Bus: bus, Log: log, Level: level, Notify: systemd.NewNotifier(clk), Watchdog: watchdog,
 		Serve: func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
 			front, err := startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()}, nc, d.Approvals(),

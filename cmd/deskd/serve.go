@@ -86,6 +86,10 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 // GET /healthz.
 func (f *apiFrontend) Refuse() { f.api.Refuse() }
 
+// Addrs are the addresses the API serves on (a cluster's other hosts
+// send a desk's clients to the first TCP one).
+func (f *apiFrontend) Addrs() []string { return f.srv.Addrs() }
+
 // Errs delivers an error if the API stops serving on its own.
 func (f *apiFrontend) Errs() <-chan error { return f.srv.Errs() }
 

@@ -384,6 +384,44 @@ type DeskFailed struct {
 	Reason string `json:"reason"`
 }
 
+// DeskAcquired: this host won a desk's lease in a cluster (config
+// cluster): it fenced the desk's WAL, rebuilt the desk's folder and
+// starts it. Epoch is the desk's epoch from now on; Previous is the host
+// that held the desk before, when this host saw one (a failover).
+type DeskAcquired struct {
+	Header
+	// Host is this host (cluster.host).
+	Host string `json:"host"`
+	// Epoch is the KV revision of the write that won the lease.
+	Epoch uint64 `json:"epoch"`
+	// Previous is the host that owned the desk before, when one was seen.
+	Previous string `json:"previous,omitempty"`
+}
+
+// DeskLost: this host lost a desk's lease (not renewed in time, another
+// host took it, or a write refused as fenced): the desk stopped at once,
+// a reply in flight was dropped, and the host stands by for it again.
+type DeskLost struct {
+	Header
+	// Host is this host (cluster.host).
+	Host string `json:"host"`
+	// Epoch is the epoch of the lease lost.
+	Epoch uint64 `json:"epoch"`
+	// Reason is why the lease was lost.
+	Reason string `json:"reason"`
+}
+
+// DeskReleased: this host let a desk's lease go on a clean stop (or the
+// desk's removal from the config), once the desk had stopped: a standby
+// takes it at once.
+type DeskReleased struct {
+	Header
+	// Host is this host (cluster.host).
+	Host string `json:"host"`
+	// Epoch is the epoch of the lease released.
+	Epoch uint64 `json:"epoch"`
+}
+
 // FileRebuilt: a desk's file that can be rebuilt from its other files
 // (state.json, from the session files) was damaged as the desk started:
 // the damaged file was set aside in SetAside, never deleted, and Path
@@ -406,6 +444,15 @@ func (DeskStarted) Topic() string { return "desk.started" }
 
 // Topic returns "desk.failed".
 func (DeskFailed) Topic() string { return "desk.failed" }
+
+// Topic returns "desk.acquired".
+func (DeskAcquired) Topic() string { return "desk.acquired" }
+
+// Topic returns "desk.lost".
+func (DeskLost) Topic() string { return "desk.lost" }
+
+// Topic returns "desk.released".
+func (DeskReleased) Topic() string { return "desk.released" }
 
 // Topic returns "file.rebuilt".
 func (FileRebuilt) Topic() string { return "file.rebuilt" }
@@ -757,7 +804,7 @@ func (NotifyFailed) Topic() string { return "notify.failed" }
 // Topics lists every topic of the catalogue, in the order above.
 func Topics() []string {
 	return []string{
-		DeskStarted{}.Topic(), DeskStopped{}.Topic(), DeskFailed{}.Topic(), FileRebuilt{}.Topic(), SessionStarted{}.Topic(),
+		DeskStarted{}.Topic(), DeskStopped{}.Topic(), DeskFailed{}.Topic(), DeskAcquired{}.Topic(), DeskLost{}.Topic(), DeskReleased{}.Topic(), FileRebuilt{}.Topic(), SessionStarted{}.Topic(),
 		SessionSummarized{}.Topic(), SessionTorn{}.Topic(), MemoryFolded{}.Topic(),
 		SkillsReviewed{}.Topic(), RolloverFailed{}.Topic(), RolloverProgress{}.Topic(), TriggerQueued{}.Topic(),
 		TriggerDropped{}.Topic(), InboxRejected{}.Topic(), TurnStarted{}.Topic(), TurnCompleted{}.Topic(), ModelFailed{}.Topic(),

@@ -257,7 +257,7 @@ func apiRoutes() []route {
 		{pattern: "GET /v1/desks", id: "listDesks", summary: "Every desk's status, the config files refused, NATS and notify.",
 			answers: []answer{jsonAnswer[DesksResponse](200, "The desks, sorted by name.")}},
 		{pattern: "GET /v1/desks/{desk}", id: "getDesk", summary: "One desk's status.",
-			answers: []answer{jsonAnswer[desk.Status](200, "The desk's status (state failed for a desk that failed to start).")}},
+			answers: []answer{jsonAnswer[desk.Status](200, "The desk's status (state failed for a desk that failed to start, standby for one another host of the cluster owns).")}},
 		{pattern: patternPostTrigger, id: "postTrigger", summary: "Queue a trigger, durably; the same id twice queues it once; with wait, answer once its turn ends.", access: feedAccess,
 			body: typ[triggers.Request](),
 			query: []param{{name: "wait", in: "query", what: "A duration (30s): once the trigger is durably queued (or known), wait up to it (at most " + maxWait.String() + ") for it to be answered, interrupted or dropped, and answer 200 with its status; 202 when the wait passes first.",
@@ -463,7 +463,8 @@ func (rt route) commonAnswers(method, path string) []answer {
 		}
 	}
 	if strings.Contains(path, "{desk}") {
-		out = append(out, errAnswer(404, "An unknown desk."), errAnswer(503, "The desk failed to start."))
+		out = append(out, errAnswer(404, "An unknown desk."), errAnswer(503, "The desk failed to start."),
+			jsonAnswer[MisdirectedResponse](421, "In a cluster: another host owns the desk (owner, and its API address addr), or none does yet."))
 	}
 	return out
 }

@@ -343,11 +343,14 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // desk returns the desk the path names, or answers 404 (503 for a desk
-// that failed to start).
+// that failed to start, 421 for one another host of the cluster owns).
 func (s *Server) desk(w http.ResponseWriter, r *http.Request) (*desk.Desk, bool) {
 	name := r.PathValue("desk")
 	d, ok := s.desks.Get(name)
 	if !ok {
+		if s.misdirected(w, name) {
+			return nil, false
+		}
 		if f, failed := s.failedDesks()[name]; failed {
 			msg := fmt.Sprintf("desk %q failed to start", name)
 			if credentialOf(r) == credOperator {
@@ -371,6 +374,10 @@ func (s *Server) listDesks(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) getDesk(w http.ResponseWriter, r *http.Request) {
+	if st, ok := s.standbyStatus(r.PathValue("desk")); ok {
+		writeJSON(w, http.StatusOK, st)
+		return
+	}
 	if _, failed := s.failedDesks()[r.PathValue("desk")]; failed {
 		for _, st := range s.statuses() {
 			if st.Name == r.PathValue("desk") && st.State == desk.StateFailed {

@@ -112,8 +112,9 @@ type Registry struct {
 	calendarDsc   *prometheus.Desc // calendar
 	rejectedDsc   *prometheus.Desc
 	rejSinceDsc   *prometheus.Desc
-	nats          *natsMetrics // nats.go
-	tools         *toolMetrics // tools.go
+	nats          *natsMetrics    // nats.go
+	tools         *toolMetrics    // tools.go
+	cluster       *clusterMetrics // cluster.go
 
 	mu       sync.Mutex
 	models   map[string]string // desk -> its model, from desk.started
@@ -190,6 +191,7 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 	)
 	m.nats = newNATSMetrics(m.reg)
 	m.tools = newToolMetrics(m.reg)
+	m.cluster = newClusterMetrics(m.reg)
 	m.cancel = event.SubscribeAll(bus, func(e event.Event) {
 		m.observe(e)
 		if after != nil {
@@ -282,7 +284,7 @@ func (m *Registry) observe(e event.Event) {
 	case event.ConfigRejected:
 		m.rejections.Inc()
 	default:
-		if !m.tools.observe(e) {
+		if !m.tools.observe(e) && !m.cluster.observe(e) {
 			m.nats.observe(e)
 		}
 	}

@@ -1,0 +1,466 @@
+package desk
+
+// A daemon as one host of a cluster (config cluster, docs/SCALING.md):
+// every desk of the config runs here only while this host holds its lease
+// (desk/cluster). Until it wins the lease, a desk is standby; on winning,
+// the desk's WAL is fenced, its folder rebuilt from the stores, and the
+// desk started through the ordinary start path; on losing it, the desk
+// stops at once and this host stands by again; a clean stop releases
+// each lease once its desk has stopped.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/cluster"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/memory/durable"
+)
+
+// clusterHost is the daemon's part in a cluster. The acquirers run in
+// goroutines of their own and tell the main loop what they won and lost
+// (changes); held and contending belong to the main loop.
+type clusterHost struct {
+	cfg    config.Cluster
+	nc     *nats.Conn
+	repl   *cluster.Replicas // the desks' file layer: a desk's folder is written only while its writer is attached
+	stores *cluster.Stores
+	leases *cluster.Leases // made once the front end has its address
+	clk    clock.Clock
+	bus    *event.Bus
+	log    zerolog.Logger
+	set    *Set
+
+	changes chan leaseChange
+	ctx     context.Context // the acquirers'; cancelled as the shutdown begins
+	end     context.CancelFunc
+	wg      sync.WaitGroup
+
+	held       map[string]*holding           // the desks this host owns, by name
+	contending map[string]context.CancelFunc // the acquirer of each desk, by name
+}
+
+// holding is a desk this host owns: its lease, the writer of its WAL, and
+// the end of the goroutine that watches both (watch).
+type holding struct {
+	lease *cluster.Lease
+	w     *cluster.Writer
+	end   context.CancelFunc
+}
+
+// leaseChange is news for the main loop: lease won by an acquirer (lost
+// nil; previous is the owner it saw before, if any), or the lease ended
+// or the desk's writer stopped (lost its cause).
+type leaseChange struct {
+	desk     string
+	lease    *cluster.Lease
+	previous string
+	lost     error
+}
+
+// newClusterHost returns the cluster part of a daemon of cfg on nc, whose
+// desks write through fsys (wrapped: see clusterHost.repl), or nil without
+// a cluster section.
+func newClusterHost(cfg *config.Config, nc *nats.Conn, fsys durable.FS, clk clock.Clock, bus *event.Bus, log zerolog.Logger, set *Set) (*clusterHost, error) {
+	if cfg.Cluster == nil {
+		return nil, nil
+	}
+	if nc == nil {
+		return nil, errors.New("daemon: the cluster section needs a connection to NATS (the nats section)")
+	}
+	return &clusterHost{cfg: *cfg.Cluster, nc: nc, repl: cluster.NewReplicas(fsys, filepath.Join(cfg.StateDir, "desks")), clk: clk, bus: bus, log: log,
+		set: set, changes: make(chan leaseChange), held: map[string]*holding{}, contending: map[string]context.CancelFunc{}}, nil
+}
+
+// replicas is how many copies the stores keep when this host creates
+// them: 3, or as many servers as the NATS cluster has when fewer (the
+// servers the connection knows, its URLs and those the cluster told it
+// of); 1 on a server that is no cluster.
+func replicas(nc *nats.Conn) int {
+	if nc.ConnectedClusterName() == "" {
+		return 1
+	}
+	return max(1, min(3, len(nc.Servers())))
+}
+
+// open opens the cluster's stores (creating them if missing), and lists
+// every desk named as standby until its lease is won.
+func (c *clusterHost) open(ctx context.Context, names []string) error {
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		return fmt.Errorf("cluster: JetStream on the NATS connection: %w", err)
+	}
+	n := replicas(c.nc)
+	if c.stores, err = cluster.Open(ctx, js, n); err != nil {
+		return err
+	}
+	c.log.Info().Str("host", c.cfg.Host).Dur("lease", c.cfg.Lease).Int("replicas", n).Strs("desks", names).
+		Msg("cluster: this host runs each desk only while it holds its lease; standing by for every desk until then")
+	for _, name := range names {
+		c.set.Standby(name, nil)
+	}
+	return nil
+}
+
+// start makes the leases, this host's API address addr their value's,
+// and contends for every desk named.
+func (c *clusterHost) start(ctx context.Context, addr string, names []string) error {
+	var err error
+	c.leases, err = cluster.NewLeases(c.stores.Owners, cluster.LeaseConfig{Host: c.cfg.Host, Addr: addr, Lease: c.cfg.Lease, Clock: c.clk})
+	if err != nil {
+		return err
+	}
+	c.ctx, c.end = context.WithCancel(ctx)
+	for _, name := range names {
+		c.contend(name)
+	}
+	return nil
+}
+
+// contend runs the desk's acquirer, unless one runs: it waits for the
+// lease, hands it to the main loop, and tells it when the lease ends.
+// While it waits, the owners it sees are the desk's in the set.
+func (c *clusterHost) contend(name string) {
+	if _, ok := c.contending[name]; ok || c.ctx == nil || c.ctx.Err() != nil {
+		return
+	}
+	if _, ok := c.held[name]; ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.contending[name] = cancel
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.acquire(ctx, name)
+	}()
+}
+
+// acquire is the desk's acquirer (contend).
+func (c *clusterHost) acquire(ctx context.Context, name string) {
+	var previous string
+	var lease *cluster.Lease
+	for lease == nil {
+		var err error
+		lease, err = c.leases.Acquire(ctx, name, func(sb cluster.Standby) {
+			previous = sb.Owner.Host
+			o := ownerOf(sb.Owner)
+			c.set.Standby(name, &o)
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil { // the watch ended (the connection is down): try again
+			c.log.Warn().Err(err).Str("desk", name).Dur("retry_in", c.cfg.Renew()).Msg("cluster: contend for the desk")
+			t := c.clk.NewTimer(c.cfg.Renew())
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			}
+		}
+	}
+	select {
+	case c.changes <- leaseChange{desk: name, lease: lease, previous: previous}:
+	case <-ctx.Done():
+		c.release(lease) // never handed over: nothing ran under it
+	}
+}
+
+// watch tells the main loop when the lease of the desk h holds ends, or
+// its writer stops (a write refused as fenced, or not known to be
+// replicated: nothing more may follow it), until ctx ends. The writer is
+// looked at every renewal period.
+func (c *clusterHost) watch(ctx context.Context, name string, h *holding) {
+	var lost error
+	for lost == nil {
+		t := c.clk.NewTimer(c.cfg.Renew())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-h.lease.Lost():
+			lost = h.lease.Err()
+		case <-t.C():
+			lost = h.w.Err()
+		}
+		t.Stop()
+	}
+	select {
+	case c.changes <- leaseChange{desk: name, lease: h.lease, lost: lost}:
+	case <-ctx.Done():
+	}
+}
+
+// ownerOf is a lease's owner as the set lists it.
+func ownerOf(o cluster.Owner) Owner {
+	return Owner{Host: o.Host, Epoch: o.Epoch, Since: o.Since, Addr: o.Addr}
+}
+
+// stopContending stops every acquirer (no desk is taken from now on) and
+// waits for them; leases already held stay, for release.
+func (c *clusterHost) stopContending() {
+	if c.end == nil {
+		return
+	}
+	c.end()
+	c.wg.Wait()
+	clear(c.contending)
+}
+
+// forget stops the desk's acquirer and forgets it (its file left the
+// config); a lease held is released by the desk's exit (releaseDesk).
+func (c *clusterHost) forget(name string) {
+	if cancel, ok := c.contending[name]; ok {
+		cancel()
+		delete(c.contending, name)
+	}
+	if _, ok := c.held[name]; !ok {
+		c.set.Unstandby(name)
+	}
+}
+
+// release releases lease and tells it (desk.released); a lease lost
+// meanwhile is only ended.
+func (c *clusterHost) release(lease *cluster.Lease) {
+	held := lease.Holds()
+	if err := lease.Release(context.WithoutCancel(c.ctx)); err != nil {
+		c.log.Error().Err(err).Str("desk", lease.Desk()).Uint64("epoch", lease.Epoch()).
+			Msg("cluster: release the desk's lease (a standby takes it once the lease has run out)")
+		return
+	}
+	if held {
+		event.Publish(c.bus, event.DeskReleased{Header: event.Header{At: c.clk.Now(), Desk: lease.Desk()}, Host: c.cfg.Host, Epoch: lease.Epoch()})
+	}
+}
+
+// releaseDesk releases the lease of the desk called name, if held, once
+// the desk has stopped and its files are closed: its folder is written no
+// more here.
+func (c *clusterHost) releaseDesk(name string) {
+	h, ok := c.held[name]
+	if !ok {
+		return
+	}
+	c.unhold(name, h)
+	c.release(h.lease)
+	c.set.Unstandby(name)
+}
+
+// unhold forgets the desk h holds: its folder is written no more here,
+// and its watch ends.
+func (c *clusterHost) unhold(name string, h *holding) {
+	delete(c.held, name)
+	c.repl.Detach(name)
+	if h.end != nil {
+		h.end()
+	}
+}
+
+// releaseAll releases every lease held (the shutdown, once every desk has
+// stopped and closed its files).
+func (c *clusterHost) releaseAll() {
+	for _, name := range sortedNames(c.held) {
+		c.releaseDesk(name)
+	}
+}
+
+// apiAddr is the address of the front end's first TCP listener, which
+// the other hosts send a desk's clients to (the 421's addr); empty when
+// it has none.
+func apiAddr(front Frontend) string {
+	a, ok := front.(interface{ Addrs() []string })
+	if !ok {
+		return ""
+	}
+	for _, addr := range a.Addrs() {
+		if _, _, err := net.SplitHostPort(addr); err == nil {
+			return addr
+		}
+	}
+	return ""
+}
+
+// leaseChanged handles an acquirer's news in the main loop.
+func (d *Daemon) leaseChanged(ctx, deskCtx context.Context, ch leaseChange) {
+	if ch.lost != nil {
+		d.leaseLost(ch)
+		return
+	}
+	d.leaseWon(ctx, deskCtx, ch)
+}
+
+// leaseWon takes over a desk whose lease this host has won: it fences the
+// desk's WAL, rebuilds the desk's folder from the stores, and starts the
+// desk as a restart does (queued triggers run, one with its message and no
+// reply is interrupted, a rollover resumes).
+func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
+	c, f, lease := d.cl, d.fleet, ch.lease
+	delete(c.contending, ch.desk)
+	cfg := d.cur.Load()
+	dc, ok := cfg.Desks[ch.desk]
+	if !ok {
+		c.release(lease)
+		return
+	}
+	h := &holding{lease: lease}
+	c.held[ch.desk] = h
+	log := d.o.Log.With().Str("desk", ch.desk).Uint64("epoch", lease.Epoch()).Logger()
+	fail := func(err error) {
+		log.Error().Err(err).Msg("cluster: the desk's lease was won but the desk cannot start here; released, the next reload tries again")
+		f.failed(ch.desk, err)
+		c.releaseDesk(ch.desk)
+		d.dropDesk(ch.desk)
+	}
+	var err error
+	if h.w, err = cluster.Fence(ctx, c.stores, ch.desk, c.cfg.Host, lease); err != nil {
+		fail(err)
+		return
+	}
+	dir := folderOf(cfg, ch.desk)
+	// A cluster starts from the folder a host has today: the first owner's
+	// local folder becomes the desk's snapshot when the stores hold nothing
+	// of it.
+	if seeded, err := cluster.Seed(ctx, c.stores, ch.desk, dir, h.w); err != nil {
+		fail(err)
+		return
+	} else if seeded {
+		log.Info().Str("folder", dir).Msg("cluster: the stores held nothing of the desk: its local folder is its first snapshot")
+	}
+	if err := c.rebuild(ctx, dir, ch.desk); err != nil {
+		fail(err)
+		return
+	}
+	c.repl.Attach(ch.desk, h.w)
+	wctx, end := context.WithCancel(c.ctx)
+	h.end = end
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.watch(wctx, ch.desk, h)
+	}()
+	o := ownerOf(lease.Owner())
+	f.set.Own(ch.desk, &o)
+	event.Publish(d.o.Bus, event.DeskAcquired{Header: event.Header{At: d.o.Clock.Now(), Desk: ch.desk}, Host: c.cfg.Host,
+		Epoch: lease.Epoch(), Previous: ch.previous})
+	run, err := f.start(deskCtx, cfg, dc, nil)
+	if err != nil {
+		c.releaseDesk(ch.desk)
+		d.dropDesk(ch.desk)
+		return
+	}
+	if err := f.awaitStarted(ctx, run); err != nil {
+		f.stop(run, errors.New("it failed to start"))
+		d.dropDesk(ch.desk) // its exit closes its files and releases the lease
+	}
+}
+
+// leaseLost stops the desk whose lease has ended at once: nothing more
+// it writes can become durable, its running turn's reply is dropped. The
+// host stands by for the desk again once it has stopped (exited).
+func (d *Daemon) leaseLost(ch leaseChange) {
+	c, f := d.cl, d.fleet
+	h, ok := c.held[ch.desk]
+	if !ok || h.lease != ch.lease {
+		return // a lease released meanwhile
+	}
+	c.unhold(ch.desk, h)  // from here on, the desk's folder refuses every write
+	if ch.lease.Holds() { // the writer stopped under a lease still held: let it go, for a fresh fence
+		if err := ch.lease.Release(context.WithoutCancel(c.ctx)); err != nil {
+			d.o.Log.Warn().Err(err).Str("desk", ch.desk).Msg("cluster: release the lease of a desk whose writer stopped")
+		}
+	}
+	log := d.o.Log.With().Str("desk", ch.desk).Uint64("epoch", ch.lease.Epoch()).Logger()
+	event.Publish(d.o.Bus, event.DeskLost{Header: event.Header{At: d.o.Clock.Now(), Desk: ch.desk}, Host: c.cfg.Host,
+		Epoch: ch.lease.Epoch(), Reason: ch.lost.Error()})
+	f.set.Standby(ch.desk, nil)
+	run, ok := f.runs[ch.desk]
+	if !ok {
+		c.contend(ch.desk)
+		return
+	}
+	if r := run.desk.Status().Running; r != nil && r.Trigger != "" {
+		log.Error().Str("trigger", r.Trigger).Err(ch.lost).
+			Msg("cluster: the desk's lease is lost during a turn: its reply is dropped; the new owner shows the trigger interrupted")
+	}
+	run.fenced = true
+	f.stop(run, fmt.Errorf("its lease is lost: %w", ch.lost))
+}
+
+// fencedExit handles the exit of a desk stopped because its lease was
+// lost: its files are closed, and this host contends for it again.
+func (d *Daemon) fencedExit(run *deskRun) {
+	f := d.fleet
+	f.close(run)
+	if _, ok := d.cur.Load().Desks[run.name]; ok {
+		d.cl.contend(run.name)
+	} else {
+		f.set.Unstandby(run.name)
+	}
+}
+
+// rebuild makes the desk's folder dir what the cluster's stores hold of
+// it: it rebuilds it from the latest snapshot and the WAL into a fresh
+// folder beside it, then moves the local folder aside (<dir>.replaced,
+// kept until the next takeover) and the rebuilt one in. When the stores
+// hold nothing of the desk (no snapshot, no record but fences), the local
+// folder is the desk's, and stays.
+func (c *clusterHost) rebuild(ctx context.Context, dir, name string) error {
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o750); err != nil {
+		return fmt.Errorf("cluster: rebuild desk %s: %w", name, err)
+	}
+	fresh := filepath.Join(parent, "."+name+".rebuild")
+	if err := os.RemoveAll(fresh); err != nil { // what a crash mid-rebuild left
+		return fmt.Errorf("cluster: rebuild desk %s: %w", name, err)
+	}
+	r, err := cluster.Rebuild(ctx, c.stores, name, fresh, 0)
+	if err != nil {
+		_ = os.RemoveAll(fresh)
+		return err
+	}
+	if r.Snapshot == 0 && r.Records == 0 {
+		return os.RemoveAll(fresh)
+	}
+	aside := filepath.Join(parent, "."+name+".replaced")
+	if err := os.RemoveAll(aside); err != nil {
+		return fmt.Errorf("cluster: rebuild desk %s: %w", name, err)
+	}
+	if err := os.Rename(dir, aside); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("cluster: rebuild desk %s: move the local folder aside: %w", name, err)
+	}
+	if err := os.Rename(fresh, dir); err != nil {
+		return fmt.Errorf("cluster: rebuild desk %s: move the rebuilt folder in: %w", name, err)
+	}
+	pd, err := os.Open(parent)
+	if err != nil {
+		return fmt.Errorf("cluster: rebuild desk %s: %w", name, err)
+	}
+	defer pd.Close()
+	if err := pd.Sync(); err != nil {
+		return fmt.Errorf("cluster: rebuild desk %s: fsync %s: %w", name, parent, err)
+	}
+	c.log.Info().Str("desk", name).Uint64("snapshot", r.Snapshot).Uint64("through", r.Through).Int("records", r.Records).
+		Str("replaced", aside).Msg("cluster: the desk's folder rebuilt from the cluster's stores")
+	return nil
+}
+
+// releaseDesk releases the lease of the desk called name, if this host is
+// in a cluster and holds it: the desk has stopped for good here.
+func (d *Daemon) releaseDesk(name string) {
+	if d.cl != nil {
+		d.cl.releaseDesk(name)
+	}
+}

@@ -1,0 +1,291 @@
+package desk_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/cluster"
+	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/natstest"
+)
+
+// clusterLease is the lease of the cluster tests' hosts: the fake clocks
+// decide when it runs out.
+const clusterLease = 3 * time.Second
+
+// startClusterHost runs a daemon of host on the desk files desks, in a
+// state folder of its own, as one host of the NATS cluster c; its front
+// end says it serves on addr.
+func startClusterHost(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string) *daemonRun {
+	t.Helper()
+	main := daemonMain + "nats: {url: \"" + c.URLs() + "\"}\ncluster: {host: " + host + ", lease: " + clusterLease.String() + "}\n"
+	dir := daemonConfig(t, main, desks)
+	nc, err := nats.Connect(c.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return startDaemonOptions(t, dir, func(*config.Config) {}, func(o *desk.DaemonOptions) {
+		o.NATS = nc
+		serve := o.Serve
+		o.Serve = func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
+			f, err := serve(ctx, set, check)
+			return addressed{Frontend: f, addr: addr}, err
+		}
+	})
+}
+
+// addressed is a front end that says it serves on addr.
+type addressed struct {
+	desk.Frontend
+	addr string
+}
+
+func (a addressed) Addrs() []string { return []string{"/run/deskd.sock", a.addr} }
+
+// statusOf returns the status of desk name as r's set lists it.
+func statusOf(r *daemonRun, name string) (desk.Status, bool) {
+	for _, st := range r.d.Set().Statuses() {
+		if st.Name == name {
+			return st, true
+		}
+	}
+	return desk.Status{}, false
+}
+
+// waitListed waits until ok accepts the status of desk name on r, and
+// returns it; the test fails after 10s.
+func waitListed(r *daemonRun, name string, ok func(desk.Status) bool) desk.Status {
+	r.t.Helper()
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, found := statusOf(r, name)
+		if found && ok(st) {
+			return st
+		}
+		select {
+		case <-deadline:
+			r.t.Fatalf("the status of desk %s is %+v (found %v), not what was wanted within 10s\n%s", name, st, found, r.log)
+		case <-tick.C:
+		}
+	}
+}
+
+// postTrigger posts a trigger to desk name through an API on r's set,
+// and returns the status and the body.
+func postTrigger(t *testing.T, r *daemonRun, name, id string) (int, string) {
+	t.Helper()
+	api := httpapi.New(httpapi.Options{Desks: r.d.Set()})
+	req := httptest.NewRequest(http.MethodPost, "/v1/desks/"+name+"/triggers", strings.NewReader(`{"id":"`+id+`","text":"Check the tape.","kind":"manual"}`))
+	req.Host = "127.0.0.1"
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	api.ServeHTTP(w, req)
+	return w.Code, w.Body.String()
+}
+
+// TestClusterOneOwnerStandbyAndHandOver: two hosts on the same desk files
+// and a 3-node cluster: one owns the desk, the other lists it standby
+// with the same owner and epoch and answers a trigger 421 naming the
+// owner; the owner's SIGTERM releases the lease and the standby takes the
+// desk at once, and goes on with it: the same session, the next turn.
+func TestClusterOneOwnerStandbyAndHandOver(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	desks := map[string]string{"main": daemonDesk("offline")}
+	a := startClusterHost(t, c, "a", "10.0.0.1:7317", desks)
+	won := expectAcquired(a, "main")
+	if won.Host != "a" || won.Epoch == 0 || won.Previous != "" {
+		t.Fatalf("desk.acquired = %+v, want host a, an epoch, no previous owner", won)
+	}
+	owned := waitListed(a, "main", func(st desk.Status) bool { return st.State != desk.StateStandby && st.Owner != nil })
+	if owned.Owner.Host != "a" || owned.Owner.Epoch != won.Epoch {
+		t.Fatalf("the owner's status owner = %+v, want host a, epoch %d", owned.Owner, won.Epoch)
+	}
+	first := a.turn("main", "t1")
+
+	b := startClusterHost(t, c, "b", "10.0.0.2:7317", desks)
+	sb := waitListed(b, "main", func(st desk.Status) bool { return st.Owner != nil })
+	if sb.State != desk.StateStandby || sb.Owner.Host != "a" || sb.Owner.Epoch != won.Epoch || sb.Owner.Addr != "10.0.0.1:7317" ||
+		!sb.Owner.Since.Equal(owned.Owner.Since) {
+		t.Fatalf("the standby's status = %+v, owner %+v; want standby, owner a at epoch %d since %v at 10.0.0.1:7317", sb, sb.Owner, won.Epoch, owned.Owner.Since)
+	}
+	if _, ok := b.d.Set().Get("main"); ok {
+		t.Fatal("the standby runs the desk too")
+	}
+	code, body := postTrigger(t, b, "main", "t-misdirected")
+	var mis httpapi.MisdirectedResponse
+	if err := json.Unmarshal([]byte(body), &mis); err != nil || code != http.StatusMisdirectedRequest || mis.Owner != "a" || mis.Addr != "10.0.0.1:7317" || mis.Error == "" {
+		t.Fatalf("a trigger to the standby = %d %s, want 421 naming owner a at 10.0.0.1:7317", code, body)
+	}
+
+	a.stop()
+	released := seenEvent(a, func(e event.DeskReleased) bool { return e.Desk == "main" })
+	if released == nil {
+		t.Fatalf("no desk.released before the owner stopped\n%s", a.log)
+	}
+	if released.Host != "a" || released.Epoch != won.Epoch {
+		t.Fatalf("desk.released = %+v, want host a, epoch %d", released, won.Epoch)
+	}
+	// The standby takes the desk at once: without waiting out a lease on
+	// its clock (a take of the lease that failed is tried again at a third
+	// of it).
+	took, moved := expectAcquiredIn(b, "main", 5*time.Second)
+	if moved >= clusterLease {
+		t.Errorf("the standby took the desk once its clock had moved %v, want less than the lease (%v)", moved, clusterLease)
+	}
+	if took.Host != "b" || took.Previous != "a" || took.Epoch <= won.Epoch {
+		t.Fatalf("the standby's desk.acquired = %+v, want host b, previous a, an epoch after %d", took, won.Epoch)
+	}
+	st := running(b, "main")
+	next := b.turn("main", "t2")
+	if next.Session != first.Session || next.Turn != first.Turn+1 {
+		t.Errorf("the new owner's turn is turn %d of session %s, want turn %d of session %s (the desk goes on)", next.Turn, next.Session, first.Turn+1, first.Session)
+	}
+	if st.Owner == nil || st.Owner.Host != "b" || st.Owner.Epoch != took.Epoch {
+		t.Errorf("the new owner's status owner = %+v, want b at epoch %d", st.Owner, took.Epoch)
+	}
+}
+
+// TestClusterLostLeaseStopsTheDesk: another host's write over the desk's
+// lease makes the owner's next renewal fail: the desk stops at once,
+// writes nothing more to its WAL, is standby again, and is taken back
+// once a full lease has passed without the other host renewing.
+func TestClusterLostLeaseStopsTheDesk(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	a := startClusterHost(t, c, "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("offline")})
+	won := expectAcquired(a, "main")
+	a.turn("main", "t1")
+
+	_, js := c.Client()
+	kv, err := js.KeyValue(t.Context(), cluster.OwnersBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wal, err := js.Stream(t.Context(), cluster.WALStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(t.Context(), cluster.Key("main"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(t.Context(), cluster.Key("main"), []byte(`{"host":"x","since":"2026-03-02T10:00:00Z","renewed":"2026-03-02T10:00:00Z"}`), e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	before := lastWALSeq(t, wal)
+	a.clk.Advance(clusterLease / 3) // the renewal is refused
+	lost := expectEvent(a, func(e event.DeskLost) bool { return e.Desk == "main" })
+	if lost.Host != "a" || lost.Epoch != won.Epoch || lost.Reason == "" {
+		t.Fatalf("desk.lost = %+v, want host a, epoch %d, a reason", lost, won.Epoch)
+	}
+	expectEvent(a, func(e event.DeskStopped) bool { return e.Desk == "main" })
+	if _, ok := a.d.Set().Get("main"); ok {
+		t.Fatal("the desk still runs after its lease was lost")
+	}
+	if got := lastWALSeq(t, wal); got != before {
+		t.Errorf("the WAL moved from sequence %d to %d after the lease was lost", before, got)
+	}
+	code, _ := postTrigger(t, a, "main", "t2")
+	if code != http.StatusMisdirectedRequest {
+		t.Errorf("a trigger after the loss = %d, want 421", code)
+	}
+	// x never renews: a lease later, a takes the desk back at a new epoch.
+	again := expectAcquired(a, "main")
+	if again.Epoch <= won.Epoch || again.Previous != "x" {
+		t.Errorf("desk.acquired again = %+v, want an epoch after %d, previous x", again, won.Epoch)
+	}
+}
+
+// expectAcquired waits until r acquires desk name and the desk has
+// started, moving r's clock on by a thirtieth of the lease every 100ms (a
+// lease to wait out, a take of the lease to try again), and returns the
+// desk.acquired; the test fails after 10s.
+func expectAcquired(r *daemonRun, name string) event.DeskAcquired {
+	r.t.Helper()
+	won, _ := expectAcquiredIn(r, name, 0)
+	return won
+}
+
+// expectAcquiredIn is expectAcquired, moving r's clock only once hold has
+// passed, and how far it moved r's clock. Its deadline is 30s: on a
+// loaded machine, a new cluster's first writes may take seconds.
+func expectAcquiredIn(r *daemonRun, name string, hold time.Duration) (event.DeskAcquired, time.Duration) {
+	r.t.Helper()
+	var won event.DeskAcquired
+	var moved time.Duration
+	moving, held := hold <= 0, time.After(hold)
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for won.Epoch == 0 {
+		select {
+		case ev := <-r.events:
+			r.seen = append(r.seen, ev)
+			if x, ok := ev.(event.DeskAcquired); ok && x.Desk == name {
+				won = x
+			}
+		case <-held:
+			moving = true
+		case <-tick.C:
+			if moving {
+				r.clk.Advance(clusterLease / 30)
+				moved += clusterLease / 30
+			}
+		case <-deadline:
+			r.t.Fatalf("desk %s was not acquired within 30s (the clock moved %v)\n%s", name, moved, r.log)
+		}
+	}
+	expectEvent(r, func(e event.DeskStarted) bool { return e.Desk == name })
+	running(r, name)
+	return won, moved
+}
+
+// running waits until r's set has desk name running (it is put in the
+// set just after desk.started).
+func running(r *daemonRun, name string) desk.Status {
+	r.t.Helper()
+	return waitListed(r, name, func(st desk.Status) bool { return st.State != desk.StateStandby })
+}
+
+// lastWALSeq is the stream's last sequence.
+func lastWALSeq(t *testing.T, wal jetstream.Stream) uint64 {
+	t.Helper()
+	info, err := wal.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.LastSeq
+}
+
+// seenEvent returns the first event of type E that ok accepts among those
+// r has had, read so far or still queued (r stopped); nil if none.
+func seenEvent[E event.Event](r *daemonRun, ok func(E) bool) *E {
+	for {
+		select {
+		case e := <-r.events:
+			r.seen = append(r.seen, e)
+			continue
+		default:
+		}
+		break
+	}
+	for _, e := range r.seen {
+		if x, is := e.(E); is && ok(x) {
+			return &x
+		}
+	}
+	return nil
+}
