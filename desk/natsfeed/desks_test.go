@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/desktest"
@@ -67,13 +66,7 @@ type host struct {
 func (cl *cluster) host(lease time.Duration) *host {
 	t := cl.t
 	t.Helper()
-	h := &host{t: t, d: desktest.New(t, desktest.Options{})}
-	var err error
-	h.conn, err = natsconn.Connect(&config.NATS{URLs: strings.Split(cl.c.URLs(), ",")}, zerolog.New(zerolog.NewTestWriter(t)), clock.Real())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.conn.Close)
+	h := &host{t: t, d: desktest.New(t, desktest.Options{}), conn: connect(t, cl.c.URLs())} // every node's URL
 	h.desks = &heldDesks{set: desk.NewSet(h.d.Desk), held: make(chan struct{}, 1), release: make(chan struct{})}
 	h.feed = natsfeed.Start(natsfeed.Options{
 		Conn: h.conn.NATS(), Triggers: testTriggers, Desks: h.desks, Bus: h.d.Bus, Clock: clock.Real(),
@@ -138,17 +131,7 @@ func (cl *cluster) publish(id, body string) {
 // info is desk main's consumer's state now.
 func (cl *cluster) info() *jetstream.ConsumerInfo {
 	cl.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := cl.js.Consumer(ctx, testTriggers.Stream, deskConsumer)
-	if err != nil {
-		cl.t.Fatal(err)
-	}
-	info, err := c.Info(ctx)
-	if err != nil {
-		cl.t.Fatal(err)
-	}
-	return info
+	return consumerInfo(cl.t, cl.js, deskConsumer)
 }
 
 // waitInfo waits, up to the timeout, until desk main's consumer is as ok

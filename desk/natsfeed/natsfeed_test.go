@@ -90,15 +90,22 @@ func (r *rig) acked() {
 func (r *rig) settled() *jetstream.ConsumerInfo {
 	r.t.Helper()
 	r.feed.Stop()
+	return consumerInfo(r.t, r.js, testTriggers.Consumer)
+}
+
+// consumerInfo is the state now of the consumer called name on the
+// triggers stream.
+func consumerInfo(t *testing.T, js jetstream.JetStream, name string) *jetstream.ConsumerInfo {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := r.js.Consumer(ctx, testTriggers.Stream, testTriggers.Consumer)
+	c, err := js.Consumer(ctx, testTriggers.Stream, name)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	info, err := c.Info(ctx)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return info
 }
