@@ -100,7 +100,9 @@ func (f *Feed) startCluster() {
 // Bind starts consuming desk's triggers on this host, through its own
 // durable consumer (DeskConsumerConfig), created if it does not exist,
 // on the stream of today's consumer (created too if it does not exist).
-// Only the desk's owner calls it, once it has won the desk's lease. It
+// Only the desk's owner calls it, once it has won the desk's lease and
+// the desk runs (Desks.Get finds it: a message of a desk bound but not
+// found is handed back with the backpressure delay, NakDelay). It
 // returns at once: the consumer is set up in the background, again and
 // again while NATS refuses (Bound is closed once it consumes). A desk
 // bound already stays as it is. It is an error on a feed not in cluster
