@@ -276,25 +276,52 @@ func kind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-func (n node) str(key string) (string, state) {
+// read reads key with conv, which turns its value into a T or says the
+// problem at key and reports false: absent (and T's zero) when key is
+// missing or null, invalid (and T's zero) when conv refused the value,
+// set otherwise.
+func read[T any](n node, key string, conv func(v any) (T, bool)) (T, state) {
+	var zero T
 	v, ok := n.get(key)
 	if !ok {
-		return "", absent
+		return zero, absent
 	}
-	s, ok := v.(string)
-	if ok && secretField(key) && !namesUsualEnv(key, s) {
-		n.s.hide(s)
-	}
+	t, ok := conv(v)
 	if !ok {
-		hint := ""
-		switch v.(type) {
-		case bool, int, int64, uint64, float64, time.Time:
-			hint = " (quote it)"
-		}
-		n.problem(key, "want a string, got %s%s", kind(v), hint)
-		return "", invalid
+		return zero, invalid
 	}
-	return s, set
+	return t, set
+}
+
+// typed is read for a value of Go type T as YAML decodes it; want names
+// it in the problem ("want <want>, got <kind>").
+func typed[T any](n node, key, want string) (T, state) {
+	return read(n, key, func(v any) (T, bool) {
+		t, ok := v.(T)
+		if !ok {
+			n.problem(key, "want %s, got %s", want, kind(v))
+		}
+		return t, ok
+	})
+}
+
+func (n node) str(key string) (string, state) {
+	return read(n, key, func(v any) (string, bool) {
+		s, ok := v.(string)
+		if !ok {
+			hint := ""
+			switch v.(type) {
+			case bool, int, int64, uint64, float64, time.Time:
+				hint = " (quote it)"
+			}
+			n.problem(key, "want a string, got %s%s", kind(v), hint)
+			return "", false
+		}
+		if secretField(key) && !namesUsualEnv(key, s) {
+			n.s.hide(s)
+		}
+		return s, true
+	})
 }
 
 // requiredStr is str with a problem when key is absent or blank.
@@ -313,81 +340,55 @@ func (n node) requiredStr(key string) (string, bool) {
 	return s, true
 }
 
-func (n node) boolean(key string) (bool, state) {
-	v, ok := n.get(key)
-	if !ok {
-		return false, absent
-	}
-	b, ok := v.(bool)
-	if !ok {
-		n.problem(key, "want true or false, got %s", kind(v))
-		return false, invalid
-	}
-	return b, set
-}
+func (n node) boolean(key string) (bool, state) { return typed[bool](n, key, "true or false") }
 
 func (n node) integer(key string) (int, state) {
-	v, ok := n.get(key)
-	if !ok {
-		return 0, absent
-	}
-	var i int64
-	switch x := v.(type) {
-	case int:
-		i = int64(x)
-	case int64:
-		i = x
-	case uint64:
-		if x > math.MaxInt64 {
-			n.problem(key, "%d is too large", x)
-			return 0, invalid
+	return read(n, key, func(v any) (int, bool) {
+		var i int64
+		switch x := v.(type) {
+		case int:
+			i = int64(x)
+		case int64:
+			i = x
+		case uint64:
+			if x > math.MaxInt64 {
+				n.problem(key, "%d is too large", x)
+				return 0, false
+			}
+			i = int64(x)
+		default:
+			n.problem(key, "want an integer, got %s", kind(v))
+			return 0, false
 		}
-		i = int64(x)
-	default:
-		n.problem(key, "want an integer, got %s", kind(v))
-		return 0, invalid
-	}
-	if i < math.MinInt || i > math.MaxInt {
-		n.problem(key, "%d is out of range", i)
-		return 0, invalid
-	}
-	return int(i), set
+		if i < math.MinInt || i > math.MaxInt {
+			n.problem(key, "%d is out of range", i)
+			return 0, false
+		}
+		return int(i), true
+	})
 }
 
 func (n node) duration(key string) (time.Duration, state) {
-	v, ok := n.get(key)
-	if !ok {
-		return 0, absent
-	}
-	s, ok := v.(string)
-	if !ok {
-		if _, num := v.(int); num {
-			n.problem(key, "want a duration such as \"30s\" or \"2m\", got a bare number (give a unit)")
-		} else {
-			n.problem(key, "want a duration such as \"30s\" or \"2m\", got %s", kind(v))
+	return read(n, key, func(v any) (time.Duration, bool) {
+		s, ok := v.(string)
+		if !ok {
+			if _, num := v.(int); num {
+				n.problem(key, "want a duration such as \"30s\" or \"2m\", got a bare number (give a unit)")
+			} else {
+				n.problem(key, "want a duration such as \"30s\" or \"2m\", got %s", kind(v))
+			}
+			return 0, false
 		}
-		return 0, invalid
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		n.problem(key, "want a duration such as \"30s\" or \"2m\", got %s", strconv.Quote(s))
-		return 0, invalid
-	}
-	return d, set
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			n.problem(key, "want a duration such as \"30s\" or \"2m\", got %s", strconv.Quote(s))
+			return 0, false
+		}
+		return d, true
+	})
 }
 
-func (n node) list(key string) ([]any, state) {
-	v, ok := n.get(key)
-	if !ok {
-		return nil, absent
-	}
-	l, ok := v.([]any)
-	if !ok {
-		n.problem(key, "want a list, got %s", kind(v))
-		return nil, invalid
-	}
-	return l, set
-}
+func (n node) list(key string) ([]any, state) { return typed[[]any](n, key, "a list") }
 
 // oneOrList says, in the problems of node.oneOrList, what a field of one
 // value or a list of them holds: "want <one>, got <kind>, or <list>" for
@@ -530,34 +531,30 @@ func (n node) asMapping(path string, v any) (node, bool) {
 	return sub, true
 }
 
+// mapping reads key as a mapping; an absent one is an empty mapping at
+// key, so that its own keys read as absent.
 func (n node) mapping(key string) (node, state) {
-	v, ok := n.get(key)
-	if !ok {
-		return node{s: n.s, file: n.file, path: n.field(key), m: map[string]any{}, written: n.written}, absent
+	sub, st := read(n, key, func(v any) (node, bool) { return n.asMapping(n.field(key), v) })
+	if st == absent {
+		sub = node{s: n.s, file: n.file, path: n.field(key), m: map[string]any{}, written: n.written}
 	}
-	sub, ok := n.asMapping(n.field(key), v)
-	if !ok {
-		return sub, invalid
-	}
-	return sub, set
+	return sub, st
 }
 
 // number reads a number (an integer or a decimal).
 func (n node) number(key string) (float64, state) {
-	v, ok := n.get(key)
-	if !ok {
-		return 0, absent
-	}
-	switch x := v.(type) {
-	case int:
-		return float64(x), set
-	case int64:
-		return float64(x), set
-	case uint64:
-		return float64(x), set
-	case float64:
-		return x, set
-	}
-	n.problem(key, "want a number, got %s", kind(v))
-	return 0, invalid
+	return read(n, key, func(v any) (float64, bool) {
+		switch x := v.(type) {
+		case int:
+			return float64(x), true
+		case int64:
+			return float64(x), true
+		case uint64:
+			return float64(x), true
+		case float64:
+			return x, true
+		}
+		n.problem(key, "want a number, got %s", kind(v))
+		return 0, false
+	})
 }
