@@ -495,14 +495,9 @@ func (d *deskRepl) moved(from, to string) {
 
 // open opens the desk file name (at p) for writing.
 func (d *deskRepl) open(r *Replicas, p place, name string, flag int, perm fs.FileMode) (durable.File, error) {
-	fi, statErr := os.Lstat(name)
+	_, statErr := os.Lstat(name)
 	existed := statErr == nil
-	if flag&os.O_TRUNC != 0 && existed && fi.Size() > 0 {
-		if err := d.w.Truncate(context.Background(), p.rel, 0); err != nil {
-			return nil, err
-		}
-	}
-	f, err := r.inner.OpenFile(name, flag, perm)
+	f, err := r.inner.OpenFile(name, flag&^os.O_TRUNC, perm) // cut below, once the cut is replicated
 	if err != nil {
 		return nil, err
 	}
@@ -512,11 +507,37 @@ func (d *deskRepl) open(r *Replicas, p place, name string, flag int, perm fs.Fil
 	}
 	fr := d.state(p.rel, size, existed)
 	if flag&os.O_TRUNC != 0 {
-		fr.mu.Lock()
-		fr.at, fr.pending = 0, nil
-		fr.mu.Unlock()
+		if err := d.truncate(p.rel, fr, f, 0); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+		size = 0
 	}
 	return d.handle(p, r.local(f), fr, flag&os.O_APPEND != 0 || size == 0), nil
+}
+
+// truncate cuts the file rel (its state fr, open as f) to size: below its
+// replicated offset, OpTruncate is published first.
+func (d *deskRepl) truncate(rel string, fr *fileRepl, f durable.File, size int64) error {
+	fr.mu.Lock()
+	if size >= fr.at {
+		k := size - fr.at
+		if k <= int64(len(fr.pending)) {
+			fr.pending = fr.pending[:k:k] // a later write must not reuse the bytes a Sync may be publishing
+		} else {
+			fr.pending = append(fr.pending, make([]byte, k-int64(len(fr.pending)))...)
+		}
+		fr.mu.Unlock()
+		return f.Truncate(size)
+	}
+	fr.mu.Unlock()
+	if err := d.w.Truncate(context.Background(), rel, size); err != nil {
+		return err
+	}
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	fr.at, fr.pending = size, nil
+	return f.Truncate(size)
 }
 
 // handle returns the replicated handle of a desk file.
@@ -638,28 +659,11 @@ func (f *deskFile) Truncate(size int64) error {
 	if err := f.check("truncate"); err != nil {
 		return err
 	}
-	fr := f.fr
-	fr.mu.Lock()
-	if size >= fr.at {
-		k := size - fr.at
-		if k <= int64(len(fr.pending)) {
-			fr.pending = fr.pending[:k:k] // a later write must not reuse the bytes a Sync may be publishing
-		} else {
-			fr.pending = append(fr.pending, make([]byte, k-int64(len(fr.pending)))...)
-		}
-		f.pos = size
-		err := f.File.Truncate(size)
-		fr.mu.Unlock()
+	if err := f.p.d.truncate(f.p.rel, f.fr, f.File, size); err != nil {
 		return err
 	}
-	fr.mu.Unlock()
-	if err := f.p.d.w.Truncate(context.Background(), f.p.rel, size); err != nil {
-		return err
-	}
-	fr.mu.Lock()
-	defer fr.mu.Unlock()
-	fr.at, fr.pending, f.pos = size, nil, size
-	return f.File.Truncate(size)
+	f.pos = size
+	return nil
 }
 
 // tempFile is a temporary file of a desk's folder: not replicated, its

@@ -139,6 +139,12 @@ func TestReplicasRebuildIsTheLiveFolder(t *testing.T) {
 		must(t, "keep a version", err)
 	}
 	must(t, "remove a note", r.Remove(filepath.Join(live, "notes", "d1", "n5.md")))
+	tf, err := r.OpenFile(filepath.Join(live, "notes", "d0", "n0.md"), os.O_WRONLY|os.O_TRUNC, 0)
+	must(t, "open a note to rewrite it", err)
+	_, err = tf.Write([]byte("- rewritten\n"))
+	must(t, "rewrite the note", err)
+	must(t, "sync the note", tf.Sync())
+	must(t, "close the note", tf.Close())
 	never, _ := openLog(t, r, filepath.Join(live, "sessions", "never.jsonl")) // created, never synced: not in the WAL
 	must(t, "close a log never written", never.Close())
 	must(t, "remove it", r.Remove(never.Path()))
