@@ -18,6 +18,7 @@ import (
 	"github.com/deskd/deskd/desk/cluster"
 	"github.com/deskd/deskd/desk/natstest"
 	"github.com/deskd/deskd/memory/durable"
+	"github.com/deskd/deskd/memory/durable/faultfs"
 )
 
 // rawRecord is a WAL record of desk as a writer of epoch publishes it
@@ -458,4 +459,34 @@ func TestRebuildTakesPartsWholeOrNot(t *testing.T) {
 	if fs := files(t, got); len(fs) != 1 || fs["Memory.md"] != "# b\n" || r.Through != last(wb) {
 		t.Errorf("rebuilt %v through %d: want b's Memory.md alone (a's unfinished parts dropped), through %d", fs, r.Through, last(wb))
 	}
+}
+
+// TestReplicasLocalFaultsKeepTheWALEqual: a local fsync that fails after
+// its bytes were published (the Log cuts them off: the cut is published
+// too), and a short write on a full disk (cut before any publish), leave
+// the live folder what Rebuild gives, and the log goes on after them.
+func TestReplicasLocalFaultsKeepTheWALEqual(t *testing.T) {
+	a, w := owner(t, natstest.StartCluster(t, 3))
+	desks := t.TempDir()
+	live := filepath.Join(desks, "alpha")
+	disk := &faultfs.FS{Under: "triggers.jsonl"}
+	r := cluster.NewReplicas(disk, desks)
+	r.Attach("alpha", w)
+	l, _ := openLog(t, r, filepath.Join(live, "triggers.jsonl"))
+	defer l.Close()
+	must(t, "append t1", l.Append([]byte(`{"id":"t1"}`), true))
+	disk.FailAt(faultfs.Sync, 1, faultfs.ErrIO)
+	if err := l.Append([]byte(`{"id":"t2"}`), true); !errors.Is(err, faultfs.ErrIO) {
+		t.Fatalf("an append whose fsync fails: %v, want the disk's error", err)
+	}
+	disk.FailAt(faultfs.Write, 1, faultfs.ErrNoSpace)
+	if err := l.Append([]byte(`{"id":"t3"}`), true); !errors.Is(err, faultfs.ErrNoSpace) {
+		t.Fatalf("an append on a full disk: %v, want the disk's error", err)
+	}
+	must(t, "append t4", l.Append([]byte(`{"id":"t4"}`), true))
+	if got := files(t, live)["triggers.jsonl"]; got != "{\"id\":\"t1\"}\n{\"id\":\"t4\"}\n" {
+		t.Fatalf("the ledger holds %q, want t1 and t4", got)
+	}
+	got, _ := rebuilt(t, a.stores, 0)
+	sameFiles(t, got, live)
 }
