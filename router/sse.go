@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // This file holds what both model clients share on the wire: the HTTP
@@ -121,9 +122,16 @@ func (k *keptString) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
 	}
-	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && string(b[1:len(b)-1]) == k.s && bytes.IndexByte(b, '\\') < 0 {
-		k.set = true // the same text, no escapes in it: the same string
-		return nil
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
+		// No escapes: the text is the value (the event was checked by
+		// json.Valid; invalid UTF-8 is what Unmarshal would replace).
+		if raw := b[1 : len(b)-1]; string(raw) == k.s {
+			k.set = true // the same string
+			return nil
+		} else if utf8.Valid(raw) {
+			k.s, k.set = string(raw), true
+			return nil
+		}
 	}
 	if err := json.Unmarshal(b, &k.s); err != nil {
 		return err
