@@ -41,8 +41,11 @@ type Rebuilt struct {
 // in order. Each append must begin where its file ends (a gap or an
 // overlap that differs stops the rebuild with an error naming the file
 // and the sequence); a record of an epoch older than a fence before it is
-// an error too. Every file and folder written is fsynced before it
-// returns.
+// an error too, and so are a truncate past a file's end, a link to a name
+// taken, a remove or rename of what is not there. A replace or link in
+// parts is applied whole at its last part, or not at all (the rebuild
+// ends before it, or a fence comes first). Every file and folder written
+// is fsynced before it returns.
 func Rebuild(ctx context.Context, s *Stores, desk, dir string, through uint64) (Rebuilt, error) {
 	var r Rebuilt
 	fail := func(err error) (Rebuilt, error) {

@@ -16,7 +16,8 @@ import (
 // Replicas is the durable.FS through which every durable write of a desk
 // folder, <desksDir>/<desk>/..., is replicated to the desk's WAL, so that
 // memory/durable's callers do not change. Paths outside the desk folders
-// pass through to the inner FS untouched.
+// pass through to the inner FS untouched; so do those below an entry of
+// desksDir whose name begins with '.', which no desk's does.
 //
 // A desk's folder is written only while a Writer is attached for it (the
 // host owns the desk): without one (a standby, or a desk detached) every
@@ -119,6 +120,9 @@ func (r *Replicas) where(name string) place {
 		return place{}
 	}
 	desk, rest, _ := strings.Cut(filepath.ToSlash(rel), "/")
+	if strings.HasPrefix(desk, ".") {
+		return place{} // no desk's name: the daemon's own (a folder being rebuilt, ...)
+	}
 	r.mu.Lock()
 	d := r.desks[desk]
 	r.mu.Unlock()

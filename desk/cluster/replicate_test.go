@@ -302,13 +302,16 @@ func TestReplicasStandbyWritesNothing(t *testing.T) {
 
 // TestReplicasOutsideDesksPassThrough: with no desk attached, every write
 // outside the desk folders (the state folder, the desks folder itself, a
-// folder whose name only begins like it) works as through the inner FS.
+// folder whose name only begins like it, a folder in it whose name is no
+// desk's) works as through the inner FS.
 func TestReplicasOutsideDesksPassThrough(t *testing.T) {
 	state := t.TempDir()
 	desks := filepath.Join(state, "desks")
 	r := cluster.NewReplicas(nil, desks)
 	must(t, "make the desks folder", durable.MkdirAll(r, desks, 0o750))
 	must(t, "write a file beside it", durable.WriteFile(r, filepath.Join(state, "runtime.json"), []byte(`{"pid":1}`), 0o640))
+	must(t, "write beside the desk folders", durable.MkdirAll(r, filepath.Join(desks, ".alpha.rebuild"), 0o750))
+	must(t, "write in a folder beside the desk folders", durable.WriteFile(r, filepath.Join(desks, ".alpha.rebuild", "x"), []byte("y"), 0o640))
 	must(t, "make a look-alike folder", durable.MkdirAll(r, filepath.Join(state, "desks2"), 0o750))
 	must(t, "write in a look-alike folder", durable.WriteFile(r, filepath.Join(state, "desks2", "x.json"), []byte("x"), 0o640))
 	l, _ := openLog(t, r, filepath.Join(state, "audit", "audit.jsonl"))
@@ -320,7 +323,7 @@ func TestReplicasOutsideDesksPassThrough(t *testing.T) {
 	must(t, "write a file to remove", durable.WriteFile(r, filepath.Join(state, "gone"), nil, 0o640))
 	must(t, "remove it", r.Remove(filepath.Join(state, "gone")))
 	want := map[string]string{
-		"runtime.json": `{"pid":1}`, "desks2/x.json": "x", "audit/audit.jsonl": "{\"a\":1}\n{\"a\":2}\n", "history/v.md": "v1",
+		"runtime.json": `{"pid":1}`, "desks2/x.json": "x", "desks/.alpha.rebuild/x": "y", "audit/audit.jsonl": "{\"a\":1}\n{\"a\":2}\n", "history/v.md": "v1",
 	}
 	got := files(t, state)
 	for name, data := range want {
