@@ -49,6 +49,43 @@ type clusterHost struct {
 
 	held       map[string]*holding           // the desks this host owns, by name
 	contending map[string]context.CancelFunc // the acquirer of each desk, by name
+	ingress    Ingress                       // nil: no NATS trigger ingress
+}
+
+// Ingress is the NATS trigger ingress of a cluster host (natsfeed.Feed
+// in cluster mode): each desk's consumer bound by its owner only.
+type Ingress interface {
+	// Bind starts consuming the desk's triggers here; the desk runs.
+	Bind(desk string) error
+	// Unbind stops consuming them here, handing back what was pulled and
+	// not acknowledged, before the desk stops.
+	Unbind(desk string)
+}
+
+// SetIngress hands the daemon of a cluster host its NATS trigger ingress,
+// whose desks it binds while it owns them. Call it from Serve (before the
+// desks are contended for); a daemon without a cluster section ignores it.
+func (d *Daemon) SetIngress(in Ingress) {
+	if d.cl != nil {
+		d.cl.ingress = in
+	}
+}
+
+// bind binds the running desk's NATS trigger consumer here, if any.
+func (c *clusterHost) bind(name string) {
+	if c.ingress == nil {
+		return
+	}
+	if err := c.ingress.Bind(name); err != nil {
+		c.log.Error().Err(err).Str("desk", name).Msg("cluster: bind the desk's NATS trigger consumer: its NATS triggers wait for the next owner")
+	}
+}
+
+// unbind unbinds the desk's NATS trigger consumer here, if any.
+func (c *clusterHost) unbind(name string) {
+	if c.ingress != nil {
+		c.ingress.Unbind(name)
+	}
 }
 
 // holding is a desk this host owns: its lease, the writer of its WAL, and
@@ -223,6 +260,7 @@ func (c *clusterHost) stopContending() {
 // forget stops the desk's acquirer and forgets it (its file left the
 // config); a lease held is released by the desk's exit (releaseDesk).
 func (c *clusterHost) forget(name string) {
+	c.unbind(name) // before the desk stops
 	if cancel, ok := c.contending[name]; ok {
 		cancel()
 		delete(c.contending, name)
@@ -262,6 +300,7 @@ func (c *clusterHost) releaseDesk(name string) {
 // unhold forgets the desk h holds: its folder is written no more here,
 // and its watch ends.
 func (c *clusterHost) unhold(name string, h *holding) {
+	c.unbind(name)
 	delete(c.held, name)
 	c.repl.Detach(name)
 	if h.end != nil {
@@ -344,6 +383,10 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 		return
 	}
 	c.repl.Attach(ch.desk, h.w)
+	if err := durable.MkdirAll(c.repl, dir, 0o750); err != nil { // a desk new to the cluster and this host
+		fail(err)
+		return
+	}
 	wctx, end := context.WithCancel(c.ctx)
 	h.end = end
 	c.wg.Add(1)
@@ -364,7 +407,9 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 	if err := f.awaitStarted(ctx, run); err != nil {
 		f.stop(run, errors.New("it failed to start"))
 		d.dropDesk(ch.desk) // its exit closes its files and releases the lease
+		return
 	}
+	c.bind(ch.desk)
 }
 
 // leaseLost stops the desk whose lease has ended at once: nothing more

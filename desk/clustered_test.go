@@ -17,6 +17,7 @@ import (
 	"github.com/deskd/deskd/desk/cluster"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/natsfeed"
 	"github.com/deskd/deskd/desk/natstest"
 )
 
@@ -29,6 +30,18 @@ const clusterLease = 3 * time.Second
 // end says it serves on addr.
 func startClusterHost(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string) *daemonRun {
 	t.Helper()
+	return startClusterHostWith(t, c, host, addr, desks, false)
+}
+
+// clusterTriggers is the NATS trigger ingress of the cluster tests' hosts
+// that have one.
+var clusterTriggers = config.NATSTriggers{Stream: "MARKET", Subject: "deskd.triggers.>", Consumer: "deskd"}
+
+// startClusterHostWith is startClusterHost, with the NATS trigger
+// ingress (clusterTriggers, in cluster mode) as deskd run wires it when
+// ingress is set.
+func startClusterHostWith(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string, ingress bool) *daemonRun {
+	t.Helper()
 	main := daemonMain + "nats: {url: \"" + c.URLs() + "\"}\ncluster: {host: " + host + ", lease: " + clusterLease.String() + "}\n"
 	dir := daemonConfig(t, main, desks)
 	nc, err := nats.Connect(c.URLs())
@@ -36,12 +49,17 @@ func startClusterHost(t *testing.T, c *natstest.Cluster, host, addr string, desk
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	return startDaemonOptions(t, dir, func(*config.Config) {}, func(o *desk.DaemonOptions) {
+	return startDaemonOptions(t, dir, func(*config.Config) {}, func(o *desk.DaemonOptions, r *daemonRun) {
 		o.NATS = nc
 		serve := o.Serve
 		o.Serve = func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
 			f, err := serve(ctx, set, check)
-			return addressed{Frontend: f, addr: addr}, err
+			if err != nil || !ingress {
+				return addressed{Frontend: f, addr: addr}, err
+			}
+			feed := natsfeed.Start(natsfeed.Options{Conn: nc, Triggers: clusterTriggers, Desks: set, Bus: o.Bus, Clock: o.Clock, Log: o.Log, Lease: clusterLease})
+			r.d.SetIngress(feed)
+			return addressed{Frontend: feed.Guard(f), addr: addr}, nil
 		}
 	})
 }
@@ -156,6 +174,40 @@ func TestClusterOneOwnerStandbyAndHandOver(t *testing.T) {
 	}
 	if st.Owner == nil || st.Owner.Host != "b" || st.Owner.Epoch != took.Epoch {
 		t.Errorf("the new owner's status owner = %+v, want b at epoch %d", st.Owner, took.Epoch)
+	}
+}
+
+// TestClusterNATSTriggersGoToTheOwner: with the NATS trigger ingress,
+// the owner binds the desk's consumer and takes its triggers; the standby
+// takes none; after the owner's SIGTERM the new owner binds it and takes
+// the next one, in the same session.
+func TestClusterNATSTriggersGoToTheOwner(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	_, js := c.Client()
+	desks := map[string]string{"main": daemonDesk("offline")}
+	subject := natsfeed.DeskSubject(clusterTriggers, "main")
+	a := startClusterHostWith(t, c, "a", "10.0.0.1:7317", desks, true)
+	expectAcquired(a, "main")
+	b := startClusterHostWith(t, c, "b", "10.0.0.2:7317", desks, true)
+	waitListed(b, "main", func(st desk.Status) bool { return st.Owner != nil })
+	natstest.Publish(t, js, subject, "n1", `{"text":"Check the tape."}`)
+	first := expectEvent(a, func(e event.TurnCompleted) bool { return e.Trigger == "n1" })
+
+	a.stop()
+	expectAcquiredIn(b, "main", 5*time.Second)
+	natstest.Publish(t, js, subject, "n2", `{"text":"Check the tape again."}`)
+	next := expectEvent(b, func(e event.TurnCompleted) bool { return e.Trigger == "n2" })
+	if next.Session != first.Session || next.Turn != first.Turn+1 {
+		t.Errorf("n2 is turn %d of session %s on the new owner, want turn %d of session %s", next.Turn, next.Session, first.Turn+1, first.Session)
+	}
+	for _, r := range []struct {
+		run  *daemonRun
+		not  string
+		host string
+	}{{a, "n2", "a"}, {b, "n1", "b"}} {
+		if q := seenEvent(r.run, func(e event.TriggerQueued) bool { return e.Trigger == r.not }); q != nil {
+			t.Errorf("host %s queued %s, which came while it did not own the desk", r.host, r.not)
+		}
 	}
 }
 

@@ -111,12 +111,13 @@ func startDaemon(t *testing.T, dir string) *daemonRun {
 // deskd run's flags edit it).
 func startDaemonWith(t *testing.T, dir string, edit func(*config.Config)) *daemonRun {
 	t.Helper()
-	return startDaemonOptions(t, dir, edit, func(*desk.DaemonOptions) {})
+	return startDaemonOptions(t, dir, edit, func(*desk.DaemonOptions, *daemonRun) {})
 }
 
 // startDaemonOptions is startDaemonWith on the daemon's options as opts
-// leaves them (a cluster's NATS connection, say).
-func startDaemonOptions(t *testing.T, dir string, edit func(*config.Config), opts func(*desk.DaemonOptions)) *daemonRun {
+// leaves them (a cluster's NATS connection, say); opts may keep the run,
+// whose daemon is set before Run begins.
+func startDaemonOptions(t *testing.T, dir string, edit func(*config.Config), opts func(*desk.DaemonOptions, *daemonRun)) *daemonRun {
 	t.Helper()
 	loaded, err := config.LoadKeeping(filepath.Join(dir, "deskd.yaml"), nil) // as deskd run loads it
 	if err != nil {
@@ -138,7 +139,7 @@ func startDaemonOptions(t *testing.T, dir string, edit func(*config.Config), opt
 		},
 		ReleaseSignals: func() { r.released.Add(1) },
 	}
-	opts(&o)
+	opts(&o, r)
 	r.d, err = desk.NewDaemon(o)
 	if err != nil {
 		t.Fatal(err)

@@ -152,7 +152,13 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 			if err != nil || nc == nil || cfg.NATS.Triggers == nil {
 				return front, err // the NATS ingress starts once the desks are up; Guard's Refuse stops it before they stop
 			}
-			return natsfeed.Start(natsfeed.Options{Conn: nc.NATS(), Triggers: *cfg.NATS.Triggers, Desks: set, Bus: bus, Clock: clk, Log: log}).Guard(front), nil
+			o := natsfeed.Options{Conn: nc.NATS(), Triggers: *cfg.NATS.Triggers, Desks: set, Bus: bus, Clock: clk, Log: log}
+			if cfg.Cluster != nil { // a consumer per desk, bound by the desk's owner only
+				o.Lease = cfg.Cluster.Lease
+			}
+			feed := natsfeed.Start(o)
+			d.SetIngress(feed)
+			return feed.Guard(front), nil
 		},
 		ReleaseSignals: release,
 	})
