@@ -214,17 +214,26 @@ func (s *Server) fileError(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, status, err.Error())
 }
 
-func (s *Server) getSessions(w http.ResponseWriter, r *http.Request) {
+// getFiles serves a GET on a desk's files: read gives the 200's body
+// from the desk's folder; its error is a fileError.
+func (s *Server) getFiles(w http.ResponseWriter, r *http.Request, read func(f *memory.Folder) (any, error)) {
 	_, f, ok := s.folder(w, r)
 	if !ok {
 		return
 	}
-	infos, err := f.ListSessions()
+	out, err := read(f)
 	if err != nil {
 		s.fileError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, SessionsResponse{Sessions: termview.SessionRows(infos)})
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getSessions(w http.ResponseWriter, r *http.Request) {
+	s.getFiles(w, r, func(f *memory.Folder) (any, error) {
+		infos, err := f.ListSessions()
+		return SessionsResponse{Sessions: termview.SessionRows(infos)}, err
+	})
 }
 
 // session reads the session the path names: "current", an id, or a
@@ -272,49 +281,40 @@ func (s *Server) getExport(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getMemory(w http.ResponseWriter, r *http.Request) {
-	_, f, ok := s.folder(w, r)
-	if !ok {
-		return
-	}
-	text, err := f.ReadMemory()
-	if err != nil {
-		s.fileError(w, r, err)
-		return
-	}
-	versions, err := f.MemoryHistory()
-	if err != nil {
-		s.fileError(w, r, err)
-		return
-	}
-	out := MemoryResponse{Text: text, Versions: []MemoryVersionRow{}}
-	for i := len(versions) - 1; i >= 0; i-- {
-		v := versions[i]
-		out.Versions = append(out.Versions, MemoryVersionRow{ID: v.ID, Size: v.Size, At: v.At})
-	}
-	writeJSON(w, http.StatusOK, out)
+	s.getFiles(w, r, func(f *memory.Folder) (any, error) {
+		text, err := f.ReadMemory()
+		if err != nil {
+			return nil, err
+		}
+		versions, err := f.MemoryHistory()
+		if err != nil {
+			return nil, err
+		}
+		out := MemoryResponse{Text: text, Versions: []MemoryVersionRow{}}
+		for i := len(versions) - 1; i >= 0; i-- {
+			v := versions[i]
+			out.Versions = append(out.Versions, MemoryVersionRow{ID: v.ID, Size: v.Size, At: v.At})
+		}
+		return out, nil
+	})
 }
 
 func (s *Server) getMemoryVersion(w http.ResponseWriter, r *http.Request) {
-	_, f, ok := s.folder(w, r)
-	if !ok {
-		return
-	}
-	v, err := f.ResolveMemoryVersion(r.PathValue("version"))
-	if err != nil {
-		s.fileError(w, r, err)
-		return
-	}
-	old, err := f.ReadMemoryVersion(v.ID)
-	if err != nil {
-		s.fileError(w, r, err)
-		return
-	}
-	cur, err := f.ReadMemory()
-	if err != nil {
-		s.fileError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, MemoryVersionResponse{ID: v.ID, Text: old, Diff: diff.Unified("Memory.md@"+v.ID, "Memory.md", old, cur)})
+	s.getFiles(w, r, func(f *memory.Folder) (any, error) {
+		v, err := f.ResolveMemoryVersion(r.PathValue("version"))
+		if err != nil {
+			return nil, err
+		}
+		old, err := f.ReadMemoryVersion(v.ID)
+		if err != nil {
+			return nil, err
+		}
+		cur, err := f.ReadMemory()
+		if err != nil {
+			return nil, err
+		}
+		return MemoryVersionResponse{ID: v.ID, Text: old, Diff: diff.Unified("Memory.md@"+v.ID, "Memory.md", old, cur)}, nil
+	})
 }
 
 func (s *Server) postRestore(w http.ResponseWriter, r *http.Request) {
@@ -355,11 +355,7 @@ func postNamed[Req any](s *Server, w http.ResponseWriter, r *http.Request, key, 
 }
 
 func (s *Server) getNotes(w http.ResponseWriter, r *http.Request) {
-	_, f, ok := s.folder(w, r)
-	if !ok {
-		return
-	}
-	date, ok := s.date(w, r)
+	_, f, date, ok := s.folderOn(w, r)
 	if !ok {
 		return
 	}
@@ -372,16 +368,10 @@ func (s *Server) getNotes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSummaries(w http.ResponseWriter, r *http.Request) {
-	_, f, ok := s.folder(w, r)
-	if !ok {
-		return
-	}
-	rows, err := summaries(f)
-	if err != nil {
-		s.fileError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, SummariesResponse{Summaries: rows})
+	s.getFiles(w, r, func(f *memory.Folder) (any, error) {
+		rows, err := summaries(f)
+		return SummariesResponse{Summaries: rows}, err
+	})
 }
 
 // summaries returns the summary of each session that has one, then the
@@ -452,30 +442,26 @@ func relPath(f *memory.Folder, path string) string {
 }
 
 func (s *Server) getSkills(w http.ResponseWriter, r *http.Request) {
-	_, f, ok := s.folder(w, r)
-	if !ok {
-		return
-	}
-	skills, err := f.Skills()
-	if err != nil {
-		s.fileError(w, r, err)
-		return
-	}
-	entries, err := curator.ReadLedger(f)
-	if err != nil {
-		s.fileError(w, r, err)
-		return
-	}
-	out := SkillsResponse{Skills: []SkillRow{}, Changes: []SkillChange{}}
-	for _, sk := range skills {
-		out.Skills = append(out.Skills, SkillRow{Name: sk.Name, Description: sk.Description, Pinned: sk.Pinned})
-	}
-	for i := len(entries) - 1; i >= 0; i-- {
-		if e := entries[i]; e.ID != "" {
-			out.Changes = append(out.Changes, skillChange(e))
+	s.getFiles(w, r, func(f *memory.Folder) (any, error) {
+		skills, err := f.Skills()
+		if err != nil {
+			return nil, err
 		}
-	}
-	writeJSON(w, http.StatusOK, out)
+		entries, err := curator.ReadLedger(f)
+		if err != nil {
+			return nil, err
+		}
+		out := SkillsResponse{Skills: []SkillRow{}, Changes: []SkillChange{}}
+		for _, sk := range skills {
+			out.Skills = append(out.Skills, SkillRow{Name: sk.Name, Description: sk.Description, Pinned: sk.Pinned})
+		}
+		for i := len(entries) - 1; i >= 0; i-- {
+			if e := entries[i]; e.ID != "" {
+				out.Changes = append(out.Changes, skillChange(e))
+			}
+		}
+		return out, nil
+	})
 }
 
 func skillChange(e curator.LedgerEntry) SkillChange {
@@ -491,11 +477,7 @@ func (s *Server) postUndo(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
-	d, f, ok := s.folder(w, r)
-	if !ok {
-		return
-	}
-	date, ok := s.date(w, r)
+	d, f, date, ok := s.folderOn(w, r)
 	if !ok {
 		return
 	}
@@ -520,6 +502,17 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeAttachment(w, "application/gzip", fmt.Sprintf("%s-%s.tar.gz", d.Name(), date), data)
+}
+
+// folderOn is folder, then date: the desk, its folder and the trading
+// date the request asks about, or false once one of them has answered.
+func (s *Server) folderOn(w http.ResponseWriter, r *http.Request) (*desk.Desk, *memory.Folder, memory.Date, bool) {
+	d, f, ok := s.folder(w, r)
+	if !ok {
+		return nil, nil, memory.Date{}, false
+	}
+	date, ok := s.date(w, r)
+	return d, f, date, ok
 }
 
 // date returns ?date=YYYY-MM-DD, by default the trading date now, or
