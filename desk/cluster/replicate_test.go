@@ -493,3 +493,39 @@ func TestReplicasLocalFaultsKeepTheWALEqual(t *testing.T) {
 	got, _ := rebuilt(t, a.stores, 0)
 	sameFiles(t, got, live)
 }
+
+// TestReplicasConcurrentLogsRebuild: logs of one desk appended at once
+// from several goroutines (their fsyncs shared by the Group, their
+// publishes in the one WAL) rebuild byte for byte.
+func TestReplicasConcurrentLogsRebuild(t *testing.T) {
+	a, w := owner(t, natstest.StartCluster(t, 3))
+	desks := t.TempDir()
+	live := filepath.Join(desks, "alpha")
+	g := durable.NewGroup(nil)
+	defer g.Close()
+	r := cluster.NewReplicas(g, desks)
+	r.Attach("alpha", w)
+	errs := make(chan error, 8)
+	for i := range 8 {
+		l, _ := openLog(t, r, filepath.Join(live, "sessions", "s"+strconv.Itoa(i)+".jsonl"))
+		defer l.Close()
+		go func() {
+			var err error
+			for n := 0; n < 40 && err == nil; n++ {
+				err = l.Append([]byte(`{"log":`+strconv.Itoa(i)+`,"n":`+strconv.Itoa(n)+`}`), n%4 != 0)
+			}
+			if err == nil {
+				err = l.Sync()
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		must(t, "append at once", <-errs)
+	}
+	got, _ := rebuilt(t, a.stores, 0)
+	sameFiles(t, got, live)
+	if n := len(files(t, live)); n != 8 {
+		t.Fatalf("%d logs written, want 8", n)
+	}
+}
