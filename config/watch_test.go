@@ -88,15 +88,42 @@ func (h *watchHarness) sync() {
 	}
 }
 
+// armed waits until the watcher has armed a debounce timer, or fails the
+// test with failure.
+func (h *watchHarness) armed(failure string) {
+	h.t.Helper()
+	if err := h.clk.WaitPending(h.deadline(), 1); err != nil {
+		h.t.Fatal(failure)
+	}
+}
+
+// notNotified fails the test with failure if a notification waits.
+func (h *watchHarness) notNotified(failure string) {
+	h.t.Helper()
+	select {
+	case <-h.w.Changes():
+		h.t.Fatal(failure)
+	default:
+	}
+}
+
+// notified waits for a notification, or fails the test with failure.
+func (h *watchHarness) notified(failure string) {
+	h.t.Helper()
+	select {
+	case <-h.w.Changes():
+	case <-h.deadline().Done():
+		h.t.Fatal(failure)
+	}
+}
+
 // expectOne checks that what happened since the last check is one burst:
 // one armed timer, nothing before the debounce has passed, then exactly
 // one notification.
 func (h *watchHarness) expectOne(what string) {
 	h.t.Helper()
 	h.sync()
-	if err := h.clk.WaitPending(h.deadline(), 1); err != nil {
-		h.t.Fatalf("%s: the debounce timer was never armed", what)
-	}
+	h.armed(what + ": the debounce timer was never armed")
 	if n := h.clk.Pending(); n != 1 {
 		h.t.Fatalf("%s: %d timers armed, want 1", what, n)
 	}
@@ -105,17 +132,9 @@ func (h *watchHarness) expectOne(what string) {
 	if n := h.clk.Pending(); n != 1 {
 		h.t.Fatalf("%s: %d timers armed %v before the debounce ends, want 1", what, n, time.Millisecond)
 	}
-	select {
-	case <-h.w.Changes():
-		h.t.Fatalf("%s: notified before the debounce ended", what)
-	default:
-	}
+	h.notNotified(what + ": notified before the debounce ended")
 	h.clk.Advance(time.Millisecond)
-	select {
-	case <-h.w.Changes():
-	case <-h.deadline().Done():
-		h.t.Fatalf("%s: no notification after the debounce", what)
-	}
+	h.notified(what + ": no notification after the debounce")
 	h.expectNone(what + " (after its notification)")
 }
 
@@ -126,11 +145,15 @@ func (h *watchHarness) expectNone(what string) {
 	if n := h.clk.Pending(); n != 0 {
 		h.t.Fatalf("%s: %d debounce timers armed, want none", what, n)
 	}
-	select {
-	case <-h.w.Changes():
-		h.t.Fatalf("%s: unexpected notification", what)
-	default:
-	}
+	h.notNotified(what + ": unexpected notification")
+}
+
+// write writes content to p (watchWrite) and expects one burst of it
+// (expectOne).
+func (h *watchHarness) write(p, content, what string) {
+	h.t.Helper()
+	watchWrite(h.t, p, content)
+	h.expectOne(what)
 }
 
 func watchWrite(t *testing.T, p, content string) {
@@ -160,9 +183,16 @@ func plainConfig(t *testing.T) (dir, mainPath, desksDir string) {
 	return dir, mainPath, desksDir
 }
 
+// plainWatch is plainConfig watched by startWatcher, dir the folder of
+// its sentinels.
+func plainWatch(t *testing.T) (h *watchHarness, dir, mainPath, desksDir string) {
+	t.Helper()
+	dir, mainPath, desksDir = plainConfig(t)
+	return startWatcher(t, mainPath, desksDir, dir), dir, mainPath, desksDir
+}
+
 func TestWatchInPlaceWrite(t *testing.T) {
-	dir, mainPath, desksDir := plainConfig(t)
-	h := startWatcher(t, mainPath, desksDir, dir)
+	h, _, mainPath, desksDir := plainWatch(t)
 
 	// Truncate, then write in two chunks: three Write events, one burst.
 	f, err := os.OpenFile(mainPath, os.O_WRONLY|os.O_TRUNC, 0)
@@ -174,13 +204,11 @@ func TestWatchInPlaceWrite(t *testing.T) {
 	noErr(t, f.Close())
 	h.expectOne("in-place write of the main file")
 
-	watchWrite(t, filepath.Join(desksDir, "main.yaml"), "model: other\n")
-	h.expectOne("in-place write of a desk file")
+	h.write(filepath.Join(desksDir, "main.yaml"), "model: other\n", "in-place write of a desk file")
 }
 
 func TestWatchAtomicRenameSave(t *testing.T) {
-	dir, mainPath, desksDir := plainConfig(t)
-	h := startWatcher(t, mainPath, desksDir, dir)
+	h, dir, mainPath, desksDir := plainWatch(t)
 
 	tmp := filepath.Join(dir, ".deskd.yaml3141592")
 	watchWrite(t, tmp, "state_dir: ./other\n")
@@ -194,13 +222,11 @@ func TestWatchAtomicRenameSave(t *testing.T) {
 	h.expectOne("atomic save of a desk file")
 
 	// The watch survived both renames.
-	watchWrite(t, mainPath, "state_dir: ./third\n")
-	h.expectOne("in-place write after the renames")
+	h.write(mainPath, "state_dir: ./third\n", "in-place write after the renames")
 }
 
 func TestWatchVimSave(t *testing.T) {
-	dir, mainPath, desksDir := plainConfig(t)
-	h := startWatcher(t, mainPath, desksDir, dir)
+	h, dir, mainPath, _ := plainWatch(t)
 
 	// vim (backupcopy=no): probe the folder, rename the original to a
 	// backup, write a new file, delete the backup.
@@ -212,32 +238,25 @@ func TestWatchVimSave(t *testing.T) {
 	noErr(t, os.Remove(mainPath+"~"))
 	h.expectOne("vim-style save")
 
-	watchWrite(t, mainPath, "state_dir: ./again\n")
-	h.expectOne("write after the vim-style save")
+	h.write(mainPath, "state_dir: ./again\n", "write after the vim-style save")
 }
 
 func TestWatchRemoveThenRecreate(t *testing.T) {
-	dir, mainPath, desksDir := plainConfig(t)
-	h := startWatcher(t, mainPath, desksDir, dir)
+	h, _, mainPath, _ := plainWatch(t)
 
 	noErr(t, os.Remove(mainPath))
 	h.expectOne("main file removed")
-	watchWrite(t, mainPath, "state_dir: ./back\n")
-	h.expectOne("main file created again")
-	watchWrite(t, mainPath, "state_dir: ./edited\n")
-	h.expectOne("main file edited after it came back")
+	h.write(mainPath, "state_dir: ./back\n", "main file created again")
+	h.write(mainPath, "state_dir: ./edited\n", "main file edited after it came back")
 }
 
 func TestWatchDeskAddedAndRemoved(t *testing.T) {
-	dir, mainPath, desksDir := plainConfig(t)
-	h := startWatcher(t, mainPath, desksDir, dir)
+	h, _, _, desksDir := plainWatch(t)
 
-	watchWrite(t, filepath.Join(desksDir, "fx.yaml"), "model: offline\n")
-	h.expectOne("new desk file")
+	h.write(filepath.Join(desksDir, "fx.yaml"), "model: offline\n", "new desk file")
 	noErr(t, os.Remove(filepath.Join(desksDir, "main.yaml")))
 	h.expectOne("desk file removed")
-	watchWrite(t, filepath.Join(desksDir, "rates.yml"), "model: offline\n")
-	h.expectOne("a misnamed .yml desk file (loading reports it)")
+	h.write(filepath.Join(desksDir, "rates.yml"), "model: offline\n", "a misnamed .yml desk file (loading reports it)")
 }
 
 // TestWatchMoreDirs: another folder of YAML files (calendars_dir) is
@@ -249,17 +268,14 @@ func TestWatchMoreDirs(t *testing.T) {
 
 	noErr(t, os.Mkdir(calendars, 0o755))
 	h.expectOne("calendars folder created")
-	watchWrite(t, filepath.Join(calendars, "lse.yaml"), "timezone: Europe/London\n")
-	h.expectOne("new calendar file")
-	watchWrite(t, filepath.Join(calendars, "lse.yaml"), "timezone: UTC\n")
-	h.expectOne("calendar file edited")
+	h.write(filepath.Join(calendars, "lse.yaml"), "timezone: Europe/London\n", "new calendar file")
+	h.write(filepath.Join(calendars, "lse.yaml"), "timezone: UTC\n", "calendar file edited")
 	watchWrite(t, filepath.Join(calendars, "notes.txt"), "x")
 	h.expectNone("a file that is not YAML in the calendars folder")
 }
 
 func TestWatchIgnoresOtherFiles(t *testing.T) {
-	dir, mainPath, desksDir := plainConfig(t)
-	h := startWatcher(t, mainPath, desksDir, dir)
+	h, dir, mainPath, desksDir := plainWatch(t)
 
 	watchWrite(t, filepath.Join(dir, "notes.txt"), "x")
 	watchWrite(t, filepath.Join(dir, "deskd.yaml.bak"), "x")
@@ -271,13 +287,11 @@ func TestWatchIgnoresOtherFiles(t *testing.T) {
 	noErr(t, os.Chmod(mainPath, 0o600))
 	h.expectNone("files that are not config, and a chmod")
 
-	watchWrite(t, mainPath, "state_dir: ./s\n")
-	h.expectOne("the main file after the noise")
+	h.write(mainPath, "state_dir: ./s\n", "the main file after the noise")
 }
 
 func TestWatchDesksDirRemovedAndRecreated(t *testing.T) {
-	dir, mainPath, desksDir := plainConfig(t)
-	h := startWatcher(t, mainPath, desksDir, dir)
+	h, _, _, desksDir := plainWatch(t)
 
 	noErr(t, os.RemoveAll(desksDir))
 	h.expectOne("desks folder removed")
@@ -289,8 +303,7 @@ func TestWatchDesksDirRemovedAndRecreated(t *testing.T) {
 	if !slices.Contains(h.w.Watching(), desksDir) {
 		t.Fatalf("Watching() = %v, want it to have %s again", h.w.Watching(), desksDir)
 	}
-	watchWrite(t, filepath.Join(desksDir, "fx.yaml"), "model: offline\n")
-	h.expectOne("desk file in the new desks folder")
+	h.write(filepath.Join(desksDir, "fx.yaml"), "model: offline\n", "desk file in the new desks folder")
 }
 
 // TestWatchDataSymlinkSwap is a Kubernetes-style config folder: the files
@@ -304,10 +317,8 @@ func TestWatchDataSymlinkSwap(t *testing.T) {
 	noErr(t, os.Symlink("..data/desks.d", filepath.Join(dir, "desks.d")))
 	h := startWatcher(t, filepath.Join(dir, "deskd.yaml"), filepath.Join(dir, "desks.d"), dir)
 
-	watchWrite(t, filepath.Join(dir, "..v1", "deskd.yaml"), "state_dir: ./v1b\n")
-	h.expectOne("in-place edit of the link's target")
-	watchWrite(t, filepath.Join(dir, "..v1", "desks.d", "main.yaml"), "model: v1b\n")
-	h.expectOne("in-place edit of a desk file in the linked desks folder")
+	h.write(filepath.Join(dir, "..v1", "deskd.yaml"), "state_dir: ./v1b\n", "in-place edit of the link's target")
+	h.write(filepath.Join(dir, "..v1", "desks.d", "main.yaml"), "model: v1b\n", "in-place edit of a desk file in the linked desks folder")
 
 	watchWrite(t, filepath.Join(dir, "..v2", "deskd.yaml"), "state_dir: ./v2\n")
 	watchWrite(t, filepath.Join(dir, "..v2", "desks.d", "main.yaml"), "model: v2\n")
@@ -321,10 +332,8 @@ func TestWatchDataSymlinkSwap(t *testing.T) {
 	if got := h.w.Watching(); !slices.Equal(got, want) {
 		t.Errorf("Watching() = %v, want %v", got, want)
 	}
-	watchWrite(t, filepath.Join(dir, "..v2", "deskd.yaml"), "state_dir: ./v2b\n")
-	h.expectOne("in-place edit of the new target")
-	watchWrite(t, filepath.Join(dir, "..v2", "desks.d", "fx.yaml"), "model: v2\n")
-	h.expectOne("new desk file in the new target")
+	h.write(filepath.Join(dir, "..v2", "deskd.yaml"), "state_dir: ./v2b\n", "in-place edit of the new target")
+	h.write(filepath.Join(dir, "..v2", "desks.d", "fx.yaml"), "model: v2\n", "new desk file in the new target")
 }
 
 // TestWatchFolderSymlinkSwap: the main file's path goes through a link to
@@ -354,8 +363,7 @@ func TestWatchFolderSymlinkSwap(t *testing.T) {
 	watchWrite(t, filepath.Join(dir, "real1", "deskd.yaml"), "state_dir: ./old\n")
 	watchWrite(t, filepath.Join(dir, "real1", "desks.d", "main.yaml"), "model: old\n")
 	h.expectNone("edit of the old target")
-	watchWrite(t, filepath.Join(dir, "real2", "desks.d", "main.yaml"), "model: new\n")
-	h.expectOne("edit of a desk file in the new target")
+	h.write(filepath.Join(dir, "real2", "desks.d", "main.yaml"), "model: new\n", "edit of a desk file in the new target")
 }
 
 // TestWatchDeskFileSymlink: one desk file is a link to a file elsewhere.
@@ -366,22 +374,18 @@ func TestWatchDeskFileSymlink(t *testing.T) {
 	noErr(t, os.Symlink("../shared/fx.yaml", filepath.Join(desksDir, "fx.yaml")))
 	h := startWatcher(t, mainPath, desksDir, dir)
 
-	watchWrite(t, shared, "model: b\n")
-	h.expectOne("edit of a desk file's link target")
+	h.write(shared, "model: b\n", "edit of a desk file's link target")
 	watchWrite(t, filepath.Join(dir, "shared", "other.yaml"), "model: b\n")
 	h.expectNone("another file beside the target")
 }
 
 func TestWatchChangesCoalesce(t *testing.T) {
-	dir, mainPath, desksDir := plainConfig(t)
-	h := startWatcher(t, mainPath, desksDir, dir)
+	h, _, mainPath, _ := plainWatch(t)
 
 	for i := range 2 {
 		watchWrite(t, mainPath, fmt.Sprintf("state_dir: ./s%d\n", i))
 		h.sync()
-		if err := h.clk.WaitPending(h.deadline(), 1); err != nil {
-			t.Fatalf("burst %d: the debounce timer was never armed", i)
-		}
+		h.armed(fmt.Sprintf("burst %d: the debounce timer was never armed", i))
 		h.clk.Advance(testDebounce)
 		h.sync() // the timer fired and its notification was offered
 		if n := h.clk.Pending(); n != 0 {
@@ -560,16 +564,10 @@ func TestWatchWaitsForATruncatedFile(t *testing.T) {
 	t.Cleanup(func() { _ = f.Close() })
 	h.sync()
 	for i := range 3 { // the writer stalls for three debounces
-		if err := h.clk.WaitPending(h.deadline(), 1); err != nil {
-			t.Fatalf("debounce %d: no timer armed", i)
-		}
+		h.armed(fmt.Sprintf("debounce %d: no timer armed", i))
 		h.clk.Advance(DefaultDebounce)
 		h.sync()
-		select {
-		case <-h.w.Changes():
-			t.Fatalf("notified after %d debounces while the file was empty", i+1)
-		default:
-		}
+		h.notNotified(fmt.Sprintf("notified after %d debounces while the file was empty", i+1))
 	}
 	_, err = f.WriteString("model: other\n")
 	noErr(t, err)
@@ -585,21 +583,11 @@ func TestWatchReportsAFileLeftEmpty(t *testing.T) {
 	watchWrite(t, filepath.Join(desksDir, "main.yaml"), "")
 	h.sync()
 	for i := range maxEmptyWaits + 1 {
-		if err := h.clk.WaitPending(h.deadline(), 1); err != nil {
-			t.Fatalf("debounce %d: no timer armed", i)
-		}
-		select {
-		case <-h.w.Changes():
-			t.Fatalf("notified after %d debounces, want %d", i, maxEmptyWaits+1)
-		default:
-		}
+		h.armed(fmt.Sprintf("debounce %d: no timer armed", i))
+		h.notNotified(fmt.Sprintf("notified after %d debounces, want %d", i, maxEmptyWaits+1))
 		h.clk.Advance(DefaultDebounce)
 		h.sync()
 	}
-	select {
-	case <-h.w.Changes():
-	case <-h.deadline().Done():
-		t.Fatalf("no notification after %d debounces of an empty file", maxEmptyWaits+1)
-	}
+	h.notified(fmt.Sprintf("no notification after %d debounces of an empty file", maxEmptyWaits+1))
 	h.expectNone("after the notification of the empty file")
 }
