@@ -437,11 +437,22 @@ type fileRepl struct {
 func newFileRepl(at int64, listed bool) *fileRepl { return &fileRepl{at: at, listed: listed} }
 
 // state returns the file rel's state, made from a file of size bytes
-// (listed: it existed) when there is none.
+// (listed: it existed) when there is none, or when the one there does
+// not end where the file does (it was changed other than through
+// Replicas: what follows goes on from the file as it is).
 func (d *deskRepl) state(rel string, size int64, listed bool) *fileRepl {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	fr := d.files[rel]
+	if fr != nil {
+		fr.mu.Lock()
+		end := fr.at + int64(len(fr.pending))
+		fr.mu.Unlock()
+		if end != size {
+			d.staleLocked(fr)
+			fr = nil
+		}
+	}
 	if fr == nil {
 		fr = newFileRepl(size, listed)
 		d.files[rel] = fr

@@ -166,6 +166,9 @@ func TestReplicasRebuildIsTheLiveFolder(t *testing.T) {
 		t.Fatalf("rebuilt through the first of two parts: %d bytes, through %d: want the old content and through %d (the replace not applied)", len(got), hr.Through, before)
 	}
 
+	if seeded, err := cluster.Seed(within(t, 30*time.Second), a.stores, "alpha", live, w); err != nil || seeded {
+		t.Fatalf("Seed of a desk whose WAL has records: %v, %v: want nothing done", seeded, err)
+	}
 	cr, err := cluster.Compact(within(t, 30*time.Second), a.stores, "alpha", filepath.Join(t.TempDir(), "scratch"))
 	must(t, "compact", err)
 	if cr.Through != last(w) {
