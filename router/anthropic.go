@@ -156,10 +156,10 @@ type messageEvent struct {
 	ContentBlock messageBlock `json:"content_block"`
 	Delta        struct {
 		Type        keptString      `json:"type"`
-		Text        string          `json:"text"`
-		PartialJSON string          `json:"partial_json"`
-		Thinking    string          `json:"thinking"`
-		Signature   string          `json:"signature"`
+		Text        textPart        `json:"text"`
+		PartialJSON textPart        `json:"partial_json"`
+		Thinking    textPart        `json:"thinking"`
+		Signature   textPart        `json:"signature"`
 		Citation    json.RawMessage `json:"citation"`
 		StopReason  string          `json:"stop_reason"`
 	} `json:"delta"`
@@ -179,7 +179,7 @@ func (ev *messageEvent) next() messageEvent {
 func (ev *messageEvent) bytes(data []byte) int {
 	if ev.Type.String() == "content_block_delta" {
 		d := &ev.Delta
-		return len(d.Text) + len(d.PartialJSON) + len(d.Thinking) + len(d.Signature) + len(d.Citation)
+		return d.Text.Len() + d.PartialJSON.Len() + d.Thinking.Len() + d.Signature.Len() + len(d.Citation)
 	}
 	return len(bytes.TrimSpace(data))
 }
@@ -278,9 +278,9 @@ func (m *messageAnswer) add(ev *messageEvent) error {
 		b := &m.blocks[ev.Index]
 		switch ev.Delta.Type.String() {
 		case "text_delta":
-			b.text = append(b.text, ev.Delta.Text...)
+			b.text = ev.Delta.Text.appendTo(b.text)
 		case "input_json_delta":
-			b.input = append(b.input, ev.Delta.PartialJSON...)
+			b.input = ev.Delta.PartialJSON.appendTo(b.input)
 			b.streamed = true
 		}
 	}

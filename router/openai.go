@@ -151,14 +151,14 @@ type chatChunk struct {
 	Choices []struct {
 		Index int64 `json:"index"`
 		Delta struct {
-			Content   string `json:"content"`
-			Refusal   string `json:"refusal"`
+			Content   textPart `json:"content"`
+			Refusal   textPart `json:"refusal"`
 			ToolCalls []struct {
 				Index    int64  `json:"index"`
 				ID       string `json:"id"`
 				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
+					Name      textPart `json:"name"`
+					Arguments textPart `json:"arguments"`
 				} `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"delta"`
@@ -173,9 +173,9 @@ type chatChunk struct {
 func (c *chatChunk) bytes() int {
 	n := 0
 	for _, ch := range c.Choices {
-		n += len(ch.Delta.Content) + len(ch.Delta.Refusal)
+		n += ch.Delta.Content.Len() + ch.Delta.Refusal.Len()
 		for _, tc := range ch.Delta.ToolCalls {
-			n += len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)
+			n += len(tc.ID) + tc.Function.Name.Len() + tc.Function.Arguments.Len()
 		}
 	}
 	return n
@@ -258,8 +258,8 @@ func (a *chatAnswer) add(c *chatChunk) bool {
 		if ch.FinishReason != "" {
 			a.finish = ch.FinishReason
 		}
-		a.content.WriteString(ch.Delta.Content)
-		a.refusal.WriteString(ch.Delta.Refusal)
+		ch.Delta.Content.writeTo(&a.content)
+		ch.Delta.Refusal.writeTo(&a.refusal)
 		for _, tc := range ch.Delta.ToolCalls {
 			i := toolCallIndex(tc.Index)
 			for len(a.calls) <= i {
@@ -269,8 +269,8 @@ func (a *chatAnswer) add(c *chatChunk) bool {
 			if tc.ID != "" {
 				call.id = tc.ID
 			}
-			call.name = append(call.name, tc.Function.Name...)
-			call.args = append(call.args, tc.Function.Arguments...)
+			call.name = tc.Function.Name.appendTo(call.name)
+			call.args = tc.Function.Arguments.appendTo(call.args)
 		}
 	}
 	// Some servers repeat a running total in every chunk: the last wins.

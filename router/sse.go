@@ -148,6 +148,41 @@ func (k keptString) String() string {
 	return k.s
 }
 
+// textPart is a JSON string of one event that the answer takes in at
+// once (a delta's text, a tool call's arguments): one without escapes is
+// decoded as a view of the event's own bytes, no copy of its own, valid
+// until the next event is decoded; one with escapes (or bytes that are
+// not UTF-8, which decoding replaces) is decoded as json.Unmarshal does.
+type textPart struct {
+	view []byte // the text, in the event's bytes
+	s    string // or the text decoded
+}
+
+// UnmarshalJSON is json.Unmarshaler's.
+func (t *textPart) UnmarshalJSON(b []byte) error {
+	*t = textPart{}
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b[1:len(b)-1]) {
+		t.view = b[1 : len(b)-1] // checked by json.Valid: the text as it is
+		return nil
+	}
+	return json.Unmarshal(b, &t.s)
+}
+
+// Len is the text's length in bytes.
+func (t *textPart) Len() int { return len(t.view) + len(t.s) }
+
+// appendTo appends the text to b.
+func (t *textPart) appendTo(b []byte) []byte { return append(append(b, t.view...), t.s...) }
+
+// writeTo writes the text to w.
+func (t *textPart) writeTo(w *strings.Builder) {
+	w.Write(t.view)
+	w.WriteString(t.s)
+}
+
 // next is k for the next event: its string kept, not yet set.
 func (k keptString) next() keptString { return keptString{s: k.s} }
 
