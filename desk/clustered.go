@@ -442,6 +442,7 @@ func (d *Daemon) leaseLost(ch leaseChange) {
 	}
 	run.fenced = true
 	f.stop(run, fmt.Errorf("its lease is lost: %w", ch.lost))
+	run.desk.CutShort() // at once: nothing it would record can become durable
 }
 
 // fencedExit handles the exit of a desk stopped because its lease was

@@ -2,9 +2,14 @@ package desk_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +24,7 @@ import (
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/natsfeed"
 	"github.com/deskd/deskd/desk/natstest"
+	"github.com/deskd/deskd/router/routertest"
 )
 
 // clusterLease is the lease of the cluster tests' hosts: the fake clocks
@@ -42,7 +48,14 @@ var clusterTriggers = config.NATSTriggers{Stream: "MARKET", Subject: "deskd.trig
 // ingress is set.
 func startClusterHostWith(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string, ingress bool) *daemonRun {
 	t.Helper()
-	main := daemonMain + "nats: {url: \"" + c.URLs() + "\"}\ncluster: {host: " + host + ", lease: " + clusterLease.String() + "}\n"
+	return startClusterHostMain(t, c, host, addr, desks, "", ingress)
+}
+
+// startClusterHostMain is startClusterHostWith, models (lines of the
+// models section) added to daemonMain's.
+func startClusterHostMain(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string, models string, ingress bool) *daemonRun {
+	t.Helper()
+	main := daemonMain + models + "nats: {url: \"" + c.URLs() + "\"}\ncluster: {host: " + host + ", lease: " + clusterLease.String() + "}\n"
 	dir := daemonConfig(t, main, desks)
 	nc, err := nats.Connect(c.URLs())
 	if err != nil {
@@ -222,21 +235,11 @@ func TestClusterLostLeaseStopsTheDesk(t *testing.T) {
 	a.turn("main", "t1")
 
 	_, js := c.Client()
-	kv, err := js.KeyValue(t.Context(), cluster.OwnersBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
 	wal, err := js.Stream(t.Context(), cluster.WALStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(t.Context(), cluster.Key("main"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Update(t.Context(), cluster.Key("main"), []byte(`{"host":"x","since":"2026-03-02T10:00:00Z","renewed":"2026-03-02T10:00:00Z"}`), e.Revision()); err != nil {
-		t.Fatal(err)
-	}
+	takeOver(t, js, "main")
 	before := lastWALSeq(t, wal)
 	a.clk.Advance(clusterLease / 3) // the renewal is refused
 	lost := expectEvent(a, func(e event.DeskLost) bool { return e.Desk == "main" })
@@ -310,6 +313,84 @@ func expectAcquiredIn(r *daemonRun, name string, hold time.Duration) (event.Desk
 func running(r *daemonRun, name string) desk.Status {
 	r.t.Helper()
 	return waitListed(r, name, func(st desk.Status) bool { return st.State != desk.StateStandby })
+}
+
+// TestClusterLeaseLostDuringATurnDropsTheReply: the lease lost while the
+// model's answer is awaited: the desk stops at once (the turn cut short),
+// the reply is never recorded, the error names the trigger, and neither
+// the WAL nor the desk's local folder is written from the loss on.
+func TestClusterLeaseLostDuringATurnDropsTheReply(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	release := make(chan struct{})
+	api := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: func(routertest.Request) routertest.Reply {
+		return routertest.Reply{Text: "a reply the new owner never sees", Hold: release}
+	}})
+	defer close(release)
+	t.Setenv("DESKD_TEST_KEY", "sk-test")
+	models := "  fast: {provider: openai, base_url: " + api.URL() + "/v1, model: gpt-test, api_key_env: DESKD_TEST_KEY}\n"
+	a := startClusterHostMain(t, c, "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("fast")}, models, false)
+	won := expectAcquired(a, "main")
+	a.submit("main", "t1", "Check the tape.")
+	expectEvent(a, func(e event.TurnStarted) bool { return e.Trigger == "t1" })
+	api.Await(t, func(routertest.Request) bool { return true })
+
+	_, js := c.Client()
+	wal, err := js.Stream(t.Context(), cluster.WALStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeOver(t, js, "main")
+	before, folder := lastWALSeq(t, wal), treeOf(t, a.d.Config().StateDir+"/desks/main")
+	a.clk.Advance(clusterLease / 3) // the renewal is refused
+	expectEvent(a, func(e event.DeskLost) bool { return e.Desk == "main" && e.Epoch == won.Epoch })
+	expectEvent(a, func(e event.DeskStopped) bool { return e.Desk == "main" })
+	if e := seenEvent(a, func(e event.TurnCompleted) bool { return e.Trigger == "t1" }); e != nil {
+		t.Errorf("the turn of t1 completed after the lease was lost: %+v", e)
+	}
+	if got := lastWALSeq(t, wal); got != before {
+		t.Errorf("the WAL moved from sequence %d to %d after the lease was lost", before, got)
+	}
+	if got := treeOf(t, a.d.Config().StateDir+"/desks/main"); !maps.Equal(got, folder) {
+		t.Errorf("the desk's folder changed after the lease was lost:\nbefore %v\nafter  %v", folder, got)
+	}
+	if !strings.Contains(a.log.String(), `"trigger":"t1"`) || !a.log.hasMessage("cluster: the desk's lease is lost during a turn: its reply is dropped; the new owner shows the trigger interrupted") {
+		t.Errorf("no error naming trigger t1's dropped reply in the log\n%s", a.log)
+	}
+}
+
+// takeOver writes another host's lease (x's) over the desk's, as a host
+// that took it over would: the owner's next renewal is refused.
+func takeOver(t *testing.T, js jetstream.JetStream, name string) {
+	t.Helper()
+	kv, err := js.KeyValue(t.Context(), cluster.OwnersBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(t.Context(), cluster.Key(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(t.Context(), cluster.Key(name), []byte(`{"host":"x","since":"2026-03-02T10:00:00Z","renewed":"2026-03-02T10:00:00Z"}`), e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// treeOf is every file below dir with its content's hash.
+func treeOf(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
+		if err != nil || de.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = sha256.Sum256(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // lastWALSeq is the stream's last sequence.
