@@ -3,6 +3,7 @@ package desk_test
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/event/eventtest"
+	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/router/routertest"
 	"github.com/deskd/deskd/triggers"
@@ -71,6 +73,39 @@ func sizeReply(n int) string {
 		"Risk is unchanged at 0.4%% of the book. Watching the 47,500 level on BANKNIFTY and the expiry flows next.", n)
 }
 
+// unsynced is the operating system's file system without fsyncs: a test
+// that measures bytes need not wait for 2,000 turns' durability points.
+type unsynced struct{}
+
+func (unsynced) OpenFile(name string, flag int, perm fs.FileMode) (durable.File, error) {
+	f, err := durable.OS{}.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return unsyncedFile{f}, nil
+}
+
+func (unsynced) CreateTemp(dir, pattern string) (durable.File, error) {
+	f, err := durable.OS{}.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	return unsyncedFile{f}, nil
+}
+
+func (unsynced) Rename(oldpath, newpath string) error { return durable.OS{}.Rename(oldpath, newpath) }
+func (unsynced) Link(oldname, newname string) error   { return durable.OS{}.Link(oldname, newname) }
+func (unsynced) Remove(name string) error             { return durable.OS{}.Remove(name) }
+func (unsynced) Mkdir(name string, perm fs.FileMode) error {
+	return durable.OS{}.Mkdir(name, perm)
+}
+func (unsynced) Chown(name string, uid, gid int) error { return durable.OS{}.Chown(name, uid, gid) }
+
+// unsyncedFile is a file of unsynced: its Sync does nothing.
+type unsyncedFile struct{ durable.File }
+
+func (unsyncedFile) Sync() error { return nil }
+
 // TestRequestSizeAtTurn1000 drives a desk through 1,000 market-event
 // turns on each wire format, against the fake service (which records
 // every body), and checks that the body of the 1,000th turn's request is
@@ -96,7 +131,7 @@ func TestRequestSizeAtTurn1000(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := desktest.New(t, desktest.Options{Model: model})
+			d := desktest.New(t, desktest.Options{Model: model, FS: unsynced{}})
 			for n := 1; n <= sizeTurns; n++ {
 				d.Clock.Advance(time.Second)
 				a := d.Submit(triggers.Trigger{Kind: triggers.Market, Source: "api", Text: sizeEvent(n)})
