@@ -148,6 +148,17 @@ func (p place) check(op string) error {
 	return nil
 }
 
+// deskPath finds name's place for a write (op) and refuses it when the
+// desk's folder may not be written; in reports a path inside a desk's
+// folder (not the folder itself), whose write is replicated.
+func (r *Replicas) deskPath(op, name string) (p place, in bool, err error) {
+	p = r.where(name)
+	if err := p.check(op); err != nil {
+		return p, false, err
+	}
+	return p, p.inside() && p.rel != "", nil
+}
+
 // writes reports whether flag opens a file for writing.
 func writes(flag int) bool {
 	return flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0
@@ -159,11 +170,11 @@ func (r *Replicas) OpenFile(name string, flag int, perm fs.FileMode) (durable.Fi
 	if !writes(flag) {
 		return r.inner.OpenFile(name, flag, perm)
 	}
-	p := r.where(name)
-	if err := p.check("open"); err != nil {
+	p, in, err := r.deskPath("open", name)
+	if err != nil {
 		return nil, err
 	}
-	if !p.inside() || p.rel == "" {
+	if !in {
 		f, err := r.inner.OpenFile(name, flag, perm)
 		if err != nil {
 			return nil, err
@@ -286,11 +297,11 @@ func (r *Replicas) Link(oldname, newname string) error {
 // Remove is os.Remove through the inner FS; in a desk's folder it
 // publishes OpRemove (not for a temporary file).
 func (r *Replicas) Remove(name string) error {
-	p := r.where(name)
-	if err := p.check("remove"); err != nil {
+	p, in, err := r.deskPath("remove", name)
+	if err != nil {
 		return err
 	}
-	if !p.inside() || p.rel == "" {
+	if !in {
 		return r.inner.Remove(name)
 	}
 	if durable.IsTemp(baseOf(p.rel)) {
@@ -320,11 +331,11 @@ func (r *Replicas) Remove(name string) error {
 // Mkdir is os.Mkdir through the inner FS; in a desk's folder it
 // publishes OpMkdir (the desk's folder itself is made by Rebuild).
 func (r *Replicas) Mkdir(name string, perm fs.FileMode) error {
-	p := r.where(name)
-	if err := p.check("mkdir"); err != nil {
+	p, in, err := r.deskPath("mkdir", name)
+	if err != nil {
 		return err
 	}
-	if !p.inside() || p.rel == "" {
+	if !in {
 		return r.inner.Mkdir(name, perm)
 	}
 	if err := r.inner.Mkdir(name, perm); err != nil {

@@ -176,21 +176,14 @@ func (w *Writer) fail(err error) error {
 }
 
 // Append records that data was appended to file (relative to the desk's
-// folder) at offset. It returns once the stream has acknowledged it.
+// folder) at offset, in records of at most MaxChunk bytes. It returns
+// once the stream has acknowledged them.
 func (w *Writer) Append(ctx context.Context, file string, offset int64, data []byte) error {
-	if err := checkFile(file); err != nil {
-		return fmt.Errorf("cluster: desk %s: append to %q: %w", w.desk, file, err)
+	recs := make([]record, 0, 1+len(data)/MaxChunk)
+	for at := 0; at == 0 || at < len(data); at += MaxChunk {
+		recs = append(recs, record{op: OpAppend, file: file, offset: offset + int64(at), data: data[at:min(len(data), at+MaxChunk)]})
 	}
-	for {
-		n := min(len(data), MaxChunk)
-		if err := w.publish(ctx, record{op: OpAppend, file: file, offset: offset, data: data[:n]}); err != nil {
-			return fmt.Errorf("cluster: desk %s: append to %s at %d: %w", w.desk, file, offset, err)
-		}
-		data, offset = data[n:], offset+int64(n)
-		if len(data) == 0 {
-			return nil
-		}
-	}
+	return w.write(ctx, fmt.Sprintf("append to %s at %d", file, offset), recs...)
 }
 
 // Replace records that file (relative to the desk's folder) now holds
@@ -198,21 +191,18 @@ func (w *Writer) Append(ctx context.Context, file string, offset int64, data []b
 // after another with no other record between them, which Rebuild applies
 // together at the last. It returns once the stream has acknowledged all.
 func (w *Writer) Replace(ctx context.Context, file string, data []byte) error {
-	return w.whole(ctx, OpReplace, "replace", file, data)
+	return w.write(ctx, fmt.Sprintf("replace %s (%d bytes)", file, len(data)), parted(OpReplace, file, data)...)
 }
 
 // Link records that file (relative to the desk's folder), which did not
 // exist, now holds data: a complete file linked under a free name. Parts
 // as Replace.
 func (w *Writer) Link(ctx context.Context, file string, data []byte) error {
-	return w.whole(ctx, OpLink, "link", file, data)
+	return w.write(ctx, fmt.Sprintf("link %s (%d bytes)", file, len(data)), parted(OpLink, file, data)...)
 }
 
-// whole publishes a record of a file's whole content, in parts if need be.
-func (w *Writer) whole(ctx context.Context, op, verb, file string, data []byte) error {
-	if err := checkFile(file); err != nil {
-		return fmt.Errorf("cluster: desk %s: %s %q: %w", w.desk, verb, file, err)
-	}
+// parted is the records of a file's whole content: one, or parts k/n.
+func parted(op, file string, data []byte) []record {
 	n := max(1, (len(data)+MaxChunk-1)/MaxChunk)
 	recs := make([]record, 0, n)
 	for k := range n {
@@ -222,61 +212,49 @@ func (w *Writer) whole(ctx context.Context, op, verb, file string, data []byte) 
 		}
 		recs = append(recs, r)
 	}
-	if err := w.publish(ctx, recs...); err != nil {
-		return fmt.Errorf("cluster: desk %s: %s %s (%d bytes): %w", w.desk, verb, file, len(data), err)
-	}
-	return nil
+	return recs
 }
 
 // Remove records that file (relative to the desk's folder) was removed.
 func (w *Writer) Remove(ctx context.Context, file string) error {
-	if err := checkFile(file); err != nil {
-		return fmt.Errorf("cluster: desk %s: remove %q: %w", w.desk, file, err)
-	}
-	if err := w.publish(ctx, record{op: OpRemove, file: file}); err != nil {
-		return fmt.Errorf("cluster: desk %s: remove %s: %w", w.desk, file, err)
-	}
-	return nil
+	return w.write(ctx, "remove "+file, record{op: OpRemove, file: file})
 }
 
 // Truncate records that file (relative to the desk's folder) was cut to
 // size bytes.
 func (w *Writer) Truncate(ctx context.Context, file string, size int64) error {
-	if err := checkFile(file); err != nil || size < 0 {
-		return fmt.Errorf("cluster: desk %s: truncate %q to %d: %w", w.desk, file, size, errors.Join(err, checkSize(size)))
-	}
-	if err := w.publish(ctx, record{op: OpTruncate, file: file, offset: size}); err != nil {
-		return fmt.Errorf("cluster: desk %s: truncate %s to %d: %w", w.desk, file, size, err)
-	}
-	return nil
-}
-
-func checkSize(size int64) error {
+	what := fmt.Sprintf("truncate %s to %d", file, size)
 	if size < 0 {
-		return errors.New("a negative size")
+		return fmt.Errorf("cluster: desk %s: %s: a negative size", w.desk, what)
 	}
-	return nil
+	return w.write(ctx, what, record{op: OpTruncate, file: file, offset: size})
 }
 
 // Rename records that file or folder from (relative to the desk's
 // folder) was moved to to.
 func (w *Writer) Rename(ctx context.Context, from, to string) error {
-	if err := errors.Join(checkFile(from), checkFile(to)); err != nil {
-		return fmt.Errorf("cluster: desk %s: rename %q to %q: %w", w.desk, from, to, err)
-	}
-	if err := w.publish(ctx, record{op: OpRename, from: from, file: to}); err != nil {
-		return fmt.Errorf("cluster: desk %s: rename %s to %s: %w", w.desk, from, to, err)
-	}
-	return nil
+	return w.write(ctx, "rename "+from+" to "+to, record{op: OpRename, from: from, file: to})
 }
 
 // Mkdir records that folder dir (relative to the desk's folder) was made.
 func (w *Writer) Mkdir(ctx context.Context, dir string) error {
-	if err := checkFile(dir); err != nil {
-		return fmt.Errorf("cluster: desk %s: mkdir %q: %w", w.desk, dir, err)
+	return w.write(ctx, "mkdir "+dir, record{op: OpMkdir, file: dir})
+}
+
+// write checks the files of recs, the records of one write (what, for
+// its errors), and publishes them.
+func (w *Writer) write(ctx context.Context, what string, recs ...record) error {
+	for _, r := range recs {
+		bad, err := r.file, checkFile(r.file)
+		if err == nil && r.from != "" {
+			bad, err = r.from, checkFile(r.from)
+		}
+		if err != nil {
+			return fmt.Errorf("cluster: desk %s: %s: %q: %w", w.desk, what, bad, err)
+		}
 	}
-	if err := w.publish(ctx, record{op: OpMkdir, file: dir}); err != nil {
-		return fmt.Errorf("cluster: desk %s: mkdir %s: %w", w.desk, dir, err)
+	if err := w.publish(ctx, recs...); err != nil {
+		return fmt.Errorf("cluster: desk %s: %s: %w", w.desk, what, err)
 	}
 	return nil
 }
