@@ -388,8 +388,9 @@ func TestSeedThenRebuild(t *testing.T) {
 
 // BenchmarkSyncedAppend400 is one synced 400-byte append to a Log over a
 // durable.Group, without and with Replicas on a three-node loopback
-// cluster (the local fsync and the publish in parallel). It reports the
-// Group's fsyncs per append, and with Replicas the WAL records.
+// cluster (the local fsync and the publish in parallel), and the publish
+// alone (Writer.Append). It reports the Group's fsyncs per append, and
+// with Replicas the WAL records.
 func BenchmarkSyncedAppend400(b *testing.B) {
 	rec := bytes.Repeat([]byte("x"), 399) // and its '\n'
 	run := func(b *testing.B, g *durable.Group, fsys durable.FS, desks string) {
@@ -410,6 +411,17 @@ func BenchmarkSyncedAppend400(b *testing.B) {
 		g := durable.NewGroup(nil)
 		defer g.Close()
 		run(b, g, g, b.TempDir())
+	})
+	b.Run("publish", func(b *testing.B) { // the WAL's round trip alone
+		_, w := owner(b, natstest.StartCluster(b, 3))
+		ctx := context.Background()
+		var at int64
+		for b.Loop() {
+			if err := w.Append(ctx, "sessions/s1.jsonl", at, append(rec, '\n')); err != nil {
+				b.Fatal(err)
+			}
+			at += int64(len(rec) + 1)
+		}
 	})
 	b.Run("replicated", func(b *testing.B) {
 		_, w := owner(b, natstest.StartCluster(b, 3))
