@@ -111,6 +111,7 @@ var allowedImports = map[string][]string{
 		"memory/durable", "router", "triggers"},
 	"desk/metrics/metricstest": {},
 	"desk/natstest":            {},
+	"desk/logtest":             {}, // a buffer that several goroutines write
 	// A real MCP server, built with the official SDK, over stdio and HTTP.
 	"desk/mcptest":      {"config"},
 	"memory/memorytest": {"config", "desk/clock", "desk/event", "keeper", "memory", "memory/durable", "router", "triggers"},
@@ -140,6 +141,7 @@ var onlyImportedBy = map[string][]string{
 	"desk/httpapi/httpapitest": {},
 	"desk/metrics/metricstest": {},
 	"desk/natstest":            {},
+	"desk/logtest":             {},
 }
 
 // violations returns every import of graph (a package's direct project

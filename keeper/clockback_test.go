@@ -1,41 +1,26 @@
 package keeper_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
 
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/desktest"
+	"github.com/deskd/deskd/desk/logtest"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 )
 
-// logBuffer collects a logger's lines; safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// warnings returns the messages of the lines logged at warn.
-func (l *logBuffer) warnings(t *testing.T) []string {
+// warnings returns the messages of the lines logged at warn in log.
+func warnings(t *testing.T, log *logtest.Buffer) []string {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []string
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -76,7 +61,7 @@ func TestClockBehindTheSessionKeepsIt(t *testing.T) {
 
 	// Restart an hour before the session's date begins.
 	e.clock = clock.NewFake(desktest.At("2026-12-01T17:30:00Z")) // 23:00 IST, 1 December
-	var log logBuffer
+	var log logtest.Buffer
 	p2 := e.start(keeper.Options{Log: zerolog.New(&log)})
 	if p2.keeper.Due() {
 		t.Error("Due() with the clock behind the session's trading date")
@@ -95,7 +80,7 @@ func TestClockBehindTheSessionKeepsIt(t *testing.T) {
 	if n := e.model.count(router.TaskSummary); n != 1 {
 		t.Errorf("with the clock behind: %d summary calls in all, want 1 (the rollover into 2 December)", n)
 	}
-	warned := log.warnings(t)
+	warned := warnings(t, &log)
 	if len(warned) != 1 {
 		t.Fatalf("warnings with the clock behind = %q, want one", warned)
 	}
@@ -116,7 +101,7 @@ func TestClockBehindTheSessionKeepsIt(t *testing.T) {
 	if n := e.model.count(router.TaskSummary); n != 2 {
 		t.Errorf("%d summary calls in all, want 2", n)
 	}
-	if got := log.warnings(t); len(got) != 1 {
+	if got := warnings(t, &log); len(got) != 1 {
 		t.Errorf("warnings in all = %q, want the one", got)
 	}
 

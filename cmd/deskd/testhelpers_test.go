@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/logtest"
 	"github.com/deskd/deskd/desk/mcptest"
 	"github.com/deskd/deskd/memory/memorytest"
 )
@@ -737,24 +738,8 @@ func deskdCLI(t testing.TB, args ...string) (int, string) {
 	return code, out.String()
 }
 
-// syncBuffer is a strings.Builder that may be written from several
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
+// syncBuffer is what a command wrote, written from several goroutines.
+type syncBuffer = logtest.Buffer
 
 // sseFollower follows deskd's event stream (GET /v1/events), from the
 // moment followSSE returns.

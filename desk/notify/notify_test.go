@@ -26,6 +26,7 @@ import (
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/event/eventtest"
+	"github.com/deskd/deskd/desk/logtest"
 	"github.com/deskd/deskd/desk/notify"
 	"github.com/deskd/deskd/memory/durable"
 )
@@ -95,26 +96,9 @@ type rig struct {
 	bus *event.Bus
 	dir string
 	n   *notify.Notifier
-	log *logBuffer
+	log *logtest.Buffer // what the notifier logged; its goroutines write at once
 }
 
-// logBuffer is what the notifier logged; its goroutines write at once.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // start is a clock at real time (the reference library checks the
 // webhook-timestamp against it), to the second.
@@ -122,7 +106,7 @@ func start() time.Time { return time.Now().UTC().Truncate(time.Second) }
 
 func newRig(t *testing.T, o notify.Options) *rig {
 	t.Helper()
-	r := &rig{t: t, clk: clock.NewFake(start()), bus: event.New(), dir: t.TempDir(), log: &logBuffer{}}
+	r := &rig{t: t, clk: clock.NewFake(start()), bus: event.New(), dir: t.TempDir(), log: &logtest.Buffer{}}
 	t.Cleanup(func() { r.bus.Close() })
 	r.open(o)
 	return r
