@@ -544,3 +544,38 @@ func TestReplicasConcurrentLogsRebuild(t *testing.T) {
 		t.Fatalf("%d logs written, want 8", n)
 	}
 }
+
+// TestReplicasLostLeaseWritesNothing: once the owner's lease has run out
+// (it could not renew), its next write in the desk's folder is refused
+// before anything is written there or published.
+func TestReplicasLostLeaseWritesNothing(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	clk := clock.NewFake(t0)
+	a := newHost(t, c, "a", clk)
+	h, err := a.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
+	must(t, "acquire", err)
+	w, err := cluster.Fence(within(t, 10*time.Second), a.stores, "alpha", "a", h)
+	must(t, "fence", err)
+	desks := t.TempDir()
+	r := cluster.NewReplicas(nil, desks)
+	r.Attach("alpha", w)
+	path := filepath.Join(desks, "alpha", "triggers.jsonl")
+	l, _ := openLog(t, r, path)
+	defer l.Close()
+	must(t, "append while held", l.Append([]byte(`{"id":"t1"}`), true))
+	fence := last(w)
+	a.nc.Close() // no renewal can succeed
+	clk.Advance(lease)
+	if err := l.Append([]byte(`{"id":"t2"}`), false); !errors.Is(err, cluster.ErrFenced) || !strings.Contains(err.Error(), "lease is lost") {
+		t.Fatalf("an append after the lease ran out: %v, want ErrFenced (the lease is lost)", err)
+	}
+	if err := durable.WriteFile(r, filepath.Join(desks, "alpha", "state.json"), []byte("{}"), 0o640); !errors.Is(err, cluster.ErrFenced) {
+		t.Fatalf("WriteFile after the lease ran out: %v, want ErrFenced", err)
+	}
+	if got := files(t, filepath.Join(desks, "alpha")); len(got) != 1 || got["triggers.jsonl"] != "{\"id\":\"t1\"}\n" {
+		t.Fatalf("after the lease ran out the folder holds %v, want the ledger of t1 alone", got)
+	}
+	if last(w) != fence {
+		t.Fatalf("the writer published after the lease ran out: last %d, was %d", last(w), fence)
+	}
+}
