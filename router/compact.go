@@ -8,6 +8,7 @@ import (
 	"io/fs"
 
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/triggers"
 )
 
 // Bounds of a desk's compact_at_tokens.
@@ -168,10 +169,14 @@ func (r *Router) Context(summary string) (ContextReport, error) {
 		summary = ""
 	}
 	r.refreshToolsLocked()
+	instructions := r.set.Instructions // with the market-event note, as systemLocked writes them
+	if holdsMarketEvent(r.history) {
+		instructions = joinNonEmpty("\n\n", instructions, triggers.MarketNote)
+	}
 	rep := ContextReport{
 		Desk: r.desk, Session: r.cur.Session, Model: r.set.Route[0].Name, Scripted: r.set.Route[0].Scripted(),
 		Window: r.set.Route[0].ContextWindow, Estimate: true,
-		Sources: contextReport(r.set.Instructions, mem, index, summary, r.checkpoint, r.history, r.tools),
+		Sources: contextReport(instructions, mem, index, summary, r.checkpoint, r.history, r.tools),
 	}
 	for _, s := range rep.Sources {
 		rep.Total += s.Tokens
