@@ -16,7 +16,10 @@
 // stream DESKD_WAL, published with Nats-Expected-Last-Subject-Sequence:
 // a new owner's first record is its fence, which moves the subject on,
 // so every publish of an older owner is refused, and a refused writer
-// stops for good (it never retries).
+// stops for good (it never retries). Replicas is the file layer through
+// which memory/durable's writes of a desk's folder reach its WAL: a write
+// is durable only once it is fsynced locally and acknowledged by the
+// stream, and a host that does not own the desk writes nothing there.
 package cluster
 
 import (
