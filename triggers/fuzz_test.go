@@ -248,10 +248,7 @@ func fzProbe() triggers.Record {
 // the first one knew after the Append, and it cut nothing more.
 func FuzzOpenLedger(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), triggers.LedgerFile)
-		if err := os.WriteFile(path, data, 0o640); err != nil {
-			t.Fatal(err)
-		}
+		path := ledgerFile(t, data)
 		l, err := triggers.OpenLedger(path)
 		if err != nil {
 			t.Fatalf("OpenLedger: %v", err)

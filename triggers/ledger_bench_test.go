@@ -118,12 +118,7 @@ func BenchmarkOpenLedger10k(b *testing.B) {
 // BenchmarkLedgerGetFinished is Get of a finished trigger in a 10,000-entry
 // ledger (read back from the file) and of an open one.
 func BenchmarkLedgerGetFinished(b *testing.B) {
-	path := benchLedgerFile(b, 10_000, 10)
-	l, err := triggers.OpenLedger(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	l := openLedger(b, benchLedgerFile(b, 10_000, 10))
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -137,12 +132,7 @@ func BenchmarkLedgerGetFinished(b *testing.B) {
 // BenchmarkLedgerInterrupted is a status call's look at the ledger
 // (Interrupted and Unfinished) in a 10,000-entry ledger.
 func BenchmarkLedgerInterrupted(b *testing.B) {
-	path := benchLedgerFile(b, 10_000, 10)
-	l, err := triggers.OpenLedger(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	l := openLedger(b, benchLedgerFile(b, 10_000, 10))
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = l.Interrupted()
@@ -154,12 +144,7 @@ func BenchmarkLedgerInterrupted(b *testing.B) {
 // API's long poll) in a 10,000-entry ledger: the trigger's Item is kept,
 // not read back from the file.
 func BenchmarkLedgerGetJustAnswered(b *testing.B) {
-	path := benchLedgerFile(b, 10_000, 10)
-	l, err := triggers.OpenLedger(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	l := openLedger(b, benchLedgerFile(b, 10_000, 10))
 	id := benchID(10_000) // the first queued one
 	if err := l.Append(triggers.Record{At: t0, ID: id, State: triggers.StateAnswered, Session: "s1", Turn: 1, Reply: "done"}); err != nil {
 		b.Fatal(err)

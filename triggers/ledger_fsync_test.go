@@ -124,11 +124,7 @@ func fillForStatus(t *testing.T, l *triggers.Ledger) {
 func TestLedgerStatusDuringFsync(t *testing.T) {
 	bfs := &blockFS{}
 	path := filepath.Join(t.TempDir(), triggers.LedgerFile)
-	l, err := triggers.OpenLedgerOn(bfs, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openLedgerOn(t, bfs, path)
 	fillForStatus(t, l)
 
 	bfs.arm(func(name string) bool { return name == path })
@@ -177,11 +173,7 @@ func TestLedgerStatusDuringCompaction(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bfs := &blockFS{}
 			path := filepath.Join(t.TempDir(), triggers.LedgerFile)
-			l, err := triggers.OpenLedgerOn(bfs, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			l := openLedgerOn(t, bfs, path)
 			old := t0.Add(-60 * 24 * time.Hour)
 			r := queued("old", triggers.Market, "long ago")
 			r.At = old

@@ -178,10 +178,7 @@ func FuzzLedgerIndex(f *testing.F) {
 	addLedgerSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ref := refOpen(data)
-		path := filepath.Join(t.TempDir(), triggers.LedgerFile)
-		if err := os.WriteFile(path, data, 0o640); err != nil {
-			t.Fatal(err)
-		}
+		path := ledgerFile(t, data)
 		l, err := triggers.OpenLedger(path)
 		if err != nil {
 			t.Fatalf("OpenLedger: %v", err)

@@ -14,14 +14,33 @@ import (
 
 var t0 = time.Date(2026, 3, 2, 4, 0, 0, 0, time.UTC) // 09:30 IST, a Monday
 
-func openLedger(t *testing.T, path string) *triggers.Ledger {
+// openLedger opens the ledger at path, closed when the test ends.
+func openLedger(t testing.TB, path string) *triggers.Ledger {
 	t.Helper()
-	l, err := triggers.OpenLedger(path)
+	return openLedgerOn(t, nil, path) // nil: the operating system
+}
+
+// openLedgerOn opens the ledger at path on fsys (nil: the operating
+// system), closed when the test ends.
+func openLedgerOn(t testing.TB, fsys durable.FS, path string) *triggers.Ledger {
+	t.Helper()
+	l, err := triggers.OpenLedgerOn(fsys, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	return l
+}
+
+// ledgerFile writes data as a ledger file in a new folder and returns
+// its path.
+func ledgerFile(t *testing.T, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), triggers.LedgerFile)
+	if err := os.WriteFile(path, data, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func mustAppend(t *testing.T, l *triggers.Ledger, r triggers.Record) {
