@@ -83,7 +83,7 @@ func connect(ctx context.Context, clk clock.Clock, cfg *config.MCPServer, curren
 			return nil, err
 		}
 		c.proc = p
-		t = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: MaxMessage}
+		t = stdinTransport{Transport: &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: MaxMessage}, cut: c.cutInput}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "deskd", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -89,11 +90,14 @@ func serveHostileIfAsked() bool {
 
 // rawServe answers JSON-RPC requests, line by line, until stdin closes.
 func rawServe(scenario string) {
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(nil, 64<<20)
+	in := bufio.NewReader(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
 	lists := 0
-	for in.Scan() {
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) == 0 && err != nil {
+			return
+		}
 		var req struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -101,7 +105,7 @@ func rawServe(scenario string) {
 				Name string `json:"name"`
 			} `json:"params"`
 		}
-		if json.Unmarshal(in.Bytes(), &req) != nil {
+		if json.Unmarshal(line, &req) != nil {
 			continue
 		}
 		if req.ID == nil { // a notification
@@ -121,7 +125,14 @@ func rawServe(scenario string) {
 		case req.Method == "tools/call" && scenario == "silentlater":
 			os.Exit(3)
 		case req.Method == "tools/call" && scenario == "deaf":
-			select {} // reads no more: deskd's writes fill the pipe
+			// Reads 1 MiB of the next message (deskd is writing it, and
+			// then blocks on the full pipe), says so by opening the FIFO
+			// at hostileFile, and reads no more.
+			io.CopyN(io.Discard, in, 1<<20)
+			if f, err := os.OpenFile(os.Getenv(hostileFile), os.O_WRONLY, 0); err == nil {
+				f.Close()
+			}
+			select {}
 		case req.Method == "tools/call" && scenario == "leaks":
 			fmt.Fprintln(os.Stderr, "fatal: key", os.Getenv("BROKER_KEY"), "refused")
 			os.Exit(5)

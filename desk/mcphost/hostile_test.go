@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode"
@@ -346,25 +347,42 @@ func TestFatToolsAreBounded(t *testing.T) {
 	}
 }
 
-// TestDeafServerTimesOut: a server that stops reading its stdin (deskd's
-// writes of a large call fill the pipe and block) still times out on the
-// host's clock, and Close returns.
+// TestDeafServerTimesOut: a server that stops reading its stdin while
+// deskd writes a large call to it (the write blocks on the full pipe)
+// does not hold the calls: each ends at its timeout on the host's clock,
+// the connection is then closed with a clear reason, and Close returns.
 func TestDeafServerTimesOut(t *testing.T) {
 	r := newRig(t)
 	srv := hostile(t, "deaf")
 	srv.Timeout = 5 * time.Second
+	heard := fifoOpened(t, srv.Env[hostileFile])
 	r.serve(srv)
 	ts := r.host.Toolset("d", all)
 	echo := tool(t, ts, "mcp__hostile__echo")
 	big := map[string]any{"text": strings.Repeat("x", 4<<20)}
 	errc := make(chan error, 2)
+	for range 2 {
+		go func() { _, err := call(t, echo, big); errc <- err }()
+	}
+	// The server has read one call and 1 MiB of the other: that one's
+	// write has begun, and cannot end (3 MiB are left, the pipe holds 64 KiB).
+	select {
+	case err := <-heard:
+		if err != nil {
+			t.Fatalf("the deaf server's signal: %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatalf("the deaf server did not get a call and a part of the next within %s", wait)
+	}
+	select {
+	case err := <-errc:
+		t.Fatalf("a call ended before its timeout: %v", err)
+	default:
+	}
 	ctx, cancel := contextWithWait(t)
 	defer cancel()
-	for i := range 2 {
-		go func() { _, err := call(t, echo, big); errc <- err }()
-		if err := r.clock.WaitPending(ctx, i+1); err != nil {
-			t.Fatalf("call %d armed no timer: %v", i+1, err)
-		}
+	if err := r.clock.WaitPending(ctx, 2); err != nil { // armed before either call was written
+		t.Fatalf("the calls armed no timers: %v", err)
 	}
 	r.clock.Set(start.Add(5 * time.Second))
 	for range 2 {
@@ -375,4 +393,27 @@ func TestDeafServerTimesOut(t *testing.T) {
 			t.Fatal("a call to a deaf server did not end at its timeout")
 		}
 	}
+	contains(t, "the down error", r.waitDown("hostile").Error,
+		"it stopped reading its stdin: the request tools/call, which deskd was writing to it, was still not taken in 2s after the request tools/call was given up on")
+}
+
+// fifoOpened makes a FIFO at path, and returns a channel that gets nil
+// once a process has opened it to write and closed it again.
+func fifoOpened(t *testing.T, path string) <-chan error {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatalf("mkfifo %s: %v", path, err)
+	}
+	opened := make(chan error, 1)
+	go func() {
+		_, err := os.ReadFile(path) // opening blocks until a writer opens it
+		opened <- err
+	}()
+	t.Cleanup(func() {
+		// A reader still waiting (the test failed first) is let go.
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	return opened
 }
