@@ -506,10 +506,7 @@ func anthropicBlocks(m Message) ([][]byte, error) {
 	case RoleUser:
 		blocks = append(blocks, textBlock(nonEmpty(m.Text)))
 	case RoleTool:
-		tr := toolResultBlock{ToolUseID: m.ToolCallID, IsError: m.IsError, Type: "tool_result"}
-		if m.Text != "" {
-			tr.Content = []textBlockParam{textBlock(m.Text)}
-		}
+		tr := toolResultBlock{ToolUseID: m.ToolCallID, IsError: m.IsError, Content: m.Text, Type: "tool_result"}
 		blocks = append(blocks, tr)
 	case RoleAssistant:
 		if strings.TrimSpace(m.Text) != "" {
@@ -536,17 +533,19 @@ func anthropicBlocks(m Message) ([][]byte, error) {
 }
 
 // The content blocks of a request's messages, their fields in the SDK's
-// order.
+// order. A tool result's text is its content string, the API's shorthand
+// for the one text block the SDK wrote (24 bytes fewer; none for an empty
+// result).
 type (
 	textBlockParam struct {
 		Text string `json:"text"`
 		Type string `json:"type"`
 	}
 	toolResultBlock struct {
-		ToolUseID string           `json:"tool_use_id"`
-		IsError   bool             `json:"is_error,omitempty"`
-		Content   []textBlockParam `json:"content,omitempty"`
-		Type      string           `json:"type"`
+		ToolUseID string `json:"tool_use_id"`
+		IsError   bool   `json:"is_error,omitempty"`
+		Content   string `json:"content,omitempty"`
+		Type      string `json:"type"`
 	}
 	toolUseBlock struct {
 		ID    string          `json:"id"`

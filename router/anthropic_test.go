@@ -121,7 +121,7 @@ func TestAnthropicToolCall(t *testing.T) {
 		{[]any{"messages", 2, "role"}, "user"},
 		{[]any{"messages", 2, "content", 0, "type"}, "tool_result"},
 		{[]any{"messages", 2, "content", 0, "tool_use_id"}, "toolu_a"},
-		{[]any{"messages", 2, "content", 0, "content", 0, "text"}, "TCS 4100"},
+		{[]any{"messages", 2, "content", 0, "content"}, "TCS 4100"}, // the shorthand of its one text block
 		{[]any{"messages", 2, "content", 1, "tool_use_id"}, "toolu_b"},
 		{[]any{"messages", 2, "content", 1, "is_error"}, true},
 		{[]any{"messages", 2, "content", 2, "type"}, "text"},
