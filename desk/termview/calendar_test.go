@@ -1,11 +1,9 @@
 package termview_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/deskd/deskd/desk"
-	"github.com/deskd/deskd/desk/termview"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -35,16 +33,7 @@ func TestPrintStatusCalendarEnd(t *testing.T) {
 		{"an older deskd", desk.Status{Name: "main", Calendar: "NSE", MarketOpen: &open}, []string{"NSE open"}, "calendar NSE"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var b strings.Builder
-			termview.Status(&b, []desk.Status{tt.st})
-			for _, w := range tt.want {
-				if !strings.Contains(b.String(), w) {
-					t.Errorf("deskd status lacks %q:\n%s", w, b.String())
-				}
-			}
-			if strings.Contains(b.String(), tt.never) {
-				t.Errorf("deskd status says %q:\n%s", tt.never, b.String())
-			}
+			has(t, "deskd status", status(tt.st), tt.want, tt.never)
 		})
 	}
 }

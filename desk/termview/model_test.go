@@ -40,18 +40,7 @@ func TestStatusShowsTheAnsweringModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var b strings.Builder
-			termview.Status(&b, []desk.Status{tt.s})
-			for _, w := range tt.want {
-				if !strings.Contains(b.String(), w) {
-					t.Errorf("deskd status lacks %q:\n%s", w, b.String())
-				}
-			}
-			for _, n := range tt.not {
-				if strings.Contains(b.String(), n) {
-					t.Errorf("deskd status has %q:\n%s", n, b.String())
-				}
-			}
+			has(t, "deskd status", status(tt.s), tt.want, tt.not...)
 		})
 	}
 }
