@@ -99,7 +99,6 @@ type rig struct {
 	log *logtest.Buffer // what the notifier logged; its goroutines write at once
 }
 
-
 // start is a clock at real time (the reference library checks the
 // webhook-timestamp against it), to the second.
 func start() time.Time { return time.Now().UTC().Truncate(time.Second) }
