@@ -24,6 +24,7 @@
 package event
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -55,17 +56,19 @@ type Bus struct {
 	regMu      sync.Mutex
 	registered map[string]bool
 
-	// expMu guards exporters and expNext; it is never held while an
-	// exporter is called.
+	// expMu serialises Export and its cancels, which replace exporters
+	// (copy on write: a publication reads it without a lock, and never
+	// holds expMu while an exporter is called).
 	expMu     sync.Mutex
-	exporters map[uint64]func(Event)
+	exporters atomic.Pointer[[]exporter]
 	expNext   uint64
 
 	mu      sync.Mutex
 	byTopic map[string]map[uint64]*mailbox
 	all     map[uint64]*mailbox
 	next    uint64
-	closed  bool
+	// closed is set by Close, under mu; publications read it without.
+	closed  atomic.Bool
 	workers sync.WaitGroup
 
 	dropped  atomic.Int64
@@ -79,14 +82,27 @@ func New() *Bus {
 		registered: map[string]bool{},
 		byTopic:    map[string]map[uint64]*mailbox{},
 		all:        map[uint64]*mailbox{},
-		exporters:  map[uint64]func(Event){},
 	}
+}
+
+// exporter is one Export's function and the id its cancel removes.
+type exporter struct {
+	id uint64
+	fn func(Event)
 }
 
 // Publish hands e to the exporters (Export), then announces it to every
 // subscriber of its type and to every SubscribeAll subscriber. It never
-// blocks on a subscriber. After Close it does nothing.
-func Publish[E Event](b *Bus, e E) { Stage(b, e)() }
+// blocks on a subscriber. After Close it does nothing. An event nobody
+// exports or subscribes to costs two atomic loads and a lock: it is not
+// boxed, copied or handed to EventBus.
+func Publish[E Event](b *Bus, e E) {
+	if b.closed.Load() {
+		return
+	}
+	export(b, e)
+	announce(b, e)
+}
 
 // Stage hands e to the exporters now and returns deliver, which announces
 // it to the subscribers, as Publish does. A producer whose event reports a
@@ -99,25 +115,43 @@ func Publish[E Event](b *Bus, e E) { Stage(b, e)() }
 // finds the state recorded. Call deliver once. After Close both do
 // nothing.
 func Stage[E Event](b *Bus, e E) (deliver func()) {
-	if b.isClosed() {
+	if b.closed.Load() {
 		return func() {}
 	}
-	b.export(e)
-	return func() {
-		if b.isClosed() {
-			return
-		}
-		topic := e.Topic()
-		b.register(topic)
-		b.eb.Publish(topic, Event(e))
+	export(b, e)
+	return func() { announce(b, e) }
+}
+
+// export calls every exporter with e, in the caller's goroutine; e is
+// boxed only when there is one.
+func export[E Event](b *Bus, e E) {
+	exps := b.exporters.Load()
+	if exps == nil || len(*exps) == 0 {
+		return
+	}
+	ev := Event(e)
+	for _, x := range *exps {
+		b.call(x.fn, ev)
 	}
 }
 
-// isClosed says whether Close was called.
-func (b *Bus) isClosed() bool {
+// announce hands e to EventBus, which calls the topic's dispatcher, when
+// someone subscribes to its topic or to all; otherwise it does nothing.
+func announce[E Event](b *Bus, e E) {
+	topic := e.Topic()
+	if !b.wanted(topic) {
+		return
+	}
+	b.register(topic)
+	b.eb.Publish(topic, Event(e))
+}
+
+// wanted says whether an event of topic has a subscriber to go to (none
+// once closed).
+func (b *Bus) wanted(topic string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.closed
+	return !b.closed.Load() && (len(b.all) > 0 || len(b.byTopic[topic]) > 0)
 }
 
 // Export calls fn with every event published on b from now on, in the
@@ -129,26 +163,26 @@ func Export(b *Bus, fn func(Event)) (cancel func()) {
 	b.expMu.Lock()
 	b.expNext++
 	id := b.expNext
-	b.exporters[id] = fn
+	b.setExporters(func(old []exporter) []exporter { return append(old, exporter{id: id, fn: fn}) })
 	b.expMu.Unlock()
 	return func() {
 		b.expMu.Lock()
-		delete(b.exporters, id)
+		b.setExporters(func(old []exporter) []exporter {
+			return slices.DeleteFunc(old, func(x exporter) bool { return x.id == id })
+		})
 		b.expMu.Unlock()
 	}
 }
 
-// export calls every exporter with e, in the caller's goroutine.
-func (b *Bus) export(e Event) {
-	b.expMu.Lock()
-	fns := make([]func(Event), 0, len(b.exporters))
-	for _, fn := range b.exporters {
-		fns = append(fns, fn)
+// setExporters replaces the exporters by edit of a copy of them; expMu is
+// held.
+func (b *Bus) setExporters(edit func([]exporter) []exporter) {
+	var old []exporter
+	if p := b.exporters.Load(); p != nil {
+		old = slices.Clone(*p)
 	}
-	b.expMu.Unlock()
-	for _, fn := range fns {
-		b.call(fn, e)
-	}
+	next := edit(old)
+	b.exporters.Store(&next)
 }
 
 // call runs an exporter, recovering (and counting) its panic.
@@ -208,11 +242,11 @@ func (b *Bus) Panics() int64 { return b.panicked.Load() }
 // It must not be called from a handler.
 func (b *Bus) Close() {
 	b.mu.Lock()
-	if b.closed {
+	if b.closed.Load() {
 		b.mu.Unlock()
 		return
 	}
-	b.closed = true
+	b.closed.Store(true)
 	var boxes []*mailbox
 	for _, m := range b.all {
 		boxes = append(boxes, m)
@@ -234,7 +268,7 @@ func (b *Bus) Close() {
 func (b *Bus) subscribe(topic string, fn func(Event)) func() {
 	m := &mailbox{fn: fn, limit: DefaultMailbox, wake: make(chan struct{}, 1), done: make(chan struct{}), bus: b}
 	b.mu.Lock()
-	if b.closed {
+	if b.closed.Load() {
 		b.mu.Unlock()
 		return func() {}
 	}

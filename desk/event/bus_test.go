@@ -189,3 +189,27 @@ func TestFirstPublishOfATopicDuringAnotherPublish(t *testing.T) {
 		t.Fatal("deadlock: publishing a topic for the first time while another goroutine publishes did not return within 30s")
 	}
 }
+
+// An event nobody exports or subscribes to is not boxed, copied or handed
+// to EventBus's reflection: publishing it allocates nothing, even beside a
+// subscriber of another topic.
+func TestPublishToNobodyAllocatesNothing(t *testing.T) {
+	b := event.New()
+	defer b.Close()
+	defer event.Subscribe(b, func(event.TurnCompleted) {})()
+	e := event.TurnStarted{Header: at(1), Turn: 1, Session: "s-1"}
+	if n := testing.AllocsPerRun(100, func() { event.Publish(b, e) }); n != 0 {
+		t.Fatalf("a publication nobody subscribes to made %v allocations, want 0", n)
+	}
+	got := make(chan int, 1)
+	cancel := event.Export(b, func(e event.Event) { got <- e.(event.TurnStarted).Turn })
+	event.Publish(b, e)
+	cancel()
+	if n := recv(t, got); n != 1 {
+		t.Fatalf("the exporter got turn %d, want 1", n)
+	}
+	event.Publish(b, e) // after its cancel: not exported
+	if len(got) != 0 {
+		t.Fatal("a cancelled exporter still got an event")
+	}
+}
