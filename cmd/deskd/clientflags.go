@@ -80,6 +80,7 @@ func (f *clientFlags) newClient() (*httpapi.Client, error) {
 		return nil, &exitError{code: 2, err: err}
 	}
 	c.Found = found
+	c.OnHop = hopNotes(f.cmd.ErrOrStderr())
 	if configToken && strings.HasPrefix(addr, config.UnixPrefix) {
 		tokenFile = ""
 	}

@@ -51,13 +51,19 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			req := triggers.Request{Text: text, Kind: triggers.Kind(kind), ID: id, Key: key, Source: "cli"}
+			answered := ownerNote(c, stderr)
 			if wait {
-				return postAndWait(ctx, c, args[0], req, timeout, asJSON, stdout, stderr)
+				return postAndWait(ctx, c, args[0], req, timeout, asJSON, stdout, stderr, answered)
 			}
-			acc, err := c.PostTrigger(ctx, args[0], req)
+			var acc httpapi.TriggerResponse
+			_, err = c.OnOwner(func(at *httpapi.Client) (err error) {
+				acc, err = at.PostTrigger(ctx, args[0], req)
+				return err
+			})
 			if err != nil {
 				return err
 			}
+			answered(acc.ID)
 			if asJSON {
 				return termview.JSON(stdout, acc)
 			}
@@ -85,21 +91,30 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 const firstWait = 30 * time.Second
 
 // postAndWait posts req asking deskd to answer once its turn ends
-// (?wait=min(timeout, firstWait)), prints the outcome at once when it
-// does, and otherwise watches the trigger for the rest of timeout.
+// (?wait=min(timeout, firstWait)), following a cluster's 421 to the
+// desk's owner (OnOwner), prints the outcome at once when it does, and
+// otherwise watches the trigger on the host that took it for the rest of
+// timeout. answered is told the trigger's id once a host took it.
 func postAndWait(ctx context.Context, c *httpapi.Client, deskName string, req triggers.Request, timeout time.Duration,
-	asJSON bool, stdout, stderr io.Writer) error {
+	asJSON bool, stdout, stderr io.Writer, answered func(id string)) error {
 	now := c.Now
 	if now == nil {
 		now = time.Now
 	}
 	start := now()
-	acc, s, final, err := c.PostTriggerWait(ctx, deskName, req, min(timeout, firstWait))
+	var acc httpapi.TriggerResponse
+	var s desk.TriggerStatus
+	var final bool
+	at, err := c.OnOwner(func(at *httpapi.Client) (err error) {
+		acc, s, final, err = at.PostTriggerWait(ctx, deskName, req, min(timeout, firstWait))
+		return err
+	})
 	if err != nil {
 		return err
 	}
+	answered(acc.ID)
 	if !final {
-		s, err = c.WatchTrigger(ctx, deskName, acc.ID, max(timeout-now().Sub(start), 0),
+		s, err = at.WatchTrigger(ctx, deskName, acc.ID, max(timeout-now().Sub(start), 0),
 			func(p desk.TriggerProgress) { termview.Progress(stderr, deskName, p) })
 		if err != nil {
 			return err

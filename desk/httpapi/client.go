@@ -30,6 +30,9 @@ type Client struct {
 	// Found, if set, says how the address was found ("from the runtime
 	// file ..."): the error when nothing answers tells it.
 	Found string
+	// OnHop, if set, is told of each 421 the client follows to the owner
+	// of a desk (a read, or a request OnOwner sends again).
+	OnHop func(Hop)
 
 	base string
 	hc   *http.Client
@@ -43,10 +46,18 @@ type Error struct {
 	Status int
 	// Message is what deskd said.
 	Message string
+	// Owner and Addr are, for a 421 of a host of a cluster that does not
+	// run the desk, the host that owns it and its API address (empty
+	// while no host owns it).
+	Owner, Addr string
 }
 
-// Error returns the message with the status.
+// Error returns the message with the status and, for a 421, the owner's
+// address.
 func (e *Error) Error() string {
+	if e.Addr != "" {
+		return fmt.Sprintf("%s (HTTP %d; the owner, host %s, serves at %s)", e.Message, e.Status, e.Owner, e.Addr)
+	}
 	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
 }
 
@@ -220,8 +231,24 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 }
 
 // send sends a request with a JSON body (unless nil) and returns a 2xx
-// answer's status and body. Other answers are *Error.
+// answer's status and body. Other answers are *Error. A read (GET)
+// follows the 421s of a cluster to the desk's owner (OnOwner); other
+// requests do not.
 func (c *Client) send(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	if method != http.MethodGet {
+		return c.sendOnce(ctx, method, path, body)
+	}
+	var status int
+	var data []byte
+	_, err := c.OnOwner(func(at *Client) (err error) {
+		status, data, err = at.sendOnce(ctx, method, path, body)
+		return err
+	})
+	return status, data, err
+}
+
+// sendOnce is send without following a 421.
+func (c *Client) sendOnce(ctx context.Context, method, path string, body any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -248,7 +275,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (int, 
 		return 0, nil, fmt.Errorf("read deskd's answer: %w", err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return 0, nil, answerError(resp.StatusCode, data)
+		return 0, nil, clientError(resp.StatusCode, data)
 	}
 	return resp.StatusCode, data, nil
 }

@@ -1,0 +1,223 @@
+package httpapi_test
+
+// Tests of the client's side of a cluster: hosts that stand by for a desk
+// (httptest servers answering 421 as a standby does) in front of the real
+// server (httpapitest), the desk's owner.
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/httpapi/httpapitest"
+	"github.com/deskd/deskd/triggers"
+)
+
+// standby is a host that stands by for every desk: it answers every
+// request 421 naming owner at addr (*addr, read at each request), and
+// counts the requests and the tokens they carried.
+type standby struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests int
+	tokens   []string
+}
+
+func startStandby(t *testing.T, owner string, addr *string) *standby {
+	t.Helper()
+	s := &standby{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests++
+		s.tokens = append(s.tokens, r.Header.Get("Authorization"))
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusMisdirectedRequest)
+		_ = json.NewEncoder(w).Encode(httpapi.MisdirectedResponse{
+			Error: "desk \"main\" runs on host " + owner + " (epoch 7), not on this one: send the request there", Owner: owner, Addr: *addr})
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// hostPort is a test server's address as a 421 names it: host:port.
+func hostPort(url string) string { return strings.TrimPrefix(url, "http://") }
+
+// TestOnOwnerSendsTheTriggerToTheOwner: a trigger posted to a standby is
+// sent again, with the same id and token, to the owner the 421 names,
+// which takes it once; the hop is told, and the client returned is the
+// owner's, where the trigger is then waited for. A second post of the same
+// id through the standby is a duplicate: a retry never makes two.
+func TestOnOwnerSendsTheTriggerToTheOwner(t *testing.T) {
+	h := httpapitest.Start(t, httpapitest.Options{Token: "tok"})
+	addr := hostPort(h.URL())
+	sb := startStandby(t, "a", &addr)
+	c, err := httpapi.Dial(sb.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Token = "tok"
+	var hops []httpapi.Hop
+	c.OnHop = func(hp httpapi.Hop) { hops = append(hops, hp) }
+	post := func() (httpapi.TriggerResponse, *httpapi.Client, error) {
+		var acc httpapi.TriggerResponse
+		at, err := c.OnOwner(func(at *httpapi.Client) (err error) {
+			acc, err = at.PostTrigger(t.Context(), "main", triggers.Request{Text: "plan?", ID: "f1", Source: "cli"})
+			return err
+		})
+		return acc, at, err
+	}
+	acc, at, err := post()
+	if err != nil || acc.ID != "f1" || acc.Duplicate || at.URL() != h.URL() {
+		t.Fatalf("OnOwner(PostTrigger) = %+v at %s, %v; want f1 queued at the owner %s", acc, at.URL(), err, h.URL())
+	}
+	if len(hops) != 1 || hops[0] != (httpapi.Hop{From: sb.URL, Owner: "a", To: h.URL()}) {
+		t.Errorf("hops = %+v, want one from %s to host a at %s", hops, sb.URL, h.URL())
+	}
+	if s, err := at.WaitTrigger(t.Context(), "main", "f1", 10*time.Second); err != nil || s.State != triggers.StateAnswered {
+		t.Errorf("WaitTrigger at the owner = %+v, %v; want answered", s, err)
+	}
+	again, _, err := post()
+	if err != nil || !again.Duplicate {
+		t.Errorf("the same id again through the standby = %+v, %v; want a duplicate", again, err)
+	}
+	if sb.requests != 2 || sb.tokens[0] != "Bearer tok" {
+		t.Errorf("the standby got %d requests, tokens %q; want 2 with the token", sb.requests, sb.tokens)
+	}
+}
+
+// TestClientFollowsReadsNotWrites: a read (GET) sent to a standby is
+// answered by the owner; a write other than through OnOwner (a pause) is
+// not sent on, and its error names the owner and its address.
+func TestClientFollowsReadsNotWrites(t *testing.T) {
+	h := httpapitest.Start(t, httpapitest.Options{})
+	addr := hostPort(h.URL())
+	sb := startStandby(t, "a", &addr)
+	c, err := httpapi.Dial(sb.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hops := 0
+	c.OnHop = func(httpapi.Hop) { hops++ }
+	if code, _, body := h.Call(http.MethodPost, "/v1/desks/main/triggers", `{"id": "r1", "text": "plan?"}`); code != http.StatusAccepted {
+		t.Fatalf("POST r1 to the owner = %d %s", code, body)
+	}
+	if s, err := c.WaitTrigger(t.Context(), "main", "r1", 10*time.Second); err != nil || s.State != triggers.StateAnswered || hops != 1 {
+		t.Errorf("WaitTrigger through the standby = %+v, %v after %d hops; want the owner's answer, answered, after 1", s, err, hops)
+	}
+	_, err = c.Pause(t.Context(), "main", httpapi.PauseRequest{By: "ops", Reason: "lunch"})
+	e, ok := httpapi.Misdirected(err)
+	if !ok || e.Owner != "a" || e.Addr != addr || !strings.Contains(err.Error(), "host a") || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("Pause through the standby = %v, want a 421 naming host a at %s", err, addr)
+	}
+	if hops != 1 || h.Desk.Status().Paused != nil {
+		t.Errorf("the pause was sent on (%d hops, paused %v); want it refused where it was sent", hops, h.Desk.Status().Paused)
+	}
+}
+
+// TestOnOwnerEndsLoopsAndLongChains: two standbys that each name the
+// other end with an error naming both; a chain of standbys longer than
+// MaxHops ends after MaxHops hops.
+func TestOnOwnerEndsLoopsAndLongChains(t *testing.T) {
+	var addrA, addrB string
+	a, b := startStandby(t, "b", &addrB), startStandby(t, "a", &addrA)
+	addrA, addrB = hostPort(a.URL), hostPort(b.URL)
+	c, err := httpapi.Dial(a.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.OnOwner(func(at *httpapi.Client) error {
+		_, err := at.PostTrigger(t.Context(), "main", triggers.Request{Text: "x", ID: "l1"})
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "loop of 421s") || !strings.Contains(err.Error(), "host a ("+a.URL+")") ||
+		!strings.Contains(err.Error(), "host b ("+b.URL+")") {
+		t.Errorf("a loop between two standbys = %v, want a loop naming host a at %s and host b at %s", err, a.URL, b.URL)
+	}
+	if a.requests != 1 || b.requests != 1 {
+		t.Errorf("requests: a %d, b %d; want one each", a.requests, b.requests)
+	}
+
+	next := make([]string, MaxHopsPlus2)
+	chain := make([]*standby, MaxHopsPlus2)
+	for i := len(chain) - 1; i >= 0; i-- {
+		chain[i] = startStandby(t, "h"+string(rune('0'+i+1)), &next[i])
+		if i > 0 {
+			next[i-1] = hostPort(chain[i].URL)
+		}
+	}
+	next[len(next)-1] = hostPort(chain[0].URL) // never reached
+	c, err = httpapi.Dial(chain[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.OnOwner(func(at *httpapi.Client) error {
+		_, err := at.PostTrigger(t.Context(), "main", triggers.Request{Text: "x"})
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "after 3 hops") {
+		t.Errorf("a chain of %d standbys = %v, want an end after %d hops", len(chain), err, httpapi.MaxHops)
+	}
+	for i, s := range chain {
+		if want := map[bool]int{true: 1, false: 0}[i <= httpapi.MaxHops]; s.requests != want {
+			t.Errorf("standby %d of the chain got %d requests, want %d", i, s.requests, want)
+		}
+	}
+}
+
+// MaxHopsPlus2 is a chain longer than the client follows.
+const MaxHopsPlus2 = httpapi.MaxHops + 2
+
+// TestOwnerURLRefusesWhatTheTokenMustNotReach: the addresses a 421 may
+// name and where each is reached; the others are refused, and a request
+// whose 421 names one is not sent there.
+func TestOwnerURLRefusesWhatTheTokenMustNotReach(t *testing.T) {
+	for _, tt := range []struct {
+		from, addr, url, err string
+	}{
+		{"http://127.0.0.1:1", "10.0.0.2:7317", "http://10.0.0.2:7317", ""},
+		{"https://a.internal:443", "b.internal:7317", "https://b.internal:7317", ""},
+		{"http://deskd", "[fd00::2]:7317", "http://[fd00::2]:7317", ""},
+		{"http://a:1", "https://b.internal:8443/", "https://b.internal:8443", ""},
+		{"http://a:1", "http://user:pw@b:7317", "", "credentials"},
+		{"http://a:1", "http://b:7317/evil", "", "path"},
+		{"http://a:1", "http://b:7317?x=1", "", "query"},
+		{"http://a:1", "unix:/run/deskd/api.sock", "", "want http(s)://host:port"},
+		{"http://a:1", "ftp://b:21", "", "want http or https"},
+		{"http://a:1", "http://b", "", "names no port"},
+		{"http://a:1", "0.0.0.0:7317", "", "wildcard"},
+		{"http://a:1", "[::]:7317", "", "wildcard"},
+		{"http://a:1", "b", "", "want http(s)://host:port"},
+	} {
+		got, err := httpapi.OwnerURL(tt.from, tt.addr)
+		switch {
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("OwnerURL(%q, %q) = %q, %v; want an error saying %q", tt.from, tt.addr, got, err, tt.err)
+		case tt.err == "" && (err != nil || got != tt.url):
+			t.Errorf("OwnerURL(%q, %q) = %q, %v; want %q", tt.from, tt.addr, got, err, tt.url)
+		}
+	}
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the token reached an address with a path: %s %s", r.Method, r.URL)
+	}))
+	defer evil.Close()
+	addr := evil.URL + "/steal"
+	sb := startStandby(t, "a", &addr)
+	c, err := httpapi.Dial(sb.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Token = "tok"
+	if _, err := c.OnOwner(func(at *httpapi.Client) error {
+		_, err := at.PostTrigger(t.Context(), "main", triggers.Request{Text: "x"})
+		return err
+	}); err == nil ||
+		!strings.Contains(err.Error(), "not followed") {
+		t.Errorf("a 421 naming %s = %v, want it not followed", addr, err)
+	}
+}
