@@ -2,8 +2,6 @@ package config_test
 
 import (
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,10 +53,7 @@ func TestClusterProblems(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := config.Load(setup(t, baseMain+tt.main, map[string]string{"desks.d/main.yaml": baseDesk}))
-			ps := problemsOf(t, err)
-			if len(ps) != 1 || ps[0].Field != tt.field || filepath.Base(ps[0].File) != "deskd.yaml" || !strings.Contains(ps[0].Reason, tt.reason) {
-				t.Fatalf("problems:\n%v\nwant exactly one, of deskd.yaml: %s: ...%s...", ps, tt.field, tt.reason)
-			}
+			oneProblem(t, err, want{"deskd.yaml", tt.field, tt.reason})
 		})
 	}
 }

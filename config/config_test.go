@@ -289,6 +289,17 @@ func (w want) matches(p config.Problem) bool {
 	return filepath.Base(p.File) == w.file && p.Field == w.field && strings.Contains(p.Reason, w.reason)
 }
 
+// oneProblem fails the test unless err holds exactly one problem and it
+// is w; it returns that problem.
+func oneProblem(t *testing.T, err error, w want) config.Problem {
+	t.Helper()
+	ps := problemsOf(t, err)
+	if len(ps) != 1 || !w.matches(ps[0]) {
+		t.Fatalf("problems:\n%v\nwant exactly one: %s: %s: ...%s...", ps, w.file, w.field, w.reason)
+	}
+	return ps[0]
+}
+
 func TestProblems(t *testing.T) {
 	const (
 		mainFile = "deskd.yaml"
@@ -581,10 +592,7 @@ func TestProblems(t *testing.T) {
 			if c != nil {
 				t.Errorf("Load returned a config with problems")
 			}
-			ps := problemsOf(t, err)
-			if len(ps) != 1 || !tt.want.matches(ps[0]) {
-				t.Fatalf("problems:\n%v\nwant exactly one: %s: %s: ...%s...", err, tt.want.file, tt.want.field, tt.want.reason)
-			}
+			oneProblem(t, err, tt.want)
 			for _, secret := range []string{"sk-secret-1", "sk-secret-2"} {
 				if strings.Contains(err.Error(), secret) {
 					t.Errorf("problem holds an API key: %v", err)

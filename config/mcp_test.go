@@ -294,10 +294,7 @@ func TestMCPProblems(t *testing.T) {
 			if c != nil {
 				t.Errorf("Load returned a config with problems")
 			}
-			ps := problemsOf(t, err)
-			if len(ps) != 1 || !tt.want.matches(ps[0]) {
-				t.Fatalf("problems:\n%v\nwant exactly one: %s: %s: ...%s...", err, tt.want.file, tt.want.field, tt.want.reason)
-			}
+			oneProblem(t, err, tt.want)
 			for _, s := range mcpSecrets {
 				if strings.Contains(err.Error(), s) {
 					t.Errorf("a problem holds a secret (%s): %v", s, err)

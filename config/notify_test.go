@@ -81,13 +81,10 @@ func TestNotifyProblems(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := config.Load(setup(t, baseMain+"notify:\n  ops:\n"+tt.notify, files))
-			ps := problemsOf(t, err)
-			if len(ps) != 1 || ps[0].Field != tt.field || filepath.Base(ps[0].File) != "deskd.yaml" || !strings.Contains(ps[0].Reason, tt.reason) {
-				t.Fatalf("problems:\n%v\nwant exactly one, of deskd.yaml: %s: ...%s...", ps, tt.field, tt.reason)
-			}
+			p := oneProblem(t, err, want{"deskd.yaml", tt.field, tt.reason})
 			for _, secret := range []string{"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "not-a-webhook-secret", "c2hvcnQ"} {
-				if strings.Contains(ps[0].String(), secret) {
-					t.Errorf("the problem echoes the secret: %q", ps[0].String())
+				if strings.Contains(p.String(), secret) {
+					t.Errorf("the problem echoes the secret: %q", p.String())
 				}
 			}
 		})

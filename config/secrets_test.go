@@ -123,11 +123,7 @@ func TestSecretFileChecks(t *testing.T) {
 					files[k] = v
 				}
 				_, err := config.Load(setup(t, main, files))
-				ps := problemsOf(t, err)
-				w := want{"deskd.yaml", field, tt.reason}
-				if len(ps) != 1 || !w.matches(ps[0]) {
-					t.Fatalf("problems:\n%v\nwant exactly one: %s: ...%s...", ps, field, tt.reason)
-				}
+				oneProblem(t, err, want{"deskd.yaml", field, tt.reason})
 			})
 		}
 	}

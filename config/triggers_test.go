@@ -168,10 +168,7 @@ func wantOneProblem(t *testing.T, main, desk string, files map[string]string, w 
 	all := map[string]string{"desks.d/main.yaml": desk}
 	maps.Copy(all, files)
 	_, err := config.Load(setup(t, main, all))
-	ps := problemsOf(t, err)
-	if len(ps) != 1 || !w.matches(ps[0]) {
-		t.Fatalf("problems:\n%v\nwant exactly one: %s: %s: ...%s...", err, w.file, w.field, w.reason)
-	}
+	oneProblem(t, err, w)
 }
 
 func TestTriggerProblems(t *testing.T) {
