@@ -380,9 +380,10 @@ func (a *api) do(ctx context.Context, method, path, body string, want int, out a
 // triggerStatus is the part of GET /v1/desks/{desk}/triggers/{id} the
 // bench reads.
 type triggerStatus struct {
-	State string `json:"state"`
-	Turn  int    `json:"turn"`
-	Reply string `json:"reply"`
+	State   string `json:"state"`
+	Session string `json:"session"`
+	Turn    int    `json:"turn"`
+	Reply   string `json:"reply"`
 }
 
 // post queues a market trigger with id (the idempotency key) and text.

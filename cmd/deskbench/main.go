@@ -13,6 +13,7 @@
 //	go run ./cmd/deskbench              # every row, full size (a few minutes)
 //	go run ./cmd/deskbench -quick       # every row, scaled down (about 30 s)
 //	go run ./cmd/deskbench -rows 1,3    # some rows
+//	go run ./cmd/deskbench cluster      # issue 25: failover on a 3-host cluster (rows 9 to 11)
 //
 // Speed is measured here, never asserted: the exit status is 0 when every
 // row produced its figures, whether or not the targets are met.
@@ -182,6 +183,9 @@ type report struct {
 
 // run is the command: parse args, run the rows, print the report.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "cluster" {
+		return runCluster(ctx, args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the usage is printed

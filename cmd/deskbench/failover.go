@@ -1,0 +1,884 @@
+package main
+
+// The cluster subcommand (issue 25's targets): three deskd binaries with
+// cluster: {host: a|b|c, lease} on the same desk files, on a three-node
+// JetStream cluster in this process, and one deskd without cluster beside
+// them. Each round kills the owner of desk main (SIGKILL) while triggers
+// arrive, then stops the next owner (SIGTERM), and measures the time from
+// the signal to the first answer by a standby; then event to model on the
+// cluster's owner and on the single host, each beside its floor. Every
+// trigger acknowledged is checked answered exactly once, by id.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// clusterDesk is the desk the cluster subcommand fails over.
+const clusterDesk = "main"
+
+// clusterOptions are the cluster subcommand's settings.
+type clusterOptions struct {
+	Deskd  string
+	Work   string
+	Keep   bool
+	JSON   bool
+	Rounds int
+	Events int           // event-to-model triggers per round and mode
+	Lease  time.Duration // cluster.lease
+	Steady time.Duration // triggers arriving before each signal
+	Period time.Duration // between the background triggers
+}
+
+// parseClusterFlags reads the cluster subcommand's command line.
+func parseClusterFlags(args []string, stderr io.Writer) (clusterOptions, error) {
+	fs := flag.NewFlagSet("deskbench cluster", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o clusterOptions
+	fs.StringVar(&o.Deskd, "deskd", "", "the deskd binary (default: build ./cmd/deskd of this module into a temporary folder)")
+	fs.StringVar(&o.Work, "work", "", "make the run's folder here (default: the system's temporary folder)")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the run's folder and print its path")
+	fs.BoolVar(&o.JSON, "json", false, "print the figures as JSON")
+	fs.IntVar(&o.Rounds, "rounds", 3, "interleaved rounds: SIGKILL, SIGTERM, event to model on the cluster and on one host")
+	fs.IntVar(&o.Events, "events", 200, "event-to-model triggers per round, on the cluster and on one host each")
+	fs.DurationVar(&o.Lease, "lease", 3*time.Second, "cluster.lease of the three hosts")
+	fs.DurationVar(&o.Steady, "steady", time.Second, "how long triggers arrive before each signal")
+	fs.DurationVar(&o.Period, "period", 50*time.Millisecond, "between the triggers posted without waiting, beside the one that waits")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.Rounds < 1 || o.Events < 1 || o.Lease < time.Second || o.Steady <= 0 || o.Period <= 0 {
+		return o, fmt.Errorf("-rounds and -events want 1 or more, -lease 1s or more, -steady and -period more than 0")
+	}
+	return o, nil
+}
+
+// runCluster is the cluster subcommand.
+func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseClusterFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rep := report{Date: time.Now().UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"deskbench", "cluster"}, args...), " "), Machine: thisMachine()}
+	dir, err := os.MkdirTemp(o.Work, "deskbench-cluster-")
+	if err != nil {
+		return fmt.Errorf("make the run's folder: %w", err)
+	}
+	if o.Keep {
+		fmt.Fprintln(stderr, "deskbench: the run's folder is", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	b := &bench{o: options{Events: o.Events}, dir: dir, bin: o.Deskd}
+	if b.bin == "" {
+		if b.bin, err = buildDeskd(ctx, dir); err != nil {
+			return err
+		}
+	}
+	cr, err := startClusterRig(ctx, b, o, stderr)
+	if err != nil {
+		return err
+	}
+	defer cr.close()
+	figs, runErr := cr.rounds(ctx)
+	rep.Figures = figs
+	if o.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("print the report: %w", err)
+		}
+	} else if err := printTable(stdout, rep); err != nil {
+		return fmt.Errorf("print the report: %w", err)
+	}
+	return runErr
+}
+
+// clusterHost is one deskd of the cluster.
+type clusterHost struct {
+	name string
+	s    setup
+	d    *daemon // nil while it is down
+	api  *api
+}
+
+// addr is the host's API address as a 421 names it.
+func (h *clusterHost) addr() string { return strings.TrimPrefix(h.s.URL(), "http://") }
+
+// up reports whether the host's deskd runs.
+func (h *clusterHost) up() bool {
+	if h.d == nil {
+		return false
+	}
+	select {
+	case <-h.d.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// clusterRig is the cluster subcommand's processes.
+type clusterRig struct {
+	b      *bench
+	o      clusterOptions
+	log    io.Writer
+	nats   *natsCluster
+	m      *modelServer
+	hosts  []*clusterHost
+	single *running // one host, no cluster
+	pub    *publishFloor
+	loads  []string // the load average at the end of each round
+}
+
+// startClusterRig starts the NATS cluster, the model server, the three
+// hosts (a first, so that it owns the desk) and the single host.
+func startClusterRig(ctx context.Context, b *bench, o clusterOptions, log io.Writer) (*clusterRig, error) {
+	cr := &clusterRig{b: b, o: o, log: log}
+	var err error
+	if cr.nats, err = startNATSCluster(filepath.Join(b.dir, "nats"), 3); err != nil {
+		return nil, err
+	}
+	if cr.pub, err = newPublishFloor(ctx, cr.nats); err != nil {
+		cr.close()
+		return nil, err
+	}
+	if cr.m, err = newModelServer(false, b.dir); err != nil {
+		cr.close()
+		return nil, err
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		dir, err := b.folder("host-" + name)
+		if err == nil {
+			var s setup
+			if s, err = newSetup(dir, cr.m.BaseURL(), []string{clusterDesk}, false); err == nil {
+				err = appendFile(s.Config, cr.nats.configLines(name, o.Lease))
+				cr.hosts = append(cr.hosts, &clusterHost{name: name, s: s, api: newAPI(s.URL(), 8)})
+			}
+		}
+		if err != nil {
+			cr.close()
+			return nil, err
+		}
+	}
+	for i, h := range cr.hosts {
+		if err := cr.up(ctx, h); err != nil {
+			cr.close()
+			return nil, err
+		}
+		if i == 0 {
+			if _, err := cr.waitOwner(ctx, "", 30*time.Second); err != nil {
+				cr.close()
+				return nil, err
+			}
+		}
+	}
+	if cr.single, err = b.start(ctx, "single", []string{clusterDesk}, false, nil); err != nil {
+		cr.close()
+		return nil, err
+	}
+	return cr, nil
+}
+
+// appendFile appends text to the file at path.
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// up starts h's deskd on its folder (kept from its last run) until ready.
+func (cr *clusterRig) up(ctx context.Context, h *clusterHost) error {
+	d, err := startDaemon(cr.b.bin, h.s)
+	if err != nil {
+		return err
+	}
+	if err := d.waitReady(ctx, 2*time.Minute); err != nil {
+		_ = d.cmd.Process.Kill()
+		return fmt.Errorf("host %s: %w", h.name, err)
+	}
+	h.d = d
+	return nil
+}
+
+// close stops everything the rig started.
+func (cr *clusterRig) close() {
+	for _, h := range cr.hosts {
+		if h.up() {
+			if err := h.d.stop(); err != nil {
+				fmt.Fprintf(cr.log, "deskbench: host %s: %v\n", h.name, err)
+			}
+		}
+	}
+	if cr.single != nil {
+		_ = cr.single.stop()
+	}
+	if cr.m != nil {
+		cr.m.Close()
+	}
+	if cr.pub != nil {
+		cr.pub.close()
+	}
+	if cr.nats != nil {
+		cr.nats.close()
+	}
+}
+
+// listed is what GET /v1/desks says of the desk.
+type listed struct {
+	State string `json:"state"`
+	Owner *struct {
+		Host  string `json:"host"`
+		Epoch uint64 `json:"epoch"`
+	} `json:"owner"`
+}
+
+// placement asks host h where the desk is.
+func (h *clusterHost) placement(ctx context.Context) (listed, error) {
+	var out struct {
+		Desks []struct {
+			Name string `json:"name"`
+			listed
+		} `json:"desks"`
+	}
+	if err := h.api.do(ctx, http.MethodGet, "/v1/desks", "", http.StatusOK, &out); err != nil {
+		return listed{}, err
+	}
+	for _, d := range out.Desks {
+		if d.Name == clusterDesk {
+			return d.listed, nil
+		}
+	}
+	return listed{}, fmt.Errorf("host %s does not list desk %s", h.name, clusterDesk)
+}
+
+// waitOwner waits until every host that is up names the same owner, not
+// notHost, which runs the desk, and returns it.
+func (cr *clusterRig) waitOwner(ctx context.Context, notHost string, max time.Duration) (*clusterHost, error) {
+	deadline := time.Now().Add(max)
+	var last string
+	for {
+		owner, why := cr.agreedOwner(ctx, notHost)
+		if owner != nil {
+			return owner, nil
+		}
+		last = why
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no agreed owner of desk %s within %s: %s", clusterDesk, max, last)
+		}
+		if err := pause(ctx, 50*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// agreedOwner is waitOwner's one look: the owner, or why there is none.
+func (cr *clusterRig) agreedOwner(ctx context.Context, notHost string) (*clusterHost, string) {
+	var owner *clusterHost
+	var epoch uint64
+	for _, h := range cr.hosts {
+		if !h.up() {
+			continue
+		}
+		l, err := h.placement(ctx)
+		if err != nil {
+			return nil, err.Error()
+		}
+		if l.Owner == nil || l.Owner.Host == notHost {
+			return nil, fmt.Sprintf("host %s: state %s, owner %+v", h.name, l.State, l.Owner)
+		}
+		if owner == nil {
+			owner, epoch = cr.host(l.Owner.Host), l.Owner.Epoch
+		}
+		if owner == nil || owner.name != l.Owner.Host || epoch != l.Owner.Epoch {
+			return nil, fmt.Sprintf("the hosts disagree: %s says %s at epoch %d", h.name, l.Owner.Host, l.Owner.Epoch)
+		}
+		if (h == owner) != (l.State != "standby" && l.State != "starting") {
+			return nil, fmt.Sprintf("host %s: state %s, owner %s", h.name, l.State, l.Owner.Host)
+		}
+	}
+	if owner == nil || !owner.up() {
+		return nil, "the owner named is not up"
+	}
+	return owner, ""
+}
+
+// host returns the host called name, or nil.
+func (cr *clusterRig) host(name string) *clusterHost {
+	for _, h := range cr.hosts {
+		if h.name == name {
+			return h
+		}
+	}
+	return nil
+}
+
+// hostAt returns the host whose API address is addr, or nil.
+func (cr *clusterRig) hostAt(addr string) *clusterHost {
+	for _, h := range cr.hosts {
+		if h.addr() == addr {
+			return h
+		}
+	}
+	return nil
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// failover is what one signal's round of triggers saw.
+type failover struct {
+	sig      syscall.Signal
+	victim   string
+	at       time.Time // the signal sent
+	answered time.Time // the first answer by another host after it
+	by       string    // that host
+	seen     time.Time // the first word of the new owner (a 421 naming it, its 503 while it starts)
+}
+
+// rounds runs the interleaved rounds and returns their figures.
+func (cr *clusterRig) rounds(ctx context.Context) ([]figure, error) {
+	var kills, terms []failover
+	var single, clustered []e2m
+	l := newLedger()
+	var errs []error
+	defer func() { cr.loads = append(cr.loads, loadAverage()) }()
+	for round := range cr.o.Rounds {
+		if round > 0 {
+			cr.loads = append(cr.loads, loadAverage())
+		}
+		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+			f, err := cr.failover(ctx, l, sig)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("round %d, %s: %w", round+1, sig, err))
+				if ctx.Err() != nil {
+					return cr.figures(kills, terms, clustered, single, l), errors.Join(errs...)
+				}
+				continue
+			}
+			fmt.Fprintf(cr.log, "deskbench: round %d: %s of %s answered by %s after %.0f ms\n", round+1, sig, f.victim, f.by, ms(f.answered.Sub(f.at)))
+			if sig == syscall.SIGKILL {
+				kills = append(kills, f)
+			} else {
+				terms = append(terms, f)
+			}
+		}
+		owner, err := cr.waitOwner(ctx, "", time.Minute)
+		if err == nil {
+			var e e2m
+			if e, err = cr.eventToModel(ctx, &running{s: owner.s, d: owner.d, m: cr.m, api: owner.api}, fmt.Sprintf("c%d", round), true); err == nil {
+				clustered = append(clustered, e)
+				if e, err = cr.eventToModel(ctx, cr.single, fmt.Sprintf("s%d", round), false); err == nil {
+					single = append(single, e)
+				}
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("round %d, event to model: %w", round+1, err))
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	if err := cr.check(ctx, l); err != nil {
+		errs = append(errs, err)
+	}
+	return cr.figures(kills, terms, clustered, single, l), errors.Join(errs...)
+}
+
+// failover signals the owner of the desk while triggers arrive (one that
+// waits for its answer, one posted every Period beside it) and measures
+// the time to the first answer by another host; then starts the victim
+// again, a standby.
+func (cr *clusterRig) failover(ctx context.Context, l *ledger, sig syscall.Signal) (failover, error) {
+	owner, err := cr.waitOwner(ctx, "", time.Minute)
+	if err != nil {
+		return failover{}, err
+	}
+	f := failover{sig: sig, victim: owner.name}
+	dctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	firstAnswer := make(chan struct{})
+	sent := false
+	note := func(o outcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !sent || o.by == f.victim {
+			return
+		}
+		if f.seen.IsZero() && !o.newOwnerSeen.IsZero() {
+			f.seen = o.newOwnerSeen
+		}
+		if o.answered && f.answered.IsZero() {
+			f.answered, f.by = o.at, o.by
+			close(firstAnswer)
+		}
+	}
+	wg.Add(2)
+	go func() { // the trigger that waits, one after another
+		defer wg.Done()
+		for dctx.Err() == nil {
+			note(cr.send(dctx, l, f.victim, true))
+		}
+	}()
+	go func() { // the triggers posted without waiting
+		defer wg.Done()
+		t := time.NewTicker(cr.o.Period)
+		defer t.Stop()
+		for {
+			select {
+			case <-dctx.Done():
+				return
+			case <-t.C:
+				note(cr.send(dctx, l, f.victim, false))
+			}
+		}
+	}()
+	err = pause(ctx, cr.o.Steady)
+	if err == nil {
+		mu.Lock()
+		f.at, sent = time.Now(), true
+		err = owner.d.cmd.Process.Signal(sig)
+		mu.Unlock()
+	}
+	if err == nil {
+		t := time.NewTimer(cr.o.Lease + 30*time.Second)
+		select {
+		case <-firstAnswer:
+			err = pause(ctx, cr.o.Steady) // triggers go on arriving a while after
+		case <-t.C:
+			err = fmt.Errorf("no host answered a trigger within %s of the %s of %s", cr.o.Lease+30*time.Second, sig, owner.name)
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		t.Stop()
+	}
+	stop()
+	wg.Wait()
+	select {
+	case <-owner.d.exited:
+	case <-time.After(30 * time.Second):
+		_ = owner.d.cmd.Process.Kill()
+		<-owner.d.exited
+		err = errors.Join(err, fmt.Errorf("host %s did not end within 30s of %s", owner.name, sig))
+	}
+	if sig == syscall.SIGTERM {
+		if st := owner.d.cmd.ProcessState; st != nil && !st.Success() {
+			err = errors.Join(err, fmt.Errorf("host %s exited with %s after SIGTERM: %s", owner.name, st, owner.d.lastLine()))
+		}
+	}
+	if upErr := cr.up(ctx, owner); upErr != nil {
+		err = errors.Join(err, upErr)
+	}
+	return f, err
+}
+
+// outcome is what one send saw.
+type outcome struct {
+	by           string    // the host that answered (200 or 202)
+	at           time.Time // when
+	answered     bool      // a final state answered
+	newOwnerSeen time.Time // a 421 named a host other than avoid, or a 503 of one starting
+}
+
+// send posts a new trigger of the desk to the host believed to own it,
+// following 421s and going round the hosts past refused connections and
+// 503s, until a host acknowledges it (wait false: 202) or answers it
+// (wait true: 200, the trigger final), and records it in l. avoid is the
+// host signalled: a word of another owner is noted.
+func (cr *clusterRig) send(ctx context.Context, l *ledger, avoid string, wait bool) outcome {
+	id := l.next()
+	body, _ := json.Marshal(map[string]string{"id": id, "text": eventText(id, 0)})
+	path := "/v1/desks/" + clusterDesk + "/triggers"
+	if wait {
+		path += "?wait=30s"
+	}
+	var o outcome
+	h := l.guess(cr)
+	for ctx.Err() == nil {
+		code, resp, err := h.api.raw(ctx, http.MethodPost, path, string(body))
+		now := time.Now()
+		switch {
+		case err != nil: // a host down: the next
+			h = cr.hosts[(slices.Index(cr.hosts, h)+1)%len(cr.hosts)]
+			_ = pause(ctx, 10*time.Millisecond)
+		case code == http.StatusMisdirectedRequest:
+			var mis struct{ Owner, Addr string }
+			_ = json.Unmarshal(resp, &mis)
+			if to := cr.hostAt(mis.Addr); to != nil {
+				if mis.Owner != avoid && o.newOwnerSeen.IsZero() {
+					o.newOwnerSeen = now
+				}
+				if to == h || !to.up() {
+					_ = pause(ctx, 10*time.Millisecond)
+				}
+				h = to
+			} else {
+				_ = pause(ctx, 10*time.Millisecond) // no owner now
+			}
+		case code == http.StatusServiceUnavailable: // starting the desk it has won, or stopping: ask round
+			if h.name != avoid && o.newOwnerSeen.IsZero() {
+				o.newOwnerSeen = now
+			}
+			h = cr.hosts[(slices.Index(cr.hosts, h)+1)%len(cr.hosts)]
+			_ = pause(ctx, 10*time.Millisecond)
+		case code == http.StatusOK || code == http.StatusAccepted:
+			var st triggerStatus
+			_ = json.Unmarshal(resp, &st)
+			o.by, o.at, o.answered = h.name, now, code == http.StatusOK && st.State == "answered"
+			l.acked(id, h)
+			return o
+		default:
+			l.fail(fmt.Errorf("POST trigger %s to host %s = %d: %s", id, h.name, code, strings.TrimSpace(string(resp))))
+			return o
+		}
+	}
+	l.unsent(id) // never acknowledged: the client gave up
+	return o
+}
+
+// raw sends a request and returns the status and body; err is a
+// transport error only.
+func (a *api) raw(ctx context.Context, method, path, body string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, b, nil
+}
+
+// ledger is the bench's own record of the triggers it sent: which were
+// acknowledged, by whom, and what became of each.
+type ledger struct {
+	mu     sync.Mutex
+	n      int
+	owner  *clusterHost // the last host that acknowledged one
+	ids    []string     // acknowledged, in order
+	by     map[string]string
+	gaveUp int
+	errs   []error
+	final  map[string]string   // id: its final state on the owner at the end
+	turns  map[string][]string // "session turn n": the ids answered as that turn
+}
+
+// newLedger returns an empty ledger.
+func newLedger() *ledger {
+	return &ledger{by: map[string]string{}, final: map[string]string{}, turns: map[string][]string{}}
+}
+
+// next returns a new trigger id (a bench marker).
+func (l *ledger) next() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	return fmt.Sprintf("%sf-%d", markerPrefix, l.n)
+}
+
+// guess is the host to send to first: the last that acknowledged, or a.
+func (l *ledger) guess(cr *clusterRig) *clusterHost {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.owner != nil {
+		return l.owner
+	}
+	return cr.hosts[0]
+}
+
+// acked records that host h acknowledged trigger id.
+func (l *ledger) acked(id string, h *clusterHost) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.owner = h
+	if _, ok := l.by[id]; !ok {
+		l.ids = append(l.ids, id)
+	}
+	l.by[id] = h.name
+}
+
+// unsent records a trigger never acknowledged: the client gave up.
+func (l *ledger) unsent(string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gaveUp++
+}
+
+// fail records an answer the bench did not expect.
+func (l *ledger) fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, err)
+}
+
+// check asks the desk's owner for the final state of every trigger
+// acknowledged, and the model server how often each reached it.
+func (cr *clusterRig) check(ctx context.Context, l *ledger) error {
+	owner, err := cr.waitOwner(ctx, "", time.Minute)
+	if err != nil {
+		return fmt.Errorf("the exactly-once check: %w", err)
+	}
+	for _, id := range l.ids {
+		code, resp, err := owner.api.raw(ctx, http.MethodGet, "/v1/desks/"+clusterDesk+"/triggers/"+id+"?wait=30s", "")
+		var st triggerStatus
+		switch {
+		case err != nil:
+			return fmt.Errorf("the exactly-once check: GET trigger %s on %s: %w", id, owner.name, err)
+		case code == http.StatusNotFound:
+			l.final[id] = "LOST (404 on the owner)"
+			continue
+		case code != http.StatusOK || json.Unmarshal(resp, &st) != nil:
+			return fmt.Errorf("the exactly-once check: GET trigger %s on %s = %d: %s", id, owner.name, code, resp)
+		}
+		l.final[id] = st.State
+		if st.State == "answered" {
+			l.turns[fmt.Sprintf("%s turn %d", st.Session, st.Turn)] = append(l.turns[fmt.Sprintf("%s turn %d", st.Session, st.Turn)], id)
+		}
+	}
+	return nil
+}
+
+// tally is the exactly-once check's verdict.
+type tally struct {
+	acked, answered, interrupted, other, lost int
+	twice                                     []string // ids that reached the model more than once
+	sameTurn                                  []string // turns that answered more than one id
+	unanswered                                []string // ids not answered (interrupted, lost, other), with their state
+}
+
+// tally counts l's final states and the model's requests per id.
+func (l *ledger) tally(count func(id string) int) tally {
+	t := tally{acked: len(l.ids)}
+	for _, id := range l.ids {
+		switch s := l.final[id]; s {
+		case "answered":
+			t.answered++
+		case "interrupted":
+			t.interrupted++
+			t.unanswered = append(t.unanswered, id+": interrupted")
+		case "":
+			t.lost++
+			t.unanswered = append(t.unanswered, id+": not checked")
+		default:
+			if strings.HasPrefix(s, "LOST") {
+				t.lost++
+			} else {
+				t.other++
+			}
+			t.unanswered = append(t.unanswered, id+": "+s)
+		}
+		if n := count(id); n > 1 {
+			t.twice = append(t.twice, fmt.Sprintf("%s (%d requests)", id, n))
+		}
+	}
+	for turn, ids := range l.turns {
+		if len(ids) > 1 {
+			t.sameTurn = append(t.sameTurn, fmt.Sprintf("%s: %s", turn, strings.Join(ids, " ")))
+		}
+	}
+	slices.Sort(t.sameTurn)
+	return t
+}
+
+// e2m is one round's event to model on one daemon, with its floor.
+type e2m struct {
+	p50, p99    time.Duration
+	rtt, fsync  time.Duration // p50s of the floor's parts
+	publish     time.Duration // p50 of a JetStream publish alone (the cluster only)
+	publishP99  time.Duration
+	triggers    int
+	clusterMode bool
+}
+
+// eventToModel measures event to model on r's desk, with the floor's
+// parts sampled after each trigger (and the JetStream publish alone on a
+// cluster).
+func (cr *clusterRig) eventToModel(ctx context.Context, r *running, tag string, clustered bool) (e2m, error) {
+	fl, err := newFloor(r.s.State)
+	if err != nil {
+		return e2m{}, err
+	}
+	defer fl.close()
+	var lat, pub []time.Duration
+	for i := range cr.o.Events + 5 {
+		d, err := r.turn(ctx, clusterDesk, fmt.Sprintf("%se%s-%d", markerPrefix, tag, i), i)
+		if err != nil {
+			return e2m{}, err
+		}
+		keep := i >= 5 // the first five warm up
+		if err := fl.sample(ctx, keep); err != nil {
+			return e2m{}, err
+		}
+		if clustered {
+			p, err := cr.pub.sample(ctx)
+			if err != nil {
+				return e2m{}, err
+			}
+			if keep {
+				pub = append(pub, p)
+			}
+		}
+		if keep {
+			lat = append(lat, d)
+		}
+	}
+	return e2m{p50: percentile(lat, 50), p99: percentile(lat, 99), rtt: percentile(fl.rtt, 50), fsync: percentile(fl.sync, 50),
+		publish: percentile(pub, 50), publishP99: percentile(pub, 99), triggers: len(lat), clusterMode: clustered}, nil
+}
+
+// spread is min / median / max of three or more figures, in ms.
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return fmt.Sprintf("%.0f / %.0f / %.0f", ms(s[0]), ms(s[len(s)/2]), ms(s[len(s)-1]))
+}
+
+// spreadFine is spread with two decimals.
+func spreadFine(ds []time.Duration) string {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.2f / %.2f / %.2f", ms(s[0]), ms(s[len(s)/2]), ms(s[len(s)-1]))
+}
+
+// median is the median of ds.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// figures are the cluster subcommand's rows: 9 the failovers, 10 event
+// to model, 11 the exactly-once check.
+func (cr *clusterRig) figures(kills, terms []failover, clustered, single []e2m, l *ledger) []figure {
+	var figs []figure
+	for _, fo := range []struct {
+		name   string
+		fs     []failover
+		target time.Duration
+	}{{"SIGKILL of the owner to a standby's first answer", kills, cr.o.Lease + 2*time.Second}, {"SIGTERM of the owner to a standby's first answer", terms, time.Second}} {
+		var took, seen []time.Duration
+		var timeline []string
+		for _, f := range fo.fs {
+			took = append(took, f.answered.Sub(f.at))
+			if !f.seen.IsZero() {
+				seen = append(seen, f.seen.Sub(f.at))
+			}
+			timeline = append(timeline, fmt.Sprintf("%s->%s: new owner's first word %.0f ms, answer %.0f ms", f.victim, f.by, ms(f.seen.Sub(f.at)), ms(f.answered.Sub(f.at))))
+		}
+		if len(took) == 0 {
+			figs = append(figs, figure{Row: 9, Name: fo.name, Unit: "ms", Failed: "no round measured it"})
+			continue
+		}
+		renew := cr.o.Lease / 3
+		floor := fmt.Sprintf("the lease less the time since its last renewal: %s to %s", cr.o.Lease-renew, cr.o.Lease)
+		if fo.fs[0].sig == syscall.SIGTERM {
+			floor = "0 (the lease is released)"
+		}
+		figs = append(figs, figure{Row: 9, Name: fo.name + " (median)", Value: ms(median(took)), Unit: "ms", Floor: floor,
+			Target: "<= " + fo.target.String(), Met: met(slices.Max(took) <= fo.target),
+			Note: fmt.Sprintf("min/median/max %s ms over %d rounds; %s", spread(took), len(took), strings.Join(timeline, "; "))})
+	}
+	var cp50, cp99, sp50, sp99, rtt, fsync, pub, pubP99 []time.Duration
+	for _, e := range clustered {
+		cp50, cp99 = append(cp50, e.p50), append(cp99, e.p99)
+		rtt, fsync, pub, pubP99 = append(rtt, e.rtt), append(fsync, e.fsync), append(pub, e.publish), append(pubP99, e.publishP99)
+	}
+	for _, e := range single {
+		sp50, sp99 = append(sp50, e.p50), append(sp99, e.p99)
+		rtt, fsync = append(rtt, e.rtt), append(fsync, e.fsync)
+	}
+	if len(cp50) > 0 && len(sp50) > 0 {
+		floor := fmt.Sprintf("round trip %s + max(fsync %s, JetStream publish %s) ms (min/median/max)", spreadFine(rtt), spreadFine(fsync), spreadFine(pub))
+		figs = append(figs,
+			figure{Row: 10, Name: "event to model p50, cluster (median of rounds)", Value: ms(median(cp50)), Unit: "ms", Floor: floor,
+				Target: fmt.Sprintf("<= 2x one host = %.2f ms", ms(2*median(sp50))), Met: met(median(cp50) <= 2*median(sp50)),
+				Note: fmt.Sprintf("min/median/max %s ms; %.2fx one host's; %d triggers a round", spreadFine(cp50), float64(median(cp50))/float64(median(sp50)), clustered[0].triggers)},
+			figure{Row: 10, Name: "event to model p99, cluster (median of rounds)", Value: ms(median(cp99)), Unit: "ms",
+				Note: "min/median/max " + spreadFine(cp99) + " ms"},
+			figure{Row: 10, Name: "event to model p50, one host (median of rounds)", Value: ms(median(sp50)), Unit: "ms",
+				Floor: fmt.Sprintf("round trip + fsync = %.2f ms", ms(median(rtt)+median(fsync))), Note: "min/median/max " + spreadFine(sp50) + " ms"},
+			figure{Row: 10, Name: "event to model p99, one host (median of rounds)", Value: ms(median(sp99)), Unit: "ms",
+				Note: "min/median/max " + spreadFine(sp99) + " ms"},
+			figure{Row: 10, Name: "floor: JetStream publish of 400 B, R3, p50 (median of rounds)", Value: ms(median(pub)), Unit: "ms",
+				Note: "min/median/max " + spreadFine(pub) + " ms; p99 " + spreadFine(pubP99) + " ms; one after each trigger"},
+		)
+	} else {
+		figs = append(figs, figure{Row: 10, Name: "event to model, cluster and one host", Unit: "ms", Failed: "no round measured it"})
+	}
+	t := l.tally(func(id string) int { a, _ := cr.m.arrival(id); return a.Count })
+	ok := t.lost == 0 && t.other == 0 && len(t.twice) == 0 && len(t.sameTurn) == 0 && len(l.errs) == 0
+	note := fmt.Sprintf("%d acknowledged: %d answered, %d interrupted, %d lost, %d other; %d reached the model twice; %d turns answered two ids; %d given up unacknowledged at the end of a round; %d errors",
+		t.acked, t.answered, t.interrupted, t.lost, t.other, len(t.twice), len(t.sameTurn), l.gaveUp, len(l.errs))
+	if len(t.unanswered) > 0 {
+		note += "; not answered: " + strings.Join(first(t.unanswered, 10), ", ")
+	}
+	if len(t.twice) > 0 {
+		note += "; TWICE: " + strings.Join(first(t.twice, 10), ", ")
+	}
+	if len(t.sameTurn) > 0 {
+		note += "; SAME TURN: " + strings.Join(first(t.sameTurn, 10), ", ")
+	}
+	for _, err := range first(l.errs, 5) {
+		note += "; ERROR " + err.Error()
+	}
+	figs = append(figs, figure{Row: 11, Name: "load average at the end of each round", Value: float64(len(cr.loads)), Unit: "rounds",
+		Note: strings.Join(cr.loads, "; ")})
+	figs = append(figs, figure{Row: 11, Name: "acknowledged triggers answered (or shown interrupted) exactly once", Value: float64(t.answered + t.interrupted), Unit: "triggers",
+		Target: fmt.Sprintf("all %d, none twice", t.acked), Met: met(ok), Note: note})
+	return figs
+}
+
+// first returns the first n of s.
+func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestClusterBenchSmallest runs the cluster subcommand for one round at
+// its smallest against the deskd binary built from this module, and
+// checks that it measured both failovers and both event-to-model figures
+// and that every trigger acknowledged was answered exactly once. It
+// asserts no speed.
+func TestClusterBenchSmallest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs three deskd binaries on a NATS cluster: skipped under -short")
+	}
+	bin, err := buildDeskd(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"cluster", "-json", "-deskd", bin, "-work", t.TempDir(), "-rounds", "1", "-events", "3", "-steady", "300ms"}
+	if err := run(t.Context(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("deskbench %v: %v\nstderr:\n%s", args, err, stderr.String())
+	}
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("decode the report: %v\n%s", err, stdout.String())
+	}
+	want := map[string]bool{
+		"SIGKILL of the owner to a standby's first answer (median)": false,
+		"SIGTERM of the owner to a standby's first answer (median)": false,
+		"event to model p50, cluster (median of rounds)":            false,
+		"event to model p50, one host (median of rounds)":           false,
+	}
+	once := false
+	for _, f := range rep.Figures {
+		if _, ok := want[f.Name]; ok {
+			want[f.Name] = f.Failed == "" && f.Value > 0
+		}
+		if strings.HasPrefix(f.Name, "acknowledged triggers answered") {
+			once = f.Met != nil && *f.Met && f.Value > 0
+			if !once {
+				t.Errorf("the exactly-once check: %v %s (%s)", f.Value, f.Unit, f.Note)
+			}
+		}
+	}
+	for name, ok := range want {
+		if !ok {
+			t.Errorf("no positive figure %q in %s", name, stdout.String())
+		}
+	}
+	if !once {
+		t.Error("no exactly-once check reported")
+	}
+}
+
+// TestTallyFindsLossesAndDoubles: the exactly-once check counts a
+// trigger the owner does not know as lost, one the model saw twice, and
+// two triggers answered as the same turn, and passes only a clean run.
+func TestTallyFindsLossesAndDoubles(t *testing.T) {
+	l := newLedger()
+	h := &clusterHost{name: "a"}
+	for range 4 {
+		l.acked(l.next(), h)
+	}
+	ids := l.ids
+	l.final[ids[0]] = "answered"
+	l.final[ids[1]] = "answered"
+	l.final[ids[2]] = "interrupted"
+	l.final[ids[3]] = "LOST (404 on the owner)"
+	l.turns["s1 turn 7"] = []string{ids[0], ids[1]}
+	got := l.tally(func(id string) int {
+		if id == ids[1] {
+			return 2
+		}
+		return 1
+	})
+	if got.acked != 4 || got.answered != 2 || got.interrupted != 1 || got.lost != 1 || len(got.twice) != 1 || len(got.sameTurn) != 1 {
+		t.Errorf("tally = %+v, want 4 acknowledged, 2 answered, 1 interrupted, 1 lost, 1 twice, 1 turn of two ids", got)
+	}
+	clean := newLedger()
+	clean.acked(clean.next(), h)
+	clean.final[clean.ids[0]] = "answered"
+	if got := clean.tally(func(string) int { return 1 }); got.lost+got.other+len(got.twice)+len(got.sameTurn) != 0 || got.answered != 1 {
+		t.Errorf("tally of a clean run = %+v, want 1 answered and nothing else", got)
+	}
+}
