@@ -5,11 +5,9 @@ package httpapi_test
 // server (httpapitest), the desk's owner.
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,36 +16,6 @@ import (
 	"github.com/deskd/deskd/triggers"
 )
 
-// standby is a host that stands by for every desk: it answers every
-// request 421 naming owner at addr (*addr, read at each request), and
-// counts the requests and the tokens they carried.
-type standby struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests int
-	tokens   []string
-}
-
-func startStandby(t *testing.T, owner string, addr *string) *standby {
-	t.Helper()
-	s := &standby{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.requests++
-		s.tokens = append(s.tokens, r.Header.Get("Authorization"))
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusMisdirectedRequest)
-		_ = json.NewEncoder(w).Encode(httpapi.MisdirectedResponse{
-			Error: "desk \"main\" runs on host " + owner + " (epoch 7), not on this one: send the request there", Owner: owner, Addr: *addr})
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-// hostPort is a test server's address as a 421 names it: host:port.
-func hostPort(url string) string { return strings.TrimPrefix(url, "http://") }
-
 // TestOnOwnerSendsTheTriggerToTheOwner: a trigger posted to a standby is
 // sent again, with the same id and token, to the owner the 421 names,
 // which takes it once; the hop is told, and the client returned is the
@@ -55,8 +23,8 @@ func hostPort(url string) string { return strings.TrimPrefix(url, "http://") }
 // id through the standby is a duplicate: a retry never makes two.
 func TestOnOwnerSendsTheTriggerToTheOwner(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{Token: "tok"})
-	addr := hostPort(h.URL())
-	sb := startStandby(t, "a", &addr)
+	addr := httpapitest.HostPort(h.URL())
+	sb := httpapitest.StartStandby(t, "a", &addr)
 	c, err := httpapi.Dial(sb.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -86,8 +54,8 @@ func TestOnOwnerSendsTheTriggerToTheOwner(t *testing.T) {
 	if err != nil || !again.Duplicate {
 		t.Errorf("the same id again through the standby = %+v, %v; want a duplicate", again, err)
 	}
-	if sb.requests != 2 || sb.tokens[0] != "Bearer tok" {
-		t.Errorf("the standby got %d requests, tokens %q; want 2 with the token", sb.requests, sb.tokens)
+	if len(sb.Requests()) != 2 || sb.Requests()[0] != "Bearer tok" {
+		t.Errorf("the standby got %d requests, tokens %q; want 2 with the token", len(sb.Requests()), sb.Requests())
 	}
 }
 
@@ -96,8 +64,8 @@ func TestOnOwnerSendsTheTriggerToTheOwner(t *testing.T) {
 // not sent on, and its error names the owner and its address.
 func TestClientFollowsReadsNotWrites(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{})
-	addr := hostPort(h.URL())
-	sb := startStandby(t, "a", &addr)
+	addr := httpapitest.HostPort(h.URL())
+	sb := httpapitest.StartStandby(t, "a", &addr)
 	c, err := httpapi.Dial(sb.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -125,8 +93,8 @@ func TestClientFollowsReadsNotWrites(t *testing.T) {
 // MaxHops ends after MaxHops hops.
 func TestOnOwnerEndsLoopsAndLongChains(t *testing.T) {
 	var addrA, addrB string
-	a, b := startStandby(t, "b", &addrB), startStandby(t, "a", &addrA)
-	addrA, addrB = hostPort(a.URL), hostPort(b.URL)
+	a, b := httpapitest.StartStandby(t, "b", &addrB), httpapitest.StartStandby(t, "a", &addrA)
+	addrA, addrB = httpapitest.HostPort(a.URL), httpapitest.HostPort(b.URL)
 	c, err := httpapi.Dial(a.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -139,19 +107,19 @@ func TestOnOwnerEndsLoopsAndLongChains(t *testing.T) {
 		!strings.Contains(err.Error(), "host b ("+b.URL+")") {
 		t.Errorf("a loop between two standbys = %v, want a loop naming host a at %s and host b at %s", err, a.URL, b.URL)
 	}
-	if a.requests != 1 || b.requests != 1 {
-		t.Errorf("requests: a %d, b %d; want one each", a.requests, b.requests)
+	if len(a.Requests()) != 1 || len(b.Requests()) != 1 {
+		t.Errorf("requests: a %d, b %d; want one each", len(a.Requests()), len(b.Requests()))
 	}
 
 	next := make([]string, MaxHopsPlus2)
-	chain := make([]*standby, MaxHopsPlus2)
+	chain := make([]*httpapitest.Standby, MaxHopsPlus2)
 	for i := len(chain) - 1; i >= 0; i-- {
-		chain[i] = startStandby(t, "h"+string(rune('0'+i+1)), &next[i])
+		chain[i] = httpapitest.StartStandby(t, "h"+string(rune('0'+i+1)), &next[i])
 		if i > 0 {
-			next[i-1] = hostPort(chain[i].URL)
+			next[i-1] = httpapitest.HostPort(chain[i].URL)
 		}
 	}
-	next[len(next)-1] = hostPort(chain[0].URL) // never reached
+	next[len(next)-1] = httpapitest.HostPort(chain[0].URL) // never reached
 	c, err = httpapi.Dial(chain[0].URL)
 	if err != nil {
 		t.Fatal(err)
@@ -164,8 +132,8 @@ func TestOnOwnerEndsLoopsAndLongChains(t *testing.T) {
 		t.Errorf("a chain of %d standbys = %v, want an end after %d hops", len(chain), err, httpapi.MaxHops)
 	}
 	for i, s := range chain {
-		if want := map[bool]int{true: 1, false: 0}[i <= httpapi.MaxHops]; s.requests != want {
-			t.Errorf("standby %d of the chain got %d requests, want %d", i, s.requests, want)
+		if want := map[bool]int{true: 1, false: 0}[i <= httpapi.MaxHops]; len(s.Requests()) != want {
+			t.Errorf("standby %d of the chain got %d requests, want %d", i, len(s.Requests()), want)
 		}
 	}
 }
@@ -207,7 +175,7 @@ func TestOwnerURLRefusesWhatTheTokenMustNotReach(t *testing.T) {
 	}))
 	defer evil.Close()
 	addr := evil.URL + "/steal"
-	sb := startStandby(t, "a", &addr)
+	sb := httpapitest.StartStandby(t, "a", &addr)
 	c, err := httpapi.Dial(sb.URL)
 	if err != nil {
 		t.Fatal(err)
