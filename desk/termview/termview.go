@@ -49,7 +49,8 @@ func Status(w io.Writer, desks []desk.Status) { StatusAt(w, desks, time.Time{}) 
 func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 	p := termsafe.Line
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DESK\tSTATE\tSESSION\tTRADING DATE\tTURNS\tQUEUE\tRUNNING\tNEXT SLOT\tMARKET\tMODEL")
+	cluster := clustered(desks)
+	fmt.Fprintln(tw, "DESK\tSTATE\tSESSION\tTRADING DATE\tTURNS\tQUEUE\tRUNNING\tNEXT SLOT\tMARKET\tMODEL"+map[bool]string{true: "\tOWNER"}[cluster])
 	for _, s := range desks {
 		running := "-"
 		if s.Running != nil {
@@ -68,10 +69,11 @@ func StatusAt(w io.Writer, desks []desk.Status, now time.Time) {
 		}
 		market := marketText(s)
 		model := statusModel(s)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\t%s\n", p(s.Name), p(string(s.State)), p(s.Session), p(s.TradingDate),
-			s.Exchanges, s.QueueDepth, s.QueueLimit, p(running), p(next), p(market), p(model))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\t%s%s\n", p(s.Name), p(string(s.State)), p(s.Session), p(s.TradingDate),
+			s.Exchanges, s.QueueDepth, s.QueueLimit, p(running), p(next), p(market), p(model), ownerColumn(cluster, s))
 	}
 	_ = tw.Flush()
+	standbyNotes(w, desks)
 	fallbackNotes(w, desks)
 	calendarNotes(w, desks)
 	for _, s := range desks {
