@@ -186,12 +186,17 @@ func (c *clusterHost) contend(name string) {
 
 // acquire is the desk's acquirer (contend).
 func (c *clusterHost) acquire(ctx context.Context, name string) {
-	var previous string
+	var previous string // the owner seen last, and its epoch
+	var seen uint64
 	var lease *cluster.Lease
 	for lease == nil {
 		var err error
 		lease, err = c.leases.Acquire(ctx, name, func(sb cluster.Standby) {
-			previous = sb.Owner.Host
+			if sb.Owner.Host != previous || sb.Owner.Epoch != seen { // a new owner, not its renewal
+				c.log.Info().Str("desk", name).Str("owner", sb.Owner.Host).Uint64("epoch", sb.Owner.Epoch).Str("addr", sb.Owner.Addr).
+					Msg("cluster: standing by for the desk, which another host owns")
+			}
+			previous, seen = sb.Owner.Host, sb.Owner.Epoch
 			o := ownerOf(sb.Owner)
 			c.set.Standby(name, &o)
 		})
@@ -394,8 +399,7 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 		defer c.wg.Done()
 		c.watch(wctx, ch.desk, h)
 	}()
-	o := ownerOf(lease.Owner())
-	f.set.Own(ch.desk, &o)
+	f.set.Own(ch.desk, ownerOf(lease.Owner()))
 	event.Publish(d.o.Bus, event.DeskAcquired{Header: event.Header{At: d.o.Clock.Now(), Desk: ch.desk}, Host: c.cfg.Host,
 		Epoch: lease.Epoch(), Previous: ch.previous})
 	run, err := f.start(deskCtx, cfg, dc, nil)
@@ -410,6 +414,7 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 		return
 	}
 	c.bind(ch.desk)
+	log.Info().Str("previous", ch.previous).Msg("cluster: the desk runs on this host, which owns it")
 }
 
 // leaseLost stops the desk whose lease has ended at once: nothing more

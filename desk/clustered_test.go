@@ -312,7 +312,10 @@ func expectAcquiredIn(r *daemonRun, name string, hold time.Duration) (event.Desk
 // set just after desk.started).
 func running(r *daemonRun, name string) desk.Status {
 	r.t.Helper()
-	return waitListed(r, name, func(st desk.Status) bool { return st.State != desk.StateStandby })
+	return waitListed(r, name, func(desk.Status) bool {
+		_, ok := r.d.Set().Get(name)
+		return ok
+	})
 }
 
 // TestClusterLeaseLostDuringATurnDropsTheReply: the lease lost while the

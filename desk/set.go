@@ -57,13 +57,15 @@ type Set struct {
 	// owners are the owners of the desks of a cluster, by name: of those
 	// this host runs, and of those it stands by for (standby).
 	owners map[string]Owner
-	// standby are the desks of a cluster this host stands by for.
-	standby map[string]bool
+	// standby are the desks of a cluster this host stands by for, and
+	// starting those it has won and is starting (Own), not yet running.
+	standby  map[string]bool
+	starting map[string]bool
 }
 
 // NewSet returns a set of the desks ds.
 func NewSet(ds ...*Desk) *Set {
-	s := &Set{desks: map[string]*Desk{}, failed: map[string]Failure{}, owners: map[string]Owner{}, standby: map[string]bool{}}
+	s := &Set{desks: map[string]*Desk{}, failed: map[string]Failure{}, owners: map[string]Owner{}, standby: map[string]bool{}, starting: map[string]bool{}}
 	for _, d := range ds {
 		s.desks[d.Name()] = d
 	}
@@ -109,6 +111,7 @@ func (s *Set) Put(d *Desk) {
 	s.desks[d.Name()] = d
 	delete(s.failed, d.Name())
 	delete(s.standby, d.Name())
+	delete(s.starting, d.Name())
 	d.configRejected.Store(firstRejection(s.rejected, d.Name()))
 	s.mu.Unlock()
 }
@@ -153,6 +156,7 @@ func (s *Set) Standby(name string, o *Owner) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.desks, name)
+	delete(s.starting, name)
 	s.standby[name] = true
 	if o != nil {
 		s.owners[name] = *o
@@ -161,15 +165,16 @@ func (s *Set) Standby(name string, o *Owner) {
 	}
 }
 
-// Own records o as the owner of the desk called name (this host, which
-// runs it or is starting it); nil forgets the desk's owner.
-func (s *Set) Own(name string, o *Owner) {
+// Own records o, this host, as the owner of the desk called name, which
+// it has won and is starting: until it runs (Put), Statuses lists it in
+// state starting.
+func (s *Set) Own(name string, o Owner) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if o != nil {
-		s.owners[name] = *o
-	} else {
-		delete(s.owners, name)
+	s.owners[name] = o
+	delete(s.standby, name)
+	if _, running := s.desks[name]; !running {
+		s.starting[name] = true
 	}
 }
 
@@ -179,16 +184,25 @@ func (s *Set) Unstandby(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.standby, name)
+	delete(s.starting, name)
 	delete(s.owners, name)
 }
 
-// StandbyOwner reports whether this host stands by for the desk called
-// name (standby), and its owner when one is known (ok).
-func (s *Set) StandbyOwner(name string) (o Owner, ok, standby bool) {
+// Placement is where the desk called name of a cluster is, as this host
+// sees it when it does not run it: state standby (another host owns it,
+// or none yet) or starting (this host won it and is starting it), and
+// its owner when one is known (ok); state "" for any other desk.
+func (s *Set) Placement(name string) (o Owner, ok bool, state State) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	o, ok = s.owners[name]
-	return o, ok, s.standby[name]
+	switch {
+	case s.standby[name]:
+		state = StateStandby
+	case s.starting[name]:
+		state = StateStarting
+	}
+	return o, ok, state
 }
 
 // Statuses returns the status of every desk, sorted by name: each running
@@ -206,9 +220,14 @@ func (s *Set) Statuses() []Status {
 		out = append(out, Status{Name: name, AsOf: f.Since, State: StateFailed, Interrupted: []TriggerStatus{}, Failed: &f})
 	}
 	s.mu.RLock()
-	for name := range s.standby {
-		if _, running := s.desks[name]; !running {
-			out = append(out, Status{Name: name, State: StateStandby, Interrupted: []TriggerStatus{}})
+	for _, places := range []struct {
+		names map[string]bool
+		state State
+	}{{s.standby, StateStandby}, {s.starting, StateStarting}} {
+		for name := range places.names {
+			if _, running := s.desks[name]; !running {
+				out = append(out, Status{Name: name, State: places.state, Interrupted: []TriggerStatus{}})
+			}
 		}
 	}
 	for i := range out {

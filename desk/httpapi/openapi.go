@@ -463,7 +463,7 @@ func (rt route) commonAnswers(method, path string) []answer {
 		}
 	}
 	if strings.Contains(path, "{desk}") {
-		out = append(out, errAnswer(404, "An unknown desk."), errAnswer(503, "The desk failed to start."),
+		out = append(out, errAnswer(404, "An unknown desk."), errAnswer(503, "The desk failed to start, or (in a cluster) this host has just taken it over and is starting it (Retry-After)."),
 			jsonAnswer[MisdirectedResponse](421, "In a cluster: another host owns the desk (owner, and its API address addr), or none does yet."))
 	}
 	return out

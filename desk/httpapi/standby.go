@@ -20,23 +20,26 @@ type MisdirectedResponse struct {
 	Addr string `json:"addr"`
 }
 
-// standbyDesks is what the server reads of the desks of a cluster this
-// host stands by for, when its Desks has them (*desk.Set does).
-type standbyDesks interface {
-	StandbyOwner(name string) (o desk.Owner, ok, standby bool)
+// clusterDesks is what the server reads of the desks of a cluster this
+// host does not run, when its Desks has them (*desk.Set does).
+type clusterDesks interface {
+	Placement(name string) (o desk.Owner, ok bool, state desk.State)
 }
 
-var _ standbyDesks = (*desk.Set)(nil)
+var _ clusterDesks = (*desk.Set)(nil)
 
 // misdirected answers 421 when this host stands by for the desk called
-// name (another host owns it, or none yet), and reports whether it did.
+// name (another host owns it, or none yet), 503 while it starts the desk
+// it has just won, and reports whether it answered.
 func (s *Server) misdirected(w http.ResponseWriter, name string) bool {
-	sb, ok := s.desks.(standbyDesks)
-	if !ok {
-		return false
-	}
-	o, owned, standby := sb.StandbyOwner(name)
-	if !standby {
+	o, owned, state := s.placement(name)
+	switch state {
+	case desk.StateStarting:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("desk %q is starting on this host, which has just taken it (epoch %d): try again shortly", name, o.Epoch))
+		return true
+	case desk.StateStandby:
+	default:
 		return false
 	}
 	if !owned {
@@ -51,12 +54,24 @@ func (s *Server) misdirected(w http.ResponseWriter, name string) bool {
 }
 
 // standbyStatus returns the status of the desk called name when this
-// host stands by for it (state standby).
+// host stands by for it, or is starting it (state standby, starting).
 func (s *Server) standbyStatus(name string) (desk.Status, bool) {
+	if _, _, state := s.placement(name); state == "" {
+		return desk.Status{}, false
+	}
 	for _, st := range s.statuses() {
-		if st.Name == name && st.State == desk.StateStandby {
+		if st.Name == name && (st.State == desk.StateStandby || st.State == desk.StateStarting) {
 			return st, true
 		}
 	}
 	return desk.Status{}, false
+}
+
+// placement is where the desk called name of a cluster is (Set.Placement);
+// state "" without a cluster.
+func (s *Server) placement(name string) (desk.Owner, bool, desk.State) {
+	if cd, ok := s.desks.(clusterDesks); ok {
+		return cd.Placement(name)
+	}
+	return desk.Owner{}, false, ""
 }
