@@ -99,8 +99,12 @@ type EventRing struct {
 	epoch  string
 	cancel func()
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// buf holds the events, in order from buf[head] round to buf[head-1]
+	// once it is full (a circle: an event added to a full ring takes the
+	// oldest's place, nothing is moved).
 	buf     []ringEvent
+	head    int
 	next    uint64 // the number the next event gets (from 1)
 	changed chan struct{}
 }
@@ -133,8 +137,8 @@ func (r *EventRing) add(e event.Event) {
 	if len(r.buf) < cap(r.buf) {
 		r.buf = append(r.buf, ev)
 	} else {
-		copy(r.buf, r.buf[1:])
-		r.buf[len(r.buf)-1] = ev
+		r.buf[r.head] = ev
+		r.head = (r.head + 1) % len(r.buf)
 	}
 	close(r.changed)
 	r.changed = make(chan struct{})
@@ -158,7 +162,7 @@ func (r *EventRing) cursor(lastID string, backlog bool) (seq uint64, restarted b
 	defer r.mu.Unlock()
 	oldest := r.next - 1
 	if len(r.buf) > 0 {
-		oldest = r.buf[0].seq - 1
+		oldest = r.buf[r.head].seq - 1
 	}
 	if lastID != "" {
 		epoch, n, ok := strings.Cut(lastID, "-")
@@ -178,13 +182,18 @@ func (r *EventRing) cursor(lastID string, backlog bool) (seq uint64, restarted b
 func (r *EventRing) since(seq uint64) (evs []ringEvent, missed uint64, changed <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.buf) > 0 && r.buf[0].seq > seq+1 {
-		missed = r.buf[0].seq - seq - 1
+	if len(r.buf) == 0 {
+		return nil, 0, r.changed
 	}
-	for _, e := range r.buf {
-		if e.seq > seq {
-			evs = append(evs, e)
-		}
+	oldest := r.buf[r.head].seq
+	if oldest > seq+1 {
+		missed = oldest - seq - 1
+	}
+	// The events after seq are the last next-1-seq of the ring, in order.
+	n := min(uint64(len(r.buf)), r.next-1-min(seq, r.next-1))
+	evs = make([]ringEvent, 0, n)
+	for i := uint64(len(r.buf)) - n; i < uint64(len(r.buf)); i++ {
+		evs = append(evs, r.buf[(r.head+int(i))%len(r.buf)])
 	}
 	return evs, missed, r.changed
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/httpapi/httpapitest"
 )
 
@@ -128,5 +130,44 @@ func TestAPIEvents(t *testing.T) {
 	}
 	if n < 9 {
 		t.Errorf("a stale Last-Event-ID replayed %d events, want the whole ring", n)
+	}
+}
+
+// TestAPIEventsRingKeepsTheNewest: a full ring keeps its newest events, in
+// order, around its wrap; a client that reconnects after an event still held
+// gets what came after it, one whose event fell out gets everything held.
+func TestAPIEventsRingKeepsTheNewest(t *testing.T) {
+	h := httpapitest.Start(t, httpapitest.Options{RingSize: 4})
+	watch := openStream(t, h, t.Context(), "", "")
+	ids := map[int]string{}
+	for turn := 1; turn <= 10; turn++ {
+		event.Publish(h.Bus, event.TurnStarted{Header: event.Header{At: h.Clock.Now(), Desk: httpapitest.DeskName}, Turn: turn})
+		ids[turn] = nextOf(t, watch, "turn.started").id
+	}
+	turns := func(query, lastID string) []int {
+		var got []int
+		for e := range openStream(t, h, t.Context(), query, lastID) {
+			var payload struct {
+				Turn int `json:"turn"`
+			}
+			if err := json.Unmarshal([]byte(e.data), &payload); err != nil || e.topic != "turn.started" {
+				t.Fatalf("event %+v: %v", e, err)
+			}
+			got = append(got, payload.Turn)
+		}
+		return got
+	}
+	for _, c := range []struct {
+		query, lastID string
+		want          []int
+	}{
+		{"?follow=0&backlog=1", "", []int{7, 8, 9, 10}},
+		{"?follow=0", ids[8], []int{9, 10}},
+		{"?follow=0", ids[10], nil},
+		{"?follow=0", ids[2], []int{7, 8, 9, 10}},
+	} {
+		if got := turns(c.query, c.lastID); !slices.Equal(got, c.want) {
+			t.Errorf("GET /v1/events%s after %q: turns %v, want %v", c.query, c.lastID, got, c.want)
+		}
 	}
 }

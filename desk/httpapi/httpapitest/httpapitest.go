@@ -5,6 +5,7 @@
 package httpapitest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -72,6 +73,9 @@ type Options struct {
 	// Space is the desk's free-space probe (desk.Options.Space); the test
 	// sets its Clock and Bus (the Harness's) and makes it look.
 	Space *desk.SpaceProbe
+	// RingSize is how many events the API's event ring holds; 0:
+	// httpapi.RingSize.
+	RingSize int
 }
 
 // Harness is one running desk behind the API.
@@ -108,7 +112,7 @@ func Start(tb testing.TB, o Options) *Harness {
 		default: // a test that does not read them loses the newest
 		}
 	})
-	ring := httpapi.NewEventRing(h.Bus, h.Clock.Now(), httpapi.RingSize)
+	ring := httpapi.NewEventRing(h.Bus, h.Clock.Now(), cmp.Or(o.RingSize, httpapi.RingSize))
 	set := desk.NewSet(h.Desk)
 	met := metrics.New(h.Bus)
 	met.SetGauges(metrics.DeskGauges(set))
