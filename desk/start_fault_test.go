@@ -1,0 +1,78 @@
+package desk_test
+
+// A first start cut short (issue 24 item 4): the desks' folders are made
+// at once and made durable by one flush, their files by each desk's
+// start; a failure at any point of that leaves a state folder that the
+// next start runs every desk from.
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/deskd/deskd/memory/durable/faultfs"
+)
+
+// TestAFirstStartCutShortRestartsCleanly: idle desks' first start through
+// a file layer that fails at one point of it (the shared flush of the new
+// folders, a folder, a first session's file, a state file's write, fsync
+// or rename, or every creation from the middle on, as a disk that fills);
+// the desks it reaches fail, the others run. The next start, on a sound
+// disk, runs every desk; the one after it finds every desk's files whole
+// and writes nothing.
+func TestAFirstStartCutShortRestartsCleanly(t *testing.T) {
+	const idle = 12
+	// The creations of a first start: 2 a desk in the shared batch
+	// (folder, sessions/), then 2 a desk by the desks' starts (session
+	// file, state.json's temp), in the order the workers reach them.
+	tests := []struct {
+		name string
+		fail func(f *faultfs.FS)
+	}{
+		{"the shared flush fails", func(f *faultfs.FS) { f.FailAt(faultfs.Sync, 1, faultfs.ErrIO) }},
+		{"the shared flush and its fsyncs fail", func(f *faultfs.FS) {
+			f.FailAt(faultfs.Sync, 1, faultfs.ErrIO)
+			f.FailAt(faultfs.Sync, 2, faultfs.ErrIO)
+		}},
+		{"a desk's folder cannot be made", func(f *faultfs.FS) { f.FailAt(faultfs.Create, 7, faultfs.ErrNoSpace) }},
+		{"a first session cannot be made", func(f *faultfs.FS) { f.FailAt(faultfs.Create, 2*idle+5, faultfs.ErrNoSpace) }},
+		{"a state file's write fails", func(f *faultfs.FS) { f.FailAt(faultfs.Write, 2*5, faultfs.ErrIO) }},
+		{"a session's fsync fails", func(f *faultfs.FS) { f.FailAt(faultfs.Sync, 1+3, faultfs.ErrIO) }},
+		{"a state file's fsync fails", func(f *faultfs.FS) { f.FailAt(faultfs.Sync, 1+4*3+3, faultfs.ErrIO) }},
+		{"a state file's rename fails", func(f *faultfs.FS) { f.FailAt(faultfs.Rename, 4, faultfs.ErrIO) }},
+		{"the disk fills as the desks start", func(f *faultfs.FS) {
+			for i := idle; i <= 2*idle; i++ {
+				f.FailAt(faultfs.Create, 2*idle+i, faultfs.ErrNoSpace)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := idleFleet(t, idle)
+			fsys := &faultfs.FS{Under: string(filepath.Separator) + "desks"}
+			tt.fail(fsys)
+			r := runIdle(t, dir, fsys)
+			failed := len(r.d.Set().Failed())
+			r.stop(t)
+
+			r = runIdle(t, dir, &faultfs.FS{})
+			if got, f := len(r.d.Set().Names()), r.d.Set().Failed(); got != idle || len(f) != 0 {
+				t.Fatalf("the start after a first start cut short (%d desks failed) runs %d desks of %d; failed: %v\n%s",
+					failed, got, idle, f, r.log)
+			}
+			r.stop(t)
+
+			again := &faultfs.FS{Under: string(filepath.Separator) + "desks"}
+			r = runIdle(t, dir, again)
+			if got := len(r.d.Set().Names()); got != idle {
+				t.Fatalf("the start after that runs %d desks of %d\n%s", got, idle, r.log)
+			}
+			r.stop(t)
+			for _, op := range startOps {
+				if n := again.Count(op); n != 0 {
+					t.Errorf("the start after that made %d %s operations, want none: a desk's files were not whole", n, op)
+				}
+			}
+			t.Logf("%d of %d desks failed at the first start", failed, idle)
+		})
+	}
+}
