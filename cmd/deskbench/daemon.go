@@ -37,6 +37,8 @@ type setup struct {
 	// DebugPort is the port of deskd's debug listener (pprof) on
 	// 127.0.0.1; 0 is none.
 	DebugPort int
+	// Log, when set, is a file deskd's stderr is appended to, every line.
+	Log string
 }
 
 // deskFile is the YAML of one bench desk: the model m, a queue long
@@ -113,6 +115,7 @@ type daemon struct {
 	ready   chan struct{} // closed at "deskd ready"
 	ReadyAt time.Time     // when the bench read "deskd ready" (set before ready closes)
 	exited  chan struct{}
+	logFile *os.File // setup.Log, closed once stderr has closed
 
 	mu   sync.Mutex
 	tail []string // the last 3 lines of stderr, for errors
@@ -129,11 +132,25 @@ func startDaemon(bin string, s setup, env ...string) (*daemon, error) {
 		return nil, fmt.Errorf("start deskd: %w", err)
 	}
 	d.cmd.Stdout = io.Discard
+	var r io.Reader = stderr
+	if s.Log != "" {
+		f, err := os.OpenFile(s.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("start deskd: its log: %w", err)
+		}
+		r = io.TeeReader(stderr, f)
+		defer func() {
+			if d.cmd.Process == nil { // not started: read never runs
+				f.Close()
+			}
+		}()
+		d.logFile = f
+	}
 	d.Started = time.Now()
 	if err := d.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start deskd: %w", err)
 	}
-	go d.read(stderr)
+	go d.read(r)
 	return d, nil
 }
 
@@ -161,6 +178,9 @@ func (d *daemon) read(r io.Reader) {
 	}
 	_, _ = io.Copy(io.Discard, r)
 	_ = d.cmd.Wait()
+	if d.logFile != nil {
+		d.logFile.Close()
+	}
 	close(d.exited)
 }
 

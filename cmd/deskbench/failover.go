@@ -24,6 +24,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // clusterDesk is the desk the cluster subcommand fails over.
@@ -172,6 +174,7 @@ func startClusterRig(ctx context.Context, b *bench, o clusterOptions, log io.Wri
 			var s setup
 			if s, err = newSetup(dir, cr.m.BaseURL(), []string{clusterDesk}, false); err == nil {
 				err = appendFile(s.Config, cr.nats.configLines(name, o.Lease))
+				s.Log = filepath.Join(dir, "deskd.log")
 				cr.hosts = append(cr.hosts, &clusterHost{name: name, s: s, api: newAPI(s.URL(), 8)})
 			}
 		}
@@ -376,11 +379,7 @@ func (cr *clusterRig) rounds(ctx context.Context) ([]figure, error) {
 	var single, clustered []e2m
 	l := newLedger()
 	var errs []error
-	defer func() { cr.loads = append(cr.loads, loadAverage()) }()
 	for round := range cr.o.Rounds {
-		if round > 0 {
-			cr.loads = append(cr.loads, loadAverage())
-		}
 		for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 			f, err := cr.failover(ctx, l, sig)
 			if err != nil {
@@ -407,6 +406,7 @@ func (cr *clusterRig) rounds(ctx context.Context) ([]figure, error) {
 				}
 			}
 		}
+		cr.loads = append(cr.loads, loadAverage())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("round %d, event to model: %w", round+1, err))
 			if ctx.Err() != nil {
@@ -600,7 +600,7 @@ type ledger struct {
 	owner  *clusterHost // the last host that acknowledged one
 	ids    []string     // acknowledged, in order
 	by     map[string]string
-	gaveUp int
+	gaveUp []string // sent, never acknowledged: the client gave up
 	errs   []error
 	final  map[string]string   // id: its final state on the owner at the end
 	turns  map[string][]string // "session turn n": the ids answered as that turn
@@ -641,10 +641,10 @@ func (l *ledger) acked(id string, h *clusterHost) {
 }
 
 // unsent records a trigger never acknowledged: the client gave up.
-func (l *ledger) unsent(string) {
+func (l *ledger) unsent(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.gaveUp++
+	l.gaveUp = append(l.gaveUp, id)
 }
 
 // fail records an answer the bench did not expect.
@@ -661,7 +661,7 @@ func (cr *clusterRig) check(ctx context.Context, l *ledger) error {
 	if err != nil {
 		return fmt.Errorf("the exactly-once check: %w", err)
 	}
-	for _, id := range l.ids {
+	for _, id := range slices.Concat(l.ids, l.gaveUp) {
 		code, resp, err := owner.api.raw(ctx, http.MethodGet, "/v1/desks/"+clusterDesk+"/triggers/"+id+"?wait=30s", "")
 		var st triggerStatus
 		switch {
@@ -684,6 +684,7 @@ func (cr *clusterRig) check(ctx context.Context, l *ledger) error {
 // tally is the exactly-once check's verdict.
 type tally struct {
 	acked, answered, interrupted, other, lost int
+	gaveUpKnown                               int      // triggers never acknowledged that deskd knows
 	twice                                     []string // ids that reached the model more than once
 	sameTurn                                  []string // turns that answered more than one id
 	unanswered                                []string // ids not answered (interrupted, lost, other), with their state
@@ -714,6 +715,14 @@ func (l *ledger) tally(count func(id string) int) tally {
 			t.twice = append(t.twice, fmt.Sprintf("%s (%d requests)", id, n))
 		}
 	}
+	for _, id := range l.gaveUp { // unacknowledged: if deskd took one, it runs once too
+		if s := l.final[id]; s != "" && !strings.HasPrefix(s, "LOST") {
+			t.gaveUpKnown++
+		}
+		if n := count(id); n > 1 {
+			t.twice = append(t.twice, fmt.Sprintf("%s (%d requests, unacknowledged)", id, n))
+		}
+	}
 	for turn, ids := range l.turns {
 		if len(ids) > 1 {
 			t.sameTurn = append(t.sameTurn, fmt.Sprintf("%s: %s", turn, strings.Join(ids, " ")))
@@ -723,32 +732,54 @@ func (l *ledger) tally(count func(id string) int) tally {
 	return t
 }
 
-// e2m is one round's event to model on one daemon, with its floor.
+// e2m is one round's event to model on one daemon, with its floor and
+// its timeline.
 type e2m struct {
 	p50, p99    time.Duration
+	accepted    time.Duration // p50 of POST to 202
 	rtt, fsync  time.Duration // p50s of the floor's parts
 	publish     time.Duration // p50 of a JetStream publish alone (the cluster only)
 	publishP99  time.Duration
+	walRecords  float64       // mean WAL records published between a POST and its model request (the cluster only)
+	firstWAL    time.Duration // p50 of POST to the first of them, seen by a subscriber
+	lastWAL     time.Duration // p50 of POST to the last of them
 	triggers    int
 	clusterMode bool
 }
 
 // eventToModel measures event to model on r's desk, with the floor's
 // parts sampled after each trigger (and the JetStream publish alone on a
-// cluster).
+// cluster, and the WAL's records published during each trigger, seen by a
+// subscriber of its subjects).
 func (cr *clusterRig) eventToModel(ctx context.Context, r *running, tag string, clustered bool) (e2m, error) {
 	fl, err := newFloor(r.s.State)
 	if err != nil {
 		return e2m{}, err
 	}
 	defer fl.close()
-	var lat, pub []time.Duration
+	var wal *walWatch
+	if clustered {
+		if wal, err = watchWAL(cr.pub.nc); err != nil {
+			return e2m{}, err
+		}
+		defer wal.close()
+	}
+	var lat, acc, pub, firsts, last []time.Duration
+	records := 0
 	for i := range cr.o.Events + 5 {
-		d, err := r.turn(ctx, clusterDesk, fmt.Sprintf("%se%s-%d", markerPrefix, tag, i), i)
+		start := time.Now()
+		d, a, err := r.timedTurn(ctx, clusterDesk, fmt.Sprintf("%se%s-%d", markerPrefix, tag, i), i)
 		if err != nil {
 			return e2m{}, err
 		}
 		keep := i >= 5 // the first five warm up
+		if wal != nil && keep {
+			ats := wal.between(start, start.Add(d))
+			records += len(ats)
+			if len(ats) > 0 {
+				firsts, last = append(firsts, ats[0].Sub(start)), append(last, ats[len(ats)-1].Sub(start))
+			}
+		}
 		if err := fl.sample(ctx, keep); err != nil {
 			return e2m{}, err
 		}
@@ -762,12 +793,55 @@ func (cr *clusterRig) eventToModel(ctx context.Context, r *running, tag string, 
 			}
 		}
 		if keep {
-			lat = append(lat, d)
+			lat, acc = append(lat, d), append(acc, d-a)
 		}
 	}
-	return e2m{p50: percentile(lat, 50), p99: percentile(lat, 99), rtt: percentile(fl.rtt, 50), fsync: percentile(fl.sync, 50),
-		publish: percentile(pub, 50), publishP99: percentile(pub, 99), triggers: len(lat), clusterMode: clustered}, nil
+	return e2m{p50: percentile(lat, 50), p99: percentile(lat, 99), accepted: percentile(acc, 50), rtt: percentile(fl.rtt, 50), fsync: percentile(fl.sync, 50),
+		publish: percentile(pub, 50), publishP99: percentile(pub, 99), walRecords: float64(records) / float64(len(lat)), firstWAL: percentile(firsts, 50), lastWAL: percentile(last, 50),
+		triggers: len(lat), clusterMode: clustered}, nil
 }
+
+// walWatch notes when each record of the WAL (deskd.wal.>) is published.
+type walWatch struct {
+	sub *nats.Subscription
+	mu  sync.Mutex
+	at  []time.Time
+}
+
+// watchWAL subscribes to the WAL's subjects on nc.
+func watchWAL(nc *nats.Conn) (*walWatch, error) {
+	w := &walWatch{}
+	sub, err := nc.Subscribe("deskd.wal.>", func(*nats.Msg) {
+		now := time.Now()
+		w.mu.Lock()
+		w.at = append(w.at, now)
+		w.mu.Unlock()
+	})
+	if err == nil {
+		err = nc.Flush()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("watch the WAL: %w", err)
+	}
+	w.sub = sub
+	return w, nil
+}
+
+// between returns when the records seen from start to end were seen.
+func (w *walWatch) between(start, end time.Time) []time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []time.Time
+	for _, at := range w.at {
+		if !at.Before(start) && !at.After(end) {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
+// close ends the subscription.
+func (w *walWatch) close() { _ = w.sub.Unsubscribe() }
 
 // spread is min / median / max of three or more figures, in ms.
 func spread(ds []time.Duration) string {
@@ -815,7 +889,11 @@ func (cr *clusterRig) figures(kills, terms []failover, clustered, single []e2m, 
 			if !f.seen.IsZero() {
 				seen = append(seen, f.seen.Sub(f.at))
 			}
-			timeline = append(timeline, fmt.Sprintf("%s->%s: new owner's first word %.0f ms, answer %.0f ms", f.victim, f.by, ms(f.seen.Sub(f.at)), ms(f.answered.Sub(f.at))))
+			word := "none"
+			if !f.seen.IsZero() {
+				word = fmt.Sprintf("%.0f ms", ms(f.seen.Sub(f.at)))
+			}
+			timeline = append(timeline, fmt.Sprintf("%s->%s: new owner's first word %s, answer %.0f ms", f.victim, f.by, word, ms(f.answered.Sub(f.at))))
 		}
 		if len(took) == 0 {
 			figs = append(figs, figure{Row: 9, Name: fo.name, Unit: "ms", Failed: "no round measured it"})
@@ -830,13 +908,16 @@ func (cr *clusterRig) figures(kills, terms []failover, clustered, single []e2m, 
 			Target: "<= " + fo.target.String(), Met: met(slices.Max(took) <= fo.target),
 			Note: fmt.Sprintf("min/median/max %s ms over %d rounds; %s", spread(took), len(took), strings.Join(timeline, "; "))})
 	}
-	var cp50, cp99, sp50, sp99, rtt, fsync, pub, pubP99 []time.Duration
+	var cp50, cp99, sp50, sp99, rtt, fsync, pub, pubP99, cacc, sacc, firstWAL, lastWAL []time.Duration
+	var walRecords []string
 	for _, e := range clustered {
 		cp50, cp99 = append(cp50, e.p50), append(cp99, e.p99)
+		cacc, firstWAL, lastWAL = append(cacc, e.accepted), append(firstWAL, e.firstWAL), append(lastWAL, e.lastWAL)
+		walRecords = append(walRecords, fmt.Sprintf("%.2f", e.walRecords))
 		rtt, fsync, pub, pubP99 = append(rtt, e.rtt), append(fsync, e.fsync), append(pub, e.publish), append(pubP99, e.publishP99)
 	}
 	for _, e := range single {
-		sp50, sp99 = append(sp50, e.p50), append(sp99, e.p99)
+		sp50, sp99, sacc = append(sp50, e.p50), append(sp99, e.p99), append(sacc, e.accepted)
 		rtt, fsync = append(rtt, e.rtt), append(fsync, e.fsync)
 	}
 	if len(cp50) > 0 && len(sp50) > 0 {
@@ -851,6 +932,9 @@ func (cr *clusterRig) figures(kills, terms []failover, clustered, single []e2m, 
 				Floor: fmt.Sprintf("round trip + fsync = %.2f ms", ms(median(rtt)+median(fsync))), Note: "min/median/max " + spreadFine(sp50) + " ms"},
 			figure{Row: 10, Name: "event to model p99, one host (median of rounds)", Value: ms(median(sp99)), Unit: "ms",
 				Note: "min/median/max " + spreadFine(sp99) + " ms"},
+			figure{Row: 10, Name: "of which POST to 202 p50, cluster (median of rounds)", Value: ms(median(cacc)), Unit: "ms",
+				Note: fmt.Sprintf("min/median/max %s ms; one host's %s ms; WAL records published between a POST and its model request, mean a round: %s; POST to the first of them seen by a subscriber p50 %s ms, to the last %s ms",
+					spreadFine(cacc), spreadFine(sacc), strings.Join(walRecords, ", "), spreadFine(firstWAL), spreadFine(lastWAL))},
 			figure{Row: 10, Name: "floor: JetStream publish of 400 B, R3, p50 (median of rounds)", Value: ms(median(pub)), Unit: "ms",
 				Note: "min/median/max " + spreadFine(pub) + " ms; p99 " + spreadFine(pubP99) + " ms; one after each trigger"},
 		)
@@ -858,9 +942,26 @@ func (cr *clusterRig) figures(kills, terms []failover, clustered, single []e2m, 
 		figs = append(figs, figure{Row: 10, Name: "event to model, cluster and one host", Unit: "ms", Failed: "no round measured it"})
 	}
 	t := l.tally(func(id string) int { a, _ := cr.m.arrival(id); return a.Count })
+	signals := slices.Concat(kills, terms)
+	slices.SortFunc(signals, func(a, b failover) int { return a.at.Compare(b.at) })
+	for i, tw := range t.twice { // when each request came, after which signal
+		id, _, _ := strings.Cut(tw, " ")
+		a, _ := cr.m.arrival(id)
+		var when []string
+		for _, at := range a.Times {
+			w := "before any signal"
+			for _, f := range signals {
+				if !at.Before(f.at) {
+					w = fmt.Sprintf("%+.0f ms after the %s of %s", ms(at.Sub(f.at)), f.sig, f.victim)
+				}
+			}
+			when = append(when, w)
+		}
+		t.twice[i] = fmt.Sprintf("%s, acknowledged by %s, %s: requests %s", tw, l.by[id], l.final[id], strings.Join(when, ", "))
+	}
 	ok := t.lost == 0 && t.other == 0 && len(t.twice) == 0 && len(t.sameTurn) == 0 && len(l.errs) == 0
-	note := fmt.Sprintf("%d acknowledged: %d answered, %d interrupted, %d lost, %d other; %d reached the model twice; %d turns answered two ids; %d given up unacknowledged at the end of a round; %d errors",
-		t.acked, t.answered, t.interrupted, t.lost, t.other, len(t.twice), len(t.sameTurn), l.gaveUp, len(l.errs))
+	note := fmt.Sprintf("%d acknowledged: %d answered, %d interrupted, %d lost, %d other; %d reached the model twice; %d turns answered two ids; %d given up unacknowledged at the end of a phase (%d of them known to deskd); %d errors",
+		t.acked, t.answered, t.interrupted, t.lost, t.other, len(t.twice), len(t.sameTurn), len(l.gaveUp), t.gaveUpKnown, len(l.errs))
 	if len(t.unanswered) > 0 {
 		note += "; not answered: " + strings.Join(first(t.unanswered, 10), ", ")
 	}

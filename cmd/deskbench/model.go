@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,8 +28,10 @@ const markerPrefix = "dkb-"
 // arrival is what the model server saw of one marker.
 type arrival struct {
 	At    time.Time // when its first request arrived (the handler was called)
-	Count int       // how many requests carried it
+	Count int       // how many requests were for it (it in their last message)
 	Bytes int       // the body size of its last request
+	// Times are when each of its first 8 requests arrived.
+	Times []time.Time
 }
 
 // modelServer is the in-process model service.
@@ -97,7 +100,9 @@ func (m *modelServer) arrival(marker string) (arrival, bool) {
 	if !ok {
 		return arrival{}, false
 	}
-	return *a, true
+	c := *a
+	c.Times = slices.Clone(a.Times)
+	return c, true
 }
 
 // protocols returns how many requests came over each protocol.
@@ -107,9 +112,17 @@ func (m *modelServer) protocols() map[string]int {
 	return maps.Clone(m.protos) // never nil: newModelServer makes m.protos
 }
 
-// lastMarker returns the last bench marker in body: the one of the
-// request's last message, since the bench's answers carry none.
+// lastMarker returns the bench marker of the request's last message (a
+// Chat Completions message is {"content":...,"role":...}, and a
+// message's text cannot hold that unescaped): the marker of the trigger
+// the request is for. A request whose last message holds none (a
+// compaction's silent flush turn, its summary request, both of which
+// carry the history) has none, so that its markers are not counted
+// again.
 func lastMarker(body []byte) string {
+	if k := bytes.LastIndex(body, []byte(`{"content":`)); k >= 0 {
+		body = body[k:]
+	}
 	i := bytes.LastIndex(body, []byte(markerPrefix))
 	if i < 0 {
 		return ""
@@ -155,6 +168,9 @@ func (m *modelServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		a.Count++
 		a.Bytes = len(body)
+		if len(a.Times) < 8 {
+			a.Times = append(a.Times, at)
+		}
 		if ch, ok := m.waiters[marker]; ok {
 			close(ch)
 			delete(m.waiters, marker)
