@@ -116,8 +116,7 @@ func publicState(s triggers.State) triggers.State {
 // the client has gone, 202 with the trigger's id and state now (Duplicate
 // set for a known id). The client going away does not touch the trigger.
 func (s *Server) answerWhenFinal(w http.ResponseWriter, r *http.Request, d *desk.Desk, acc desk.Accepted, feed bool, wait time.Duration) {
-	if st, found := d.Trigger(acc.ID); feed && found && !fedBy(st.Source) {
-		writeError(w, http.StatusForbidden, notFedBy(d.Name(), acc.ID))
+	if feed && !s.fedOrUnknown(w, d, acc.ID) {
 		return
 	}
 	st, found := d.WaitTrigger(r.Context(), acc.ID, wait)
@@ -140,6 +139,17 @@ func (s *Server) answerWhenFinal(w http.ResponseWriter, r *http.Request, d *desk
 		state = st.State
 	}
 	writeJSON(w, http.StatusAccepted, TriggerResponse{ID: acc.ID, State: publicState(state), Duplicate: acc.Duplicate, Replaced: acc.Replaced})
+}
+
+// fedOrUnknown reports whether a feed's token may wait on trigger id of
+// d: a trigger it posted, or none yet; otherwise it answers 403. Only a
+// feed's request pays for this look-up (a copy of the trigger's status).
+func (s *Server) fedOrUnknown(w http.ResponseWriter, d *desk.Desk, id string) bool {
+	if st, found := d.Trigger(id); found && !fedBy(st.Source) {
+		writeError(w, http.StatusForbidden, notFedBy(d.Name(), id))
+		return false
+	}
+	return true
 }
 
 // notFedBy is the 403 of a feed's token asking for a trigger it did not
@@ -174,8 +184,7 @@ func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	feed := credentialOf(r) == credFeed
-	if st, found := d.Trigger(id); feed && found && !fedBy(st.Source) {
-		writeError(w, http.StatusForbidden, notFedBy(d.Name(), id))
+	if feed && !s.fedOrUnknown(w, d, id) {
 		return
 	}
 	var (
