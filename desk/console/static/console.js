@@ -30,6 +30,7 @@
     refreshTimers: new Map(),
     seenIds: new Set(),    // event ids already shown
     route: { view: "overview", desk: "" },
+    standbyPage: false,    // the open desk page is of a desk this host stands by for (its parts not loaded)
     by: "console",
     timeZone: "",          // the trading time zone, from GET /v1/desks
     clockOffset: 0,        // deskd's clock minus the browser's, in ms (as_of)
@@ -492,13 +493,62 @@
     return i > 0 ? "…" + id.slice(i + 1) : id.slice(0, 16);
   }
 
+  // ---- cluster -----------------------------------------------------------
+
+  // ownerConsole is the URL of desk name's page on the console of its
+  // owner, from the owner's API address (host:port, reached with this
+  // page's scheme, or an http(s)://host:port URL); "" for any other
+  // address (credentials, a path, a wildcard host): no link is made.
+  function ownerConsole(addr, name) {
+    let a = String(addr || "");
+    if (!a) return "";
+    if (!/^https?:\/\//.test(a)) a = location.protocol + "//" + a;
+    let u;
+    try { u = new URL(a); } catch (e) { return ""; }
+    if ((u.protocol !== "http:" && u.protocol !== "https:") || u.username || u.password || u.pathname !== "/" || u.search || u.hash) return "";
+    if (!u.hostname || u.hostname === "0.0.0.0" || u.hostname === "[::]") return "";
+    return u.origin + "/#/desk/" + encodeURIComponent(name);
+  }
+
+  // ownerInfo is the line that names a desk's owner on a cluster (null
+  // without one): "owner a · epoch 7", "runs on host b · epoch 9" for a
+  // desk this host stands by for.
+  function ownerInfo(s) {
+    if (!s.owner && s.state !== "standby") return null;
+    if (!s.owner) return el("div", { class: "owner small muted", "data-owner": "" }, "no host owns it now");
+    const o = s.owner;
+    return el("div", { class: "owner small" + (s.state === "standby" ? " owner-away" : ""), "data-owner": o.host, title: "since " + fmtTime(o.since) },
+      (s.state === "standby" ? "runs on host " : "owner ") + o.host + " · epoch " + o.epoch);
+  }
+
+  // ownerLink is a link to the desk's page on its owner's console, null
+  // when the owner serves no address it may link to.
+  function ownerLink(s, label) {
+    const href = s.owner ? ownerConsole(s.owner.addr, s.name) : "";
+    return href ? el("a", { class: "btn btn-small owner-link", href, rel: "noopener noreferrer" }, label || "Open on host " + s.owner.host) : null;
+  }
+
+  // standbyNote says on a standby desk's page where the desk runs.
+  function standbyNote(s) {
+    if (!s.owner) {
+      return el("p", { class: "standby-note", role: "note" }, "This host stands by for desk " + s.name +
+        ": no host of the cluster owns it now (the hosts contend for it). Its page shows here once a host takes it.");
+    }
+    const o = s.owner;
+    const link = ownerLink(s, "Open desk " + s.name + " on host " + o.host);
+    return el("div", { class: "standby-note", role: "note" },
+      el("p", {}, "This host stands by for desk " + s.name + ": it runs on host " + o.host + " (epoch " + o.epoch + ", since " + fmtTime(o.since) +
+        "). Its transcript, memory and controls are on that host" + (link ? ", whose console may ask you to sign in." : "; it serves no address this console can link to.")),
+      link);
+  }
+
   function deskRow(s) {
     const probs = problems(s);
     const sev = severity(s);
     const tr = el("tr", { class: "desk-row sev-" + sev, "data-desk": s.name });
     const cell = (label, ...c) => el("td", { "data-label": label }, el("div", { class: "cell" }, ...c));
     tr.append(
-      cell("Desk", el("a", { class: "desk-name", href: "#/desk/" + encodeURIComponent(s.name) }, s.name), " ", stateBadge(s), pausedInfo(s)),
+      cell("Desk", el("a", { class: "desk-name", href: "#/desk/" + encodeURIComponent(s.name) }, s.name), " ", stateBadge(s), pausedInfo(s), ownerInfo(s)),
       cell("Turn", turnCell(s)),
       cell("Model", modelCell(s)),
       cell("Queue", queueCell(s)),
@@ -507,9 +557,11 @@
       cell("Attention", probs.length
         ? el("ul", { class: "problems" }, probs.map((p) => el("li", { class: "problem problem-" + p.level }, el("span", { class: "problem-tag" }, p.level === "bad" ? "PROBLEM" : "WARNING"), " ", p.text)))
         : el("span", { class: "ok-text" }, "✓ OK"), interruptedList(s), approvalList(s.name)),
-      cell("Actions", el("div", { class: "actions" }, killSwitch(s),
-        el("button", { type: "button", class: "btn btn-small", on: { click: () => rolloverDesk(s.name) } }, "Roll over"),
-        el("a", { class: "btn btn-small", href: "#/desk/" + encodeURIComponent(s.name) }, "Open"))),
+      cell("Actions", s.state === "standby"
+        ? el("div", { class: "actions" }, ownerLink(s), el("a", { class: "btn btn-small", href: "#/desk/" + encodeURIComponent(s.name) }, "Open"))
+        : el("div", { class: "actions" }, killSwitch(s),
+          el("button", { type: "button", class: "btn btn-small", on: { click: () => rolloverDesk(s.name) } }, "Roll over"),
+          el("a", { class: "btn btn-small", href: "#/desk/" + encodeURIComponent(s.name) }, "Open"))),
     );
     return tr;
   }
@@ -561,6 +613,8 @@
       el("span", { class: "pill pill-running" }, count((s) => s.state === "running" || s.state === "rolling_over") + " running"),
       el("span", { class: "pill" + (count((s) => s.paused) ? " pill-paused" : "") }, count((s) => s.paused) + " paused"),
       el("span", { class: "pill" + (count(hasBad) ? " pill-bad" : "") }, count(hasBad) + " with problems"));
+    const standby = count((s) => s.state === "standby");
+    if (standby) sum.append(el("span", { class: "pill pill-standby" }, standby + " standby"));
     const waiting = list.reduce((n, s) => n + (state.approvals.get(s.name) || []).length, 0);
     if (waiting) sum.append(el("span", { class: "pill pill-paused" }, waiting + " awaiting approval"));
     renderBanner();
@@ -792,14 +846,25 @@
     const name = state.route.desk;
     const s = state.desks.get(name);
     const box = clear($("dv-status"));
+    const standby = !!s && s.state === "standby";
+    $("deskview").classList.toggle("is-standby", standby); // its other parts are the owner's: hidden
     if (!s) { box.append(el("p", { class: "muted" }, "Desk " + name + " is not known to deskd.")); return; }
+    if (standby) {
+      state.standbyPage = true;
+      box.append(el("div", { class: "dv-head" }, el("h1", {}, s.name), stateBadge(s)), standbyNote(s));
+      return;
+    }
+    if (state.standbyPage) { // this host has taken the desk over: its parts are here now
+      state.standbyPage = false;
+      for (const f of Object.values(DESK_PARTS)) f(name);
+    }
     const probs = problems(s);
     box.append(...[
       el("div", { class: "dv-head" },
         el("h1", {}, s.name), stateBadge(s), el("span", { class: "spacer" }),
         killSwitch(s),
         el("button", { type: "button", class: "btn", on: { click: () => rolloverDesk(s.name) } }, "Roll over")),
-      pausedInfo(s),
+      pausedInfo(s), ownerInfo(s),
       el("dl", { class: "facts" },
         fact("Turn", turnCell(s)), fact("Model", modelCell(s)), fact("Queue", queueCell(s)),
         fact("Session", el("span", { class: "mono small" }, s.session || "none")), fact("Trading date", s.trading_date || "not available"),
@@ -1028,11 +1093,12 @@
     $("dv-diff-box").hidden = true;
     $("dv-trigger-result").textContent = "";
     const s = state.desks.get(name);
+    state.standbyPage = !s || s.state === "standby"; // parts load when the desk's status says it runs here
     $("dv-notes-date").value = "";
     $("dv-audit-date").value = s && s.trading_date ? s.trading_date : "";
     auditLink(name);
     renderDeskStatus();
-    for (const f of Object.values(DESK_PARTS)) f(name);
+    if (!state.standbyPage) for (const f of Object.values(DESK_PARTS)) f(name);
     fetchDesk(name);
   }
 
