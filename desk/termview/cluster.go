@@ -48,7 +48,7 @@ func standbyNotes(w io.Writer, desks []desk.Status) {
 	if n == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nthis host stands by for %s (it runs none of them; it takes one over when its owner's lease ends):\n", termsafe.Plural(n, "desk"))
+	fmt.Fprintf(w, "\nthis host stands by for %s (it takes one over when its owner's lease ends, or the owner releases it):\n", termsafe.Plural(n, "desk"))
 	for _, s := range desks {
 		switch {
 		case s.State != desk.StateStandby:
