@@ -371,6 +371,44 @@ type failover struct {
 	answered time.Time // the first answer by another host after it
 	by       string    // that host
 	seen     time.Time // the first word of the new owner (a 421 naming it, its 503 while it starts)
+	takeover takeover  // the new owner's log of it
+}
+
+// takeover is what a new owner's log says of taking the desk over: the
+// records its folder was rebuilt from and when, and when the desk ran.
+type takeover struct {
+	records, snapshot uint64
+	rebuilt, runs     time.Time
+}
+
+// takeoverAfter reads the log at path for the first takeover of the desk
+// logged at or after t (its times are to the millisecond).
+func takeoverAfter(path string, t time.Time) (takeover, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return takeover{}, fmt.Errorf("read the new owner's log: %w", err)
+	}
+	var to takeover
+	for _, line := range strings.Split(string(b), "\n") {
+		var l struct {
+			Desk     string    `json:"desk"`
+			Message  string    `json:"message"`
+			Time     time.Time `json:"time"`
+			Records  uint64    `json:"records"`
+			Snapshot uint64    `json:"snapshot"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || l.Desk != clusterDesk || l.Time.Before(t.Truncate(time.Millisecond)) {
+			continue
+		}
+		switch {
+		case to.rebuilt.IsZero() && strings.HasPrefix(l.Message, "cluster: the desk's folder rebuilt"):
+			to.rebuilt, to.records, to.snapshot = l.Time, l.Records, l.Snapshot
+		case to.runs.IsZero() && l.Message == "cluster: the desk runs on this host, which owns it":
+			to.runs = l.Time
+			return to, nil
+		}
+	}
+	return to, nil
 }
 
 // rounds runs the interleaved rounds and returns their figures.
@@ -490,6 +528,9 @@ func (cr *clusterRig) failover(ctx context.Context, l *ledger, sig syscall.Signa
 	}
 	stop()
 	wg.Wait()
+	if by := cr.host(f.by); by != nil && err == nil {
+		f.takeover, err = takeoverAfter(by.s.Log, f.at)
+	}
 	select {
 	case <-owner.d.exited:
 	case <-time.After(30 * time.Second):
@@ -863,6 +904,14 @@ func spreadFine(ds []time.Duration) string {
 	return fmt.Sprintf("%.2f / %.2f / %.2f", ms(s[0]), ms(s[len(s)/2]), ms(s[len(s)-1]))
 }
 
+// after is t's time after at in ms ("?" when t is zero).
+func after(at, t time.Time) string {
+	if t.IsZero() {
+		return "?"
+	}
+	return fmt.Sprintf("%.0f ms", ms(t.Sub(at)))
+}
+
 // median is the median of ds.
 func median(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
@@ -893,7 +942,9 @@ func (cr *clusterRig) figures(kills, terms []failover, clustered, single []e2m, 
 			if !f.seen.IsZero() {
 				word = fmt.Sprintf("%.0f ms", ms(f.seen.Sub(f.at)))
 			}
-			timeline = append(timeline, fmt.Sprintf("%s->%s: new owner's first word %s, answer %.0f ms", f.victim, f.by, word, ms(f.answered.Sub(f.at))))
+			to := f.takeover
+			timeline = append(timeline, fmt.Sprintf("%s->%s: new owner's first word %s, folder rebuilt from snapshot %d + %d WAL records %s, desk running %s, answer %.0f ms",
+				f.victim, f.by, word, to.snapshot, to.records, after(f.at, to.rebuilt), after(f.at, to.runs), ms(f.answered.Sub(f.at))))
 		}
 		if len(took) == 0 {
 			figs = append(figs, figure{Row: 9, Name: fo.name, Unit: "ms", Failed: "no round measured it"})
