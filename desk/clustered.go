@@ -192,13 +192,13 @@ func (c *clusterHost) acquire(ctx context.Context, name string) {
 	for lease == nil {
 		var err error
 		lease, err = c.leases.Acquire(ctx, name, func(sb cluster.Standby) {
+			o := ownerOf(sb.Owner)
+			c.set.Standby(name, &o)
 			if sb.Owner.Host != previous || sb.Owner.Epoch != seen { // a new owner, not its renewal
 				c.log.Info().Str("desk", name).Str("owner", sb.Owner.Host).Uint64("epoch", sb.Owner.Epoch).Str("addr", sb.Owner.Addr).
 					Msg("cluster: standing by for the desk, which another host owns")
 			}
 			previous, seen = sb.Owner.Host, sb.Owner.Epoch
-			o := ownerOf(sb.Owner)
-			c.set.Standby(name, &o)
 		})
 		if ctx.Err() != nil {
 			return

@@ -47,6 +47,28 @@ func waitBoth(t *testing.T, d *deskdProc, deadline time.Time, what string, match
 	return l
 }
 
+// logHandOver logs how long desk main took from the owner's SIGTERM to
+// running on the standby, by their log lines' times (the figure of
+// BENCHMARKS.md's cluster row; not asserted).
+func logHandOver(t *testing.T, owner, standby *deskdProc) {
+	t.Helper()
+	at := func(d *deskdProc, match func(stderrLine) bool) time.Time {
+		lines, _ := d.stderr.snapshot()
+		for _, l := range lines {
+			if match(l) {
+				if ts, err := time.Parse(time.RFC3339Nano, l.Str("time")); err == nil {
+					return ts
+				}
+			}
+		}
+		return time.Time{}
+	}
+	term, runs := at(owner, logMessage("signal received")), at(standby, deskRunsHere)
+	if !term.IsZero() && !runs.IsZero() {
+		t.Logf("SIGTERM of the owner to the desk running on the standby: %v", runs.Sub(term).Round(time.Millisecond))
+	}
+}
+
 // listedDesk is desk main as d's GET /v1/desks lists it.
 func listedDesk(t *testing.T, d *deskdProc) desk.Status {
 	t.Helper()
@@ -103,6 +125,7 @@ func TestClusterE2EStandbyMisdirectsAndTakesOverOnSIGTERM(t *testing.T) {
 	a.terminate(t)
 	a.waitFor(t, deadline, "desk.released on a", isEvent("desk.released", "desk", "main", "host", "a"))
 	took := waitBoth(t, b, deadline, "desk.acquired on b", isEvent("desk.acquired", "desk", "main", "host", "b", "previous", "a"), "desk main running on b", deskRunsHere)
+	logHandOver(t, a, b)
 	if code, body := b.call(t, http.MethodPost, "/v1/desks/main/triggers?wait=30s", "", `{"id": "t2", "text": "Check the tape again."}`); code != http.StatusOK {
 		b.fail(t, "POST t2 to the new owner = %d %s, want 200", code, body)
 	}
