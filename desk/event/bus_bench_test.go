@@ -45,3 +45,12 @@ func BenchmarkPublish(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkJSON is one event as the event stream and NATS carry it.
+func BenchmarkJSON(b *testing.B) {
+	e := event.TurnCompleted{Header: at(1), Session: "s-1", Turn: 3, Trigger: "t-1", Model: "gpt", Provider: "openai", InputTokens: 812}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = event.JSON(e)
+	}
+}

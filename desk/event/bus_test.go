@@ -213,3 +213,12 @@ func TestPublishToNobodyAllocatesNothing(t *testing.T) {
 		t.Fatal("a cancelled exporter still got an event")
 	}
 }
+
+// JSON is the topic, then the event's own fields, in one object.
+func TestJSONIsTheTopicThenTheFields(t *testing.T) {
+	e := event.TurnStarted{Header: event.Header{At: time.Date(2026, 3, 2, 4, 30, 0, 0, time.UTC), Desk: "main"}, Session: "s-1", Turn: 3, Trigger: "t-1", Kind: "market"}
+	want := `{"topic":"turn.started","at":"2026-03-02T04:30:00Z","desk":"main","session":"s-1","turn":3,"trigger":"t-1","kind":"market"}`
+	if got := string(event.JSON(e)); got != want {
+		t.Fatalf("JSON = %s\nwant   %s", got, want)
+	}
+}

@@ -8,15 +8,19 @@ import (
 // JSON is e as GET /v1/events's data and a NATS event message's body
 // carry it: {"topic": "<topic>"} followed by the fields of e's own JSON.
 // An event that does not encode (none of the catalogue's can fail) is its
-// topic alone.
+// topic alone. It is built in one buffer of its final size.
 func JSON(e Event) []byte {
 	data, err := json.Marshal(e)
-	if err != nil {
+	if err != nil || len(data) < 2 {
 		data = []byte(`{}`)
 	}
-	head := `{"topic":` + strconv.Quote(e.Topic())
+	topic := e.Topic()
+	out := make([]byte, 0, len(`{"topic":"",`)+len(topic)+len(data))
+	out = append(out, `{"topic":`...)
+	out = strconv.AppendQuote(out, topic)
 	if len(data) > 2 {
-		return append([]byte(head+","), data[1:]...)
+		out = append(out, ',')
+		return append(out, data[1:]...)
 	}
-	return []byte(head + "}")
+	return append(out, '}')
 }
