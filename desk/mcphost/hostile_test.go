@@ -352,6 +352,7 @@ func TestFatToolsAreBounded(t *testing.T) {
 // does not hold the calls: each ends at its timeout on the host's clock,
 // the connection is then closed with a clear reason, and Close returns.
 func TestDeafServerTimesOut(t *testing.T) {
+	t.Parallel() // seconds of real time (readGrace, then a stop's grace periods): run beside the others
 	r := newRig(t)
 	srv := hostile(t, "deaf")
 	srv.Timeout = 5 * time.Second
