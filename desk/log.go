@@ -1,12 +1,14 @@
 package desk
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,17 +28,84 @@ import (
 // returns the cancel of its subscription.
 func LogEvents(b *event.Bus, log zerolog.Logger, loc *time.Location) (cancel func()) {
 	return event.SubscribeAll(b, func(e event.Event) {
-		var fields map[string]any
-		raw, err := json.Marshal(e)
-		if err == nil {
-			err = json.Unmarshal(raw, &fields)
-		}
 		entry := log.WithLevel(levelOf(e)).Str("event", e.Topic())
+		fields, err := payloadFields(e)
 		if err != nil {
 			entry = entry.AnErr("encode_error", err)
 		}
-		entry.Fields(fields).Msg(Describe(e, loc))
+		for _, f := range fields {
+			entry = entry.RawJSON(f.key, f.value)
+		}
+		entry.Msg(Describe(e, loc))
 	})
+}
+
+// rawField is one top-level field of an event's JSON, its value as encoded.
+type rawField struct {
+	key   string
+	value []byte
+}
+
+// payloadFields is e's JSON object cut into its top-level fields, in the
+// order of their keys (as zerolog writes a map's Fields), each value as
+// encoding/json wrote it (HTML characters unescaped, as zerolog writes a
+// string): the fields of the line without decoding the JSON again.
+func payloadFields(e event.Event) ([]rawField, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return nil, err
+	}
+	data := bytes.TrimSpace(buf.Bytes())
+	var fields []rawField
+	for i := 1; i < len(data) && data[i] == '"'; {
+		end := jsonValueEnd(data, i)
+		key, err := strconv.Unquote(string(data[i:end]))
+		if err != nil || end >= len(data) || data[end] != ':' {
+			return nil, fmt.Errorf("event %s: its JSON is not an object of fields at byte %d", e.Topic(), i)
+		}
+		vend := jsonValueEnd(data, end+1)
+		fields = append(fields, rawField{key: key, value: data[end+1 : vend]})
+		i = vend + 1 // past the comma (or the closing brace)
+	}
+	slices.SortStableFunc(fields, func(a, b rawField) int { return strings.Compare(a.key, b.key) })
+	return fields, nil
+}
+
+// jsonValueEnd returns the index just past the JSON value starting at
+// data[i], of compact, valid JSON (as encoding/json writes it).
+func jsonValueEnd(data []byte, i int) int {
+	depth, inString := 0, false
+	for j := i; j < len(data); j++ {
+		c := data[j]
+		switch {
+		case inString:
+			if c == '\\' {
+				j++
+			} else if c == '"' {
+				inString = false
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return j // the end of the enclosing object
+			}
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		case c == ',' && depth == 0:
+			return j
+		}
+	}
+	return len(data)
 }
 
 // describeProgress is the sentence of a rollover step's progress: what

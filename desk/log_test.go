@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -211,5 +212,47 @@ func TestLoggerBuildsNoLineBelowItsLevel(t *testing.T) {
 	log.Debug().Msg("shown")
 	if got := out.String(); strings.Contains(got, "hidden") || !strings.Contains(got, "shown") {
 		t.Errorf("log output = %q, want the debug line after the change only", got)
+	}
+}
+
+// TestLogEventsCarryThePayloadsFields: an event's line carries each of its
+// payload's fields beside "event", with the values its JSON has (nested
+// objects, arrays, escapes and HTML characters included), HTML characters
+// written as themselves.
+func TestLogEventsCarryThePayloadsFields(t *testing.T) {
+	ist := kolkata(t)
+	at := time.Date(2026, 3, 2, 4, 30, 0, 0, time.UTC)
+	e := event.ApprovalRequested{Header: event.Header{At: at, Desk: "main", ID: `a"1`}, ID: "ap-1", Call: "c-1", Tool: "place_order",
+		Arguments: json.RawMessage(`{"symbol":"NIFTY <fut> & co","legs":[{"qty":50,"px":24310.5},{"qty":-50,"note":"a\"b, }]"}],"ok":true,"none":null}`),
+		ExpiresAt: at.Add(5 * time.Minute)}
+	var out syncBuffer
+	log, _, err := desk.NewLogger(config.Log{Level: "info", Format: "json"}, ist, &out, clock.NewFake(at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := event.New()
+	stop := desk.LogEvents(b, log, ist)
+	event.Publish(b, e)
+	stop()
+	b.Close() // waits for the line
+	line := []byte(out.String())
+	var got, want map[string]any
+	if err := json.Unmarshal(line, &got); err != nil {
+		t.Fatalf("line %s: %v", line, err)
+	}
+	raw, _ := json.Marshal(e)
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	if got["event"] != "approval.requested" {
+		t.Errorf("line %s: event %v", line, got["event"])
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || !reflect.DeepEqual(g, v) {
+			t.Errorf("field %q = %#v, want %#v (line %s)", k, g, v, line)
+		}
+	}
+	if !bytes.Contains(line, []byte(`NIFTY <fut> & co`)) {
+		t.Errorf("line %s: the HTML characters are escaped", line)
 	}
 }
