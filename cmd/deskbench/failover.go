@@ -102,17 +102,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer cr.close()
 	figs, runErr := cr.rounds(ctx)
 	rep.Figures = figs
-	if o.JSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(rep); err != nil {
-			return fmt.Errorf("print the report: %w", err)
-		}
-	} else if err := printTable(stdout, rep); err != nil {
-		return fmt.Errorf("print the report: %w", err)
-	}
-	return runErr
+	return errors.Join(printReport(stdout, rep, o.JSON), runErr)
 }
 
 // clusterHost is one deskd of the cluster.
@@ -339,6 +329,11 @@ func (cr *clusterRig) host(name string) *clusterHost {
 		}
 	}
 	return nil
+}
+
+// next returns the host after h, round the three.
+func (cr *clusterRig) next(h *clusterHost) *clusterHost {
+	return cr.hosts[(slices.Index(cr.hosts, h)+1)%len(cr.hosts)]
 }
 
 // hostAt returns the host whose API address is addr, or nil.
@@ -576,7 +571,7 @@ func (cr *clusterRig) send(ctx context.Context, l *ledger, avoid string, wait bo
 		now := time.Now()
 		switch {
 		case err != nil: // a host down: the next
-			h = cr.hosts[(slices.Index(cr.hosts, h)+1)%len(cr.hosts)]
+			h = cr.next(h)
 			_ = pause(ctx, 10*time.Millisecond)
 		case code == http.StatusMisdirectedRequest:
 			var mis struct{ Owner, Addr string }
@@ -596,7 +591,7 @@ func (cr *clusterRig) send(ctx context.Context, l *ledger, avoid string, wait bo
 			if h.name != avoid && o.newOwnerSeen.IsZero() {
 				o.newOwnerSeen = now
 			}
-			h = cr.hosts[(slices.Index(cr.hosts, h)+1)%len(cr.hosts)]
+			h = cr.next(h)
 			_ = pause(ctx, 10*time.Millisecond)
 		case code == http.StatusOK || code == http.StatusAccepted:
 			var st triggerStatus
@@ -884,24 +879,20 @@ func (w *walWatch) between(start, end time.Time) []time.Time {
 // close ends the subscription.
 func (w *walWatch) close() { _ = w.sub.Unsubscribe() }
 
-// spread is min / median / max of three or more figures, in ms.
-func spread(ds []time.Duration) string {
+// spread is min / median / max of ds in ms, with no decimals.
+func spread(ds []time.Duration) string { return spreadOf(ds, 0) }
+
+// spreadFine is spread with two decimals.
+func spreadFine(ds []time.Duration) string { return spreadOf(ds, 2) }
+
+// spreadOf is min / median / max of ds in ms, with digits decimals.
+func spreadOf(ds []time.Duration, digits int) string {
 	if len(ds) == 0 {
 		return "none"
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return fmt.Sprintf("%.0f / %.0f / %.0f", ms(s[0]), ms(s[len(s)/2]), ms(s[len(s)-1]))
-}
-
-// spreadFine is spread with two decimals.
-func spreadFine(ds []time.Duration) string {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return "none"
-	}
-	return fmt.Sprintf("%.2f / %.2f / %.2f", ms(s[0]), ms(s[len(s)/2]), ms(s[len(s)-1]))
+	return fmt.Sprintf("%.*f / %.*f / %.*f", digits, ms(s[0]), digits, ms(s[len(s)/2]), digits, ms(s[len(s)-1]))
 }
 
 // after is t's time after at in ms ("?" when t is zero).
@@ -910,16 +901,6 @@ func after(at, t time.Time) string {
 		return "?"
 	}
 	return fmt.Sprintf("%.0f ms", ms(t.Sub(at)))
-}
-
-// median is the median of ds.
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // figures are the cluster subcommand's rows: 9 the failovers, 10 event
@@ -955,7 +936,7 @@ func (cr *clusterRig) figures(kills, terms []failover, clustered, single []e2m, 
 		if fo.fs[0].sig == syscall.SIGTERM {
 			floor = "0 (the lease is released)"
 		}
-		figs = append(figs, figure{Row: 9, Name: fo.name + " (median)", Value: ms(median(took)), Unit: "ms", Floor: floor,
+		figs = append(figs, figure{Row: 9, Name: fo.name + " (median)", Value: ms(percentile(took, 50)), Unit: "ms", Floor: floor,
 			Target: "<= " + fo.target.String(), Met: met(slices.Max(took) <= fo.target),
 			Note: fmt.Sprintf("min/median/max %s ms over %d rounds; %s", spread(took), len(took), strings.Join(timeline, "; "))})
 	}
@@ -974,19 +955,19 @@ func (cr *clusterRig) figures(kills, terms []failover, clustered, single []e2m, 
 	if len(cp50) > 0 && len(sp50) > 0 {
 		floor := fmt.Sprintf("round trip %s + max(fsync %s, JetStream publish %s) ms (min/median/max)", spreadFine(rtt), spreadFine(fsync), spreadFine(pub))
 		figs = append(figs,
-			figure{Row: 10, Name: "event to model p50, cluster (median of rounds)", Value: ms(median(cp50)), Unit: "ms", Floor: floor,
-				Target: fmt.Sprintf("<= 2x one host = %.2f ms", ms(2*median(sp50))), Met: met(median(cp50) <= 2*median(sp50)),
-				Note: fmt.Sprintf("min/median/max %s ms; %.2fx one host's; %d triggers a round", spreadFine(cp50), float64(median(cp50))/float64(median(sp50)), clustered[0].triggers)},
-			figure{Row: 10, Name: "event to model p99, cluster (median of rounds)", Value: ms(median(cp99)), Unit: "ms",
+			figure{Row: 10, Name: "event to model p50, cluster (median of rounds)", Value: ms(percentile(cp50, 50)), Unit: "ms", Floor: floor,
+				Target: fmt.Sprintf("<= 2x one host = %.2f ms", ms(2*percentile(sp50, 50))), Met: met(percentile(cp50, 50) <= 2*percentile(sp50, 50)),
+				Note: fmt.Sprintf("min/median/max %s ms; %.2fx one host's; %d triggers a round", spreadFine(cp50), float64(percentile(cp50, 50))/float64(percentile(sp50, 50)), clustered[0].triggers)},
+			figure{Row: 10, Name: "event to model p99, cluster (median of rounds)", Value: ms(percentile(cp99, 50)), Unit: "ms",
 				Note: "min/median/max " + spreadFine(cp99) + " ms"},
-			figure{Row: 10, Name: "event to model p50, one host (median of rounds)", Value: ms(median(sp50)), Unit: "ms",
-				Floor: fmt.Sprintf("round trip + fsync = %.2f ms", ms(median(rtt)+median(fsync))), Note: "min/median/max " + spreadFine(sp50) + " ms"},
-			figure{Row: 10, Name: "event to model p99, one host (median of rounds)", Value: ms(median(sp99)), Unit: "ms",
+			figure{Row: 10, Name: "event to model p50, one host (median of rounds)", Value: ms(percentile(sp50, 50)), Unit: "ms",
+				Floor: fmt.Sprintf("round trip + fsync = %.2f ms", ms(percentile(rtt, 50)+percentile(fsync, 50))), Note: "min/median/max " + spreadFine(sp50) + " ms"},
+			figure{Row: 10, Name: "event to model p99, one host (median of rounds)", Value: ms(percentile(sp99, 50)), Unit: "ms",
 				Note: "min/median/max " + spreadFine(sp99) + " ms"},
-			figure{Row: 10, Name: "of which POST to 202 p50, cluster (median of rounds)", Value: ms(median(cacc)), Unit: "ms",
+			figure{Row: 10, Name: "of which POST to 202 p50, cluster (median of rounds)", Value: ms(percentile(cacc, 50)), Unit: "ms",
 				Note: fmt.Sprintf("min/median/max %s ms; one host's %s ms; WAL records published between a POST and its model request, mean a round: %s; POST to the first of them seen by a subscriber p50 %s ms, to the last %s ms",
 					spreadFine(cacc), spreadFine(sacc), strings.Join(walRecords, ", "), spreadFine(firstWAL), spreadFine(lastWAL))},
-			figure{Row: 10, Name: "floor: JetStream publish of 400 B, R3, p50 (median of rounds)", Value: ms(median(pub)), Unit: "ms",
+			figure{Row: 10, Name: "floor: JetStream publish of 400 B, R3, p50 (median of rounds)", Value: ms(percentile(pub, 50)), Unit: "ms",
 				Note: "min/median/max " + spreadFine(pub) + " ms; p99 " + spreadFine(pubP99) + " ms; one after each trigger"},
 		)
 	} else {

@@ -256,17 +256,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "deskbench: row %d done in %.1f s\n", s.row, time.Since(start).Seconds())
 		rep.Figures = append(rep.Figures, figs...)
 	}
-	if o.JSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(rep); err != nil {
-			return fmt.Errorf("print the report: %w", err)
-		}
-	} else if err := printTable(stdout, rep); err != nil {
-		return fmt.Errorf("print the report: %w", err)
+	if err := printReport(stdout, rep, o.JSON); err != nil {
+		return err
 	}
 	return errors.Join(errs...)
+}
+
+// printReport prints rep as JSON or as a table.
+func printReport(w io.Writer, rep report, asJSON bool) error {
+	var err error
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(rep)
+	} else {
+		err = printTable(w, rep)
+	}
+	if err != nil {
+		return fmt.Errorf("print the report: %w", err)
+	}
+	return nil
 }
 
 // buildDeskd builds this module's deskd into dir.
