@@ -35,8 +35,9 @@ type clusterHost struct {
 	cfg    config.Cluster
 	nc     *nats.Conn
 	repl   *cluster.Replicas // the desks' file layer: a desk's folder is written only while its writer is attached
-	stores *cluster.Stores
-	leases *cluster.Leases // made once the front end has its address
+	stores *cluster.Stores   // nil until opened (openStores)
+	leases *cluster.Leases   // made once the stores are open
+	addr   string            // this host's API address, the leases' value's
 	clk    clock.Clock
 	bus    *event.Bus
 	log    zerolog.Logger
@@ -96,10 +97,12 @@ type holding struct {
 	end   context.CancelFunc
 }
 
-// leaseChange is news for the main loop: lease won by an acquirer (lost
-// nil; previous is the owner it saw before, if any), or the lease ended
-// or the desk's writer stopped (lost its cause).
+// leaseChange is news for the main loop: the stores opened (stores), a
+// lease won by an acquirer (lost nil; previous is the owner it saw
+// before, if any), or the lease ended or the desk's writer stopped (lost
+// its cause).
 type leaseChange struct {
+	stores   *cluster.Stores
 	desk     string
 	lease    *cluster.Lease
 	previous string
@@ -131,46 +134,96 @@ func replicas(nc *nats.Conn) int {
 	return max(1, min(3, len(nc.Servers())))
 }
 
-// open opens the cluster's stores (creating them if missing), and lists
-// every desk named as standby until its lease is won.
-func (c *clusterHost) open(ctx context.Context, names []string) error {
-	js, err := jetstream.New(c.nc)
-	if err != nil {
-		return fmt.Errorf("cluster: JetStream on the NATS connection: %w", err)
-	}
-	n := replicas(c.nc)
-	if c.stores, err = cluster.Open(ctx, js, n); err != nil {
-		return err
-	}
-	c.log.Info().Str("host", c.cfg.Host).Dur("lease", c.cfg.Lease).Int("replicas", n).Strs("desks", names).
+// standBy lists every desk named as standby until its lease is won.
+func (c *clusterHost) standBy(names []string) {
+	c.log.Info().Str("host", c.cfg.Host).Dur("lease", c.cfg.Lease).Strs("desks", names).
 		Msg("cluster: this host runs each desk only while it holds its lease; standing by for every desk until then")
 	for _, name := range names {
 		c.set.Standby(name, nil)
 	}
-	return nil
 }
 
-// start makes the leases, this host's API address addr their value's,
-// and contends for every desk named.
-func (c *clusterHost) start(ctx context.Context, addr string, names []string) error {
-	var err error
-	c.leases, err = cluster.NewLeases(c.stores.Owners, cluster.LeaseConfig{Host: c.cfg.Host, Addr: addr, Lease: c.cfg.Lease, Clock: c.clk})
-	if err != nil {
-		return err
-	}
+// start opens the cluster's stores in the background (opened), trying
+// again every lease/3 while NATS does not answer; then the main loop
+// makes the leases, this host's API address addr their value's, and
+// contends for every desk of the config (storesOpened).
+func (c *clusterHost) start(ctx context.Context, addr string) {
 	c.ctx, c.end = context.WithCancel(ctx)
-	for _, name := range names {
+	c.addr = addr
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.openStores(c.ctx)
+	}()
+}
+
+// openStores opens the cluster's stores (creating them if missing), and
+// hands them to the main loop.
+func (c *clusterHost) openStores(ctx context.Context) {
+	var last string
+	for {
+		stores, n, err := c.tryOpen(ctx)
+		if err == nil {
+			c.log.Info().Int("replicas", n).Msg("cluster: the stores are open: contending for the desks")
+			select {
+			case c.changes <- leaseChange{stores: stores}:
+			case <-ctx.Done():
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err.Error() != last { // once per new error, not every try
+			last = err.Error()
+			c.log.Warn().Err(err).Dur("retry_every", c.cfg.Renew()).Msg("cluster: the stores cannot be opened yet: every desk stays standby")
+		}
+		t := c.clk.NewTimer(c.cfg.Renew())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// tryOpen opens the stores once NATS is connected (so that replicas
+// counts the cluster's servers); n is the replicas they are created with.
+func (c *clusterHost) tryOpen(ctx context.Context) (_ *cluster.Stores, n int, _ error) {
+	if !c.nc.IsConnected() {
+		return nil, 0, fmt.Errorf("cluster: not connected to NATS (%v)", c.nc.Status())
+	}
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cluster: JetStream on the NATS connection: %w", err)
+	}
+	n = replicas(c.nc)
+	stores, err := cluster.Open(ctx, js, n)
+	return stores, n, err
+}
+
+// storesOpened, in the main loop, makes the leases on the stores opened
+// and contends for every desk of cfg.
+func (d *Daemon) storesOpened(stores *cluster.Stores) {
+	c := d.cl
+	leases, err := cluster.NewLeases(stores.Owners, cluster.LeaseConfig{Host: c.cfg.Host, Addr: c.addr, Lease: c.cfg.Lease, Clock: c.clk})
+	if err != nil { // the config's host and lease are checked: not seen
+		d.o.Log.Error().Err(err).Msg("cluster: the leases cannot be made: every desk stays standby")
+		return
+	}
+	c.stores, c.leases = stores, leases
+	for _, name := range sortedNames(d.cur.Load().Desks) {
 		c.contend(name)
 	}
-	return nil
 }
 
 // contend runs the desk's acquirer, unless one runs: it waits for the
 // lease, hands it to the main loop, and tells it when the lease ends.
 // While it waits, the owners it sees are the desk's in the set.
 func (c *clusterHost) contend(name string) {
-	if _, ok := c.contending[name]; ok || c.ctx == nil || c.ctx.Err() != nil {
-		return
+	if _, ok := c.contending[name]; ok || c.leases == nil || c.ctx.Err() != nil {
+		return // contending already, or the stores are not open yet (storesOpened contends)
 	}
 	if _, ok := c.held[name]; ok {
 		return
@@ -339,6 +392,10 @@ func apiAddr(front Frontend) string {
 
 // leaseChanged handles an acquirer's news in the main loop.
 func (d *Daemon) leaseChanged(ctx, deskCtx context.Context, ch leaseChange) {
+	if ch.stores != nil {
+		d.storesOpened(ch.stores)
+		return
+	}
 	if ch.lost != nil {
 		d.leaseLost(ch)
 		return

@@ -48,20 +48,21 @@ var clusterTriggers = config.NATSTriggers{Stream: "MARKET", Subject: "deskd.trig
 // ingress is set.
 func startClusterHostWith(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string, ingress bool) *daemonRun {
 	t.Helper()
-	return startClusterHostMain(t, c, host, addr, desks, "", ingress)
+	return startClusterHostMain(t, c.URLs(), host, addr, desks, "", ingress)
 }
 
-// startClusterHostMain is startClusterHostWith, models (lines of the
-// models section) added to daemonMain's.
-func startClusterHostMain(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string, models string, ingress bool) *daemonRun {
+// startClusterHostMain is startClusterHostWith on the servers urls, models
+// (lines of the models section) added to daemonMain's; its connection
+// keeps trying while no server answers.
+func startClusterHostMain(t *testing.T, urls, host, addr string, desks map[string]string, models string, ingress bool) *daemonRun {
 	t.Helper()
-	main := daemonMain + models + "nats: {url: \"" + c.URLs() + "\"}\ncluster: {host: " + host + ", lease: " + clusterLease.String() + "}\n"
-	dir := daemonConfig(t, main, desks)
-	nc, err := nats.Connect(c.URLs())
+	nc, err := nats.Connect(urls, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
+	main := daemonMain + models + "nats: {url: \"" + urls + "\"}\ncluster: {host: " + host + ", lease: " + clusterLease.String() + "}\n"
+	dir := daemonConfig(t, main, desks)
 	return startDaemonOptions(t, dir, func(*config.Config) {}, func(o *desk.DaemonOptions, r *daemonRun) {
 		o.NATS = nc
 		serve := o.Serve
@@ -224,6 +225,29 @@ func TestClusterNATSTriggersGoToTheOwner(t *testing.T) {
 	}
 }
 
+// TestClusterWaitsForNATS: a host that starts while its NATS server is
+// away is ready, lists its desks standby and runs none, trying to open the
+// stores again every lease/3; once the server is back it opens them and
+// takes the desk.
+func TestClusterWaitsForNATS(t *testing.T) {
+	srv := natstest.Start(t)
+	srv.Down()
+	a := startClusterHostMain(t, srv.URL(), "a", "", map[string]string{"main": daemonDesk("offline")}, "", false)
+	if st, ok := statusOf(a, "main"); !ok || st.State != desk.StateStandby || st.Owner != nil {
+		t.Fatalf("desk main with NATS away = %+v (listed %v), want standby, no owner", st, ok)
+	}
+	a.clk.Advance(2 * clusterLease) // tries again, in vain
+	if _, ok := a.d.Set().Get("main"); ok {
+		t.Fatal("desk main runs with NATS away")
+	}
+	srv.Up()
+	won := expectAcquired(a, "main")
+	if won.Host != "a" || won.Epoch == 0 {
+		t.Errorf("desk.acquired once NATS is back = %+v, want host a, an epoch", won)
+	}
+	a.turn("main", "t1")
+}
+
 // TestClusterLostLeaseStopsTheDesk: another host's write over the desk's
 // lease makes the owner's next renewal fail: the desk stops at once,
 // writes nothing more to its WAL, is standby again, and is taken back
@@ -331,7 +355,7 @@ func TestClusterLeaseLostDuringATurnDropsTheReply(t *testing.T) {
 	defer close(release)
 	t.Setenv("DESKD_TEST_KEY", "sk-test")
 	models := "  fast: {provider: openai, base_url: " + api.URL() + "/v1, model: gpt-test, api_key_env: DESKD_TEST_KEY}\n"
-	a := startClusterHostMain(t, c, "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("fast")}, models, false)
+	a := startClusterHostMain(t, c.URLs(), "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("fast")}, models, false)
 	won := expectAcquired(a, "main")
 	a.submit("main", "t1", "Check the tape.")
 	expectEvent(a, func(e event.TurnStarted) bool { return e.Trigger == "t1" })

@@ -293,10 +293,7 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 	stopCalendars := func() {}
 	start := names
 	if d.cl != nil { // a desk runs only once its lease is won (clustered.go)
-		d.stop.Set("opening the cluster's stores")
-		if err := d.cl.open(ctx, names); err != nil {
-			return err
-		}
+		d.cl.standBy(names)
 		start = nil
 	}
 	d.startDesks(ctx, deskCtx, cfg, start)
@@ -310,7 +307,7 @@ func (d *Daemon) run(ctx context.Context, sigs <-chan os.Signal) (err error) {
 		d.startWatch(ctx, cfg)
 		runErr = d.startFrontend(ctx)
 		if runErr == nil && d.cl != nil {
-			runErr = d.cl.start(ctx, apiAddr(d.front), names)
+			d.cl.start(ctx, apiAddr(d.front)) // the stores opened, it contends for the desks
 		}
 	}
 	if runErr == nil && ctx.Err() == nil {
