@@ -127,9 +127,27 @@ func Compact(ctx context.Context, s *Stores, desk, scratch string) (Rebuilt, err
 	return r, nil
 }
 
+// onlyFences reports whether every record on subject through sequence
+// last is a fence; it reads them in order and stops at the first that is
+// not.
+func onlyFences(ctx context.Context, st jetstream.Stream, subject string, last uint64) (bool, error) {
+	for seq := uint64(1); seq <= last; {
+		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if err != nil {
+			return false, fmt.Errorf("read the record of %s at or after sequence %d: %w", subject, seq, err)
+		}
+		if m.Header.Get(HeaderOp) != OpFence {
+			return false, nil
+		}
+		seq = m.Sequence + 1
+	}
+	return true, nil
+}
+
 // Seed lets a cluster start from a desk folder that one host has today:
-// when the desk has no snapshot and its WAL holds no record but w's fence
-// (w: the desk's writer from Fence, its first owner), it packs the folder
+// when the desk has no snapshot and its WAL holds no record but fences,
+// the last w's (w: the desk's writer from Fence, its first owner; the
+// fences before it, of owners that stopped before their Seed), it packs the folder
 // dir as it is (but for temporary files) into the desk's snapshot,
 // covering the fence, and reports true; Rebuild then gives that folder
 // back. Otherwise (a snapshot, or records: the stores have the desk
@@ -152,18 +170,18 @@ func Seed(ctx context.Context, s *Stores, desk, dir string, w *Writer) (bool, er
 		return fail(fmt.Errorf("read the snapshot's info: %w", err))
 	}
 	subject := Subject(desk)
-	info, err := s.WAL.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return fail(fmt.Errorf("count the records of %s: %w", subject, err))
-	}
-	if n := info.State.Subjects[subject]; n != 1 {
-		return false, nil // records besides the fence: the stores have the desk
-	}
 	if last, err := lastSeq(ctx, s.WAL, subject); err != nil || last != fence {
 		if err == nil {
-			err = fmt.Errorf("the WAL's one record is %d, not the writer's fence %d", last, fence)
+			err = fmt.Errorf("the WAL's last record is %d, not the writer's fence %d", last, fence)
 		}
 		return fail(err)
+	}
+	// Earlier fences alone (an owner that died between its Fence and its
+	// Seed) hold nothing of the desk either.
+	if only, err := onlyFences(ctx, s.WAL, subject, fence); err != nil {
+		return fail(err)
+	} else if !only {
+		return false, nil // records besides fences: the stores have the desk
 	}
 	if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return false, nil

@@ -108,18 +108,33 @@ type record struct {
 // refuses every later publish of an older owner, and returns the writer
 // of that epoch. Call it after winning the lease and before rebuilding
 // the folder: the rebuild then reads everything up to the fence.
+//
+// A record of the old owner may land between the read of the subject's
+// last sequence and the fence (its publish in flight as its lease ran
+// out): the stream refuses the fence, and while lease holds, Fence reads
+// the last sequence again and fences after that record, up to
+// maxFenceTries times; the old owner's next publish is refused.
 func Fence(ctx context.Context, s *Stores, desk, host string, lease Holder) (*Writer, error) {
-	w := &Writer{js: s.JS, desk: desk, subject: Subject(desk), host: host, lease: lease}
-	last, err := lastSeq(ctx, s.WAL, w.subject)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: fence desk %s: %w", desk, err)
+	for try := 1; ; try++ {
+		w := &Writer{js: s.JS, desk: desk, subject: Subject(desk), host: host, lease: lease}
+		last, err := lastSeq(ctx, s.WAL, w.subject)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: fence desk %s: %w", desk, err)
+		}
+		w.last = last
+		err = w.publish(ctx, record{op: OpFence})
+		if err == nil {
+			return w, nil
+		}
+		if !errors.Is(err, ErrFenced) || !lease.Holds() || try == maxFenceTries || ctx.Err() != nil {
+			return nil, fmt.Errorf("cluster: fence desk %s: %w", desk, err)
+		}
 	}
-	w.last = last
-	if err := w.publish(ctx, record{op: OpFence}); err != nil {
-		return nil, fmt.Errorf("cluster: fence desk %s: %w", desk, err)
-	}
-	return w, nil
 }
+
+// maxFenceTries bounds the fences of one Fence that the stream refuses
+// because an older owner's record came first.
+const maxFenceTries = 10
 
 // lastSeq is the stream sequence of the last message on subject; 0 when
 // it has none.
