@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/durable"
 )
 
 // PauseFile is the name of the pause file in a desk's folder.
@@ -81,7 +81,8 @@ func loadPause(path string) (*Pause, error) {
 	return &Pause{By: rec.By, At: rec.At, Reason: rec.Reason}, nil
 }
 
-// writePause records a pause or a resume in the pause file, atomically.
+// writePause records a pause or a resume in the pause file, atomically,
+// through the desk folder's file layer.
 func (d *Desk) writePause(rec pauseRecord) error {
 	if d.o.PauseFile == "" {
 		return nil
@@ -90,7 +91,14 @@ func (d *Desk) writePause(rec pauseRecord) error {
 	if err != nil {
 		return err
 	}
-	return memory.WriteFileAtomic(d.o.PauseFile, append(b, '\n'), 0o640)
+	var fsys durable.FS // through the folder's file layer: on a cluster, replicated like the desk's other writes
+	if d.o.Folder != nil {
+		fsys = d.o.Folder.FS
+	}
+	if err := durable.WriteFile(fsys, d.o.PauseFile, append(b, '\n'), 0o640); err != nil {
+		return fmt.Errorf("write %s: %w", d.o.PauseFile, err)
+	}
+	return nil
 }
 
 // Paused returns the desk's pause, or nil when it is not paused.
