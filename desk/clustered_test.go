@@ -383,6 +383,22 @@ func TestClusterLeaseLostDuringATurnDropsTheReply(t *testing.T) {
 	if !strings.Contains(a.log.String(), `"trigger":"t1"`) || !a.log.hasMessage("cluster: the desk's lease is lost during a turn: its reply is dropped; the new owner shows the trigger interrupted") {
 		t.Errorf("no error naming trigger t1's dropped reply in the log\n%s", a.log)
 	}
+
+	// x never renews: host b takes the desk a lease later, rebuilds it
+	// from the WAL and shows t1 interrupted (its message recorded, no
+	// reply), for an operator to decide; it does not run it again.
+	b := startClusterHostMain(t, c.URLs(), "b", "10.0.0.2:7317", map[string]string{"main": daemonDesk("fast")}, models, false)
+	took := expectAcquired(b, "main")
+	if took.Previous != "x" || took.Epoch <= won.Epoch {
+		t.Errorf("b's desk.acquired = %+v, want previous x, an epoch after %d", took, won.Epoch)
+	}
+	st := running(b, "main")
+	if len(st.Interrupted) != 1 || st.Interrupted[0].ID != "t1" {
+		t.Errorf("the new owner's interrupted triggers = %+v, want t1", st.Interrupted)
+	}
+	if n := len(api.Requests()); n != 1 {
+		t.Errorf("the model had %d requests, want 1: t1 is not run again", n)
+	}
 }
 
 // takeOver writes another host's lease (x's) over the desk's, as a host
