@@ -471,7 +471,18 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 		return
 	}
 	c.bind(ch.desk)
+	d.respool(ctx)
 	log.Info().Str("previous", ch.previous).Msg("cluster: the desk runs on this host, which owns it")
+}
+
+// respool has the spool take the inbox files of the desks running here
+// now (a cluster host's change with each desk won or lost).
+func (d *Daemon) respool(ctx context.Context) {
+	if d.spool.running() {
+		if err := d.spool.start(ctx); err != nil {
+			d.o.Log.Error().Err(err).Msg("cluster: the inbox folders of the desks this host runs")
+		}
+	}
 }
 
 // leaseLost stops the desk whose lease has ended at once: nothing more
@@ -508,10 +519,12 @@ func (d *Daemon) leaseLost(ch leaseChange) {
 }
 
 // fencedExit handles the exit of a desk stopped because its lease was
-// lost: its files are closed, and this host contends for it again.
-func (d *Daemon) fencedExit(run *deskRun) {
+// lost: its files are closed, its inbox is no longer taken, and this host
+// contends for it again.
+func (d *Daemon) fencedExit(ctx context.Context, run *deskRun) {
 	f := d.fleet
 	f.close(run)
+	d.respool(ctx)
 	if _, ok := d.cur.Load().Desks[run.name]; ok {
 		d.cl.contend(run.name)
 	} else {

@@ -147,6 +147,10 @@ func TestClusterOneOwnerStandbyAndHandOver(t *testing.T) {
 		t.Fatalf("the owner's status owner = %+v, want host a, epoch %d", owned.Owner, won.Epoch)
 	}
 	first := a.turn("main", "t1")
+	// The owner takes the desk's inbox files (its spool follows the desks
+	// it runs).
+	writeConfigFile(t, filepath.Join(a.d.Config().StateDir, "inbox", "main"), "in-1.json", `{"text": "from the inbox", "id": "in-1"}`)
+	first = expectEvent(a, func(e event.TurnCompleted) bool { return e.Trigger == "in-1" })
 
 	b := startClusterHost(t, c, "b", "10.0.0.2:7317", desks)
 	sb := waitListed(b, "main", func(st desk.Status) bool { return st.Owner != nil })

@@ -522,7 +522,7 @@ func (d *Daemon) exited(ctx, deskCtx context.Context, run *deskRun) error {
 	f := d.fleet
 	f.ended(run)
 	if run.fenced {
-		d.fencedExit(run) // its lease was lost: this host stands by for it
+		d.fencedExit(ctx, run) // its lease was lost: this host stands by for it
 		return nil
 	}
 	if run.failed {
