@@ -76,9 +76,15 @@ func (c *natsCluster) ready() bool {
 	return leader
 }
 
+// triggerStream is the stream of the hosts' NATS trigger ingress
+// (nats.triggers), on its default subject deskd.triggers.>; the bench
+// makes it with three replicas (newPublishFloor), as docs/NATS.md
+// advises a cluster to.
+const triggerStream = "DESKBENCH_TRIGGERS"
+
 // configLines are the main file's nats and cluster sections of host.
 func (c *natsCluster) configLines(host string, lease time.Duration) string {
-	return fmt.Sprintf("nats:\n  url: [%s]\ncluster: {host: %s, lease: %s}\n", strings.Join(c.urls, ", "), host, lease)
+	return fmt.Sprintf("nats:\n  url: [%s]\n  triggers: {stream: %s}\ncluster: {host: %s, lease: %s}\n", strings.Join(c.urls, ", "), triggerStream, host, lease)
 }
 
 // close shuts every node down.
@@ -89,8 +95,9 @@ func (c *natsCluster) close() {
 	}
 }
 
-// publishFloor is the JetStream half of the cluster's floor: a publish of
-// a WAL-sized record to a stream of three replicas, acknowledged.
+// publishFloor is the bench's own NATS client: the JetStream half of the
+// cluster's floor (a publish of a WAL-sized record to a stream of three
+// replicas, acknowledged), and the publisher of NATS triggers.
 type publishFloor struct {
 	nc *nats.Conn
 	js jetstream.JetStream
@@ -99,7 +106,8 @@ type publishFloor struct {
 // floorSubject is publishFloor's subject, in a stream of its own.
 const floorSubject = "deskbench.floor"
 
-// newPublishFloor connects to c and makes the floor's stream.
+// newPublishFloor connects to c and makes the floor's stream and the
+// trigger stream.
 func newPublishFloor(ctx context.Context, c *natsCluster) (*publishFloor, error) {
 	nc, err := nats.Connect(strings.Join(c.urls, ","))
 	if err != nil {
@@ -112,9 +120,13 @@ func newPublishFloor(ctx context.Context, c *natsCluster) (*publishFloor, error)
 	}
 	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "DESKBENCH_FLOOR", Subjects: []string{floorSubject},
 		Replicas: min(3, len(c.nodes)), Storage: jetstream.FileStorage, MaxMsgs: 10000})
+	if err == nil {
+		_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: triggerStream, Subjects: []string{"deskd.triggers.>"},
+			Replicas: min(3, len(c.nodes)), Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute})
+	}
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("publish floor: make its stream: %w", err)
+		return nil, fmt.Errorf("publish floor: make its streams: %w", err)
 	}
 	return &publishFloor{nc: nc, js: js}, nil
 }
