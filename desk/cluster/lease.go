@@ -337,6 +337,13 @@ func (h *Lease) renew() error {
 	defer cancel()
 	next, err := l.kv.Update(ctx, Key(h.desk), b, rev)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		// The revision moved: another host's write, or one of ours whose
+		// answer was lost (a renewal that timed out but was written).
+		if ours, ok := h.ownWrite(ctx); ok {
+			next, err = l.kv.Update(ctx, Key(h.desk), b, ours)
+		}
+	}
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return fmt.Errorf("desk %s, epoch %d: another host took the desk: %w", h.desk, h.owner.Epoch, ErrLost)
 	}
 	if err != nil {
@@ -348,6 +355,21 @@ func (h *Lease) renew() error {
 		h.rev, h.until = next, sent.Add(l.lease)
 	}
 	return nil
+}
+
+// ownWrite reads the desk's key and reports its revision when the value
+// there is a renewal of this lease (this host, and this epoch, which only
+// this lease's renewals carry: a winning write carries 0).
+func (h *Lease) ownWrite(ctx context.Context) (uint64, bool) {
+	e, err := h.l.kv.Get(ctx, Key(h.desk))
+	if err != nil {
+		return 0, false
+	}
+	var o Owner
+	if json.Unmarshal(e.Value(), &o) != nil || o.Host != h.l.host || o.Epoch != h.owner.Epoch {
+		return 0, false
+	}
+	return e.Revision(), true
 }
 
 // Release ends the lease and deletes the desk's key (only if it is still

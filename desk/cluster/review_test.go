@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/cluster"
 	"github.com/deskd/deskd/desk/natstest"
@@ -135,5 +137,59 @@ func TestFenceWhileTheOldOwnerStillPublishes(t *testing.T) {
 		if fi, err := os.Stat(filepath.Join(dir, "triggers.jsonl")); err != nil || fi.Size() != offset {
 			t.Fatalf("round %d: the rebuilt ledger: %v, %v; want the %d bytes a appended before the fence", round, fi, err, offset)
 		}
+	}
+}
+
+// lostReplies is a KV bucket whose next few Updates are written but
+// whose answers are lost (a timeout on a loaded cluster): the caller
+// gets an error though the write is in the bucket.
+type lostReplies struct {
+	jetstream.KeyValue
+	lose    atomic.Int32
+	updates chan error // a nil for each Update the bucket wrote
+}
+
+func (k *lostReplies) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	n, err := k.KeyValue.Update(ctx, key, value, rev)
+	if err == nil {
+		k.updates <- err
+	}
+	if err == nil && k.lose.Add(-1) >= 0 {
+		return 0, context.DeadlineExceeded
+	}
+	return n, err
+}
+
+// TestRenewalWhoseAnswerWasLostKeepsTheLease: a renewal that the bucket
+// wrote but whose answer never came leaves the owner holding an old
+// revision; its next renewal, refused because the revision moved, finds
+// its own write there, not another host's, and the lease goes on. Were
+// the lease lost, the desk would stop at once (its turn cut short and
+// shown interrupted) and be taken again by the same host at a new epoch,
+// for a slow answer.
+func TestRenewalWhoseAnswerWasLostKeepsTheLease(t *testing.T) {
+	c := natstest.StartCluster(t, 1)
+	clk := clock.NewFake(t0)
+	a := newHost(t, c, "a", clk)
+	kv := &lostReplies{KeyValue: a.stores.Owners, updates: make(chan error, 16)}
+	l, err := cluster.NewLeases(kv, cluster.LeaseConfig{Host: "a", Addr: "a:7317", Lease: lease, Clock: clk})
+	must(t, "leases", err)
+	h, err := l.Acquire(within(t, 30*time.Second), "alpha", nil)
+	must(t, "acquire", err)
+	t.Cleanup(func() { _ = h.Release(context.Background()) })
+	kv.lose.Store(1)
+	for n := range 4 {
+		if err := clk.WaitPending(within(t, 10*time.Second), 2); err != nil {
+			t.Fatalf("renewal %d: the lease armed no renewal (it ended: %v)", n+1, h.Err())
+		}
+		clk.Advance(lease / 3)
+		select {
+		case <-kv.updates:
+		case <-within(t, 10*time.Second).Done():
+			t.Fatalf("renewal %d: no renewal within 10s", n+1)
+		}
+	}
+	if err := clk.WaitPending(within(t, 10*time.Second), 2); err != nil || !h.Holds() {
+		t.Fatalf("after a renewal whose answer was lost, the lease ended: %v", h.Err())
 	}
 }
