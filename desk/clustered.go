@@ -418,6 +418,7 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 	}
 	h := &holding{lease: lease}
 	c.held[ch.desk] = h
+	f.set.Own(ch.desk, ownerOf(lease.Owner())) // starting here: 503, not a 421 naming the host that let it go
 	log := d.o.Log.With().Str("desk", ch.desk).Uint64("epoch", lease.Epoch()).Logger()
 	fail := func(err error) {
 		log.Error().Err(err).Msg("cluster: the desk's lease was won but the desk cannot start here; released, the next reload tries again")
@@ -456,7 +457,6 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 		defer c.wg.Done()
 		c.watch(wctx, ch.desk, h)
 	}()
-	f.set.Own(ch.desk, ownerOf(lease.Owner()))
 	event.Publish(d.o.Bus, event.DeskAcquired{Header: event.Header{At: d.o.Clock.Now(), Desk: ch.desk}, Host: c.cfg.Host,
 		Epoch: lease.Epoch(), Previous: ch.previous})
 	run, err := f.start(deskCtx, cfg, dc, nil)
@@ -534,8 +534,9 @@ func (d *Daemon) fencedExit(ctx context.Context, run *deskRun) {
 
 // rebuild makes the desk's folder dir what the cluster's stores hold of
 // it: it rebuilds it from the latest snapshot and the WAL into a fresh
-// folder beside it, then moves the local folder aside (<dir>.replaced,
-// kept until the next takeover) and the rebuilt one in. When the stores
+// folder beside it (desks/.<desk>.rebuild), then moves the local folder
+// aside (desks/.<desk>.replaced, kept until the next takeover) and the
+// rebuilt one in. When the stores
 // hold nothing of the desk (no snapshot, no record but fences), the local
 // folder is the desk's, and stays.
 func (c *clusterHost) rebuild(ctx context.Context, dir, name string) error {
