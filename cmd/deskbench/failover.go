@@ -506,37 +506,29 @@ func (cr *clusterRig) failover(ctx context.Context, l *ledger, sig syscall.Signa
 		return f, err
 	}
 	defer answers.Unsubscribe()
-	wg.Add(3)
-	go func() { // the NATS triggers, one every period, answered on the inbox
-		defer wg.Done()
-		t := time.NewTicker(cr.o.Period)
-		defer t.Stop()
-		for {
-			select {
-			case <-dctx.Done():
-				return
-			case <-t.C:
-				cr.publishTrigger(dctx, l, answers.Subject)
+	every := func(do func()) { // do, once a period, until the drivers stop
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(cr.o.Period)
+			defer t.Stop()
+			for {
+				select {
+				case <-dctx.Done():
+					return
+				case <-t.C:
+					do()
+				}
 			}
-		}
-	}()
+		}()
+	}
+	every(func() { cr.publishTrigger(dctx, l, answers.Subject) }) // NATS, answered on the inbox
+	every(func() { note(cr.send(dctx, l, f.victim, false)) })     // HTTP without waiting
+	wg.Add(1)
 	go func() { // the trigger that waits, one after another
 		defer wg.Done()
 		for dctx.Err() == nil {
 			note(cr.send(dctx, l, f.victim, true))
-		}
-	}()
-	go func() { // the triggers posted without waiting
-		defer wg.Done()
-		t := time.NewTicker(cr.o.Period)
-		defer t.Stop()
-		for {
-			select {
-			case <-dctx.Done():
-				return
-			case <-t.C:
-				note(cr.send(dctx, l, f.victim, false))
-			}
 		}
 	}()
 	err = pause(ctx, cr.o.Steady)
@@ -816,10 +808,13 @@ func (cr *clusterRig) check(ctx context.Context, l *ledger) error {
 	// backoff. A 404 is asked again until this deadline.
 	deadline := time.Now().Add(cr.o.Lease + 30*time.Second)
 	for _, id := range slices.Concat(l.ids, l.gaveUp) {
-		code, resp, err := owner.api.raw(ctx, http.MethodGet, "/v1/desks/"+clusterDesk+"/triggers/"+id+"?wait=30s", "")
+		get := func() (int, []byte, error) {
+			return owner.api.raw(ctx, http.MethodGet, "/v1/desks/"+clusterDesk+"/triggers/"+id+"?wait=30s", "")
+		}
+		code, resp, err := get()
 		for err == nil && code == http.StatusNotFound && l.by[id] == natsHost && time.Now().Before(deadline) {
 			if err = pause(ctx, 250*time.Millisecond); err == nil {
-				code, resp, err = owner.api.raw(ctx, http.MethodGet, "/v1/desks/"+clusterDesk+"/triggers/"+id+"?wait=30s", "")
+				code, resp, err = get()
 			}
 		}
 		var st triggerStatus
