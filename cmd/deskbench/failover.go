@@ -42,6 +42,11 @@ type clusterOptions struct {
 	Lease  time.Duration // cluster.lease
 	Steady time.Duration // triggers arriving before each signal
 	Period time.Duration // between the background triggers
+	// Profile, when set, is a folder for CPU profiles of the standbys
+	// over each SIGKILL's takeover (ProfileSeconds from the signal); the
+	// new owner's is kept.
+	Profile        string
+	ProfileSeconds int
 }
 
 // parseClusterFlags reads the cluster subcommand's command line.
@@ -58,6 +63,8 @@ func parseClusterFlags(args []string, stderr io.Writer) (clusterOptions, error) 
 	fs.DurationVar(&o.Lease, "lease", 3*time.Second, "cluster.lease of the three hosts")
 	fs.DurationVar(&o.Steady, "steady", time.Second, "how long triggers arrive before each signal")
 	fs.DurationVar(&o.Period, "period", 50*time.Millisecond, "between the triggers posted without waiting, beside the one that waits")
+	fs.StringVar(&o.Profile, "profile", "", "write a CPU profile of the new owner over each SIGKILL's takeover here (kill-N-HOST.pprof)")
+	fs.IntVar(&o.ProfileSeconds, "profile-seconds", 8, "how long each -profile profile runs from the signal")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -140,6 +147,7 @@ type clusterRig struct {
 	single *running // one host, no cluster
 	pub    *publishFloor
 	loads  []string // the load average at the end of each round
+	kills  int      // SIGKILLs so far, numbering the profiles
 }
 
 // startClusterRig starts the NATS cluster, the model server, the three
@@ -162,9 +170,9 @@ func startClusterRig(ctx context.Context, b *bench, o clusterOptions, log io.Wri
 		dir, err := b.folder("host-" + name)
 		if err == nil {
 			var s setup
-			if s, err = newSetup(dir, cr.m.BaseURL(), []string{clusterDesk}, false); err == nil {
+			if s, err = newSetup(dir, cr.m.BaseURL(), []string{clusterDesk}, o.Profile != ""); err == nil {
 				err = appendFile(s.Config, cr.nats.configLines(name, o.Lease))
-				s.Log = filepath.Join(dir, "deskd.log")
+				s.Log = filepath.Join(b.dir, "host-"+name+".log") // not in the config's folder, which deskd watches
 				cr.hosts = append(cr.hosts, &clusterHost{name: name, s: s, api: newAPI(s.URL(), 8)})
 			}
 		}
@@ -532,6 +540,15 @@ func (cr *clusterRig) failover(ctx context.Context, l *ledger, sig syscall.Signa
 		}
 	}()
 	err = pause(ctx, cr.o.Steady)
+	profiles := map[string]func() error{} // by standby, each profiling from the signal on
+	if err == nil && cr.o.Profile != "" && sig == syscall.SIGKILL {
+		cr.kills++
+		for _, h := range cr.hosts {
+			if h != owner && h.up() {
+				profiles[h.name] = h.s.profile(ctx, cr.profilePath(h.name), cr.o.ProfileSeconds)
+			}
+		}
+	}
 	if err == nil {
 		mu.Lock()
 		f.at, sent = time.Now(), true
@@ -552,6 +569,14 @@ func (cr *clusterRig) failover(ctx context.Context, l *ledger, sig syscall.Signa
 	}
 	stop()
 	wg.Wait()
+	for name, wait := range profiles { // the new owner's kept
+		if perr := wait(); perr != nil {
+			err = errors.Join(err, perr)
+		}
+		if name != f.by {
+			_ = os.Remove(cr.profilePath(name))
+		}
+	}
 	if by := cr.host(f.by); by != nil && err == nil {
 		f.takeover, err = takeoverAfter(by.s.Log, f.at)
 	}
@@ -571,6 +596,12 @@ func (cr *clusterRig) failover(ctx context.Context, l *ledger, sig syscall.Signa
 		err = errors.Join(err, upErr)
 	}
 	return f, err
+}
+
+// profilePath is where the profile of host over the current SIGKILL's
+// takeover goes.
+func (cr *clusterRig) profilePath(host string) string {
+	return filepath.Join(cr.o.Profile, fmt.Sprintf("kill-%d-%s.pprof", cr.kills, host))
 }
 
 // outcome is what one send saw.
