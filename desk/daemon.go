@@ -387,9 +387,11 @@ func (d *Daemon) startDesks(ctx, deskCtx context.Context, cfg *config.Config, na
 		err     error
 	}
 	results := make([]result, len(names))
-	// The desks' folders are made at once, before the workers start them
-	// (startfiles.go); a failure here is each desk's to report (prepare).
-	f.makeFolders(cfg, names)
+	// The desks' parent folder is made once, before the workers race to
+	// make it; a failure here is each desk's to report (prepare).
+	if len(names) > 0 {
+		_ = durable.MkdirAll(f.fsys, filepath.Dir(folderOf(cfg, names[0])), 0o750)
+	}
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(f.workers, len(names)) {

@@ -1,9 +1,9 @@
 package desk_test
 
-// A first start cut short (issue 24 item 4): the desks' folders are made
-// at once and made durable by one flush, their files by each desk's
-// start; a failure at any point of that leaves a state folder that the
-// next start runs every desk from.
+// A first start cut short (issue 24 item 4): each desk's start makes its
+// folder, sessions/, its first session and its state file; a failure at
+// any point of that leaves a state folder that the next start runs every
+// desk from.
 
 import (
 	"path/filepath"
@@ -13,35 +13,35 @@ import (
 )
 
 // TestAFirstStartCutShortRestartsCleanly: idle desks' first start through
-// a file layer that fails at one point of it (the shared flush of the new
-// folders, a folder, a first session's file, a state file's write, fsync
-// or rename, or every creation from the middle on, as a disk that fills);
-// the desks it reaches fail, the others run. The next start, on a sound
-// disk, runs every desk; the one after it finds every desk's files whole
-// and writes nothing.
+// a file layer that fails at one point of it (an fsync of a folder, a
+// creation early or late, a state file's write, fsync or rename, a
+// session's fsync, every creation from the middle on, as a disk that
+// fills); the desks it reaches fail, the others run. The next start, on a
+// sound disk, runs every desk; the one after it finds every desk's files
+// whole and writes nothing.
 func TestAFirstStartCutShortRestartsCleanly(t *testing.T) {
 	const idle = 12
-	// The creations of a first start: 2 a desk in the shared batch
-	// (folder, sessions/), then 2 a desk by the desks' starts (session
-	// file, state.json's temp), in the order the workers reach them.
+	// A first start makes 4 creations a desk (folder, sessions/, session
+	// file, state.json's temp) and 6 fsyncs, in the order the workers
+	// reach them.
 	tests := []struct {
 		name string
 		fail func(f *faultfs.FS)
 	}{
-		{"the shared flush fails", func(f *faultfs.FS) { f.FailAt(faultfs.Sync, 1, faultfs.ErrIO) }},
-		{"the shared flush and its fsyncs fail", func(f *faultfs.FS) {
+		{"desks/'s fsync fails", func(f *faultfs.FS) { f.FailAt(faultfs.Sync, 1, faultfs.ErrIO) }},
+		{"two fsyncs fail", func(f *faultfs.FS) {
 			f.FailAt(faultfs.Sync, 1, faultfs.ErrIO)
 			f.FailAt(faultfs.Sync, 2, faultfs.ErrIO)
 		}},
-		{"a desk's folder cannot be made", func(f *faultfs.FS) { f.FailAt(faultfs.Create, 7, faultfs.ErrNoSpace) }},
-		{"a first session cannot be made", func(f *faultfs.FS) { f.FailAt(faultfs.Create, 2*idle+5, faultfs.ErrNoSpace) }},
+		{"an early creation fails", func(f *faultfs.FS) { f.FailAt(faultfs.Create, 7, faultfs.ErrNoSpace) }},
+		{"a late creation fails", func(f *faultfs.FS) { f.FailAt(faultfs.Create, 2*idle+5, faultfs.ErrNoSpace) }},
 		{"a state file's write fails", func(f *faultfs.FS) { f.FailAt(faultfs.Write, 2*5, faultfs.ErrIO) }},
-		{"a session's fsync fails", func(f *faultfs.FS) { f.FailAt(faultfs.Sync, 1+3, faultfs.ErrIO) }},
-		{"a state file's fsync fails", func(f *faultfs.FS) { f.FailAt(faultfs.Sync, 1+4*3+3, faultfs.ErrIO) }},
+		{"a session's fsync fails", func(f *faultfs.FS) { f.FailAt(faultfs.Sync, 6*2+3, faultfs.ErrIO) }},
+		{"a state file's fsync fails", func(f *faultfs.FS) { f.FailAt(faultfs.Sync, 6*3+5, faultfs.ErrIO) }},
 		{"a state file's rename fails", func(f *faultfs.FS) { f.FailAt(faultfs.Rename, 4, faultfs.ErrIO) }},
 		{"the disk fills as the desks start", func(f *faultfs.FS) {
-			for i := idle; i <= 2*idle; i++ {
-				f.FailAt(faultfs.Create, 2*idle+i, faultfs.ErrNoSpace)
+			for i := 2 * idle; i <= 4*idle; i++ {
+				f.FailAt(faultfs.Create, i, faultfs.ErrNoSpace)
 			}
 		}},
 	}

@@ -40,39 +40,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 
-	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory"
-	"github.com/deskd/deskd/memory/durable"
 )
-
-// makeFolders makes, before the desks start, the state folder's desks/
-// and the folder of each desk of names that has none (its first start),
-// with the sessions/ folder its first session goes in (every first start
-// makes one): all of them made durable by one flush (durable.MkdirsIn: a
-// syncfs), not by the fsyncs of desks/ and of its folder that each desk's
-// start would make, and made one after another, not by workers racing for
-// desks/. A failure is each desk's to report as it starts (prepare makes
-// what is missing).
-func (f *fleet) makeFolders(cfg *config.Config, names []string) {
-	if len(names) == 0 {
-		return
-	}
-	if durable.MkdirAll(f.fsys, filepath.Dir(folderOf(cfg, names[0])), 0o750) != nil {
-		return
-	}
-	var missing []string
-	for _, name := range names {
-		dir := folderOf(cfg, name)
-		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-			missing = append(missing, dir, filepath.Join(dir, memory.SessionsDir))
-		}
-	}
-	_, _ = durable.MkdirsIn(f.fsys, missing, 0o750)
-}
 
 // mendStartFiles rebuilds the desk's files that its start reads and that
 // can be rebuilt, when they are damaged: state.json, from the session

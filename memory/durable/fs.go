@@ -15,10 +15,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 )
 
@@ -173,94 +171,18 @@ func MkdirAll(fsys FS, path string, perm fs.FileMode) error {
 			return err
 		}
 	}
-	made, err := mkdir(fsys, path, perm)
-	if err != nil || !made {
-		return err
-	}
-	return SyncDir(fsys, parent)
-}
-
-// mkdir makes folder path, with perm and, as root, the owner of the
-// folder it is made in, without an fsync; made is false when it exists.
-func mkdir(fsys FS, path string, perm fs.FileMode) (made bool, err error) {
 	if err := fsys.Mkdir(path, perm); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return false, nil
+			return nil
 		}
-		return false, err
+		return err
 	}
 	if uid, gid, ok := like(path, true); ok {
 		if err := fsys.Chown(path, uid, gid); err != nil {
-			return true, fmt.Errorf("give %s the owner of its folder: %w", path, err)
+			return fmt.Errorf("give %s the owner of its folder: %w", path, err)
 		}
 	}
-	return true, nil
-}
-
-// MkdirsIn makes the folders of paths that do not exist yet, in order
-// (each in a folder that exists, or that paths makes before it), as
-// MkdirAll makes one, and makes them durable at once: with one syncfs(2)
-// of their file system when fsys can (an FSSyncer, or a Group over one),
-// else with one fsync of each folder they were made in. So many folders
-// made at once cost one flush, not one each. It returns the folders it
-// made. On an error (a folder it cannot make, a flush that fails) it
-// removes the folders it made again, empty and not known to be durable,
-// and makes none.
-func MkdirsIn(fsys FS, paths []string, perm fs.FileMode) ([]string, error) {
-	fsys = Or(fsys)
-	var made []string
-	err := func() error {
-		parents := map[string]bool{}
-		for _, path := range paths {
-			path = filepath.Clean(path)
-			ok, err := mkdir(fsys, path, perm)
-			if ok {
-				made = append(made, path)
-				parents[filepath.Dir(path)] = true
-			}
-			if err != nil {
-				return fmt.Errorf("make folder %s: %w", path, err)
-			}
-		}
-		if len(made) == 0 || syncFS(fsys, filepath.Dir(made[0])) == nil {
-			return nil
-		}
-		for _, dir := range slices.Sorted(maps.Keys(parents)) {
-			if err := SyncDir(fsys, dir); err != nil {
-				return err
-			}
-		}
-		return nil
-	}()
-	if err != nil {
-		for _, path := range slices.Backward(made) {
-			_ = fsys.Remove(path)
-		}
-		return nil, err
-	}
-	return made, nil
-}
-
-// syncFS is syncfs(2) of the file system holding dir, through fsys when
-// it can (an FSSyncer, or a Group over one); errors.ErrUnsupported when
-// it cannot.
-func syncFS(fsys FS, dir string) error {
-	if g, ok := fsys.(*Group); ok {
-		fsys = g.FS
-	}
-	syncer, ok := fsys.(FSSyncer)
-	if !ok {
-		return errors.ErrUnsupported
-	}
-	d, err := fsys.OpenFile(dir, os.O_RDONLY, 0)
-	if err != nil {
-		return fmt.Errorf("syncfs %s: %w", dir, err)
-	}
-	err = syncer.SyncFS(d)
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return SyncDir(fsys, parent)
 }
 
 // SyncDir fsyncs folder dir, making creations and renames in it durable.
