@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,6 +252,39 @@ func TestClusterWaitsForNATS(t *testing.T) {
 		t.Errorf("desk.acquired once NATS is back = %+v, want host a, an epoch", won)
 	}
 	a.turn("main", "t1")
+}
+
+// TestClusterReloadContendsAndLetsGo: a desk file added on a cluster host
+// is contended for and run once won; one removed stops and its lease is
+// released, so that no host stands by for it any longer.
+func TestClusterReloadContendsAndLetsGo(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	a := startClusterHost(t, c, "a", "", map[string]string{"main": daemonDesk("offline")})
+	won := expectAcquired(a, "main")
+	writeConfigFile(t, a.dir, filepath.Join("desks.d", "fx.yaml"), daemonDesk("offline"))
+	a.signal(syscall.SIGHUP)
+	expectAcquired(a, "fx")
+	a.turn("fx", "f1")
+
+	if err := os.Remove(filepath.Join(a.dir, "desks.d", "main.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	a.signal(syscall.SIGHUP)
+	rel := expectEvent(a, func(e event.DeskReleased) bool { return e.Desk == "main" })
+	if rel.Host != "a" || rel.Epoch != won.Epoch {
+		t.Errorf("desk.released of the removed desk = %+v, want host a, epoch %d", rel, won.Epoch)
+	}
+	if st, ok := statusOf(a, "main"); ok {
+		t.Errorf("the removed desk is still listed: %+v", st)
+	}
+	_, js := c.Client()
+	kv, err := js.KeyValue(t.Context(), cluster.OwnersBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := kv.Get(t.Context(), cluster.Key("main")); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("the removed desk's lease key = %v, %v; want it deleted", e, err)
+	}
 }
 
 // TestClusterLostLeaseStopsTheDesk: another host's write over the desk's
