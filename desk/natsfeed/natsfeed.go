@@ -191,6 +191,16 @@ type guarded struct {
 
 func (g guarded) Refuse() { g.feed.Stop(); g.Frontend.Refuse() }
 
+// Addrs is the addresses the front end guarded serves on, nil when it
+// tells none: a cluster host's leases name the first TCP one (the 421's
+// addr), whatever wraps the front end.
+func (g guarded) Addrs() []string {
+	if a, ok := g.Frontend.(interface{ Addrs() []string }); ok {
+		return a.Addrs()
+	}
+	return nil
+}
+
 // run sets up and consumes until ctx ends; a consumer that stops (deleted
 // on the server) is set up again.
 func (f *Feed) run(ctx context.Context) {
