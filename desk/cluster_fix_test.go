@@ -8,11 +8,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/cluster"
+	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/natsfeed"
 	"github.com/deskd/deskd/desk/natstest"
@@ -59,5 +63,53 @@ func TestClusterGuardedFrontendNamesItsAddr(t *testing.T) {
 	var mis httpapi.MisdirectedResponse
 	if err := json.Unmarshal([]byte(body), &mis); err != nil || code != http.StatusMisdirectedRequest || mis.Owner != "a" || mis.Addr != "10.0.0.1:7317" {
 		t.Fatalf("a trigger to the standby = %d %s, want 421 naming owner a at 10.0.0.1:7317", code, body)
+	}
+}
+
+// TestClusterFailedTakeoverIsTriedAgain: a host that wins a desk's lease
+// but cannot start it (here the WAL cannot be rebuilt; as well a NATS
+// timeout while it fences, seeds or rebuilds, the very moment failovers
+// happen when a node dies with its host) releases the lease and takes
+// the desk out of its config until a reload: it never contends for it
+// again. Were every host to hit the same trouble, the desk would stay
+// down cluster-wide until an operator reloads each host. Once the
+// trouble is gone, the host must take the desk again on its own.
+// (The reviewer's test, issue 25 fix item 3.)
+func TestClusterFailedTakeoverIsTriedAgain(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	_, js := c.Client()
+	s, err := cluster.Open(t.Context(), js, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := &nats.Msg{Subject: cluster.Subject("main"), Data: []byte("{}\n"), Header: nats.Header{}}
+	bad.Header.Set(cluster.HeaderEpoch, "0")
+	bad.Header.Set(cluster.HeaderHost, "x")
+	bad.Header.Set(cluster.HeaderOp, cluster.OpAppend)
+	bad.Header.Set(cluster.HeaderFile, "triggers.jsonl")
+	bad.Header.Set(cluster.HeaderOffset, "100") // a gap: Rebuild refuses it
+	if _, err := js.PublishMsg(t.Context(), bad); err != nil {
+		t.Fatal(err)
+	}
+	a := startClusterHost(t, c, "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("offline")})
+	deadline := time.Now().Add(20 * time.Second)
+	for !a.log.hasMessage("cluster: the desk's lease was won but the desk cannot be taken over here; released, contending again after a backoff") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the takeover did not fail on the bad WAL\n%s", a.log)
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+	// The trouble is mended: the desk's WAL is purged.
+	if err := s.WAL.Purge(t.Context(), jetstream.WithPurgeSubject(cluster.Subject("main"))); err != nil {
+		t.Fatal(err)
+	}
+	for !func() bool {
+		return seenEvent(a, func(e event.DeskStarted) bool { return e.Desk == "main" }) != nil
+	}() {
+		if time.Now().After(deadline.Add(20 * time.Second)) {
+			t.Fatalf("the host never took the desk again once its WAL was mended (its clock moved past several leases)\n%s", a.log)
+		}
+		a.clk.Advance(clusterLease / 10)
+		<-time.After(20 * time.Millisecond)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -50,6 +51,7 @@ type clusterHost struct {
 
 	held       map[string]*holding           // the desks this host owns, by name
 	contending map[string]context.CancelFunc // the acquirer of each desk, by name
+	failures   map[string]int                // the takeovers of each desk that failed in a row, by name (backoff)
 	ingress    Ingress                       // nil: no NATS trigger ingress
 }
 
@@ -120,7 +122,8 @@ func newClusterHost(cfg *config.Config, nc *nats.Conn, fsys durable.FS, clk cloc
 		return nil, errors.New("daemon: the cluster section needs a connection to NATS (the nats section)")
 	}
 	return &clusterHost{cfg: *cfg.Cluster, nc: nc, repl: cluster.NewReplicas(fsys, filepath.Join(cfg.StateDir, "desks")), clk: clk, bus: bus, log: log,
-		set: set, changes: make(chan leaseChange), held: map[string]*holding{}, contending: map[string]context.CancelFunc{}}, nil
+		set: set, changes: make(chan leaseChange), held: map[string]*holding{},
+		contending: map[string]context.CancelFunc{}, failures: map[string]int{}}, nil
 }
 
 // replicas is how many copies the stores keep when this host creates
@@ -178,12 +181,8 @@ func (c *clusterHost) openStores(ctx context.Context) {
 			last = err.Error()
 			c.log.Warn().Err(err).Dur("retry_every", c.cfg.Renew()).Msg("cluster: the stores cannot be opened yet: every desk stays standby")
 		}
-		t := c.clk.NewTimer(c.cfg.Renew())
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !c.sleep(ctx, c.cfg.Renew()) {
 			return
-		case <-t.C():
 		}
 	}
 }
@@ -221,7 +220,23 @@ func (d *Daemon) storesOpened(stores *cluster.Stores) {
 // contend runs the desk's acquirer, unless one runs: it waits for the
 // lease, hands it to the main loop, and tells it when the lease ends.
 // While it waits, the owners it sees are the desk's in the set.
-func (c *clusterHost) contend(name string) {
+func (c *clusterHost) contend(name string) { c.contendAfter(name, 0) }
+
+// maxBackoff bounds the wait before a desk whose takeovers keep failing
+// is contended for again: this many leases.
+const maxBackoff = 8
+
+// backoff is how long the host waits before it contends again for a desk
+// whose takeover has failed n times in a row: a lease, doubling with each
+// failure up to maxBackoff leases.
+func (c *clusterHost) backoff(n int) time.Duration {
+	return min(c.cfg.Lease<<min(max(n-1, 0), 3), maxBackoff*c.cfg.Lease)
+}
+
+// contendAfter is contend, its acquirer waiting delay on the daemon's
+// clock before it contends (a failed takeover's backoff); forget and the
+// shutdown end the wait.
+func (c *clusterHost) contendAfter(name string, delay time.Duration) {
 	if _, ok := c.contending[name]; ok || c.leases == nil || c.ctx.Err() != nil {
 		return // contending already, or the stores are not open yet (storesOpened contends)
 	}
@@ -233,8 +248,23 @@ func (c *clusterHost) contend(name string) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		if delay > 0 && !c.sleep(ctx, delay) {
+			return
+		}
 		c.acquire(ctx, name)
 	}()
+}
+
+// sleep waits d on the daemon's clock; false when ctx ended first.
+func (c *clusterHost) sleep(ctx context.Context, d time.Duration) bool {
+	t := c.clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
 }
 
 // acquire is the desk's acquirer (contend).
@@ -258,12 +288,8 @@ func (c *clusterHost) acquire(ctx context.Context, name string) {
 		}
 		if err != nil { // the watch ended (the connection is down): try again
 			c.log.Warn().Err(err).Str("desk", name).Dur("retry_in", c.cfg.Renew()).Msg("cluster: contend for the desk")
-			t := c.clk.NewTimer(c.cfg.Renew())
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !c.sleep(ctx, c.cfg.Renew()) {
 				return
-			case <-t.C():
 			}
 		}
 	}
@@ -319,6 +345,7 @@ func (c *clusterHost) stopContending() {
 // config); a lease held is released by the desk's exit (releaseDesk).
 func (c *clusterHost) forget(name string) {
 	c.unbind(name) // before the desk stops
+	delete(c.failures, name)
 	if cancel, ok := c.contending[name]; ok {
 		cancel()
 		delete(c.contending, name)
@@ -420,11 +447,14 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 	c.held[ch.desk] = h
 	f.set.Own(ch.desk, ownerOf(lease.Owner())) // starting here: 503, not a 421 naming the host that let it go
 	log := d.o.Log.With().Str("desk", ch.desk).Uint64("epoch", lease.Epoch()).Logger()
-	fail := func(err error) {
-		log.Error().Err(err).Msg("cluster: the desk's lease was won but the desk cannot start here; released, the next reload tries again")
-		f.failed(ch.desk, err)
+	fail := func(err error) { // a takeover's trouble (NATS, the stores, the disk) may pass: contend again later
+		c.failures[ch.desk]++
+		wait := c.backoff(c.failures[ch.desk])
+		log.Error().Err(err).Int("failures", c.failures[ch.desk]).Dur("retry_in", wait).
+			Msg("cluster: the desk's lease was won but the desk cannot be taken over here; released, contending again after a backoff")
 		c.releaseDesk(ch.desk)
-		d.dropDesk(ch.desk)
+		f.failed(ch.desk, err)
+		c.contendAfter(ch.desk, wait)
 	}
 	var err error
 	if h.w, err = cluster.Fence(ctx, c.stores, ch.desk, c.cfg.Host, lease); err != nil {
@@ -470,6 +500,7 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 		d.dropDesk(ch.desk) // its exit closes its files and releases the lease
 		return
 	}
+	delete(c.failures, ch.desk)
 	c.bind(ch.desk)
 	d.respool(ctx)
 	log.Info().Str("previous", ch.previous).Msg("cluster: the desk runs on this host, which owns it")
