@@ -59,8 +59,12 @@ func startAPI(ctx context.Context, cfg *config.Config, clk clock.Clock, ring *ht
 			return nil, fmt.Errorf("%s: %w", f.key, err)
 		}
 	}
+	var host string // this host's cluster name, which GET /v1/proof names
+	if cfg.Cluster != nil {
+		host = cfg.Cluster.Host
+	}
 	a := httpapi.New(httpapi.Options{Desks: set, Token: token, FeedToken: feedToken, MetricsToken: metricsToken, Clock: clk, Events: ring, Log: log, Check: check, NATS: httpapi.NATSStatusOf(nc),
-		Notify: notifyState, Approvals: approvals, Console: console.Handler(), Listen: cfg.Listens, AllowedHosts: allowedHosts, Files: httpapi.Files{Day: cfg.Day, Version: buildinfo.Version(),
+		Notify: notifyState, Approvals: approvals, Console: console.Handler(), Listen: cfg.Listens, AllowedHosts: allowedHosts, Host: host, Files: httpapi.Files{Day: cfg.Day, Version: buildinfo.Version(),
 			AuditConfig: func(name string) (audit.Config, error) { return audit.ConfigOf(cfg, name) }}})
 	for pattern, h := range extra {
 		a.Handle(pattern, h)

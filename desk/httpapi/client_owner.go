@@ -7,13 +7,19 @@ package httpapi
 // trigger).
 
 import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 )
 
 // MaxHops is how many 421s one request follows: from the host asked to
@@ -61,7 +67,8 @@ func clientError(status int, body []byte) *Error {
 // https:// URL of a host and port and nothing else, or a host:port, which
 // is reached with from's scheme (http over a unix socket). Anything else
 // (a unix socket, credentials, a path, a query, a host that is a
-// wildcard) is refused: the client sends its token there.
+// wildcard, http:// from an https:// host) is refused: the client sends
+// its token there.
 func OwnerURL(from, addr string) (string, error) {
 	scheme := "http"
 	if strings.HasPrefix(from, "https://") {
@@ -84,6 +91,8 @@ func OwnerURL(from, addr string) (string, error) {
 		return "", fmt.Errorf("owner address %q holds credentials: refused", addr)
 	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
 		return "", fmt.Errorf("owner address %q has a path, query or fragment: want http(s)://host:port", addr)
+	case scheme == "https" && u.Scheme != "https":
+		return "", fmt.Errorf("owner address %q is http, reached from the https host %s: refused, the token would go there in cleartext", addr, from)
 	case u.Port() == "" || u.Port() == "0":
 		return "", fmt.Errorf("owner address %q names no port: want http(s)://host:port", addr)
 	}
@@ -95,9 +104,96 @@ func OwnerURL(from, addr string) (string, error) {
 
 // at is a client of the same token and clock at base, the API of host
 // owner: its own connections (a unix socket's dialer is not carried).
+// With a token, its first request that carries it waits for the host's
+// proof that it holds the same token (proving): only a 421, whose
+// address any writer of the KV bucket DESKD_OWNERS sets, vouches for
+// base.
 func (c *Client) at(base, owner string) *Client {
+	hc := &http.Client{}
+	if c.Token != "" {
+		hc.Transport = &proving{next: http.DefaultTransport, base: base, owner: owner, token: c.Token}
+	}
 	return &Client{Token: c.Token, Now: c.Now, OnHop: c.OnHop, Found: "the owner of the desk, host " + owner + ", as a 421 named it",
-		base: base, hc: &http.Client{}}
+		base: base, hc: hc}
+}
+
+// proving is the transport of a client at a host reached through a 421:
+// before the first request that carries a token, it asks the host for
+// its proof (GET /v1/proof) with a fresh nonce and the token's id, and
+// sends the request only when the proof is the token's for that nonce
+// and for the host the 421 named; otherwise the request fails, and the
+// token is never sent.
+type proving struct {
+	next               http.RoundTripper
+	base, owner, token string
+
+	mu     sync.Mutex
+	proven bool
+}
+
+// RoundTrip sends req once the host has proved it holds the token (a
+// request without an Authorization header is sent as it is).
+func (p *proving) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("Authorization") != "" {
+		if err := p.once(req.Context()); err != nil {
+			if req.Body != nil {
+				_ = req.Body.Close()
+			}
+			return nil, err
+		}
+	}
+	return p.next.RoundTrip(req)
+}
+
+// once asks for the proof until one succeeds.
+func (p *proving) once(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proven {
+		return nil
+	}
+	if err := p.prove(ctx); err != nil {
+		return fmt.Errorf("host %s at %s, as a 421 named it, does not prove it holds this client's token: not following the 421: %w", p.owner, p.base, err)
+	}
+	p.proven = true
+	return nil
+}
+
+// prove asks the host for its proof of a fresh nonce and checks it.
+func (p *proving) prove(ctx context.Context) error {
+	var raw [ProofNonceLen / 2]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return fmt.Errorf("make a nonce: %w", err)
+	}
+	nonce := hex.EncodeToString(raw[:])
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+PathProof+"?nonce="+nonce, nil)
+	if err != nil {
+		return fmt.Errorf("ask for its proof: %w", err)
+	}
+	req.Header.Set(HeaderTokenID, TokenID(p.token))
+	resp, err := p.next.RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("ask for its proof (GET %s): %w", PathProof, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if err != nil {
+		return fmt.Errorf("read its proof: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s answered %d: %s", PathProof, resp.StatusCode, answerError(resp.StatusCode, body).Message) // not wrapped: no caller may take it for the request's answer
+	}
+	var pr ProofResponse
+	if err := json.Unmarshal(body, &pr); err != nil {
+		return fmt.Errorf("its answer to GET %s is not a proof: %w", PathProof, err)
+	}
+	if pr.Host != p.owner {
+		return fmt.Errorf("it proves for host %q, not for host %q that the 421 named", pr.Host, p.owner)
+	}
+	if got, err := hex.DecodeString(pr.Proof); err != nil || !hmac.Equal(got, proofMAC(p.token, nonce, p.owner)) {
+		return errors.New("its proof is not this token's for the nonce sent")
+	}
+	return nil
 }
 
 // OnOwner runs do against c and, while it fails with a 421 that names the

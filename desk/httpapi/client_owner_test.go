@@ -22,7 +22,7 @@ import (
 // owner's, where the trigger is then waited for. A second post of the same
 // id through the standby is a duplicate: a retry never makes two.
 func TestOnOwnerSendsTheTriggerToTheOwner(t *testing.T) {
-	h := httpapitest.Start(t, httpapitest.Options{Token: "tok"})
+	h := httpapitest.Start(t, httpapitest.Options{Token: "tok", Host: "a"}) // host a, as the 421 names it: its proof (GET /v1/proof) says so
 	addr := httpapitest.HostPort(h.URL())
 	sb := httpapitest.StartStandby(t, "a", &addr)
 	c, err := httpapi.Dial(sb.URL)

@@ -129,7 +129,7 @@ const docDescription = `deskd's HTTP API: the desks, their triggers, sessions, p
 
 JSON in and out; every error is {"error": "..."} with a fitting status. Every route answers 421 to a request over TCP whose Host is not an IP address, localhost, a host of listen or a name of allowed_hosts (DNS rebinding), before anything else.
 
-Credentials (components.securitySchemes): with no token configured the API is open (it listens on loopback only) and every request is the operator's; a request over listen's unix socket is the operator's; otherwise every route but GET /healthz, POST /v1/login and the console's page and assets needs one: 401 without, 403 when it does not reach the route, 429 (Retry-After) to a token from an address that sent too many wrong ones. A browser's cross-origin mutation is 403. While deskd shuts down, every POST and GET /healthz answer 503.
+Credentials (components.securitySchemes): with no token configured the API is open (it listens on loopback only) and every request is the operator's; a request over listen's unix socket is the operator's; otherwise every route but GET /healthz, POST /v1/login, GET /v1/proof and the console's page and assets needs one: 401 without, 403 when it does not reach the route, 429 (Retry-After) to a token from an address that sent too many wrong ones. A browser's cross-origin mutation is 403. While deskd shuts down, every POST and GET /healthz answer 503.
 
 A path served for another method only answers 405 with Allow (x-deskd-catch-all); any other path 404. Request headers past 64 KiB are 431, net/http's own plain-text answer.`
 
@@ -315,6 +315,13 @@ func apiRoutes() []route {
 			},
 			headers: []param{{name: "Last-Event-ID", in: "header", what: "Resume after this event (a deskd restarted since replays what it holds).", schema: map[string]any{"type": "string"}}},
 			answers: []answer{{status: 200, what: "The stream.", content: "text/event-stream"}, errAnswer(404, "An unknown desk."), errAnswer(501, "This deskd keeps no event ring.")}},
+		{pattern: patternProof, id: "getProof", summary: "Prove that this host holds a client's token without the client sending it: the HMAC-SHA256 under the token of \"deskd-proof\\x00\" + nonce + \"\\x00\" + host. The CLI asks it before it sends its token to a host a 421 named.", access: publicAccess,
+			query:   []param{{name: "nonce", in: "query", what: "A fresh random nonce: exactly 64 hex digits (400 otherwise).", schema: map[string]any{"type": "string", "pattern": "^[0-9a-fA-F]{64}$"}}},
+			headers: []param{{name: HeaderTokenID, in: "header", what: "The token's id: the hex of the first 16 bytes of its SHA-256 (400 when not 32 hex digits).", schema: map[string]any{"type": "string"}}},
+			answers: []answer{jsonAnswer[ProofResponse](200, "The proof, and this host's cluster name (empty without a cluster)."),
+				errAnswer(400, "The nonce or the token id is not what is wanted."),
+				errAnswer(403, "No token of this deskd has that id."),
+				{status: 429, what: "Too many wrong tokens from this address.", bodies: []reflect.Type{typ[errorBody]()}, headers: []string{"Retry-After"}}}},
 		{pattern: "GET /v1/desks/{desk}/sessions", id: "listSessions", summary: "The desk's sessions, oldest first.",
 			answers: append([]answer{jsonAnswer[SessionsResponse](200, "The sessions.")}, filesErrors...)},
 		{pattern: "GET /v1/desks/{desk}/sessions/{session}/transcript", id: "getTranscript", summary: "A session's transcript.",

@@ -139,6 +139,9 @@ type Options struct {
 	// a reload applies at once; every other name but localhost is
 	// refused in Host (hosts.go).
 	AllowedHosts func() []string
+	// Host is this host's name in its cluster (cluster.host), which
+	// GET /v1/proof names (proof.go); empty: no cluster.
+	Host string
 }
 
 // Server serves the HTTP API. Extra handlers (GET /metrics) may be added
@@ -199,6 +202,7 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /v1/desks/{desk}/triggers/{id}/ack", s.postAck)
 
 	s.mux.HandleFunc("GET /v1/events", s.events) // events.go
+	s.mux.HandleFunc(patternProof, s.getProof)   // proof.go
 	s.mux.HandleFunc(patternOpenAPI, s.openAPI)  // openapi.go
 	s.routeFiles()                               // deskfiles.go
 	s.routeReplays()                             // replays.go
@@ -279,9 +283,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // public reports whether r asks for the web console's page or assets,
-// which need no credential, or signs in (POST /v1/login).
+// which need no credential, signs in (POST /v1/login) or asks for a
+// proof (GET /v1/proof, proof.go).
 func (s *Server) public(r *http.Request) bool {
-	if r.Method == http.MethodPost && r.URL.Path == "/v1/login" {
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/login" || r.Method == http.MethodGet && r.URL.Path == PathProof {
 		return true
 	}
 	if s.o.Console == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead) {

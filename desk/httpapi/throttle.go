@@ -114,9 +114,9 @@ func remoteHost(r *http.Request) string {
 }
 
 // presentsToken reports whether r presents a token for the throttle to
-// count: a sign-in, or an Authorization header.
+// count: a sign-in, an Authorization header, or a proof's token id.
 func presentsToken(r *http.Request) bool {
-	return (r.Method == http.MethodPost && r.URL.Path == "/v1/login") || r.Header.Get("Authorization") != ""
+	return (r.Method == http.MethodPost && r.URL.Path == "/v1/login") || r.Header.Get("Authorization") != "" || r.Header.Get(HeaderTokenID) != ""
 }
 
 // throttled answers 429 when r presents a token from an address refused

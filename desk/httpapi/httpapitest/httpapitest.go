@@ -70,6 +70,9 @@ type Options struct {
 	// its Host rule accepts beyond localhost and the IP addresses.
 	Listen       []string
 	AllowedHosts func() []string
+	// Host is the API's (httpapi.Options): this host's cluster name, which
+	// GET /v1/proof names.
+	Host string
 	// Space is the desk's free-space probe (desk.Options.Space); the test
 	// sets its Clock and Bus (the Harness's) and makes it look.
 	Space *desk.SpaceProbe
@@ -118,7 +121,7 @@ func Start(tb testing.TB, o Options) *Harness {
 	met.SetGauges(metrics.DeskGauges(set))
 	h.API = httpapi.New(httpapi.Options{Desks: set, Token: o.Token, FeedToken: o.FeedToken, MetricsToken: o.MetricsToken,
 		Clock: h.Clock, Events: ring, Log: zerolog.New(zerolog.NewTestWriter(tb)).Level(zerolog.DebugLevel), Files: files(o.Files), NATS: o.NATS, Approvals: o.Approvals, Console: o.Console, Check: o.Check,
-		Listen: o.Listen, AllowedHosts: o.AllowedHosts}) // the trace of each request: not into a fuzz target's F
+		Listen: o.Listen, AllowedHosts: o.AllowedHosts, Host: o.Host}) // the trace of each request: not into a fuzz target's F
 	h.API.Handle("GET /metrics", met.Handler())
 	h.Server = httptest.NewServer(h.API)
 	tb.Cleanup(func() { // before desktest's, which stops the desk and closes the bus
