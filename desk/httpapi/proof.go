@@ -10,7 +10,6 @@ package httpapi
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -88,14 +87,16 @@ func (s *Server) getProof(w http.ResponseWriter, r *http.Request) {
 }
 
 // tokenWithID returns the token of this deskd whose TokenID is id,
-// compared in constant time with every token's.
+// compared in constant time with every token's (digestCredential).
 func (s *Server) tokenWithID(id []byte) (string, bool) {
-	found := ""
-	for _, tok := range []string{s.o.MetricsToken, s.o.FeedToken, s.o.Token} { // every one, whichever matches
-		sum := sha256.Sum256([]byte(tok))
-		if subtle.ConstantTimeCompare(id, sum[:tokenIDLen]) == 1 && tok != "" {
-			found = tok
-		}
+	var tok string
+	switch s.digestCredential(id) {
+	case credOperator:
+		tok = s.o.Token
+	case credFeed:
+		tok = s.o.FeedToken
+	case credMetrics:
+		tok = s.o.MetricsToken
 	}
-	return found, found != ""
+	return tok, tok != ""
 }
