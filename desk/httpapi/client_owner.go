@@ -176,15 +176,12 @@ func (p *proving) prove(ctx context.Context) error {
 		return fmt.Errorf("ask for its proof (GET %s): %w", PathProof, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	if err != nil {
-		return fmt.Errorf("read its proof: %w", err)
-	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s answered %d: %s", PathProof, resp.StatusCode, answerError(resp.StatusCode, body).Message) // not wrapped: no caller may take it for the request's answer
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("GET %s answered %d: %s", PathProof, resp.StatusCode, answerError(resp.StatusCode, msg).Message) // not wrapped: no caller may take it for the request's answer
 	}
 	var pr ProofResponse
-	if err := json.Unmarshal(body, &pr); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<10)).Decode(&pr); err != nil {
 		return fmt.Errorf("its answer to GET %s is not a proof: %w", PathProof, err)
 	}
 	if pr.Host != p.owner {

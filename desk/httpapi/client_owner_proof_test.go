@@ -174,3 +174,28 @@ func TestOnOwnerNeverFollowsHTTPSToHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestOnOwnerRefusesAReplayedProof: a host that answers with a proof of
+// the token made for another nonce (one seen before) and the owner's name
+// does not prove it holds the token now: it is not sent the request.
+func TestOnOwnerRefusesAReplayedProof(t *testing.T) {
+	var mu sync.Mutex
+	var tokens []string
+	replayer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		tokens = append(tokens, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"host": "a", "proof": "` + httpapi.ProofOf("tok", proofNonce, "a") + `"}`))
+	}))
+	defer replayer.Close()
+	_, err := postThroughStandby(t, "a", httpapitest.HostPort(replayer.URL), "tok", "r2")
+	if err == nil || !strings.Contains(err.Error(), "not following the 421: its proof is not this token's for the nonce sent") {
+		t.Errorf("OnOwner to a host replaying a proof = %v, want it not followed: the proof is not for the nonce sent", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(tokens) != 1 || tokens[0] != "" {
+		t.Errorf("the replayer got Authorization %q; want one request (the proof's), without the token", tokens)
+	}
+}
