@@ -19,11 +19,18 @@ import (
 // (lease 3s), in a folder of its own.
 func clusterConfig(t *testing.T, c *natstest.Cluster, host string) string {
 	t.Helper()
+	return clusterModelConfig(t, c, host, "{provider: scripted}")
+}
+
+// clusterModelConfig is clusterConfig with model as the models entry of
+// "m" (openAIModel, say).
+func clusterModelConfig(t *testing.T, c *natstest.Cluster, host, model string) string {
+	t.Helper()
 	urls := make([]string, len(c.Nodes))
 	for i, nd := range c.Nodes {
 		urls[i] = nd.URL()
 	}
-	return apiConfig(t, t.TempDir(), "{provider: scripted}",
+	return apiConfig(t, t.TempDir(), model,
 		"nats:\n  url: ["+strings.Join(urls, ", ")+"]\ncluster: {host: "+host+", lease: 3s}\n", "")
 }
 

@@ -18,12 +18,17 @@ import (
 // and runs it, and b, which stands by for it with a as its owner.
 func clusterPair(t *testing.T, deadline time.Time) (a, b *deskdProc) {
 	t.Helper()
-	c := natstest.StartCluster(t, 3)
-	a = startDeskd(t, "deskd-a", "run", "--config", clusterConfig(t, c, "a"))
-	a.waitReady(t)
+	return clusterPairOn(t, deadline, natstest.StartCluster(t, 3), "{provider: scripted}")
+}
+
+// clusterPairOn is clusterPair on the cluster c, with model as the models
+// entry of "m" (clusterModelConfig; the fake model service's key in each
+// process's environment, as startAPIBinary gives it).
+func clusterPairOn(t *testing.T, deadline time.Time, c *natstest.Cluster, model string) (a, b *deskdProc) {
+	t.Helper()
+	a = startAPIBinary(t, "deskd-a", clusterModelConfig(t, c, "a", model))
 	a.waitFor(t, deadline, "desk main running on a", deskRunsHere)
-	b = startDeskd(t, "deskd-b", "run", "--config", clusterConfig(t, c, "b"))
-	b.waitReady(t)
+	b = startAPIBinary(t, "deskd-b", clusterModelConfig(t, c, "b", model))
 	b.waitFor(t, deadline, "the standby seeing a as the owner", func(l stderrLine) bool {
 		return l.Str("message") == "cluster: standing by for the desk, which another host owns" && l.Str("owner") == "a"
 	})
