@@ -113,3 +113,82 @@ func TestClusterFailedTakeoverIsTriedAgain(t *testing.T) {
 		<-time.After(20 * time.Millisecond)
 	}
 }
+
+// TestClusterFirstOwnerWithoutTheFolder: a desk ran on host a alone
+// until today; a cluster of a and a new host b (the same desk files, an
+// empty state folder) starts, b first. The stores hold nothing of the
+// desk, and b has no folder to seed it from: were b to take the desk, it
+// would start it empty (a new session, no ledger, no Memory.md), and a's
+// history would never be seeded (the WAL has records from then on), its
+// folder set aside as .main.replaced at a's next takeover and removed at
+// the one after. The desk must go on from a's folder: its next turn is
+// turn 2 of a's session, whichever host answers it.
+// (The reviewer's test, issue 25 fix item 5.)
+func TestClusterFirstOwnerWithoutTheFolder(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	desks := map[string]string{"main": daemonDesk("offline")}
+	dir := daemonConfig(t, daemonMain, desks)
+	one := startDaemon(t, dir)
+	first := one.turn("main", "t1")
+	one.stop()
+
+	b := startClusterHost(t, c, "b", "10.0.0.2:7317", desks)
+	// b alone for a while: today it takes the desk at once (and runs it
+	// empty); a fix keeps it standing by.
+	for wait := time.Now().Add(3 * time.Second); time.Now().Before(wait); <-time.After(20 * time.Millisecond) {
+		if _, ok := b.d.Set().Get("main"); ok {
+			break
+		}
+	}
+	writeConfigFile(t, dir, "deskd.yaml", daemonMain+"nats: {url: \""+c.URLs()+"\"}\ncluster: {host: a, lease: "+clusterLease.String()+"}\n")
+	nc, err := nats.Connect(c.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	a := startDaemonOptions(t, dir, func(*config.Config) {}, func(o *desk.DaemonOptions, r *daemonRun) {
+		o.NATS = nc
+		serve := o.Serve
+		o.Serve = func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
+			f, err := serve(ctx, set, check)
+			return addressed{Frontend: f, addr: "10.0.0.1:7317"}, err
+		}
+	})
+	owner := b
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, ok := b.d.Set().Get("main"); ok {
+			break
+		}
+		if _, ok := a.d.Set().Get("main"); ok {
+			owner = a
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no host runs desk main within 20s")
+		}
+		a.clk.Advance(clusterLease / 30)
+		b.clk.Advance(clusterLease / 30)
+		<-time.After(20 * time.Millisecond)
+	}
+	next := owner.turn("main", "t2")
+	if next.Session != first.Session || next.Turn != first.Turn+1 {
+		t.Fatalf("t2 is turn %d of session %s, want turn %d of session %s (a's history): the desk started empty", next.Turn, next.Session, first.Turn+1, first.Session)
+	}
+}
+
+// TestClusterNewDeskStartsAfterTheGrace: a brand-new desk on a fresh
+// cluster (no host has a folder for it, the stores know nothing of it)
+// still starts, once the first owner's grace (3 leases on its clock) is
+// over (issue 25 fix item 5).
+func TestClusterNewDeskStartsAfterTheGrace(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	a := startClusterHost(t, c, "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("offline")})
+	_, moved := expectAcquiredIn(a, "main", 0)
+	if moved < 3*clusterLease-clusterLease/10 {
+		t.Fatalf("the new desk started after %v of the clock, within the first owner's grace of 3 leases (%v)", moved, 3*clusterLease)
+	}
+	if r := a.turn("main", "t1"); r.Turn != 1 {
+		t.Fatalf("the new desk's first turn is turn %d, want 1", r.Turn)
+	}
+}

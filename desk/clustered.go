@@ -52,6 +52,7 @@ type clusterHost struct {
 	held       map[string]*holding           // the desks this host owns, by name
 	contending map[string]context.CancelFunc // the acquirer of each desk, by name
 	failures   map[string]int                // the takeovers of each desk that failed in a row, by name (backoff)
+	unknown    map[string]time.Time          // when this host, with no folder for the desk, first found the stores knowing nothing of it (firstOwnerGrace)
 	ingress    Ingress                       // nil: no NATS trigger ingress
 }
 
@@ -123,7 +124,7 @@ func newClusterHost(cfg *config.Config, nc *nats.Conn, fsys durable.FS, clk cloc
 	}
 	return &clusterHost{cfg: *cfg.Cluster, nc: nc, repl: cluster.NewReplicas(fsys, filepath.Join(cfg.StateDir, "desks")), clk: clk, bus: bus, log: log,
 		set: set, changes: make(chan leaseChange), held: map[string]*holding{},
-		contending: map[string]context.CancelFunc{}, failures: map[string]int{}}, nil
+		contending: map[string]context.CancelFunc{}, failures: map[string]int{}, unknown: map[string]time.Time{}}, nil
 }
 
 // replicas is how many copies the stores keep when this host creates
@@ -231,6 +232,26 @@ const maxBackoff = 8
 // failure up to maxBackoff leases.
 func (c *clusterHost) backoff(n int) time.Duration {
 	return min(c.cfg.Lease<<min(max(n-1, 0), 3), maxBackoff*c.cfg.Lease)
+}
+
+// firstOwnerGrace is how long, in leases, a host with no folder for a
+// desk the stores know nothing of lets the hosts that may have its folder
+// (its single-host history) take it first, before it starts it new.
+const firstOwnerGrace = 3
+
+// yieldFirst reports, with the wait left, whether the desk dir, which the
+// stores know nothing of and this host has no folder for, is to be left
+// to another host for now: for firstOwnerGrace leases on the daemon's
+// clock from the first such finding.
+func (c *clusterHost) yieldFirst(name string) (time.Duration, bool) {
+	now := c.clk.Now()
+	since, ok := c.unknown[name]
+	if !ok {
+		since = now
+		c.unknown[name] = now
+	}
+	left := firstOwnerGrace*c.cfg.Lease - now.Sub(since)
+	return left, left > 0
 }
 
 // contendAfter is contend, its acquirer waiting delay on the daemon's
@@ -346,6 +367,7 @@ func (c *clusterHost) stopContending() {
 func (c *clusterHost) forget(name string) {
 	c.unbind(name) // before the desk stops
 	delete(c.failures, name)
+	delete(c.unknown, name)
 	if cancel, ok := c.contending[name]; ok {
 		cancel()
 		delete(c.contending, name)
@@ -462,6 +484,25 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 		return
 	}
 	dir := folderOf(cfg, ch.desk)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		known, err := cluster.Known(ctx, c.stores, ch.desk)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if left, yield := c.yieldFirst(ch.desk); yield && !known {
+			log.Info().Dur("retry_in", left).Msg("cluster: the stores know nothing of the desk and this host has no folder for it: released, " +
+				"for a host with its folder to take it first; this host starts it new if none has once the grace is over")
+			c.unhold(ch.desk, h) // nothing ran under the lease: no desk.released
+			if err := lease.Release(context.WithoutCancel(c.ctx)); err != nil {
+				log.Warn().Err(err).Msg("cluster: release the lease of a desk left to a host with its folder (it runs out)")
+			}
+			f.set.Standby(ch.desk, nil)
+			c.contendAfter(ch.desk, left)
+			return
+		}
+	}
+	delete(c.unknown, ch.desk)
 	// A cluster starts from the folder a host has today: the first owner's
 	// local folder becomes the desk's snapshot when the stores hold nothing
 	// of it.

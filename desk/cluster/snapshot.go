@@ -144,6 +144,33 @@ func onlyFences(ctx context.Context, st jetstream.Stream, subject string, last u
 	return true, nil
 }
 
+// Known reports whether the stores hold anything of the desk: a
+// snapshot, or a WAL record besides fences. A desk they do not know is
+// new to the cluster, or still only in the folder of the host it ran on
+// before (Seed).
+func Known(ctx context.Context, s *Stores, desk string) (bool, error) {
+	last, err := lastSeq(ctx, s.WAL, Subject(desk))
+	if err == nil {
+		var has bool
+		if has, err = known(ctx, s, desk, last); err == nil {
+			return has, nil
+		}
+	}
+	return false, fmt.Errorf("cluster: desk %s: %w", desk, err)
+}
+
+// known is Known, the WAL read through sequence last. Fences alone (of
+// owners that stopped before their Seed) hold nothing of the desk.
+func known(ctx context.Context, s *Stores, desk string, last uint64) (bool, error) {
+	if _, err := s.Snapshots.GetInfo(ctx, desk); err == nil {
+		return true, nil
+	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return false, fmt.Errorf("read the snapshot's info: %w", err)
+	}
+	only, err := onlyFences(ctx, s.WAL, Subject(desk), last)
+	return !only && err == nil, err
+}
+
 // Seed lets a cluster start from a desk folder that one host has today:
 // when the desk has no snapshot and its WAL holds no record but fences,
 // the last w's (w: the desk's writer from Fence, its first owner; the
@@ -164,24 +191,16 @@ func Seed(ctx context.Context, s *Stores, desk, dir string, w *Writer) (bool, er
 	if stopped != nil {
 		return fail(stopped)
 	}
-	if _, err := s.Snapshots.GetInfo(ctx, desk); err == nil {
-		return false, nil
-	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fail(fmt.Errorf("read the snapshot's info: %w", err))
-	}
-	subject := Subject(desk)
-	if last, err := lastSeq(ctx, s.WAL, subject); err != nil || last != fence {
+	if last, err := lastSeq(ctx, s.WAL, Subject(desk)); err != nil || last != fence {
 		if err == nil {
 			err = fmt.Errorf("the WAL's last record is %d, not the writer's fence %d", last, fence)
 		}
 		return fail(err)
 	}
-	// Earlier fences alone (an owner that died between its Fence and its
-	// Seed) hold nothing of the desk either.
-	if only, err := onlyFences(ctx, s.WAL, subject, fence); err != nil {
+	if has, err := known(ctx, s, desk, fence); err != nil {
 		return fail(err)
-	} else if !only {
-		return false, nil // records besides fences: the stores have the desk
+	} else if has {
+		return false, nil
 	}
 	if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return false, nil
