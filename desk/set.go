@@ -61,11 +61,15 @@ type Set struct {
 	// starting those it has won and is starting (Own), not yet running.
 	standby  map[string]bool
 	starting map[string]bool
+	// storesDown are the desks of a cluster this host stopped because the
+	// cluster's stores could not make their writes durable (StoresLost).
+	storesDown map[string]StorageStatus
 }
 
 // NewSet returns a set of the desks ds.
 func NewSet(ds ...*Desk) *Set {
-	s := &Set{desks: map[string]*Desk{}, failed: map[string]Failure{}, owners: map[string]Owner{}, standby: map[string]bool{}, starting: map[string]bool{}}
+	s := &Set{desks: map[string]*Desk{}, failed: map[string]Failure{}, owners: map[string]Owner{}, standby: map[string]bool{}, starting: map[string]bool{},
+		storesDown: map[string]StorageStatus{}}
 	for _, d := range ds {
 		s.desks[d.Name()] = d
 	}
@@ -112,6 +116,7 @@ func (s *Set) Put(d *Desk) {
 	delete(s.failed, d.Name())
 	delete(s.standby, d.Name())
 	delete(s.starting, d.Name())
+	delete(s.storesDown, d.Name())
 	d.configRejected.Store(firstRejection(s.rejected, d.Name()))
 	s.mu.Unlock()
 }
@@ -160,6 +165,7 @@ func (s *Set) Standby(name string, o *Owner) {
 	s.standby[name] = true
 	if o != nil {
 		s.owners[name] = *o
+		delete(s.storesDown, name) // the stores answer: an owner is seen
 	} else {
 		delete(s.owners, name)
 	}
@@ -186,6 +192,33 @@ func (s *Set) Unstandby(name string) {
 	delete(s.standby, name)
 	delete(s.starting, name)
 	delete(s.owners, name)
+	delete(s.storesDown, name)
+}
+
+// StoresLost records that the desk called name, of a cluster, stands by
+// here because the cluster's stores could not make its writes durable
+// (quorum lost): StoresTrouble shows st until the desk runs again or
+// another owner is seen (Standby with an owner).
+func (s *Set) StoresLost(name string, st StorageStatus) {
+	s.mu.Lock()
+	s.storesDown[name] = st
+	s.mu.Unlock()
+}
+
+// StoresTrouble returns the storage trouble of the desks this host stopped
+// because the cluster's stores could not make their writes durable, by
+// name; nil when there is none.
+func (s *Set) StoresTrouble() map[string]*StorageStatus {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.storesDown) == 0 {
+		return nil
+	}
+	out := make(map[string]*StorageStatus, len(s.storesDown))
+	for name, st := range s.storesDown {
+		out[name] = &st
+	}
+	return out
 }
 
 // Placement is where the desk called name of a cluster is, as this host

@@ -60,6 +60,15 @@ type failedDesks interface {
 
 var _ failedDesks = (*desk.Set)(nil)
 
+// storesTrouble is what the server reads of the desks a cluster host
+// stopped because the cluster's stores could not make their writes
+// durable, when its Desks has them (*desk.Set does).
+type storesTrouble interface {
+	StoresTrouble() map[string]*desk.StorageStatus
+}
+
+var _ storesTrouble = (*desk.Set)(nil)
+
 // failedDesks returns the desks that failed to start, by name.
 func (s *Server) failedDesks() map[string]desk.Failure {
 	if f, ok := s.desks.(failedDesks); ok {
@@ -315,6 +324,14 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 				out.Storage = map[string]*desk.StorageStatus{}
 			}
 			out.Storage[d.Name()] = st
+		}
+	}
+	if t, ok := s.desks.(storesTrouble); ok {
+		for name, st := range t.StoresTrouble() { // a cluster's quorum lost: no desk write can be durable
+			if out.Storage == nil {
+				out.Storage = map[string]*desk.StorageStatus{}
+			}
+			out.Storage[name] = st
 		}
 	}
 	if out.Storage != nil {
