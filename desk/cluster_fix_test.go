@@ -6,8 +6,11 @@ package desk_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -28,6 +31,14 @@ import (
 // serves on addr.
 func startGuardedHost(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string) *daemonRun {
 	t.Helper()
+	return startFixHost(t, c, host, addr, desks, true, func(*desk.DaemonOptions) {})
+}
+
+// startFixHost is a cluster host on c whose front end serves on addr,
+// guarded by the NATS feed as deskd run wires it when guarded, its
+// options as opt leaves them.
+func startFixHost(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string, guarded bool, opt func(*desk.DaemonOptions)) *daemonRun {
+	t.Helper()
 	nc, err := nats.Connect(c.URLs())
 	if err != nil {
 		t.Fatal(err)
@@ -36,11 +47,12 @@ func startGuardedHost(t *testing.T, c *natstest.Cluster, host, addr string, desk
 	dir := daemonConfig(t, daemonMain+"nats: {url: \""+c.URLs()+"\"}\ncluster: {host: "+host+", lease: "+clusterLease.String()+"}\n", desks)
 	return startDaemonOptions(t, dir, func(*config.Config) {}, func(o *desk.DaemonOptions, r *daemonRun) {
 		o.NATS = nc
+		opt(o)
 		serve := o.Serve
 		o.Serve = func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
 			f, err := serve(ctx, set, check)
-			if err != nil {
-				return f, err
+			if err != nil || !guarded {
+				return addressed{Frontend: f, addr: addr}, err
 			}
 			feed := natsfeed.Start(natsfeed.Options{Conn: nc, Triggers: clusterTriggers, Desks: set, Bus: o.Bus, Clock: o.Clock, Log: o.Log, Lease: clusterLease})
 			r.d.SetIngress(feed)
@@ -259,5 +271,62 @@ func TestClusterQuorumLossSaysSo(t *testing.T) {
 	api.ServeHTTP(w, req)
 	if w.Code != http.StatusOK {
 		t.Fatalf("/healthz once quorum is back = %d %s, want 200", w.Code, w.Body)
+	}
+}
+
+// relTree is treeOf dir, its paths relative to dir.
+func relTree(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	for p, sum := range treeOf(t, dir) {
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[rel] = sum
+	}
+	return out
+}
+
+// TestClusterOwnerCompactsTheWAL: the owner of a desk whose WAL gathers
+// more records than its threshold (DaemonOptions.CompactAfter, here 20)
+// compacts it in the background: a snapshot appears (a rebuild starts
+// from it), the records before it are purged, and the standby's takeover
+// after gives the owner's folder (issue 25 fix item 2).
+func TestClusterOwnerCompactsTheWAL(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	desks := map[string]string{"main": daemonDesk("offline")}
+	small := func(o *desk.DaemonOptions) { o.CompactAfter = 20 }
+	a := startFixHost(t, c, "a", "10.0.0.1:7317", desks, false, small)
+	expectAcquired(a, "main")
+	for i := range 8 {
+		a.turn("main", fmt.Sprintf("t%d", i))
+	}
+	_, js := c.Client()
+	s, err := cluster.Open(t.Context(), js, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !a.log.hasMessage("cluster: the desk's WAL compacted: a new snapshot, the records before it purged"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no compaction within 20s though the WAL passed 20 records\n%s", a.log)
+		}
+		a.clk.Advance(clusterLease / 30)
+		<-time.After(20 * time.Millisecond)
+	}
+	if n, err := cluster.Records(t.Context(), s, "main"); err != nil || n >= 20 {
+		t.Fatalf("the WAL holds %d records of desk main after the compaction (%v), want the ones before the snapshot purged", n, err)
+	}
+	b := startFixHost(t, c, "b", "10.0.0.2:7317", desks, false, small)
+	waitListed(b, "main", func(st desk.Status) bool { return st.Owner != nil })
+	a.stop()
+	owned := relTree(t, filepath.Join(a.d.Config().StateDir, "desks", "main"))
+	r, err := cluster.Rebuild(t.Context(), s, "main", filepath.Join(t.TempDir(), "main"), 0)
+	if err != nil || r.Snapshot == 0 {
+		t.Fatalf("a rebuild after the compaction = %+v, %v; want it from a snapshot", r, err)
+	}
+	expectAcquiredIn(b, "main", 0)
+	if got := relTree(t, filepath.Join(b.d.Config().StateDir, "desks", "main")); !maps.Equal(got, owned) {
+		t.Fatalf("the folder after the takeover differs from the owner's:\n got %v\nwant %v", got, owned)
 	}
 }

@@ -9,6 +9,7 @@ package desk
 // each lease once its desk has stopped.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,7 +55,20 @@ type clusterHost struct {
 	failures   map[string]int                // the takeovers of each desk that failed in a row, by name (backoff)
 	unknown    map[string]time.Time          // when this host, with no folder for the desk, first found the stores knowing nothing of it (firstOwnerGrace)
 	ingress    Ingress                       // nil: no NATS trigger ingress
+
+	compactAfter int           // the WAL records of a desk since its snapshot that make its owner compact it
+	scratch      string        // the folder compactions rebuild into (state dir's .compact/<desk>), never a live one
+	compacting   chan struct{} // held by the one compaction running (one desk at a time)
 }
+
+// DefaultCompactAfter is how many WAL records of a desk since its last
+// snapshot make its owner compact it (DaemonOptions.CompactAfter): a
+// takeover then replays about this many at most, whatever the history.
+const DefaultCompactAfter = 10_000
+
+// compactRetry is how long, in leases, an owner waits after a compaction
+// failed before it tries the desk's again.
+const compactRetry = 10
 
 // Ingress is the NATS trigger ingress of a cluster host (natsfeed.Feed
 // in cluster mode): each desk's consumer bound by its owner only.
@@ -98,6 +112,14 @@ type holding struct {
 	lease *cluster.Lease
 	w     *cluster.Writer
 	end   context.CancelFunc
+
+	// The watch's and its compactions' (compact): the WAL held count
+	// records of the desk when its last sequence was base; no compaction
+	// before notBefore; busy while one runs.
+	mu          sync.Mutex
+	base, count uint64
+	notBefore   time.Time
+	busy        bool
 }
 
 // leaseChange is news for the main loop: the stores opened (stores), a
@@ -115,7 +137,7 @@ type leaseChange struct {
 // newClusterHost returns the cluster part of a daemon of cfg on nc, whose
 // desks write through fsys (wrapped: see clusterHost.repl), or nil without
 // a cluster section.
-func newClusterHost(cfg *config.Config, nc *nats.Conn, fsys durable.FS, clk clock.Clock, bus *event.Bus, log zerolog.Logger, set *Set) (*clusterHost, error) {
+func newClusterHost(cfg *config.Config, nc *nats.Conn, fsys durable.FS, clk clock.Clock, bus *event.Bus, log zerolog.Logger, set *Set, compactAfter int) (*clusterHost, error) {
 	if cfg.Cluster == nil {
 		return nil, nil
 	}
@@ -124,7 +146,8 @@ func newClusterHost(cfg *config.Config, nc *nats.Conn, fsys durable.FS, clk cloc
 	}
 	return &clusterHost{cfg: *cfg.Cluster, nc: nc, repl: cluster.NewReplicas(fsys, filepath.Join(cfg.StateDir, "desks")), clk: clk, bus: bus, log: log,
 		set: set, changes: make(chan leaseChange), held: map[string]*holding{},
-		contending: map[string]context.CancelFunc{}, failures: map[string]int{}, unknown: map[string]time.Time{}}, nil
+		contending: map[string]context.CancelFunc{}, failures: map[string]int{}, unknown: map[string]time.Time{},
+		compactAfter: cmp.Or(compactAfter, DefaultCompactAfter), scratch: filepath.Join(cfg.StateDir, ".compact"), compacting: make(chan struct{}, 1)}, nil
 }
 
 // replicas is how many copies the stores keep when this host creates
@@ -336,13 +359,77 @@ func (c *clusterHost) watch(ctx context.Context, name string, h *holding) {
 		case <-h.lease.Lost():
 			lost = h.lease.Err()
 		case <-t.C():
-			lost = h.w.Err()
+			if lost = h.w.Err(); lost == nil {
+				c.maybeCompact(ctx, name, h)
+			}
 		}
 		t.Stop()
 	}
 	select {
 	case c.changes <- leaseChange{desk: name, lease: h.lease, lost: lost}:
 	case <-ctx.Done():
+	}
+}
+
+// maybeCompact starts a compaction of the desk h holds in the background
+// (compact) when its WAL may hold compactAfter records since the last
+// snapshot and no other compaction runs; the watch goes on meanwhile.
+func (c *clusterHost) maybeCompact(ctx context.Context, name string, h *holding) {
+	last, _ := h.w.State()
+	h.mu.Lock()
+	due := !h.busy && last-h.base+h.count >= uint64(c.compactAfter) && !c.clk.Now().Before(h.notBefore)
+	h.mu.Unlock()
+	if !due {
+		return
+	}
+	select {
+	case c.compacting <- struct{}{}:
+	default:
+		return // another desk's runs: the next look
+	}
+	h.mu.Lock()
+	h.busy = true
+	h.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() { <-c.compacting }()
+		c.compact(ctx, name, h, last)
+	}()
+}
+
+// compact counts the desk's WAL records (as of its last sequence last)
+// and, past compactAfter, compacts it: a new snapshot from the stores,
+// rebuilt in the scratch folder, and the records before it purged. A
+// failure is logged and tried again after compactRetry leases; the desk
+// runs on either way.
+func (c *clusterHost) compact(ctx context.Context, name string, h *holding, last uint64) {
+	n, err := cluster.Records(ctx, c.stores, name)
+	var r cluster.Rebuilt
+	if err == nil && n >= uint64(c.compactAfter) {
+		if err = os.MkdirAll(c.scratch, 0o750); err == nil {
+			scratch := filepath.Join(c.scratch, name)
+			if err = os.RemoveAll(scratch); err == nil { // what a crash mid-compaction left
+				r, err = cluster.Compact(ctx, c.stores, name, scratch)
+			}
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.busy = false
+	switch {
+	case err != nil:
+		h.notBefore = c.clk.Now().Add(compactRetry * c.cfg.Lease)
+		if ctx.Err() == nil {
+			c.log.Error().Err(err).Str("desk", name).Dur("retry_in", compactRetry*c.cfg.Lease).
+				Msg("cluster: compact the desk's WAL (the desk runs on; tried again later)")
+		}
+	case r.Through > 0:
+		h.base, h.count = r.Through, 1 // the record the snapshot covers stays
+		c.log.Info().Str("desk", name).Uint64("snapshot", r.Through).Int("records", r.Records).Uint64("before", n).
+			Msg("cluster: the desk's WAL compacted: a new snapshot, the records before it purged")
+	default:
+		h.base, h.count = last, n
 	}
 }
 

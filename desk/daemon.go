@@ -110,6 +110,10 @@ type DaemonOptions struct {
 	// (the cluster section) needs: its JetStream holds the desks' leases,
 	// WALs and snapshots. Without a cluster section it is not used.
 	NATS *nats.Conn
+	// CompactAfter is how many WAL records of a desk its owner lets gather
+	// since the desk's last snapshot before it compacts it (a cluster
+	// host; 0: DefaultCompactAfter).
+	CompactAfter int
 }
 
 // Daemon is the running daemon: every desk of the config, started,
@@ -169,7 +173,7 @@ func NewDaemon(o DaemonOptions) (*Daemon, error) {
 	d.fleet.space = &SpaceProbe{Dir: o.Config.StateDir, Clock: o.Clock, Bus: o.Bus, Statfs: o.Statfs}
 	d.spool = &spool{dir: InboxDir(o.Config.StateDir), set: d.fleet.set, clk: o.Clock, bus: o.Bus, log: o.Log}
 	var err error
-	if d.cl, err = newClusterHost(o.Config, o.NATS, d.group, o.Clock, o.Bus, o.Log, d.fleet.set); err != nil {
+	if d.cl, err = newClusterHost(o.Config, o.NATS, d.group, o.Clock, o.Bus, o.Log, d.fleet.set, o.CompactAfter); err != nil {
 		return nil, err
 	}
 	if d.cl != nil { // each desk's folder written only while this host owns it, each write replicated

@@ -127,6 +127,18 @@ func Compact(ctx context.Context, s *Stores, desk, scratch string) (Rebuilt, err
 	return r, nil
 }
 
+// Records is how many records of the desk's WAL the stream holds now:
+// those since its last snapshot (Compact purges the ones before), plus
+// the one it covers.
+func Records(ctx context.Context, s *Stores, desk string) (uint64, error) {
+	subject := Subject(desk)
+	info, err := s.WAL.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, fmt.Errorf("cluster: count the WAL records of desk %s: %w", desk, err)
+	}
+	return info.State.Subjects[subject], nil
+}
+
 // onlyFences reports whether every record on subject through sequence
 // last is a fence; it reads them in order and stops at the first that is
 // not.
