@@ -452,6 +452,7 @@ func TestClusterE2EKillStorm(t *testing.T) {
 	names := []string{"a", "b", "c"}
 	cfg, proc := map[string]string{}, map[string]*deskdProc{}
 	hosts := &stormHosts{}
+	started := time.Now()
 	for _, h := range names {
 		cfg[h] = clusterModelConfig(t, c, h, openAIModel(llm))
 		proc[h] = startAPIBinary(t, "deskd-"+h, cfg[h])
@@ -477,14 +478,17 @@ func TestClusterE2EKillStorm(t *testing.T) {
 		})
 	}
 	findOwner("an owner of desk main")
+	t.Logf("host %s runs desk main at epoch %d, %v after the three hosts started", owner, epoch, time.Since(started).Round(time.Millisecond))
 	for k := 1; k <= kills; k++ {
 		n := s.ackedCount()
 		waitStorm(t, deadline, "three triggers accepted under the owner "+owner, func() bool { return s.ackedCount() >= n+3 })
 		killed := owner
 		hosts.set(killed, "")
+		killedAt := time.Now()
 		killNow(t, proc[killed])
 		if k%2 == 0 { // a standby takes the desk over before the killed host is back
 			findOwner(fmt.Sprintf("a standby to take desk main over after kill %d (of host %s)", k, killed))
+			t.Logf("kill %d: host %s runs desk main %v after the SIGKILL (as polled; not asserted)", k, owner, time.Since(killedAt).Round(time.Millisecond))
 		}
 		proc[killed] = startAPIBinary(t, fmt.Sprintf("deskd-%s (%d)", killed, k+1), cfg[killed])
 		hosts.set(killed, proc[killed].URL(t))
@@ -508,4 +512,12 @@ func TestClusterE2EKillStorm(t *testing.T) {
 		t.Errorf("the WAL's fences are of epochs %v, want at least %d, the last %d", epochs, kills+1, epoch)
 	}
 	t.Logf("%d kills, %d triggers posted, %d accepted: %v; the WAL's epochs %v", kills, len(sent), len(acked), states, epochs)
+	for _, h := range names { // the takeovers that failed (not asserted: a cold cluster's first fences time out)
+		lines, _ := proc[h].stderr.snapshot()
+		for _, l := range lines {
+			if l.Event() == "desk.failed" {
+				t.Logf("host %s (its last process): desk.failed at %s: %s", h, l.Str("time"), l.Str("reason"))
+			}
+		}
+	}
 }
