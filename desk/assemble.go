@@ -78,7 +78,7 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 		Beyond: dc.BeyondCalendar, WarnDays: cfg.CalendarWarnDays, Day: cfg.Day,
 		ShutdownTimeout: cfg.ShutdownTimeout, PauseFile: folder.Path(PauseFile),
 		RefusePaused: dc.PausedTriggers.Refuse(), Log: log, Folder: folder, Acting: act.statusOf(dc.Name),
-		OnPause: act.onPause(dc.Name), Space: space,
+		OnPause: act.onPause(dc.Name), Space: space, SentMayBeLost: cfg.Cluster != nil,
 	})
 	if err != nil {
 		_ = r.Close()

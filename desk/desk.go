@@ -200,6 +200,13 @@ type Options struct {
 	// Space, if set, is the state folder's free-space probe: its low
 	// space shows in Storage (the desk runs on).
 	Space *SpaceProbe
+	// SentMayBeLost is set on a host of a cluster: the record that a
+	// turn's request went to the model is not fsynced by itself, so it is
+	// replicated only with the turn's next durable write, and a takeover
+	// (which rebuilds the folder from the replicated writes) can lose it.
+	// A trigger found with its message recorded and no reply then counts
+	// as one the model may have acted on, never as "never sent".
+	SentMayBeLost bool
 }
 
 // Desk is one desk's runtime.
@@ -440,7 +447,7 @@ func (d *Desk) recover() error {
 		case o.Seen:
 			rec := triggers.Record{
 				At: now, ID: it.Trigger.ID, State: triggers.StateInterrupted, Session: session, Turn: it.Turn,
-				Reason: interruptedReason(o),
+				Reason: interruptedReason(o, d.o.SentMayBeLost),
 			}
 			d.staged = append(d.staged, event.Stage(d.o.Bus, event.TurnInterrupted{
 				Header: d.outcome(it.Trigger.ID, triggers.StateInterrupted), Session: session, Trigger: it.Trigger.ID, Kind: string(it.Trigger.Kind), Reason: rec.Reason,
@@ -470,15 +477,21 @@ func (d *Desk) recover() error {
 // itself, so a crash of the host, not of deskd, can lose it).
 const (
 	reasonSent      = "sent: the model may have acted (deskd stopped while the turn was with the model); it is not run again automatically"
+	reasonMaySent   = "may have been sent: the model may have acted (its message was recorded; on a cluster the record of its request is replicated only with the turn's next write, so a takeover can lose it); it is not run again automatically"
 	neverSentPrefix = "never sent to the model"
 	reasonNeverSent = neverSentPrefix + ": deskd stopped after recording its message, before its request went out " +
 		"(unless the host itself crashed, which can lose that record); it is not run again automatically: submit it again if it should run"
 )
 
-// interruptedReason is the reason of a trigger interrupted with outcome o.
-func interruptedReason(o router.Outcome) string {
-	if o.Requested {
+// interruptedReason is the reason of a trigger interrupted with outcome
+// o; sentMayBeLost (Options.SentMayBeLost) says a missing record of the
+// request proves nothing.
+func interruptedReason(o router.Outcome, sentMayBeLost bool) string {
+	switch {
+	case o.Requested:
 		return reasonSent
+	case sentMayBeLost:
+		return reasonMaySent
 	}
 	return reasonNeverSent
 }

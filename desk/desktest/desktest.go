@@ -100,6 +100,8 @@ type Options struct {
 	// Space is the desk's free-space probe (desk.Options.Space); the test
 	// runs it.
 	Space *desk.SpaceProbe
+	// SentMayBeLost is desk.Options.SentMayBeLost (a host of a cluster).
+	SentMayBeLost bool
 	// Export, if set, is the bus's exporter (event.Export) from before the
 	// desk is made, as the NATS event publisher is.
 	Export func(event.Event)
@@ -176,7 +178,7 @@ func New(tb testing.TB, o Options) *Desk {
 		Name: Name, Keeper: d.Keeper, Router: d.Router, Ledger: d.Ledger, Schedules: o.Schedules, Clock: d.Clock, Bus: d.Bus,
 		QueueLimit: o.QueueLimit, Coalesce: o.Coalesce, Calendar: o.Calendar, ShutdownTimeout: ShutdownTimeout,
 		PauseFile: pauseFile, RefusePaused: o.RefusePaused, Folder: d.Folder,
-		Beyond: o.Beyond, WarnDays: o.WarnDays, Day: Day(), Space: o.Space,
+		Beyond: o.Beyond, WarnDays: o.WarnDays, Day: Day(), Space: o.Space, SentMayBeLost: o.SentMayBeLost,
 	})
 	if err != nil {
 		tb.Fatalf("desktest: %v", err)
