@@ -663,7 +663,7 @@ func (d *Daemon) leaseLost(ch leaseChange) {
 	event.Publish(d.o.Bus, event.DeskLost{Header: event.Header{At: d.o.Clock.Now(), Desk: ch.desk}, Host: c.cfg.Host,
 		Epoch: ch.lease.Epoch(), Reason: ch.lost.Error()})
 	f.set.Standby(ch.desk, nil)
-	if !errors.Is(ch.lost, cluster.ErrFenced) { // not renewed, or a write not known to be replicated: the stores may not answer
+	if !errors.Is(ch.lost, cluster.ErrFenced) && !errors.Is(ch.lost, cluster.ErrTaken) { // not renewed, or a write not known replicated: the stores may not answer
 		err := fmt.Errorf("cluster: the desk stopped: its writes cannot be made durable in the cluster's stores (quorum lost?): %w", ch.lost)
 		f.set.StoresLost(ch.desk, StorageStatus{Error: err.Error(), Since: d.o.Clock.Now()})
 		event.Publish(d.o.Bus, event.StorageFailed{Header: event.Header{At: d.o.Clock.Now(), Desk: ch.desk}, Error: err.Error()})

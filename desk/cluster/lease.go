@@ -218,6 +218,11 @@ func (l *Leases) take(ctx context.Context, desk string, rev uint64, present bool
 // lease, or another host took the desk.
 var ErrLost = errors.New("the lease of the desk is lost")
 
+// ErrTaken is, with ErrLost, the cause of a lease lost because a renewal
+// found another host's write: the stores answer, another host owns the
+// desk.
+var ErrTaken = errors.New("another host took the desk")
+
 // ErrReleased is the cause of a lease ended by Release.
 var ErrReleased = errors.New("the lease of the desk was released")
 
@@ -344,7 +349,7 @@ func (h *Lease) renew() error {
 		}
 	}
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return fmt.Errorf("desk %s, epoch %d: another host took the desk: %w", h.desk, h.owner.Epoch, ErrLost)
+		return fmt.Errorf("desk %s, epoch %d: %w: %w", h.desk, h.owner.Epoch, ErrTaken, ErrLost)
 	}
 	if err != nil {
 		return nil // not renewed this time: the deadline decides
