@@ -13,6 +13,7 @@ import (
 //	cluster:
 //	  host: a       # default: the hostname
 //	  lease: 3s     # default 9s; renewed every lease/3
+//	  new_desk_grace: 9s  # default 3 leases; 0s: none
 
 // Defaults and bounds of the cluster section.
 const (
@@ -24,6 +25,11 @@ const (
 	// MaxClusterLease is the longest lease: a desk whose owner dies waits
 	// this long for a standby.
 	MaxClusterLease = 5 * time.Minute
+	// DefaultNewDeskGraceLeases is cluster.new_desk_grace when not set,
+	// in leases.
+	DefaultNewDeskGraceLeases = 3
+	// MaxNewDeskGrace is the longest new_desk_grace.
+	MaxNewDeskGrace = time.Hour
 )
 
 // Cluster is the main file's cluster section. Config.Cluster is nil when
@@ -40,6 +46,12 @@ type Cluster struct {
 	// takes a desk over once a full Lease has passed since the last
 	// renewal it saw.
 	Lease time.Duration
+	// NewDeskGrace is how long a host with no folder for a desk that the
+	// cluster's stores know nothing of leaves it to the hosts that may
+	// have its folder (its single-host history), before it starts the
+	// desk new (new_desk_grace, default 3 leases, 0 to 1h; 0: at once,
+	// for a cluster whose desks all start new).
+	NewDeskGrace time.Duration
 }
 
 // Renew is how often the owner of a desk renews its lease: a third of
@@ -56,7 +68,7 @@ func loadCluster(root node, c *Config, hostname func() (string, error)) {
 	if st != set {
 		return
 	}
-	n.only("host", "lease")
+	n.only("host", "lease", "new_desk_grace")
 	c.Cluster = &Cluster{Lease: DefaultClusterLease}
 	cl := c.Cluster
 	if c.NATS == nil {
@@ -84,6 +96,13 @@ func loadCluster(root node, c *Config, hostname func() (string, error)) {
 		cl.Lease = d
 		if d < MinClusterLease || d > MaxClusterLease {
 			n.problem("lease", "%v is out of range: want %v to %v (default %v)", d, MinClusterLease, MaxClusterLease, DefaultClusterLease)
+		}
+	}
+	cl.NewDeskGrace = DefaultNewDeskGraceLeases * cl.Lease
+	if d, st := n.duration("new_desk_grace"); st == set {
+		cl.NewDeskGrace = d
+		if d < 0 || d > MaxNewDeskGrace {
+			n.problem("new_desk_grace", "%v is out of range: want 0s to %v (default %d leases)", d, MaxNewDeskGrace, DefaultNewDeskGraceLeases)
 		}
 	}
 }

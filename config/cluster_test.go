@@ -24,14 +24,19 @@ func TestClusterDefaults(t *testing.T) {
 		t.Skipf("no hostname here: %v", err)
 	}
 	c := mustLoad(t, setup(t, baseMain+clusterNATS+"cluster: {}\n", files))
-	want := config.Cluster{Host: host, Lease: 9 * time.Second}
+	want := config.Cluster{Host: host, Lease: 9 * time.Second, NewDeskGrace: 27 * time.Second}
 	if c.Cluster == nil || *c.Cluster != want || c.Cluster.Renew() != 3*time.Second {
 		t.Fatalf("cluster: {} = %+v, want %+v renewed every 3s", c.Cluster, want)
 	}
 	c = mustLoad(t, setup(t, baseMain+clusterNATS+"cluster:\n  host: a\n  lease: 3s\n", files))
-	want = config.Cluster{Host: "a", Lease: 3 * time.Second}
+	want = config.Cluster{Host: "a", Lease: 3 * time.Second, NewDeskGrace: 9 * time.Second}
 	if c.Cluster == nil || *c.Cluster != want || c.Cluster.Renew() != time.Second {
 		t.Fatalf("cluster {host: a, lease: 3s} = %+v, want %+v renewed every 1s", c.Cluster, want)
+	}
+	c = mustLoad(t, setup(t, baseMain+clusterNATS+"cluster: {host: a, new_desk_grace: 0s}\n", files))
+	want = config.Cluster{Host: "a", Lease: 9 * time.Second}
+	if c.Cluster == nil || *c.Cluster != want {
+		t.Fatalf("cluster {host: a, new_desk_grace: 0s} = %+v, want %+v", c.Cluster, want)
 	}
 }
 
@@ -47,6 +52,8 @@ func TestClusterProblems(t *testing.T) {
 		{"short lease", clusterNATS + "cluster: {host: a, lease: 500ms}\n", "cluster.lease", "out of range"},
 		{"long lease", clusterNATS + "cluster: {host: a, lease: 1h}\n", "cluster.lease", "out of range"},
 		{"bare number", clusterNATS + "cluster: {host: a, lease: 3}\n", "cluster.lease", "give a unit"},
+		{"negative grace", clusterNATS + "cluster: {host: a, new_desk_grace: -1s}\n", "cluster.new_desk_grace", "out of range"},
+		{"long grace", clusterNATS + "cluster: {host: a, new_desk_grace: 2h}\n", "cluster.new_desk_grace", "out of range"},
 		{"unknown key", clusterNATS + "cluster: {host: a, hosts: [b]}\n", "cluster.hosts", "unknown key"},
 		{"not a mapping", clusterNATS + "cluster: a\n", "cluster", "mapping"},
 	}

@@ -44,7 +44,7 @@ func startFixHost(t *testing.T, c *natstest.Cluster, host, addr string, desks ma
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	dir := daemonConfig(t, daemonMain+"nats: {url: \""+c.URLs()+"\"}\ncluster: {host: "+host+", lease: "+clusterLease.String()+"}\n", desks)
+	dir := daemonConfig(t, daemonMain+"nats: {url: \""+c.URLs()+"\"}\ncluster: {host: "+host+", lease: "+clusterLease.String()+noGrace+"}\n", desks)
 	return startDaemonOptions(t, dir, func(*config.Config) {}, func(o *desk.DaemonOptions, r *daemonRun) {
 		o.NATS = nc
 		opt(o)
@@ -138,6 +138,7 @@ func TestClusterFailedTakeoverIsTriedAgain(t *testing.T) {
 // turn 2 of a's session, whichever host answers it.
 // (The reviewer's test, issue 25 fix item 5.)
 func TestClusterFirstOwnerWithoutTheFolder(t *testing.T) {
+	t.Parallel() // waits on real time (NATS nodes, the clock moved in steps): beside the rest
 	c := natstest.StartCluster(t, 3)
 	desks := map[string]string{"main": daemonDesk("offline")}
 	dir := daemonConfig(t, daemonMain, desks)
@@ -145,7 +146,7 @@ func TestClusterFirstOwnerWithoutTheFolder(t *testing.T) {
 	first := one.turn("main", "t1")
 	one.stop()
 
-	b := startClusterHost(t, c, "b", "10.0.0.2:7317", desks)
+	b := startGraceHost(t, c, "b", "10.0.0.2:7317", desks)
 	// b alone for a while: today it takes the desk at once (and runs it
 	// empty); a fix keeps it standing by.
 	for wait := time.Now().Add(3 * time.Second); time.Now().Before(wait); <-time.After(20 * time.Millisecond) {
@@ -195,8 +196,9 @@ func TestClusterFirstOwnerWithoutTheFolder(t *testing.T) {
 // still starts, once the first owner's grace (3 leases on its clock) is
 // over (issue 25 fix item 5).
 func TestClusterNewDeskStartsAfterTheGrace(t *testing.T) {
+	t.Parallel() // waits on real time (NATS nodes, the clock moved in steps): beside the rest
 	c := natstest.StartCluster(t, 3)
-	a := startClusterHost(t, c, "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("offline")})
+	a := startGraceHost(t, c, "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("offline")})
 	_, moved := expectAcquiredIn(a, "main", 0)
 	if moved < 3*clusterLease-clusterLease/10 {
 		t.Fatalf("the new desk started after %v of the clock, within the first owner's grace of 3 leases (%v)", moved, 3*clusterLease)
@@ -215,6 +217,7 @@ func TestClusterNewDeskStartsAfterTheGrace(t *testing.T) {
 // Once quorum returns, the owner takes the desk again and goes on, and
 // /healthz is 200. (The reviewer's test, extended: issue 25 fix item 4.)
 func TestClusterQuorumLossSaysSo(t *testing.T) {
+	t.Parallel() // waits on real time (NATS nodes, the clock moved in steps): beside the rest
 	c := natstest.StartCluster(t, 3)
 	a := startClusterHost(t, c, "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("offline")})
 	expectAcquired(a, "main")

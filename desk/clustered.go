@@ -53,7 +53,7 @@ type clusterHost struct {
 	held       map[string]*holding           // the desks this host owns, by name
 	contending map[string]context.CancelFunc // the acquirer of each desk, by name
 	failures   map[string]int                // the takeovers of each desk that failed in a row, by name (backoff)
-	unknown    map[string]time.Time          // when this host, with no folder for the desk, first found the stores knowing nothing of it (firstOwnerGrace)
+	unknown    map[string]time.Time          // when this host, with no folder for the desk, first found the stores knowing nothing of it (cluster.new_desk_grace)
 	ingress    Ingress                       // nil: no NATS trigger ingress
 
 	compactAfter int           // the WAL records of a desk since its snapshot that make its owner compact it
@@ -257,14 +257,9 @@ func (c *clusterHost) backoff(n int) time.Duration {
 	return min(c.cfg.Lease<<min(max(n-1, 0), 3), maxBackoff*c.cfg.Lease)
 }
 
-// firstOwnerGrace is how long, in leases, a host with no folder for a
-// desk the stores know nothing of lets the hosts that may have its folder
-// (its single-host history) take it first, before it starts it new.
-const firstOwnerGrace = 3
-
 // yieldFirst reports, with the wait left, whether the desk dir, which the
 // stores know nothing of and this host has no folder for, is to be left
-// to another host for now: for firstOwnerGrace leases on the daemon's
+// to another host for now: for cluster.new_desk_grace on the daemon's
 // clock from the first such finding.
 func (c *clusterHost) yieldFirst(name string) (time.Duration, bool) {
 	now := c.clk.Now()
@@ -273,7 +268,7 @@ func (c *clusterHost) yieldFirst(name string) (time.Duration, bool) {
 		since = now
 		c.unknown[name] = now
 	}
-	left := firstOwnerGrace*c.cfg.Lease - now.Sub(since)
+	left := c.cfg.NewDeskGrace - now.Sub(since)
 	return left, left > 0
 }
 

@@ -58,12 +58,31 @@ func startClusterHostWith(t *testing.T, c *natstest.Cluster, host, addr string, 
 // keeps trying while no server answers.
 func startClusterHostMain(t *testing.T, urls, host, addr string, desks map[string]string, models string, ingress bool) *daemonRun {
 	t.Helper()
+	return startClusterHostGrace(t, urls, host, addr, desks, models, noGrace, ingress)
+}
+
+// noGrace is the cluster section's setting of a test host that starts a
+// desk new at once (cluster.new_desk_grace 0s): the tests of the grace
+// itself use startGraceHost.
+const noGrace = ", new_desk_grace: 0s"
+
+// startGraceHost is a cluster host on c with the default new_desk_grace
+// (3 leases).
+func startGraceHost(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string) *daemonRun {
+	t.Helper()
+	return startClusterHostGrace(t, c.URLs(), host, addr, desks, "", "", false)
+}
+
+// startClusterHostGrace is startClusterHostMain, grace added to the
+// cluster section's settings (noGrace, or "" for the default).
+func startClusterHostGrace(t *testing.T, urls, host, addr string, desks map[string]string, models, grace string, ingress bool) *daemonRun {
+	t.Helper()
 	nc, err := nats.Connect(urls, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	main := daemonMain + models + "nats: {url: \"" + urls + "\"}\ncluster: {host: " + host + ", lease: " + clusterLease.String() + "}\n"
+	main := daemonMain + models + "nats: {url: \"" + urls + "\"}\ncluster: {host: " + host + ", lease: " + clusterLease.String() + grace + "}\n"
 	dir := daemonConfig(t, main, desks)
 	return startDaemonOptions(t, dir, func(*config.Config) {}, func(o *desk.DaemonOptions, r *daemonRun) {
 		o.NATS = nc
@@ -292,6 +311,7 @@ func TestClusterReloadContendsAndLetsGo(t *testing.T) {
 // writes nothing more to its WAL, is standby again, and is taken back
 // once a full lease has passed without the other host renewing.
 func TestClusterLostLeaseStopsTheDesk(t *testing.T) {
+	t.Parallel() // waits on real time (the clock moved in steps): beside the rest
 	c := natstest.StartCluster(t, 3)
 	a := startClusterHost(t, c, "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("offline")})
 	won := expectAcquired(a, "main")

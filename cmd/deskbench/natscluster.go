@@ -84,7 +84,7 @@ const triggerStream = "DESKBENCH_TRIGGERS"
 
 // configLines are the main file's nats and cluster sections of host.
 func (c *natsCluster) configLines(host string, lease time.Duration) string {
-	return fmt.Sprintf("nats:\n  url: [%s]\n  triggers: {stream: %s}\ncluster: {host: %s, lease: %s}\n", strings.Join(c.urls, ", "), triggerStream, host, lease)
+	return fmt.Sprintf("nats:\n  url: [%s]\n  triggers: {stream: %s}\ncluster: {host: %s, lease: %s, new_desk_grace: 0s}\n", strings.Join(c.urls, ", "), triggerStream, host, lease)
 }
 
 // close shuts every node down.

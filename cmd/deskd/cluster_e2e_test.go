@@ -31,7 +31,7 @@ func clusterModelConfig(t *testing.T, c *natstest.Cluster, host, model string) s
 		urls[i] = nd.URL()
 	}
 	return apiConfig(t, t.TempDir(), model,
-		"nats:\n  url: ["+strings.Join(urls, ", ")+"]\ncluster: {host: "+host+", lease: 3s}\n", "")
+		"nats:\n  url: ["+strings.Join(urls, ", ")+"]\ncluster: {host: "+host+", lease: 3s, new_desk_grace: 0s}\n", "")
 }
 
 // deskRunsHere matches the line of a cluster host that runs desk main
