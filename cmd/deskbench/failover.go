@@ -86,16 +86,12 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	rep := report{Date: time.Now().UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"deskbench", "cluster"}, args...), " "), Machine: thisMachine()}
-	dir, err := os.MkdirTemp(o.Work, "deskbench-cluster-")
+	rep := newReport(append([]string{"deskbench", "cluster"}, args...))
+	dir, cleanup, err := runFolder(o.Work, "deskbench-cluster-", o.Keep, stderr)
 	if err != nil {
-		return fmt.Errorf("make the run's folder: %w", err)
+		return err
 	}
-	if o.Keep {
-		fmt.Fprintln(stderr, "deskbench: the run's folder is", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer cleanup()
 	b := &bench{o: options{Events: o.Events}, dir: dir, bin: o.Deskd}
 	if b.bin == "" {
 		if b.bin, err = buildDeskd(ctx, dir); err != nil {

@@ -182,6 +182,27 @@ type report struct {
 }
 
 // run is the command: parse args, run the rows, print the report.
+// newReport is the report of a run of command (deskbench and its
+// arguments), taken now on this machine.
+func newReport(command []string) report {
+	return report{Date: time.Now().UTC().Format(time.RFC3339), Command: strings.Join(command, " "), Machine: thisMachine()}
+}
+
+// runFolder makes a run's folder in work, its name beginning with prefix,
+// and returns the func that removes it; with keep it is kept, and stderr
+// says where it is.
+func runFolder(work, prefix string, keep bool, stderr io.Writer) (dir string, cleanup func(), err error) {
+	dir, err = os.MkdirTemp(work, prefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("make the run's folder: %w", err)
+	}
+	if keep {
+		fmt.Fprintln(stderr, "deskbench: the run's folder is", dir)
+		return dir, func() {}, nil
+	}
+	return dir, func() { _ = os.RemoveAll(dir) }, nil
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "cluster" {
 		return runCluster(ctx, args[1:], stdout, stderr)
@@ -193,16 +214,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep := report{Date: time.Now().UTC().Format(time.RFC3339), Command: strings.Join(append([]string{"deskbench"}, args...), " "), Machine: thisMachine()}
-	dir, err := os.MkdirTemp(o.Work, "deskbench-")
+	rep := newReport(append([]string{"deskbench"}, args...))
+	dir, cleanup, err := runFolder(o.Work, "deskbench-", o.Keep, stderr)
 	if err != nil {
-		return fmt.Errorf("make the run's folder: %w", err)
+		return err
 	}
-	if o.Keep {
-		fmt.Fprintln(stderr, "deskbench: the run's folder is", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer cleanup()
 	b := &bench{o: o, dir: dir, bin: o.Deskd}
 	if b.bin == "" {
 		if b.bin, err = buildDeskd(ctx, dir); err != nil {
