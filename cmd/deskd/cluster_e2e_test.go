@@ -26,12 +26,19 @@ func clusterConfig(t *testing.T, c *natstest.Cluster, host string) string {
 // "m" (openAIModel, say).
 func clusterModelConfig(t *testing.T, c *natstest.Cluster, host, model string) string {
 	t.Helper()
+	return clusterNATSConfig(t, c, host, model, "")
+}
+
+// clusterNATSConfig is clusterModelConfig with more keys of its nats
+// section (each line indented two spaces: "  triggers: {...}\n").
+func clusterNATSConfig(t *testing.T, c *natstest.Cluster, host, model, nats string) string {
+	t.Helper()
 	urls := make([]string, len(c.Nodes))
 	for i, nd := range c.Nodes {
 		urls[i] = nd.URL()
 	}
 	return apiConfig(t, t.TempDir(), model,
-		"nats:\n  url: ["+strings.Join(urls, ", ")+"]\ncluster: {host: "+host+", lease: 3s, new_desk_grace: 0s}\n", "")
+		"nats:\n  url: ["+strings.Join(urls, ", ")+"]\n"+nats+"cluster: {host: "+host+", lease: 3s, new_desk_grace: 0s}\n", "")
 }
 
 // deskRunsHere matches the line of a cluster host that runs desk main

@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -74,11 +75,22 @@ func (h *stormHosts) pick(i int) string {
 type stormSender struct {
 	hosts *stormHosts
 	try   time.Duration // the bound of one attempt: a stopped host never answers
+	stormTally
+}
 
+// stormTally is what a storm's sender sent and what was accepted.
+type stormTally struct {
 	mu    sync.Mutex
-	acked []string // ids accepted (202, or known on a retry), in order
-	sent  []string // every id posted at least once
+	acked []string // ids accepted (202, or known on a retry; a PubAck), in order
+	sent  []string // every id sent at least once
 	bad   []string // answers no retry may change (a 400, say)
+}
+
+// add appends v to the list *to under the tally's lock.
+func (s *stormTally) add(to *[]string, v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	*to = append(*to, v)
 }
 
 // stormText is the trigger text of id: the mock model counts its
@@ -87,9 +99,7 @@ func stormText(id string) string { return "storm trigger <" + id + ">" }
 
 // post sends trigger id until a host accepts it or ctx ends.
 func (s *stormSender) post(ctx context.Context, id string, attempt int) {
-	s.mu.Lock()
-	s.sent = append(s.sent, id)
-	s.mu.Unlock()
+	s.add(&s.sent, id)
 	// The answers after which it is sent again: a host that does not run
 	// the desk, or is stopping, or whose queue is full.
 	retried := []int{http.StatusMisdirectedRequest, http.StatusServiceUnavailable, http.StatusTooManyRequests}
@@ -101,14 +111,10 @@ func (s *stormSender) post(ctx context.Context, id string, attempt int) {
 			var he *httpapi.Error
 			switch {
 			case err == nil:
-				s.mu.Lock()
-				s.acked = append(s.acked, id)
-				s.mu.Unlock()
+				s.add(&s.acked, id)
 				return
 			case errors.As(err, &he) && !slices.Contains(retried, he.Status):
-				s.mu.Lock()
-				s.bad = append(s.bad, fmt.Sprintf("%s: %v", id, err))
-				s.mu.Unlock()
+				s.add(&s.bad, fmt.Sprintf("%s: %v", id, err))
 				return
 			}
 		}
@@ -137,6 +143,13 @@ func (s *stormSender) once(ctx context.Context, base, id string) error {
 // run posts trigger after trigger (ids prefix001, ...) by workers
 // senders at once until ctx ends, and returns when the last is done.
 func (s *stormSender) run(ctx context.Context, prefix string, workers int) {
+	sendPaced(ctx, prefix, workers, s.post)
+}
+
+// sendPaced calls send with id after id (prefix001, ...) by workers
+// senders at once, each at a market's pace, until ctx ends, and returns
+// when the last is done; send's worker is the sender's number.
+func sendPaced(ctx context.Context, prefix string, workers int, send func(ctx context.Context, id string, worker int)) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	n := 0
@@ -149,7 +162,7 @@ func (s *stormSender) run(ctx context.Context, prefix string, workers int) {
 				n++
 				id := fmt.Sprintf("%s%03d", prefix, n)
 				mu.Unlock()
-				s.post(ctx, id, w)
+				send(ctx, id, w)
 			}
 		})
 	}
@@ -157,7 +170,7 @@ func (s *stormSender) run(ctx context.Context, prefix string, workers int) {
 }
 
 // ackedCount is how many triggers were accepted so far.
-func (s *stormSender) ackedCount() int {
+func (s *stormTally) ackedCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.acked)
@@ -165,10 +178,91 @@ func (s *stormSender) ackedCount() int {
 
 // results are the ids accepted, the ids posted, and the answers no retry
 // could change.
-func (s *stormSender) results() (acked, sent, bad []string) {
+func (s *stormTally) results() (acked, sent, bad []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.acked), slices.Clone(s.sent), slices.Clone(s.bad)
+}
+
+// stormTriggerStream is the kill storm's stream of NATS triggers, on the
+// hosts' default subject deskd.triggers.>, made by the test with three
+// replicas before the hosts start (docs/NATS.md: ingress that survives a
+// node; cmd/deskbench's cluster does the same).
+const stormTriggerStream = "STORM_TRIGGERS"
+
+// makeTriggerStream makes stormTriggerStream on c, three replicas, a
+// dedupe window of 10 minutes.
+func makeTriggerStream(t *testing.T, c *natstest.Cluster) jetstream.JetStream {
+	t.Helper()
+	_, js := c.Client()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: stormTriggerStream, Subjects: []string{"deskd.triggers.>"},
+		Replicas: 3, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute})
+	if err != nil {
+		t.Fatalf("make the stream %s: %v", stormTriggerStream, err)
+	}
+	return js
+}
+
+// natsStormSender publishes triggers of desk main to deskd.triggers.main
+// by JetStream, each with an id of its own as Nats-Msg-Id, the same id
+// again after any failure until the stream acknowledges it (a PubAck:
+// accepted, whichever host owns the desk, or none).
+type natsStormSender struct {
+	js  jetstream.JetStream
+	try time.Duration // the bound of one publish
+	stormTally
+}
+
+// publish sends trigger id until the stream acknowledges it or ctx ends.
+func (s *natsStormSender) publish(ctx context.Context, id string, _ int) {
+	s.add(&s.sent, id)
+	body, err := json.Marshal(triggers.Request{Text: stormText(id)})
+	if err != nil {
+		s.add(&s.bad, fmt.Sprintf("%s: %v", id, err))
+		return
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, s.try)
+		_, err := s.js.Publish(pctx, "deskd.triggers.main", body, jetstream.WithMsgID(id))
+		cancel()
+		if err == nil {
+			s.add(&s.acked, id)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+}
+
+// waitKnown waits, until deadline, for the host at base to know every
+// trigger of ids (a NATS trigger acknowledged by the stream is queued
+// once the desk's owner has pulled it: after a kill, once the lease has
+// passed).
+func waitKnown(t *testing.T, deadline time.Time, base string, ids []string) {
+	t.Helper()
+	c, err := httpapi.Dial(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		waitStorm(t, deadline, "the owner "+base+" to know trigger "+id, func() bool {
+			_, err := c.WaitTrigger(t.Context(), "main", id, 0)
+			var he *httpapi.Error
+			if errors.As(err, &he) && he.Status == http.StatusNotFound {
+				return false
+			}
+			if err != nil {
+				t.Fatalf("trigger %s on the owner %s: %v", id, base, err)
+			}
+			return true
+		})
+	}
 }
 
 // waitStorm waits, polling every 100 ms until deadline, for cond; what
@@ -437,11 +531,15 @@ func TestClusterE2EStoppedOwnerIsFenced(t *testing.T) {
 
 // TestClusterE2EKillStorm: three deskd on the same desk files; triggers
 // posted by HTTP to any host, following 421s, the same id again after any
-// failure, while the owner of desk main is killed (SIGKILL) and started
-// again five times, each time once a standby has taken the desk over and
-// accepted triggers. In the end every trigger accepted is answered once
-// or shown interrupted, no trigger's text reached the mock model twice,
-// and the WAL is one owner after another. The binary: SIGKILL.
+// failure, and published by JetStream to deskd.triggers.main (nats.triggers,
+// a stream of three replicas), a Nats-Msg-Id of its own each, the same
+// again until its PubAck, while the owner of desk main is killed
+// (SIGKILL) and started again five times, each time once a standby has
+// taken the desk over and accepted triggers. In the end every trigger
+// accepted (a 202, a PubAck) is answered once or shown interrupted on the
+// last owner, read back by id through its API, no trigger's text reached
+// the mock model twice, and the WAL is one owner after another. The
+// binary: SIGKILL.
 func TestClusterE2EKillStorm(t *testing.T) {
 	deskdBinary(t)
 	t.Parallel()
@@ -449,12 +547,13 @@ func TestClusterE2EKillStorm(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Minute)
 	llm, _ := newFakeLLM(t, "")
 	c := natstest.StartCluster(t, 3)
+	js := makeTriggerStream(t, c)
 	names := []string{"a", "b", "c"}
 	cfg, proc := map[string]string{}, map[string]*deskdProc{}
 	hosts := &stormHosts{}
 	started := time.Now()
 	for _, h := range names {
-		cfg[h] = clusterModelConfig(t, c, h, openAIModel(llm))
+		cfg[h] = clusterNATSConfig(t, c, h, openAIModel(llm), "  triggers: {stream: "+stormTriggerStream+"}\n")
 		proc[h] = startAPIBinary(t, "deskd-"+h, cfg[h])
 		hosts.set(h, proc[h].URL(t))
 	}
@@ -462,6 +561,8 @@ func TestClusterE2EKillStorm(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	var sending sync.WaitGroup
 	sending.Go(func() { s.run(ctx, "s", 2) })
+	ns := &natsStormSender{js: js, try: 3 * time.Second}
+	sending.Go(func() { sendPaced(ctx, "n", 1, ns.publish) })
 	t.Cleanup(func() { stop(); sending.Wait() })
 
 	var epoch uint64
@@ -481,7 +582,9 @@ func TestClusterE2EKillStorm(t *testing.T) {
 	t.Logf("host %s runs desk main at epoch %d, %v after the three hosts started", owner, epoch, time.Since(started).Round(time.Millisecond))
 	for k := 1; k <= kills; k++ {
 		n := s.ackedCount()
+		nn := ns.ackedCount()
 		waitStorm(t, deadline, "three triggers accepted under the owner "+owner, func() bool { return s.ackedCount() >= n+3 })
+		waitStorm(t, deadline, "three NATS triggers acknowledged under the owner "+owner, func() bool { return ns.ackedCount() >= nn+3 })
 		killed := owner
 		hosts.set(killed, "")
 		killedAt := time.Now()
@@ -506,12 +609,18 @@ func TestClusterE2EKillStorm(t *testing.T) {
 	if len(bad) > 0 {
 		t.Errorf("triggers refused: %v", bad)
 	}
-	states := checkAnsweredOnce(t, llm, proc[owner].URL(t), acked, sent)
+	nacked, nsent, nbad := ns.results()
+	if len(nbad) > 0 {
+		t.Errorf("NATS triggers not sent: %v", nbad)
+	}
+	waitKnown(t, deadline, proc[owner].URL(t), nacked)
+	states := checkAnsweredOnce(t, llm, proc[owner].URL(t), append(acked, nacked...), append(sent, nsent...))
 	epochs := checkWALEpochs(t, readWAL(t, c))
 	if len(epochs) < kills+1 || epochs[len(epochs)-1] != epoch {
 		t.Errorf("the WAL's fences are of epochs %v, want at least %d, the last %d", epochs, kills+1, epoch)
 	}
-	t.Logf("%d kills, %d triggers posted, %d accepted: %v; the WAL's epochs %v", kills, len(sent), len(acked), states, epochs)
+	t.Logf("%d kills, %d triggers posted, %d accepted, %d published by NATS, %d acknowledged: %v; the WAL's epochs %v",
+		kills, len(sent), len(acked), len(nsent), len(nacked), states, epochs)
 	for _, h := range names { // the takeovers that failed (not asserted: a cold cluster's first fences time out)
 		lines, _ := proc[h].stderr.snapshot()
 		for _, l := range lines {
