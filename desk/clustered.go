@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -566,7 +567,7 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 		return
 	}
 	dir := folderOf(cfg, ch.desk)
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+	if !holdsFiles(dir) {
 		known, err := cluster.Known(ctx, c.stores, ch.desk)
 		if err != nil {
 			fail(err)
@@ -627,6 +628,24 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 	c.bind(ch.desk)
 	d.respool(ctx)
 	log.Info().Str("previous", ch.previous).Msg("cluster: the desk runs on this host, which owns it")
+}
+
+// holdsFiles reports whether the desk folder dir holds a file (other
+// than a temporary one) anywhere below it: a desk's history. A folder
+// missing, or holding only empty folders (made by a start path before
+// the lease was won), holds none.
+func holdsFiles(dir string) bool {
+	found := errors.New("found")
+	err := filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: looked past, as if absent
+		}
+		if e.Type().IsRegular() && !durable.IsTemp(e.Name()) {
+			return found
+		}
+		return nil
+	})
+	return errors.Is(err, found)
 }
 
 // respool has the spool take the inbox files of the desks running here
