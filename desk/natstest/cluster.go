@@ -128,20 +128,27 @@ func (nd *Node) Down() {
 }
 
 // WaitReady waits, up to timeout, until a node that is up is the
-// JetStream meta leader and every node that is up is current with it.
+// JetStream meta leader, every node that is up is current with it, and
+// the leader can place replicas on every node that is up (it has their
+// stats: before that a stream of as many replicas is refused, "no
+// suitable peers for placement").
 func (c *Cluster) WaitReady(timeout time.Duration) {
 	c.tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		leader, current := false, true
+		leader, current, up, placeable := false, true, 0, 0
 		for _, nd := range c.Nodes {
 			if nd.srv == nil {
 				continue
 			}
-			leader = leader || nd.srv.JetStreamIsLeader()
+			up++
+			if nd.srv.JetStreamIsLeader() {
+				leader = true
+				placeable = len(nd.srv.JetStreamClusterPeers())
+			}
 			current = current && nd.srv.JetStreamIsCurrent()
 		}
-		if leader && current {
+		if leader && current && placeable >= up {
 			return
 		}
 		if time.Now().After(deadline) {
