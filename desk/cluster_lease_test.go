@@ -1,7 +1,10 @@
 package desk_test
 
 import (
+	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +17,8 @@ import (
 	"github.com/deskd/deskd/desk/cluster"
 	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/desk/httpapi"
+	"github.com/deskd/deskd/desk/mcptest"
 	"github.com/deskd/deskd/desk/natstest"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router/routertest"
@@ -135,6 +140,109 @@ func TestClusterLeaseLostDuringARollover(t *testing.T) {
 		t.Errorf("the new owner started %d sessions after %s, want 1: %+v", len(news), old, news)
 	}
 
+}
+
+// orderTool is the test MCP server's order tool, as deskd names it.
+const orderTool = "mcp__broker__place_order"
+
+// TestClusterLeaseLostWhileAToolCallWaitsForApproval: the lease lost
+// while the turn's order waits for an operator's approval: the old owner
+// never runs the order, not even when the approval reaches it afterwards,
+// and records nothing more; the new owner shows the trigger interrupted,
+// the call named, and does not run the order or ask for it again.
+func TestClusterLeaseLostWhileAToolCallWaitsForApproval(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	_, broker := mcptest.HTTP(t)
+	headers := filepath.Join(t.TempDir(), "broker.headers")
+	if err := os.WriteFile(headers, []byte("Authorization: Bearer "+mcptest.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	api := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: func(r routertest.Request) routertest.Reply {
+		if last := r.Messages[len(r.Messages)-1]; last.Role == "user" && strings.Contains(last.Text, "Check the tape.") {
+			return routertest.Reply{ToolCalls: []routertest.ToolCall{{ID: "call_order_1", Name: orderTool, Args: `{"symbol":"NIFTY","qty":1,"side":"buy"}`}}}
+		}
+		return routertest.Reply{Text: "ok"}
+	}})
+	t.Setenv("DESKD_TEST_KEY", "sk-test")
+	models := "  fast: {provider: openai, base_url: " + api.URL() + "/v1, model: gpt-test, api_key_env: DESKD_TEST_KEY}\n" +
+		fmt.Sprintf("mcp_servers:\n  broker: {url: %q, headers_file: %q, timeout: 10s}\n", broker.URL, headers)
+	desks := map[string]string{"main": daemonDesk("fast") + "mcp:\n  broker: {tools: [place_order], approve: [place_order]}\n"}
+	_, js := c.Client()
+	a := startClusterHostMain(t, c.URLs(), "a", "10.0.0.1:7317", desks, models, false)
+	won := expectAcquired(a, "main")
+	seenOrNext(a, func(e event.MCPServerUp) bool { return e.Server == "broker" })
+	a.submit("main", "t1", "Check the tape.")
+	asked := expectEvent(a, func(e event.ApprovalRequested) bool { return e.Trigger == "t1" })
+	if asked.Tool != orderTool || asked.Call != "call_order_1" {
+		t.Fatalf("approval.requested = %+v, want the order call call_order_1", asked)
+	}
+
+	wal, err := js.Stream(t.Context(), cluster.WALStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeOver(t, js, "main")
+	before := lastWALSeq(t, wal)
+	a.clk.Advance(clusterLease / 3) // the renewal is refused
+	expectEvent(a, func(e event.DeskLost) bool { return e.Desk == "main" && e.Epoch == won.Epoch })
+	expectEvent(a, func(e event.DeskStopped) bool { return e.Desk == "main" })
+	folder := treeOf(t, a.d.Config().StateDir+"/desks/main")
+	if dec, err := a.d.Approvals().Decide("main", asked.ID, true, "risk", "go ahead"); err == nil {
+		t.Errorf("the old owner took an approval after its lease was lost: %+v", dec)
+	}
+	if code, body := postApproval(t, a, asked.ID); code == http.StatusOK {
+		t.Errorf("the old owner's API approved the call after the lease was lost: %d %s", code, body)
+	}
+	if n := broker.Orders(); n != 0 {
+		t.Errorf("the broker had %d orders after the lease was lost, want 0", n)
+	}
+	if e := seenEvent(a, func(e event.ToolCalled) bool { return e.Tool == orderTool && e.Outcome == "ok" }); e != nil {
+		t.Errorf("the old owner ran the order: %+v", e)
+	}
+	if got := lastWALSeq(t, wal); got != before {
+		t.Errorf("the WAL moved from sequence %d to %d after the lease was lost", before, got)
+	}
+	if got := treeOf(t, a.d.Config().StateDir+"/desks/main"); !maps.Equal(got, folder) {
+		t.Errorf("the desk's folder changed after the approval reached the old owner:\nbefore %v\nafter  %v", folder, got)
+	}
+
+	// x never renews: b takes the desk a lease later and shows t1
+	// interrupted, its order call named; it neither runs the order nor
+	// asks for its approval again.
+	b := startClusterHostMain(t, c.URLs(), "b", "10.0.0.2:7317", desks, models, false)
+	expectAcquired(b, "main")
+	st := running(b, "main")
+	if len(st.Interrupted) != 1 || st.Interrupted[0].ID != "t1" {
+		t.Fatalf("the new owner's interrupted triggers = %+v, want t1", st.Interrupted)
+	}
+	if r := st.Interrupted[0].Reason; !strings.Contains(r, orderTool) || !strings.Contains(r, "call_order_1") {
+		t.Errorf("t1's reason on the new owner = %q, want the order call (%s, call_order_1) named", r, orderTool)
+	}
+	if p := b.d.Approvals().Pending("main"); len(p) != 0 {
+		t.Errorf("the new owner waits for approvals %+v, want none", p)
+	}
+	if e := seenEvent(b, func(e event.ApprovalRequested) bool { return true }); e != nil {
+		t.Errorf("the new owner asked for an approval again: %+v", e)
+	}
+	if n := broker.Orders(); n != 0 {
+		t.Errorf("the broker had %d orders, want 0: the order never ran", n)
+	}
+	if n := len(api.Requests()); n != 1 {
+		t.Errorf("the model had %d requests, want 1: t1 is not run again", n)
+	}
+}
+
+// postApproval approves call id of desk main through an API on r's set
+// and queue, and returns the status and the body.
+func postApproval(t *testing.T, r *daemonRun, id string) (int, string) {
+	t.Helper()
+	api := httpapi.New(httpapi.Options{Desks: r.d.Set(), Approvals: r.d.Approvals()})
+	req := httptest.NewRequest(http.MethodPost, "/v1/desks/main/approvals/"+id+"/approve", strings.NewReader(`{"by":"risk"}`))
+	req.Host = "127.0.0.1"
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	api.ServeHTTP(w, req)
+	return w.Code, w.Body.String()
 }
 
 // seenEvents returns every event of type E r has had so far.

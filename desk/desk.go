@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -489,11 +490,25 @@ const (
 func interruptedReason(o router.Outcome, sentMayBeLost bool) string {
 	switch {
 	case o.Requested:
-		return reasonSent
+		return reasonSent + unansweredCalls(o.Unanswered)
 	case sentMayBeLost:
 		return reasonMaySent
 	}
 	return reasonNeverSent
+}
+
+// unansweredCalls names the tool calls of an interrupted turn that have
+// no result (docs/SCALING.md: the trigger shown interrupted with the call
+// named), for the end of its reason; "" when there are none.
+func unansweredCalls(calls []memory.ToolCall) string {
+	if len(calls) == 0 {
+		return ""
+	}
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = c.Name + " (call " + c.ID + ")"
+	}
+	return "; its tool calls without a result, which may have run or were waiting for an approval: " + strings.Join(names, ", ") + ": check them before you submit it again"
 }
 
 // outcomes reads what the session files hold of items: a sent trigger's

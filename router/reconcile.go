@@ -3,6 +3,7 @@ package router
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/deskd/deskd/memory"
 )
@@ -31,6 +32,10 @@ type Outcome struct {
 	Turn     int
 	// Session is the session whose file told it.
 	Session string
+	// Unanswered are the tool calls the model asked for in the turn that
+	// have no result in the session: each may have run (or was waiting,
+	// for an approval say, when deskd stopped).
+	Unanswered []memory.ToolCall
 }
 
 // Outcomes reads session's file once for what became of each trigger's
@@ -85,13 +90,16 @@ func outcomes(records []memory.Record, session string, triggers []string) map[st
 		case rec.Type == memory.RecordTool:
 			if o.Seen {
 				o.Requested = true // a tool ran: the model asked for it
+				o.Unanswered = slices.DeleteFunc(slices.Clone(o.Unanswered), func(c memory.ToolCall) bool { return c.ID == rec.ToolCallID })
 			}
 		case rec.Type != memory.RecordMessage:
 		case rec.Role == RoleUser:
 			o = Outcome{Seen: true, Session: session}
 		case rec.Role == RoleAssistant && o.Seen:
 			o.Requested = true
-			if len(decodeCalls(rec.ToolCalls)) == 0 {
+			calls := decodeCalls(rec.ToolCalls)
+			o.Unanswered = append(slices.Clone(o.Unanswered), calls...)
+			if len(calls) == 0 {
 				o.Answered, o.Reply = true, rec.Text
 				o.Turn = Rebuild(records[:i+1]).Exchanges
 			}
