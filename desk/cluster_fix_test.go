@@ -138,7 +138,6 @@ func TestClusterFailedTakeoverIsTriedAgain(t *testing.T) {
 // turn 2 of a's session, whichever host answers it.
 // (The reviewer's test, issue 25 fix item 5.)
 func TestClusterFirstOwnerWithoutTheFolder(t *testing.T) {
-	t.Parallel() // waits on real time (NATS nodes, the clock moved in steps): beside the rest
 	c := natstest.StartCluster(t, 3)
 	desks := map[string]string{"main": daemonDesk("offline")}
 	dir := daemonConfig(t, daemonMain, desks)

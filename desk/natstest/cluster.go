@@ -144,7 +144,10 @@ func (c *Cluster) WaitReady(timeout time.Duration) {
 			up++
 			if nd.srv.JetStreamIsLeader() {
 				leader = true
-				placeable = len(nd.srv.JetStreamClusterPeers())
+				placeable = up // a lone server places on itself
+				if nd.srv.JetStreamIsClustered() {
+					placeable = len(nd.srv.JetStreamClusterPeers())
+				}
 			}
 			current = current && nd.srv.JetStreamIsCurrent()
 		}
