@@ -72,15 +72,7 @@ func TestClusterLeaseLostDuringARollover(t *testing.T) {
 		return strings.HasPrefix(r.Messages[len(r.Messages)-1].Text, "Fold the notes below")
 	})
 
-	wal, err := js.Stream(t.Context(), cluster.WALStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	takeOver(t, js, "main")
-	before, folder := lastWALSeq(t, wal), treeOf(t, a.d.Config().StateDir+"/desks/main")
-	a.clk.Advance(clusterLease / 3) // the renewal is refused
-	expectEvent(a, func(e event.DeskLost) bool { return e.Desk == "main" && e.Epoch == won.Epoch })
-	expectEvent(a, func(e event.DeskStopped) bool { return e.Desk == "main" })
+	wal, before, folder := loseMain(t, js, a, won.Epoch)
 	if e := seenEvent(a, func(e event.SessionStarted) bool { return e.Previous == old }); e != nil {
 		t.Errorf("the old owner started a new session after the lease was lost: %+v", e)
 	}
@@ -177,16 +169,7 @@ func TestClusterLeaseLostWhileAToolCallWaitsForApproval(t *testing.T) {
 		t.Fatalf("approval.requested = %+v, want the order call call_order_1", asked)
 	}
 
-	wal, err := js.Stream(t.Context(), cluster.WALStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	takeOver(t, js, "main")
-	before := lastWALSeq(t, wal)
-	a.clk.Advance(clusterLease / 3) // the renewal is refused
-	expectEvent(a, func(e event.DeskLost) bool { return e.Desk == "main" && e.Epoch == won.Epoch })
-	expectEvent(a, func(e event.DeskStopped) bool { return e.Desk == "main" })
-	folder := treeOf(t, a.d.Config().StateDir+"/desks/main")
+	wal, before, folder := loseMain(t, js, a, won.Epoch)
 	if dec, err := a.d.Approvals().Decide("main", asked.ID, true, "risk", "go ahead"); err == nil {
 		t.Errorf("the old owner took an approval after its lease was lost: %+v", dec)
 	}

@@ -421,15 +421,7 @@ func TestClusterLeaseLostDuringATurnDropsTheReply(t *testing.T) {
 	api.Await(t, func(routertest.Request) bool { return true })
 
 	_, js := c.Client()
-	wal, err := js.Stream(t.Context(), cluster.WALStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	takeOver(t, js, "main")
-	before, folder := lastWALSeq(t, wal), treeOf(t, a.d.Config().StateDir+"/desks/main")
-	a.clk.Advance(clusterLease / 3) // the renewal is refused
-	expectEvent(a, func(e event.DeskLost) bool { return e.Desk == "main" && e.Epoch == won.Epoch })
-	expectEvent(a, func(e event.DeskStopped) bool { return e.Desk == "main" })
+	wal, before, folder := loseMain(t, js, a, won.Epoch)
 	if e := seenEvent(a, func(e event.TurnCompleted) bool { return e.Trigger == "t1" }); e != nil {
 		t.Errorf("the turn of t1 completed after the lease was lost: %+v", e)
 	}
@@ -462,6 +454,24 @@ func TestClusterLeaseLostDuringATurnDropsTheReply(t *testing.T) {
 
 // takeOver writes another host's lease (x's) over the desk's, as a host
 // that took it over would: the owner's next renewal is refused.
+// loseMain has another host take desk main's lease from its owner a
+// (takeOver), moves a's clock to its refused renewal and waits for the
+// desk lost (epoch) and stopped there; it returns the WAL, its last
+// sequence and a's desk folder as they were when the lease was taken.
+func loseMain(t *testing.T, js jetstream.JetStream, a *daemonRun, epoch uint64) (jetstream.Stream, uint64, map[string][32]byte) {
+	t.Helper()
+	wal, err := js.Stream(t.Context(), cluster.WALStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeOver(t, js, "main")
+	before, folder := lastWALSeq(t, wal), treeOf(t, a.d.Config().StateDir+"/desks/main")
+	a.clk.Advance(clusterLease / 3) // the renewal is refused
+	expectEvent(a, func(e event.DeskLost) bool { return e.Desk == "main" && e.Epoch == epoch })
+	expectEvent(a, func(e event.DeskStopped) bool { return e.Desk == "main" })
+	return wal, before, folder
+}
+
 func takeOver(t *testing.T, js jetstream.JetStream, name string) {
 	t.Helper()
 	kv, err := js.KeyValue(t.Context(), cluster.OwnersBucket)
