@@ -88,7 +88,7 @@ func runInProcessWith(t *testing.T, name string, cfg *config.Config, start time.
 		}
 		cancel()
 		if t.Failed() && !d.dumped {
-			t.Logf("%s stderr:\n%s", d.name, d.stderr)
+			t.Logf("%s stderr, the end:\n%s", d.name, d.stderr.tail(dumpLines))
 		}
 	})
 	return d

@@ -321,6 +321,27 @@ func (w *lineRecorder) String() string {
 	return b.String()
 }
 
+// dumpLines is how many of a daemon's last lines a failing test prints:
+// CI shows the tail of the run, and a whole log above the failure's
+// message would push that message out of it.
+const dumpLines = 40
+
+// tail returns the last n lines, after a line that counts those left
+// out.
+func (w *lineRecorder) tail(n int) string {
+	lines, _ := w.snapshot()
+	var b strings.Builder
+	if len(lines) > n {
+		fmt.Fprintf(&b, "(%d earlier lines left out)\n", len(lines)-n)
+		lines = lines[len(lines)-n:]
+	}
+	for _, l := range lines {
+		b.WriteString(l.Raw)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 // deskdProc is one deskd process started by a test.
 type deskdProc struct {
 	name   string
@@ -406,7 +427,7 @@ func startDeskdEnv(t testing.TB, name string, env []string, args ...string) *des
 		// t.Context() is cancelled by now: cmd.Cancel has sent SIGTERM.
 		<-d.exited
 		if t.Failed() && !d.dumped {
-			t.Logf("%s stderr:\n%s", d.name, d.stderr)
+			t.Logf("%s stderr, the end:\n%s", d.name, d.stderr.tail(dumpLines))
 		}
 		d.checkRaces(t)
 	})
@@ -440,7 +461,9 @@ func unexpectedLine(l stderrLine) bool {
 func (d *deskdProc) fail(t testing.TB, format string, args ...any) {
 	t.Helper()
 	d.dumped = true
-	t.Fatalf("%s: %s\nstderr so far:\n%sstdout so far:\n%s", d.name, fmt.Sprintf(format, args...), d.stderr, d.stdout)
+	why := fmt.Sprintf(format, args...)
+	// The reason again after the lines, which CI's tail of the output shows.
+	t.Fatalf("%s: %s\nstderr so far, the end:\n%sstdout so far, the end:\n%s%s: %s", d.name, why, d.stderr.tail(dumpLines), d.stdout.tail(dumpLines), d.name, why)
 }
 
 // waitFor returns the first line after the previous match that satisfies
