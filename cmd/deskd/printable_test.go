@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deskd/deskd/curator"
 	"github.com/deskd/deskd/desk/httpapi"
@@ -44,6 +47,7 @@ func TestStatusEscapesPauseText(t *testing.T) {
 		len(st.Desks) != 1 || st.Desks[0].Paused == nil || st.Desks[0].Paused.By != "ops"+hostileText {
 		t.Errorf("status --json = %d %v, want JSON with the text intact and escaped:\n%q", code, err, out)
 	}
+	awaitRingEvent(t, h.URL(), "desk.paused") // the ring takes events from its own mailbox, after the pause's answer
 	code, out, _ = cli("events")
 	if code != 0 || hasRaw(out) || !strings.Contains(out, "desk.paused") {
 		t.Errorf("events = %d, want JSON lines without raw controls:\n%q", code, out)
@@ -56,6 +60,26 @@ func TestStatusEscapesPauseText(t *testing.T) {
 	code, out, _ = cli("resume", "main")
 	if code != 0 || hasRaw(out) || strings.Contains(out, "\nFORGED") {
 		t.Errorf("resume = %d %q", code, out)
+	}
+}
+
+// awaitRingEvent waits, for at most 30 s, until the event ring of the
+// deskd at base holds an event of topic.
+func awaitRingEvent(t *testing.T, base, topic string) {
+	t.Helper()
+	c, err := httpapi.Dial(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	err = c.Events(ctx, httpapi.EventQuery{Backlog: true, Follow: true}, func(e httpapi.Event) {
+		if e.Topic == topic {
+			cancel()
+		}
+	}, func(string) {})
+	if ctx.Err() == nil || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		t.Fatalf("the event ring of %s: no %s within 30s (%v)", base, topic, err)
 	}
 }
 

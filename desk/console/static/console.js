@@ -842,10 +842,20 @@
       : "could not load: " + res.error));
   }
 
+  // renderDeskStatus redraws the desk page's status card, and leaves it
+  // as it is when nothing in it changed: a card redrawn at every poll
+  // would replace the link or button under the operator's pointer between
+  // press and release, and the click would be lost.
   function renderDeskStatus() {
+    const box = document.createElement("div");
+    fillDeskStatus(box);
+    const shown = $("dv-status");
+    if (box.innerHTML !== shown.innerHTML) shown.replaceChildren(...box.childNodes);
+  }
+
+  function fillDeskStatus(box) {
     const name = state.route.desk;
     const s = state.desks.get(name);
-    const box = clear($("dv-status"));
     const standby = !!s && s.state === "standby";
     $("deskview").classList.toggle("is-standby", standby); // its other parts are the owner's: hidden
     if (!s) { box.append(el("p", { class: "muted" }, "Desk " + name + " is not known to deskd.")); return; }
