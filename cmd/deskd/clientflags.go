@@ -41,54 +41,25 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 		"(default: $DESKD_TOKEN_FILE, else auth_token_file of the config, which is not read for a unix socket: the socket is the operator's credential)")
 }
 
-// newClient finds the daemon's address and token: the flags, then the
-// environment, then the config's main file: the running deskd's runtime
-// file in its state_dir (httpapi.Locate), else its listen. Over a unix socket the
-// config's auth_token_file is not read: the socket, which only deskd's
-// user and group can open, is the operator's credential by itself.
+// newClient finds the daemon's address and token (httpapi.Reach): the
+// flags, then the environment ($DESKD_ADDR, $DESKD_TOKEN_FILE), then the
+// config's main file. Its notes of where deskd was found, and of each
+// owner a cluster's 421 sent a request on to, go to the command's stderr.
 func (f *clientFlags) newClient() (*httpapi.Client, error) {
 	addr, tokenFile := f.addr, f.tokenFile
-	configToken := false // tokenFile is the config's auth_token_file
-	found := ""
 	if addr == "" {
 		addr = os.Getenv("DESKD_ADDR")
 	}
 	if tokenFile == "" {
 		tokenFile = os.Getenv("DESKD_TOKEN_FILE")
 	}
-	if addr == "" || tokenFile == "" {
-		cc, err := config.ReadClient(f.config)
-		switch {
-		case err != nil && addr == "":
-			return nil, &exitError{code: 2, err: fmt.Errorf("find the daemon (give --addr, or a readable --config): %w", err)}
-		case err == nil:
-			if addr == "" {
-				cc.StateDir = stateDir(cc.StateDir)
-				loc := httpapi.Locate(f.cmd.Context(), cc, pickAddr(cc.Listens), pickAddr)
-				addr, found = loc.Addr, loc.Looked
-				for _, n := range loc.Notes {
-					fmt.Fprintln(f.cmd.ErrOrStderr(), termsafe.Line(n))
-				}
-			}
-			if tokenFile == "" {
-				tokenFile, configToken = cc.AuthTokenFile, true
-			}
-		}
-	}
-	c, err := httpapi.Dial(addr)
+	stderr := f.cmd.ErrOrStderr()
+	c, err := httpapi.Reach{Addr: addr, TokenFile: tokenFile, Config: f.config, StateDir: stateDir, Pick: pickAddr,
+		Notes: func(n string) { fmt.Fprintln(stderr, termsafe.Line(n)) }}.Dial(f.cmd.Context())
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
-	c.Found = found
-	c.OnHop = hopNotes(f.cmd.ErrOrStderr())
-	if configToken && strings.HasPrefix(addr, config.UnixPrefix) {
-		tokenFile = ""
-	}
-	if tokenFile != "" {
-		if c.Token, err = config.ReadAuthToken(tokenFile); err != nil {
-			return nil, &exitError{code: 2, err: err}
-		}
-	}
+	c.OnHop = hopNotes(stderr)
 	return c, nil
 }
 

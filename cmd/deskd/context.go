@@ -3,16 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
-	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/termview"
-	"github.com/deskd/deskd/memory"
-	"github.com/deskd/deskd/router"
 )
 
 func newContextCommand(stdout io.Writer) *cobra.Command {
@@ -31,24 +27,7 @@ func newContextCommand(stdout io.Writer) *cobra.Command {
 			if !ok {
 				return &exitError{code: 2, err: fmt.Errorf("no desk %q in %s", args[0], cfg.DesksDir)}
 			}
-			clk := clock.Real()
-			folder, err := memory.OpenFolder(filepath.Join(cfg.StateDir, "desks", dc.Name), dc.Name, clk.Now)
-			if err != nil {
-				return err
-			}
-			settings, err := desk.RouterSettings(cfg, dc, folder, clk)
-			if err != nil {
-				return err
-			}
-			var summary string
-			if s, ok, err := folder.LatestSummary(); err != nil {
-				return err
-			} else if ok {
-				summary = s.Text
-			}
-			bus := event.New()
-			defer bus.Close()
-			rep, err := router.Inspect(router.Options{Desk: dc.Name, Folder: folder, Clock: clk, Day: cfg.Day, Bus: bus, Settings: settings}, summary)
+			rep, err := desk.InspectContext(cfg, dc, clock.Real())
 			if err != nil {
 				return err
 			}

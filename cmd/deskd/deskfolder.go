@@ -3,14 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/transcript"
@@ -21,30 +18,23 @@ import (
 // changing it (a rename writes only the session's title file, a restore
 // or an undo what it names), so they are safe beside a running deskd.
 
-// openDeskState loads the config and opens the state folder of desk name.
-// A desk no longer in the config is still found by its state folder; a
-// desk with neither is an error (exit status 2).
+// openDeskState loads the config and opens the state folder of desk name
+// (desk.OpenStateFolder): a desk no longer in the config is still found
+// by its state folder; a desk with neither is an error (exit status 2), a
+// desk of the config that has not run one of exit status 1.
 func openDeskState(path, name string) (*config.Config, *memory.Folder, error) {
 	cfg, err := loadConfig(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, inConfig := cfg.Desks[name]; !inConfig && (!filepath.IsLocal(name) || filepath.Base(name) != name || strings.HasPrefix(name, ".")) {
-		return nil, nil, &exitError{code: 2, err: fmt.Errorf("no desk %q in %s", name, cfg.DesksDir)}
-	}
-	dir := filepath.Join(cfg.StateDir, "desks", name)
-	if _, err := os.Stat(dir); err != nil {
-		if _, inConfig := cfg.Desks[name]; inConfig && errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, &exitError{code: 1, err: fmt.Errorf("desk %s has no state folder yet (%s): it has not run", name, dir)}
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, &exitError{code: 2, err: fmt.Errorf("no desk %q in %s and no state folder %s", name, cfg.DesksDir, dir)}
-		}
-		return nil, nil, fmt.Errorf("open state of desk %s: %w", name, err)
-	}
-	folder, err := memory.OpenFolder(dir, name, clock.Real().Now)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open state of desk %s: %w", name, err)
+	folder, err := desk.OpenStateFolder(cfg, name, clock.Real().Now)
+	switch {
+	case errors.Is(err, desk.ErrNoSuchDesk):
+		return nil, nil, &exitError{code: 2, err: err}
+	case errors.Is(err, desk.ErrNeverRan):
+		return nil, nil, &exitError{code: 1, err: err}
+	case err != nil:
+		return nil, nil, err
 	}
 	return cfg, folder, nil
 }

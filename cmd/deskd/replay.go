@@ -9,7 +9,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/buildinfo"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/replay"
@@ -47,9 +46,9 @@ func newReplayCommand(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			dc, source, err := candidateDesk(cfg, args[0], with, model)
+			dc, source, err := replay.CandidateOf(cfg, args[0], with, model)
 			if err != nil {
-				return err
+				return &exitError{code: 2, err: err}
 			}
 			if !cmd.Flags().Changed("max-cost") {
 				maxCost = dc.Budgets.DayCost
@@ -81,7 +80,7 @@ func newReplayCommand(stdout, stderr io.Writer) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(rep)
 			}
-			fmt.Fprintln(stdout, summaryLine(rep, out))
+			fmt.Fprintln(stdout, rep.Line(out))
 			return nil
 		},
 	}
@@ -94,45 +93,4 @@ func newReplayCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().StringSliceVar(&allow, "allow-tools", nil, "tools that may run for real (read-only data tools); a tool under approve never runs, its calls are listed as needing approval")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON instead of the summary line")
 	return cmd
-}
-
-// candidateDesk returns the desk a replay of desk runs against: the file
-// with (else the desk's own), its model replaced by model when given, and
-// how it was given. Bad input is exit status 2.
-func candidateDesk(cfg *config.Config, desk, with, model string) (*config.Desk, string, error) {
-	dc, source := cfg.Desks[desk], "the desk's own file"
-	if with != "" {
-		c, err := config.LoadDeskFile(cfg, with)
-		if err != nil {
-			return nil, "", &exitError{code: 2, err: fmt.Errorf("replay: --with %s: %w", with, err)}
-		}
-		c.Name, dc, source = desk, c, "--with "+with
-	}
-	if dc == nil {
-		return nil, "", &exitError{code: 2, err: fmt.Errorf("replay: desk %s is no longer in %s: give its candidate file with --with", desk, cfg.DesksDir)}
-	}
-	if model != "" {
-		if _, ok := cfg.Models[model]; !ok {
-			return nil, "", &exitError{code: 2, err: fmt.Errorf("replay: --model %q: no such model in %s", model, cfg.Path)}
-		}
-		c := *dc
-		c.Model, c.Fallbacks = model, nil
-		dc = &c
-		source += ", --model " + model
-	}
-	return dc, source, nil
-}
-
-// summaryLine is the line a replay prints on stdout.
-func summaryLine(rep *replay.Report, out string) string {
-	t := rep.Totals
-	line := fmt.Sprintf("replayed %d of %d triggers of %s %s: %d replies differ, %d tool calls refused, %d need approval; cost original %.4f, candidate %.4f",
-		t.Replayed, t.Triggers, rep.Desk, rep.Date, t.Differing, t.Refused, len(rep.Approvals), t.OriginalCost, t.CandidateCost)
-	if rep.Candidate.Scripted {
-		line += " (SCRIPTED candidate: not a real model)"
-	}
-	if rep.Stopped != "" {
-		line += "; stopped: " + rep.Stopped
-	}
-	return line + "; report " + out + "/" + replay.ReportHTML
 }

@@ -1,7 +1,7 @@
 package main
 
 // deskd run: the daemon's command and its wiring (the logger, the bus and
-// its log, the metrics, the daemon, the front end).
+// its log, the metrics, the daemon, the front end: httpapi.StartFrontend).
 
 import (
 	"context"
@@ -18,7 +18,9 @@ import (
 
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
+	"github.com/deskd/deskd/desk/buildinfo"
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/console"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/metrics"
@@ -147,10 +149,15 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 	d, err = desk.NewDaemon(desk.DaemonOptions{NATS: conn,
 		Config: cfg, Rejected: loaded.Rejected, Clock: clk, Bus: bus, Log: log, Level: level, Notify: systemd.NewNotifier(clk), Watchdog: watchdog,
 		Serve: func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
-			front, err := startAPI(ctx, cfg, clk, ring, log, set, check, map[string]http.Handler{"GET /metrics": met.Handler()}, nc, d.Approvals(),
-				func() []string { return d.Config().AllowedHosts }, httpapi.NotifyStatuses(nt)) // allowed_hosts as a reload leaves it
-			if err != nil || nc == nil || cfg.NATS.Triggers == nil {
-				return front, err // the NATS ingress starts once the desks are up; Guard's Refuse stops it before they stop
+			front, err := httpapi.StartFrontend(ctx, httpapi.FrontendOptions{Config: cfg, Clock: clk, Events: ring, Log: log, Desks: set, Check: check,
+				Handlers: map[string]http.Handler{"GET /metrics": met.Handler()}, NATS: nc, Approvals: d.Approvals(),
+				AllowedHosts: func() []string { return d.Config().AllowedHosts }, // allowed_hosts as a reload leaves it
+				Notify:       httpapi.NotifyStatuses(nt), Console: console.Handler(), Version: buildinfo.Version()})
+			if err != nil {
+				return nil, err
+			}
+			if nc == nil || cfg.NATS.Triggers == nil {
+				return front, nil // the NATS ingress starts once the desks are up; Guard's Refuse stops it before they stop
 			}
 			o := natsfeed.Options{Conn: nc.NATS(), Triggers: *cfg.NATS.Triggers, Desks: set, Bus: bus, Clock: clk, Log: log}
 			if cfg.Cluster != nil { // a consumer per desk, bound by the desk's owner only

@@ -90,38 +90,20 @@ func newTriggerCommand(stdout, stderr io.Writer) *cobra.Command {
 // watched from there (its progress on stderr) for the rest of --timeout.
 const firstWait = 30 * time.Second
 
-// postAndWait posts req asking deskd to answer once its turn ends
-// (?wait=min(timeout, firstWait)), following a cluster's 421 to the
-// desk's owner (OnOwner), prints the outcome at once when it does, and
-// otherwise watches the trigger on the host that took it for the rest of
-// timeout. answered is told the trigger's id once a host took it.
+// postAndWait posts req and waits for its answer (Client.SendAndWait:
+// one POST that deskd answers once the turn ends within firstWait,
+// following a cluster's 421 to the desk's owner, then a watch of the
+// trigger, its progress on stderr, for the rest of timeout), and prints
+// the outcome. answered is told the trigger's id once a host took it.
 func postAndWait(ctx context.Context, c *httpapi.Client, deskName string, req triggers.Request, timeout time.Duration,
 	asJSON bool, stdout, stderr io.Writer, answered func(id string)) error {
-	now := c.Now
-	if now == nil {
-		now = time.Now
-	}
-	start := now()
-	var acc httpapi.TriggerResponse
-	var s desk.TriggerStatus
-	var final bool
-	at, err := c.OnOwner(func(at *httpapi.Client) (err error) {
-		acc, s, final, err = at.PostTriggerWait(ctx, deskName, req, min(timeout, firstWait))
-		return err
-	})
+	acc, s, err := c.SendAndWait(ctx, deskName, req, timeout, firstWait, func(acc httpapi.TriggerResponse) { answered(acc.ID) },
+		func(p desk.TriggerProgress) { termview.Progress(stderr, deskName, p) })
 	if err != nil {
 		return err
 	}
-	answered(acc.ID)
-	if !final {
-		s, err = at.WatchTrigger(ctx, deskName, acc.ID, max(timeout-now().Sub(start), 0),
-			func(p desk.TriggerProgress) { termview.Progress(stderr, deskName, p) })
-		if err != nil {
-			return err
-		}
-		if !s.Final() {
-			return &exitError{code: exitTimeout, err: fmt.Errorf("trigger %s is still %s after %s", acc.ID, s.State, timeout)}
-		}
+	if !s.Final() {
+		return &exitError{code: exitTimeout, err: fmt.Errorf("trigger %s is still %s after %s", acc.ID, s.State, timeout)}
 	}
 	if asJSON {
 		if err := termview.JSON(stdout, s); err != nil {
