@@ -352,48 +352,72 @@ type walRecord struct {
 	epoch uint64
 }
 
-// readWAL returns every record of desk main's WAL subject, in order.
+// readWAL returns every record of desk main's WAL subject, in order. A
+// read that fails (the cluster's JetStream API has no responder for a
+// moment after the storm's kills: "no responders available") is made
+// again from the start, for at most a minute.
 func readWAL(t *testing.T, c *natstest.Cluster) []walRecord {
 	t.Helper()
 	_, js := c.Client()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		recs, err := readWALOnce(t.Context(), js)
+		if err == nil {
+			return recs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read %s: %v (for a minute)", cluster.Subject("main"), err)
+		}
+		t.Logf("read %s: %v; reading it again", cluster.Subject("main"), err)
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("read %s: %v", cluster.Subject("main"), t.Context().Err())
+		case <-time.After(200 * time.Millisecond): // a pause between tries, not a wait for time to pass
+		}
+	}
+}
+
+// readWALOnce reads desk main's WAL subject from its first record to its
+// last, through an ordered consumer of its own.
+func readWALOnce(ctx context.Context, js jetstream.JetStream) ([]walRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	st, err := js.Stream(ctx, cluster.WALStream)
 	if err != nil {
-		t.Fatalf("stream %s: %v", cluster.WALStream, err)
+		return nil, fmt.Errorf("stream %s: %w", cluster.WALStream, err)
 	}
 	last, err := st.GetLastMsgForSubject(ctx, cluster.Subject("main"))
 	if err != nil {
-		t.Fatalf("last record of %s: %v", cluster.Subject("main"), err)
+		return nil, fmt.Errorf("its last record: %w", err)
 	}
 	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{cluster.Subject("main")}})
 	if err != nil {
-		t.Fatalf("read %s: %v", cluster.Subject("main"), err)
+		return nil, fmt.Errorf("an ordered consumer: %w", err)
 	}
 	var out []walRecord
 	for len(out) == 0 || out[len(out)-1].seq < last.Sequence {
 		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			t.Fatalf("read %s: %v", cluster.Subject("main"), err)
+			return nil, fmt.Errorf("fetch after %d records: %w", len(out), err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
 			md, err := m.Metadata()
 			if err != nil {
-				t.Fatalf("a record of %s: %v", cluster.Subject("main"), err)
+				return nil, fmt.Errorf("a record's metadata: %w", err)
 			}
 			epoch, _ := strconv.ParseUint(m.Headers().Get(cluster.HeaderEpoch), 10, 64)
 			out = append(out, walRecord{seq: md.Sequence.Stream, op: m.Headers().Get(cluster.HeaderOp), host: m.Headers().Get(cluster.HeaderHost), epoch: epoch})
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
-			t.Fatalf("read %s: %v", cluster.Subject("main"), err)
+			return nil, fmt.Errorf("fetch after %d records: %w", len(out), err)
 		}
 		if n == 0 {
-			t.Fatalf("read %s: no record within 5s, %d read, the last is at %d", cluster.Subject("main"), len(out), last.Sequence)
+			return nil, fmt.Errorf("no record within 5s, %d read, the last is at %d", len(out), last.Sequence)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // checkWALEpochs fails the test unless desk main's WAL is one owner after

@@ -441,8 +441,28 @@ func (d *deskdProc) Pid() int { return d.cmd.Process.Pid }
 func (d *deskdProc) checkRaces(t testing.TB) {
 	t.Helper()
 	if s := d.stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
-		t.Errorf("%s: the race detector reported a data race:\n%s", d.name, s)
+		t.Errorf("%s: the race detector reported a data race:\n%s", d.name, raceReports(s))
 	}
+}
+
+// raceReports returns the race detector's reports in a daemon's stderr,
+// each from its WARNING line to the line of '=' that ends it, without the
+// log lines around them.
+func raceReports(stderr string) string {
+	var b strings.Builder
+	in := false
+	for line := range strings.Lines(stderr) {
+		if strings.HasPrefix(line, "WARNING: DATA RACE") {
+			in = true
+		}
+		if in {
+			b.WriteString(line)
+		}
+		if in && strings.HasPrefix(line, "==================") {
+			in = false
+		}
+	}
+	return b.String()
 }
 
 // unexpectedLine reports lines that end a wait early: failures the tests never
