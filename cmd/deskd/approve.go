@@ -12,23 +12,13 @@ import (
 )
 
 func newApprovalsCommand(stdout io.Writer) *cobra.Command {
-	var asJSON bool
-	cmd := clientCommand(&cobra.Command{
-		Use:   "approvals [DESK]",
-		Short: "List the tool calls that wait for an operator's decision: id, desk, tool, time left, arguments",
-		Args:  cobra.MaximumNArgs(1),
-	}, func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
-		out, err := c.Approvals(cmd.Context(), append(args, "")[0])
-		if err != nil {
-			return err
-		} else if asJSON {
-			return termview.JSON(stdout, out)
-		}
-		termview.Approvals(stdout, out.Approvals, out.AsOf) // time left on deskd's clock
-		return nil
-	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
-	return cmd
+	return answerCommand(stdout, "approvals [DESK]", cobra.MaximumNArgs(1),
+		"List the tool calls that wait for an operator's decision: id, desk, tool, time left, arguments",
+		func(cmd *cobra.Command, c *httpapi.Client, args []string) (httpapi.ApprovalsResponse, error) {
+			return c.Approvals(cmd.Context(), append(args, "")[0])
+		}, func(out httpapi.ApprovalsResponse) {
+			termview.Approvals(stdout, out.Approvals, out.AsOf) // time left on deskd's clock
+		})
 }
 
 func newDecideCommand(stdout io.Writer, approve bool) *cobra.Command {
@@ -37,7 +27,7 @@ func newDecideCommand(stdout io.Writer, approve bool) *cobra.Command {
 	if approve {
 		use, short = "approve DESK ID", "Approve a tool call that waits for a decision: it runs now"
 	}
-	cmd := actingCommand(&cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(2)}, &req.By,
+	cmd := actingCommand(use, cobra.ExactArgs(2), short, &req.By,
 		func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
 			d, err := c.Decide(cmd.Context(), args[0], args[1], approve, req)
 			if err == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/termsafe"
+	"github.com/deskd/deskd/desk/termview"
 )
 
 // clientCommands returns the commands that talk to a running deskd.
@@ -66,18 +67,12 @@ func (f *clientFlags) newClient() (*httpapi.Client, error) {
 // clientRun is the work of a command on the running deskd, through c.
 type clientRun func(cmd *cobra.Command, c *httpapi.Client, args []string) error
 
-// clientCommand completes cmd as a command that talks to the running
-// deskd: it gets the client flags, and its RunE finds the daemon
-// (newClient) and calls run.
-func clientCommand(cmd *cobra.Command, run clientRun) *cobra.Command {
+// clientCommand makes the command use (its usage line), taking args,
+// whose help is short, that talks to the running deskd: it gets the
+// client flags, and its RunE finds the daemon (newClient) and calls run.
+func clientCommand(use string, args cobra.PositionalArgs, short string, run clientRun) *cobra.Command {
 	var f clientFlags
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c, err := f.newClient()
-		if err != nil {
-			return err
-		}
-		return run(cmd, c, args)
-	}
+	cmd := newCommand(use, args, short, f.newClient, run)
 	f.register(cmd)
 	return cmd
 }
@@ -85,13 +80,34 @@ func clientCommand(cmd *cobra.Command, run clientRun) *cobra.Command {
 // actingCommand is clientCommand for a command that acts in someone's
 // name: *by, when its --by flag left it empty, becomes the operator at the
 // terminal (operator).
-func actingCommand(cmd *cobra.Command, by *string, run clientRun) *cobra.Command {
-	return clientCommand(cmd, func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
+func actingCommand(use string, args cobra.PositionalArgs, short string, by *string, run clientRun) *cobra.Command {
+	return clientCommand(use, args, short, func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
 		if *by == "" {
 			*by = operator()
 		}
 		return run(cmd, c, args)
 	})
+}
+
+// answerCommand is clientCommand for a command that prints one answer of
+// the running deskd: ask gets it, and it is printed on stdout as JSON
+// with --json, else by show.
+func answerCommand[T any](stdout io.Writer, use string, args cobra.PositionalArgs, short string,
+	ask func(cmd *cobra.Command, c *httpapi.Client, args []string) (T, error), show func(T)) *cobra.Command {
+	var asJSON bool
+	cmd := clientCommand(use, args, short, func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
+		out, err := ask(cmd, c, args)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return termview.JSON(stdout, out)
+		}
+		show(out)
+		return nil
+	})
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
+	return cmd
 }
 
 // pickAddr prefers a unix socket, then the first TCP address.

@@ -6,23 +6,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/termview"
 )
 
 func newContextCommand(stdout io.Writer) *cobra.Command {
-	var path string
 	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "context DESK",
-		Short: "Show the tokens the desk's next request would carry, by source (estimated offline)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(path)
-			if err != nil {
-				return err
-			}
+	cmd := configCommand("context DESK", cobra.ExactArgs(1), "Show the tokens the desk's next request would carry, by source (estimated offline)",
+		func(_ *cobra.Command, cfg *config.Config, args []string) error {
 			dc, ok := cfg.Desks[args[0]]
 			if !ok {
 				return &exitError{code: 2, err: fmt.Errorf("no desk %q in %s", args[0], cfg.DesksDir)}
@@ -35,9 +28,7 @@ func newContextCommand(stdout io.Writer) *cobra.Command {
 				return termview.JSON(stdout, rep)
 			}
 			return termview.Context(stdout, rep)
-		},
-	}
-	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
+		})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -14,29 +14,54 @@ import (
 )
 
 // The operator's commands that read a desk's folder (sessions, rename,
-// show, export, audit, memory, skills) open it here. They read it without
+// show, export, audit, memory, skills, replay) open it here, and those
+// that read the config (context) load it here. They read it without
 // changing it (a rename writes only the session's title file, a restore
 // or an undo what it names), so they are safe beside a running deskd.
 
-// openDeskState loads the config and opens the state folder of desk name
+// deskFolder opens the state folder of desk name of cfg
 // (desk.OpenStateFolder): a desk no longer in the config is still found
 // by its state folder; a desk with neither is an error (exit status 2), a
 // desk of the config that has not run one of exit status 1.
-func openDeskState(path, name string) (*config.Config, *memory.Folder, error) {
-	cfg, err := loadConfig(path)
-	if err != nil {
-		return nil, nil, err
-	}
+func deskFolder(cfg *config.Config, name string) (*memory.Folder, error) {
 	folder, err := desk.OpenStateFolder(cfg, name, clock.Real().Now)
 	switch {
 	case errors.Is(err, desk.ErrNoSuchDesk):
-		return nil, nil, &exitError{code: 2, err: err}
+		return nil, &exitError{code: 2, err: err}
 	case errors.Is(err, desk.ErrNeverRan):
-		return nil, nil, &exitError{code: 1, err: err}
-	case err != nil:
-		return nil, nil, err
+		return nil, &exitError{code: 1, err: err}
 	}
-	return cfg, folder, nil
+	return folder, err
+}
+
+// configRun is the work of a command on the config loaded from --config.
+type configRun func(cmd *cobra.Command, cfg *config.Config, args []string) error
+
+// configCommand makes the command use (its usage line), taking args,
+// whose help is short, that reads the config: it gets the --config flag,
+// and its RunE loads the config (loadConfig) and calls run. A check that
+// needs no config (a missing flag) goes in the command's PreRunE, which
+// cobra runs first.
+func configCommand(use string, args cobra.PositionalArgs, short string, run configRun) *cobra.Command {
+	var path string
+	cmd := newCommand(use, args, short, func() (*config.Config, error) { return loadConfig(path) }, run)
+	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
+	return cmd
+}
+
+// newCommand makes the command use (its usage line), taking args, whose
+// help is short, that works on what open gives it (a client of the
+// running deskd, the config): its RunE calls open, then run with it.
+// open runs after cobra has parsed the flags it reads.
+func newCommand[T any](use string, args cobra.PositionalArgs, short string, open func() (T, error),
+	run func(cmd *cobra.Command, v T, args []string) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: args, RunE: func(cmd *cobra.Command, args []string) error {
+		v, err := open()
+		if err != nil {
+			return err
+		}
+		return run(cmd, v, args)
+	}}
 }
 
 // folderRun is the work of a command on one desk's state folder: cfg is
@@ -44,21 +69,23 @@ func openDeskState(path, name string) (*config.Config, *memory.Folder, error) {
 // args[0].
 type folderRun func(cmd *cobra.Command, cfg *config.Config, folder *memory.Folder, args []string) error
 
-// folderCommand completes c as a command that reads the state folder of
-// desk args[0]: it gets the --config flag, and its RunE opens the folder
-// (openDeskState) and calls run. A check that needs no folder (a missing
-// flag) goes in c.PreRunE, which cobra runs first.
-func folderCommand(c *cobra.Command, run folderRun) *cobra.Command {
-	var path string
-	c.RunE = func(cmd *cobra.Command, args []string) error {
-		cfg, folder, err := openDeskState(path, args[0])
+// folderCommand is configCommand for a command that reads the state
+// folder of desk args[0]: its RunE opens the folder (deskFolder) and
+// calls run.
+func folderCommand(use string, args cobra.PositionalArgs, short string, run folderRun) *cobra.Command {
+	return configCommand(use, args, short, inFolder(run))
+}
+
+// inFolder is the work of a command on the config that opens the state
+// folder of desk args[0] (deskFolder) and calls run.
+func inFolder(run folderRun) configRun {
+	return func(cmd *cobra.Command, cfg *config.Config, args []string) error {
+		folder, err := deskFolder(cfg, args[0])
 		if err != nil {
 			return err
 		}
 		return run(cmd, cfg, folder, args)
 	}
-	c.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
-	return c
 }
 
 // folderClientRun is the work of a command on one desk's state folder
@@ -70,24 +97,22 @@ type folderClientRun func(cmd *cobra.Command, cf *clientFlags, cfg *config.Confi
 // folder (memory --restore, skills --undo): it gets the client flags,
 // whose --config names the config, and its RunE opens the folder and
 // calls run with them.
-func folderClientCommand(c *cobra.Command, run folderClientRun) *cobra.Command {
+func folderClientCommand(use string, args cobra.PositionalArgs, short string, run folderClientRun) *cobra.Command {
 	var cf clientFlags
-	c.RunE = func(cmd *cobra.Command, args []string) error {
-		cfg, folder, err := openDeskState(cf.config, args[0])
-		if err != nil {
-			return err
-		}
-		return run(cmd, &cf, cfg, folder, args)
-	}
-	cf.register(c)
-	return c
+	cmd := newCommand(use, args, short, func() (*config.Config, error) { return loadConfig(cf.config) },
+		inFolder(func(cmd *cobra.Command, cfg *config.Config, folder *memory.Folder, args []string) error {
+			return run(cmd, &cf, cfg, folder, args)
+		}))
+	cf.register(cmd)
+	return cmd
 }
 
-// sessionCommand completes c as a command on one session of desk args[0]:
-// args[1] names it (loadSession), the desk's current one when there is no
-// args[1].
-func sessionCommand(c *cobra.Command, run func(cfg *config.Config, folder *memory.Folder, sess transcript.Session) error) *cobra.Command {
-	return folderCommand(c, func(_ *cobra.Command, cfg *config.Config, folder *memory.Folder, args []string) error {
+// sessionCommand is folderCommand for a command on one session of desk
+// args[0]: args[1] names it (loadSession), the desk's current one when
+// there is no args[1].
+func sessionCommand(use string, args cobra.PositionalArgs, short string,
+	run func(cfg *config.Config, folder *memory.Folder, sess transcript.Session) error) *cobra.Command {
+	return folderCommand(use, args, short, func(_ *cobra.Command, cfg *config.Config, folder *memory.Folder, args []string) error {
 		sess, err := loadSession(folder, optionalArg(args, 1))
 		if err != nil {
 			return err

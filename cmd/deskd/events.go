@@ -18,13 +18,10 @@ import (
 func newEventsCommand(stdout, stderr io.Writer) *cobra.Command {
 	var follow bool
 	var deskName string
-	cmd := clientCommand(&cobra.Command{
-		Use:   "events",
-		Short: "Print deskd's recent events, one JSON line each; --follow keeps printing new ones",
-		Args:  cobra.NoArgs,
-	}, func(cmd *cobra.Command, c *httpapi.Client, _ []string) error {
-		return streamEvents(cmd.Context(), c, stdout, stderr, deskName, follow)
-	})
+	cmd := clientCommand("events", cobra.NoArgs, "Print deskd's recent events, one JSON line each; --follow keeps printing new ones",
+		func(cmd *cobra.Command, c *httpapi.Client, _ []string) error {
+			return streamEvents(cmd.Context(), c, stdout, stderr, deskName, follow)
+		})
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep following new events (reconnecting with Last-Event-ID)")
 	cmd.Flags().StringVar(&deskName, "desk", "", "only this desk's events")
 	return cmd

@@ -20,25 +20,23 @@ import (
 
 func newPauseCommand(stdout io.Writer) *cobra.Command {
 	var reason, by string
-	cmd := actingCommand(&cobra.Command{
-		Use:   "pause DESK",
-		Short: "Pause a desk (the kill switch): it runs no turn until resumed; its triggers wait (or are refused: paused_triggers)",
-		Args:  cobra.ExactArgs(1),
-	}, &by, func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
-		out, err := c.Pause(cmd.Context(), args[0], httpapi.PauseRequest{Reason: reason, By: by})
-		if err != nil {
-			return err
-		}
-		verb := "paused"
-		if out.Already {
-			verb = "was already paused"
-		}
-		fmt.Fprintf(stdout, "desk %s %s %s\n", termsafe.Line(out.Desk), verb, termview.Pause(out.Paused))
-		if out.Running != "" {
-			fmt.Fprintf(stdout, "its running turn (trigger %s) finishes; no turn starts after it\n", termsafe.Line(out.Running))
-		}
-		return nil
-	})
+	cmd := actingCommand("pause DESK", cobra.ExactArgs(1),
+		"Pause a desk (the kill switch): it runs no turn until resumed; its triggers wait (or are refused: paused_triggers)", &by,
+		func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
+			out, err := c.Pause(cmd.Context(), args[0], httpapi.PauseRequest{Reason: reason, By: by})
+			if err != nil {
+				return err
+			}
+			verb := "paused"
+			if out.Already {
+				verb = "was already paused"
+			}
+			fmt.Fprintf(stdout, "desk %s %s %s\n", termsafe.Line(out.Desk), verb, termview.Pause(out.Paused))
+			if out.Running != "" {
+				fmt.Fprintf(stdout, "its running turn (trigger %s) finishes; no turn starts after it\n", termsafe.Line(out.Running))
+			}
+			return nil
+		})
 	cmd.Flags().StringVar(&reason, "reason", "", "why: shown in the status and the desk.paused event")
 	cmd.Flags().StringVar(&by, "by", "", "who pauses (default: your login name)")
 	return cmd

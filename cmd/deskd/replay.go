@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/buildinfo"
 	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/replay"
@@ -23,29 +24,17 @@ import (
 // <state_dir>/replays/<desk>/, where the console lists it).
 
 func newReplayCommand(stdout, stderr io.Writer) *cobra.Command {
-	var path, date, with, model, out string
+	var date, with, model, out string
+	var d memory.Date
 	var maxCost float64
 	var allow []string
 	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "replay DESK --date YYYY-MM-DD [--with FILE] [--model KEY] [--out DIR]",
-		Short: "Replay a trading day of a desk against a candidate desk, in a sandbox, side by side with what it answered",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			bad := func(format string, a ...any) error {
-				return &exitError{code: 2, err: fmt.Errorf("replay: "+format, a...)}
-			}
-			if date == "" {
-				return bad("--date YYYY-MM-DD is required")
-			}
-			d, err := memory.ParseDate(date)
-			if err != nil {
-				return bad("--date %q: want a trading date, YYYY-MM-DD", date)
-			}
-			cfg, folder, err := openDeskState(path, args[0])
-			if err != nil {
-				return err
-			}
+	bad := func(format string, a ...any) error {
+		return &exitError{code: 2, err: fmt.Errorf("replay: "+format, a...)}
+	}
+	cmd := folderCommand("replay DESK --date YYYY-MM-DD [--with FILE] [--model KEY] [--out DIR]", cobra.ExactArgs(1),
+		"Replay a trading day of a desk against a candidate desk, in a sandbox, side by side with what it answered",
+		func(cmd *cobra.Command, cfg *config.Config, folder *memory.Folder, args []string) error {
 			dc, source, err := replay.CandidateOf(cfg, args[0], with, model)
 			if err != nil {
 				return &exitError{code: 2, err: err}
@@ -82,9 +71,16 @@ func newReplayCommand(stdout, stderr io.Writer) *cobra.Command {
 			}
 			fmt.Fprintln(stdout, rep.Line(out))
 			return nil
-		},
+		})
+	cmd.PreRunE = func(*cobra.Command, []string) (err error) { // before the config and the folder, as a usage error
+		if date == "" {
+			return bad("--date YYYY-MM-DD is required")
+		}
+		if d, err = memory.ParseDate(date); err != nil {
+			return bad("--date %q: want a trading date, YYYY-MM-DD", date)
+		}
+		return nil
 	}
-	cmd.Flags().StringVar(&path, "config", defaultConfig, "the main config file")
 	cmd.Flags().StringVar(&date, "date", "", "the trading date to replay, YYYY-MM-DD")
 	cmd.Flags().StringVar(&with, "with", "", "the candidate desk file (default: the desk's own)")
 	cmd.Flags().StringVar(&model, "model", "", "the candidate's model, a key of the main file's models (replaces its route)")

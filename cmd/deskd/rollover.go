@@ -21,7 +21,7 @@ func newRolloverCommand(stdout io.Writer) *cobra.Command {
 // of a desk (start: a rollover or a fork) and prints the old and new.
 func newSessionCommand(stdout io.Writer, verb, short string,
 	start func(*httpapi.Client, context.Context, string) (httpapi.SessionResponse, error)) *cobra.Command {
-	return clientCommand(&cobra.Command{Use: verb + " DESK", Short: short, Args: cobra.ExactArgs(1)},
+	return clientCommand(verb+" DESK", cobra.ExactArgs(1), short,
 		func(cmd *cobra.Command, c *httpapi.Client, args []string) error {
 			out, err := start(c, cmd.Context(), args[0])
 			if err != nil {

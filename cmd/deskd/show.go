@@ -14,13 +14,10 @@ import (
 
 func newShowCommand(stdout io.Writer) *cobra.Command {
 	var full bool
-	cmd := sessionCommand(&cobra.Command{
-		Use:   "show DESK [SESSION]",
-		Short: "Print a session's transcript (the current session by default)",
-		Args:  cobra.RangeArgs(1, 2),
-	}, func(cfg *config.Config, _ *memory.Folder, sess transcript.Session) error {
-		return transcript.WriteText(stdout, sess, cfg.Location, full)
-	})
+	cmd := sessionCommand("show DESK [SESSION]", cobra.RangeArgs(1, 2), "Print a session's transcript (the current session by default)",
+		func(cfg *config.Config, _ *memory.Folder, sess transcript.Session) error {
+			return transcript.WriteText(stdout, sess, cfg.Location, full)
+		})
 	cmd.Flags().BoolVar(&full, "full", false, "print the previous session's summary that a new session's first message carries")
 	return cmd
 }

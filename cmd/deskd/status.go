@@ -12,27 +12,16 @@ import (
 )
 
 func newStatusCommand(stdout io.Writer) *cobra.Command {
-	var asJSON bool
-	cmd := clientCommand(&cobra.Command{
-		Use:   "status",
-		Short: "Show every desk of the running deskd: session, trading date, queue, running turn, next slot, interrupted triggers",
-		Args:  cobra.NoArgs,
-	}, func(cmd *cobra.Command, c *httpapi.Client, _ []string) error {
-		out, err := c.Desks(cmd.Context())
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			return termview.JSON(stdout, out)
-		}
-		termview.Status(stdout, out.Desks)
-		termview.ConfigRejections(stdout, out.Desks, out.ConfigRejected)
-		if n := out.NATS; n != nil && !n.Connected {
-			termview.NATSDown(stdout, n.State, n.Since, n.Error)
-		}
-		notifyTrouble(stdout, out.Notify)
-		return nil
-	})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
-	return cmd
+	return answerCommand(stdout, "status", cobra.NoArgs,
+		"Show every desk of the running deskd: session, trading date, queue, running turn, next slot, interrupted triggers",
+		func(cmd *cobra.Command, c *httpapi.Client, _ []string) (httpapi.DesksResponse, error) {
+			return c.Desks(cmd.Context())
+		}, func(out httpapi.DesksResponse) {
+			termview.Status(stdout, out.Desks)
+			termview.ConfigRejections(stdout, out.Desks, out.ConfigRejected)
+			if n := out.NATS; n != nil && !n.Connected {
+				termview.NATSDown(stdout, n.State, n.Since, n.Error)
+			}
+			notifyTrouble(stdout, out.Notify)
+		})
 }
