@@ -103,7 +103,7 @@ func newRootCommand(stdout, stderr io.Writer, signals signalSource) *cobra.Comma
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCommand(stderr, signals), newCheckConfigCommand(stdout), newVersionCommand(stdout))
-	root.AddCommand(clientCommands(stdout, stderr)...) // client.go: status, trigger, rollover, events
+	root.AddCommand(clientCommands(stdout, stderr)...) // clientflags.go: status, trigger, rollover, events, ...
 	root.AddCommand(newContextCommand(stdout), newMemoryCommand(stdout), newSkillsCommand(stdout))
 	root.AddCommand(newSessionsCommand(stdout), newRenameCommand(stdout), newShowCommand(stdout), newExportCommand(stdout), newAuditCommand(stdout))
 	root.AddCommand(newApprovalsCommand(stdout), newDecideCommand(stdout, true), newDecideCommand(stdout, false)) // approve.go
