@@ -2,12 +2,14 @@ package desk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/deskd/deskd/desk/clock"
+	"github.com/deskd/deskd/desk/cluster"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/triggers"
@@ -168,7 +170,10 @@ func mib(n uint64) string { return fmt.Sprintf("%d MiB", n>>20) }
 
 // storageFailed records that a write failed: the desk stalls (it takes no
 // turn) until retryStorage finds that writes succeed again. The first
-// failure of a stall is announced.
+// failure of a stall is announced, unless the write was refused because
+// another host owns the desk now (cluster.ErrFenced): that is the loss of
+// its lease, announced as desk.lost, and the disk and the stores are
+// fine.
 func (d *Desk) storageFailed(err error) {
 	d.storeMu.Lock()
 	first := d.storeErr == nil
@@ -178,7 +183,7 @@ func (d *Desk) storageFailed(err error) {
 		d.storeSince, d.retryWait = d.o.Clock.Now(), 0
 	}
 	d.storeMu.Unlock()
-	if first {
+	if first && !errors.Is(err, cluster.ErrFenced) {
 		event.Publish(d.o.Bus, event.StorageFailed{Header: d.header(), Error: err.Error(), DiskFull: durable.IsDiskFull(err)})
 	}
 }

@@ -522,6 +522,10 @@ func TestClusterE2EStoppedOwnerIsFenced(t *testing.T) {
 			t.Logf("a, resumed: desk.lost at epoch %v: %s (listed standby and logged %v after SIGCONT)", l.Num("epoch"), l.Str("reason"), time.Since(resumedAt).Round(time.Millisecond))
 		}
 	}
+	// a woke to a desk taken: its stores answer, nothing failed there.
+	if n := a.count(isEvent("storage.failed", "desk", "main")); n > 0 {
+		t.Errorf("a, resumed, reported storage.failed %d times for desk main: b took it, a's stores did not fail", n)
+	}
 	n = s.ackedCount()
 	waitStorm(t, deadline, "b to accept two triggers more after a's resume", func() bool { return s.ackedCount() >= n+2 })
 	stop()

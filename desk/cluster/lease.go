@@ -306,7 +306,7 @@ func (h *Lease) run() {
 			return
 		case <-deadline.C():
 			if !h.Holds() {
-				h.end(fmt.Errorf("desk %s, epoch %d: not renewed within the lease (%v): %w", h.desk, h.owner.Epoch, l.lease, ErrLost))
+				h.end(h.expired())
 				return
 			}
 			h.mu.Lock()
@@ -320,6 +320,28 @@ func (h *Lease) run() {
 			}
 		}
 	}
+}
+
+// expired is the cause of a lease that ran out before a renewal was taken
+// in: ErrLost, with ErrTaken too when the desk's key names another owner
+// by then. A host stopped past its lease (SIGSTOP, a paused VM) wakes to
+// both timers due at once; whichever it reads first, it finds the desk
+// taken, not stores that do not answer.
+func (h *Lease) expired() error {
+	l := h.l
+	lost := fmt.Errorf("desk %s, epoch %d: not renewed within the lease (%v): %w", h.desk, h.owner.Epoch, l.lease, ErrLost)
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	e, err := l.kv.Get(ctx, Key(h.desk))
+	if err != nil {
+		return lost // the key's reader cannot tell: perhaps the stores do not answer
+	}
+	var o Owner
+	if json.Unmarshal(e.Value(), &o) != nil || o.Host == l.host { // ours (its first write carries epoch 0)
+		return lost
+	}
+	return fmt.Errorf("desk %s, epoch %d: not renewed within the lease (%v), and host %s holds it now: %w: %w",
+		h.desk, h.owner.Epoch, l.lease, o.Host, ErrTaken, ErrLost)
 }
 
 // renew writes the lease again over our last revision. A refused write
