@@ -132,6 +132,10 @@ type Keeper struct {
 	// behind is the session for which the clock behind its trading date
 	// was last warned of ("" once the clock has caught up).
 	behind string
+	// unfinished is the session whose manual rollover the journal holds
+	// begun and not done at Start, before its new session began (a crash,
+	// a failed step, a lease lost): it is due again, whatever its date.
+	unfinished string
 }
 
 // New returns a keeper; call Start before the first turn.
@@ -189,7 +193,8 @@ type noteRange struct {
 // Start picks up the session saved before a restart, or starts the first
 // one, and announces it. A rollover that a crash cut short after its new
 // session began is completed and announced; one cut short before that is
-// resumed by the next RollOver.
+// resumed by the next RollOver: a daily one once its session's date is
+// past (Due), a manual one at once (Due from Start on).
 func (k *Keeper) Start(ctx context.Context) error {
 	resumed, err := k.o.Router.RestoreSession(ctx)
 	if err != nil {
@@ -208,7 +213,15 @@ func (k *Keeper) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("keeper %s: start: %w", k.o.Desk, err)
 	}
-	if cur := k.o.Router.SessionID(); ok && !j.Done && j.Session != cur {
+	cur := k.o.Router.SessionID()
+	if ok && !j.Done && j.Session == cur && event.SessionReason(j.Reason) == event.ReasonManualRollover {
+		// A daily rollover cut short is due by its session's date, as
+		// before; a manual one, of a session of any date, is due now.
+		k.mu.Lock()
+		k.unfinished = cur
+		k.mu.Unlock()
+	}
+	if ok && !j.Done && j.Session != cur {
 		// The router began the new session; the journal may not know it
 		// yet, and its announcement may be lost: announce it (again, as
 		// the same event when the journal has it), then mark it done.
@@ -231,13 +244,20 @@ func (k *Keeper) Start(ctx context.Context) error {
 func (k *Keeper) Today() memory.Date { return k.o.Day.DateOf(k.o.Clock.Now()) }
 
 // Due reports whether the current session belongs to an earlier trading
-// date, so that the desk must roll over. A session of a later date than
+// date, or is one whose manual rollover a restart found begun and not
+// done (see Start), so that the desk must roll over. A session of a later date than
 // today's (deskd's clock started before it, or stepped back) is not due:
 // the desk keeps it, and the keeper warns once, until a trading date after
 // the session's begins.
 func (k *Keeper) Due() bool {
 	if k.o.Disabled {
 		return false
+	}
+	k.mu.Lock()
+	unfinished := k.unfinished
+	k.mu.Unlock()
+	if unfinished != "" && unfinished == k.o.Router.SessionID() {
+		return true
 	}
 	// The router may read the clock too (a trading-day router does): read
 	// today before and after it, so that both sides of the comparison are
