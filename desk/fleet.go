@@ -158,12 +158,10 @@ func (f *fleet) start(ctx context.Context, cfg *config.Config, dc *config.Desk, 
 func (f *fleet) prepare(cfg *config.Config, dc *config.Desk, reuse *deskRun) (*deskRun, error) {
 	run := reuse
 	if run == nil {
-		// The desk's folder is made through the fleet's file layer (and
-		// fsynced into desks/); its folders are made by their first writes.
-		if err := durable.MkdirAll(f.fsys, folderOf(cfg, dc.Name), 0o750); err != nil {
-			return nil, fmt.Errorf("desk %s: open desk folder: %w", dc.Name, err)
-		}
-		folder, err := memory.OpenFolder(folderOf(cfg, dc.Name), dc.Name, f.clk.Now)
+		// The desk's folder, and each of its folders, is made by the first
+		// write into it, through the fleet's file layer (fsynced into its
+		// parent then): an idle desk's start creates nothing.
+		folder, err := memory.OpenFolderLazily(folderOf(cfg, dc.Name), dc.Name, f.clk.Now)
 		if err != nil {
 			return nil, fmt.Errorf("desk %s: %w", dc.Name, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/deskd/deskd/desk/event"
@@ -94,6 +95,11 @@ func (d *Desk) writePause(rec pauseRecord) error {
 	var fsys durable.FS // through the folder's file layer: on a cluster, replicated like the desk's other writes
 	if d.o.Folder != nil {
 		fsys = d.o.Folder.FS
+	}
+	// An idle desk's folder may not be made yet (it is made by its first
+	// write): this may be it.
+	if err := durable.MkdirAll(fsys, filepath.Dir(d.o.PauseFile), 0o750); err != nil {
+		return fmt.Errorf("write %s: %w", d.o.PauseFile, err)
 	}
 	if err := durable.WriteFile(fsys, d.o.PauseFile, append(b, '\n'), 0o640); err != nil {
 		return fmt.Errorf("write %s: %w", d.o.PauseFile, err)

@@ -49,18 +49,19 @@ func openUnder(t *testing.T, dir string) []string {
 }
 
 // TestFirstStartHoldsOnlyTheLedgerOpen: a desk started for the first time
-// creates its first session's file but keeps it closed until its first
-// turn, and its ledger's file is made by its first record, so that an idle
-// desk holds no descriptor; the turn then opens both and is answered; a
-// rollover leaves the new session's file closed too.
+// names its first session but writes its file only at its first turn
+// (issue 24 item 4), and its ledger's file is made by its first record, so
+// that an idle desk holds no descriptor; the turn then creates the session
+// file under the name the start announced, opens both and is answered; a
+// rollover leaves the new session's file closed.
 func TestFirstStartHoldsOnlyTheLedgerOpen(t *testing.T) {
 	d := desktest.New(t, desktest.Options{})
 	ev := eventtest.Next[event.SessionStarted](d.Events)
 	if ev.Reason != event.ReasonFirst {
 		t.Fatalf("session.started = %+v, want a first session", ev)
 	}
-	if _, err := os.Stat(d.Folder.SessionPath(ev.Session)); err != nil {
-		t.Fatalf("the first session's file was not created: %v", err)
+	if _, err := os.Stat(d.Folder.SessionPath(ev.Session)); !os.IsNotExist(err) {
+		t.Fatalf("the first session's file is there before its first turn (%v), want none yet", err)
 	}
 	if got := openUnder(t, d.Folder.Dir()); len(got) != 0 {
 		t.Errorf("a new idle desk holds open %v, want nothing (its ledger %s is made by its first record)", got, triggers.LedgerFile)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/deskd/deskd/memory/durable"
@@ -81,6 +82,27 @@ func OpenFolder(dir, desk string, now func() time.Time) (*Folder, error) {
 	return &Folder{Now: now, dir: dir, desk: desk}, nil
 }
 
+// OpenFolderLazily is OpenFolder without creating dir: a missing folder
+// reads as an empty one, and the first write into it creates it (durably,
+// fsynced into its parent, through FS), so that an idle desk's start
+// creates and fsyncs nothing. A path that is there and is not a folder is
+// refused.
+func OpenFolderLazily(dir, desk string, now func() time.Time) (*Folder, error) {
+	if dir == "" {
+		return nil, errors.New("open desk folder: empty path")
+	}
+	if now == nil {
+		return nil, fmt.Errorf("open desk folder %s: nil clock", dir)
+	}
+	switch fi, err := os.Stat(dir); {
+	case err == nil && !fi.IsDir():
+		return nil, fmt.Errorf("open desk folder: %w", &fs.PathError{Op: "open", Path: dir, Err: syscall.ENOTDIR})
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("open desk folder %s: %w", dir, err)
+	}
+	return &Folder{Now: now, dir: dir, desk: desk}, nil
+}
+
 // Dir returns the folder's path.
 func (f *Folder) Dir() string { return f.dir }
 
@@ -101,6 +123,9 @@ func (f *Folder) RemoveStaleTemps() ([]string, error) {
 	var removed []string
 	err := filepath.WalkDir(f.dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if path == f.dir && errors.Is(err, fs.ErrNotExist) {
+				return filepath.SkipDir // a folder not made yet holds nothing
+			}
 			return err
 		}
 		if !d.Type().IsRegular() || !isTempName(d.Name()) {

@@ -152,7 +152,7 @@ func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, curren
 func (r *Router) Context(summary string) (ContextReport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.current {
+	if r.current && !r.unwritten { // an unwritten session has no history, and is not written by a look
 		if err := r.ensureLocked(); err != nil { // the history is read at first use
 			return ContextReport{}, fmt.Errorf("context of %s: %w", r.desk, err)
 		}

@@ -12,6 +12,7 @@ package router
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -258,6 +259,11 @@ type Router struct {
 	// current is true while a session is current: from RestoreSession
 	// (or a start) to Close.
 	current bool
+	// unwritten is true while the current session is a desk's first (or
+	// one that followed it to a new trading date with nothing written),
+	// chosen and not written yet: no session file, no state file. Its
+	// first use writes both (writeFirstLocked).
+	unwritten bool
 	// log is the open session file; nil until the session's first use
 	// (loadLocked): a restored desk holds no session file open until then.
 	log     *memory.SessionLog
@@ -397,9 +403,12 @@ func (r *Router) Spend() Spend {
 // mark are read, so that SessionID, TradingDate, Exchanges and Spend are
 // right at once. The session file is opened, and its history read, at
 // the session's first use (Send, Summarise, Fold, Ask, Digest, Fork,
-// Context); until then the desk holds no file open. A first session's
-// file is created (fsynced, and named by the state file) and closed, to
-// be opened at its first use the same way. When the records
+// Context); until then the desk holds no file open. A desk's first
+// session (no state file) is chosen and not written: its file and the
+// state file naming it are written at its first use, so that an idle
+// desk's start writes nothing (and needs no folder). Its id is that of its
+// desk and trading date (firstSessionID), so that a restart before that
+// use names the same session. When the records
 // after the mark end in a torn line, the file is opened at once, so that
 // the torn tail is cut off and announced (session.torn) as the desk
 // starts. A state file written by an older deskd (no mark) has its
@@ -413,7 +422,7 @@ func (r *Router) RestoreSession(ctx context.Context) (resumed bool, err error) {
 		return false, fmt.Errorf("restore session of %s: %w", r.desk, err)
 	}
 	if !ok || st.Session == "" {
-		return false, r.startLocked("")
+		return r.firstLocked(r.clock.Now())
 	}
 	if err := r.resumeLocked(st); err != nil {
 		return false, fmt.Errorf("restore session %s of %s: %w", st.Session, r.desk, err)
@@ -577,6 +586,9 @@ func (r *Router) ensureLocked() error {
 	if r.log != nil {
 		return nil
 	}
+	if r.unwritten {
+		return r.writeFirstLocked()
+	}
 	_, err := r.loadLocked(false)
 	return err
 }
@@ -588,6 +600,17 @@ func (r *Router) ensureLocked() error {
 func (r *Router) Reset(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.unwritten {
+		// Nothing of the old session was written: the new one has no
+		// parent, and on a new trading date (the boundary's rollover of
+		// an idle desk) is not written either.
+		now := r.clock.Now()
+		if date := r.newDateLocked(now); date != r.cur.Date {
+			_, err := r.firstLocked(now)
+			return err
+		}
+		return r.startLocked("")
+	}
 	return r.startLocked(r.cur.Session)
 }
 
@@ -731,9 +754,83 @@ func (r *Router) startLocked(parent string) error {
 	// failure to close it loses nothing.
 	_ = log.Close()
 	r.cur, r.log, r.current, r.mark, r.marked, r.markDate = st, nil, true, m, true, st.Spend.Date
+	r.unwritten = false
 	r.history, r.checkpoint, r.seen = nil, "", 0
 	r.setTurnsLocked(turns{})
 	return nil
+}
+
+// firstLocked makes a desk's first session current without writing it
+// (unwritten; see RestoreSession): the session of the desk's trading date
+// at now, firstSessionID. A file of that id left by a first use cut short
+// before the state file named it holds at most its header (records are
+// appended only once the state file names the session): it is removed.
+// One that holds records (its state file was lost) is resumed instead,
+// read whole (resumed true).
+func (r *Router) firstLocked(now time.Time) (resumed bool, err error) {
+	date := r.newDateLocked(now)
+	spend := r.spendLocked()
+	spend.SessionTokens = 0
+	st := state{State: memory.State{Session: firstSessionID(r.desk, r.day, date), Date: date}, Spend: spend}
+	if _, err := os.Lstat(r.folder.SessionPath(st.Session)); err == nil {
+		records, err := r.folder.ReadSession(st.Session)
+		if err != nil {
+			return false, fmt.Errorf("start session %s of %s: %w", st.Session, r.desk, err)
+		}
+		if len(records) > 1 && records[0].Type == memory.RecordHeader {
+			if err := r.resumeLocked(st); err != nil {
+				return false, fmt.Errorf("restore session %s of %s: %w", st.Session, r.desk, err)
+			}
+			return true, nil
+		}
+		if err := r.folder.DiscardSession(st.Session); err != nil {
+			return false, fmt.Errorf("start session %s of %s: %w", st.Session, r.desk, err)
+		}
+	}
+	if r.log != nil {
+		_ = r.log.Close() // appends only; every record was fsynced
+	}
+	r.cur, r.log, r.current, r.unwritten = st, nil, true, true
+	// Nothing to mark: the state file is written at the first use, with
+	// its mark (marked keeps chargeLocked from writing it before).
+	r.mark, r.marked, r.markDate = mark{}, true, st.Spend.Date
+	r.history, r.checkpoint, r.seen = nil, "", 0
+	r.setTurnsLocked(turns{})
+	return false, nil
+}
+
+// writeFirstLocked writes the unwritten current session at its first use:
+// its file with its header (fsynced, sessions/ and the desk's folder made
+// as needed), then the state file naming it, as startLocked does; then it
+// opens the file as ensureLocked does. A failure leaves the session
+// unwritten (a crash in between, at worst a file holding only its header,
+// which the next start resumes: firstLocked).
+func (r *Router) writeFirstLocked() error {
+	now := r.clock.Now()
+	st := r.cur
+	// Nothing reached the model yet: a failure here is ErrNotSent (a turn
+	// runs again once writes succeed).
+	header := memory.Record{At: now, Session: st.Session, Desk: r.desk, Date: st.Date.String()}
+	log, err := r.folder.CreateSession(header)
+	if errors.Is(err, fs.ErrExist) && r.folder.DiscardSession(st.Session) == nil {
+		// An earlier try's file, holding only its header, that it could
+		// not remove: it is removed now (one with more is refused).
+		log, err = r.folder.CreateSession(header)
+	}
+	if err != nil {
+		return fmt.Errorf("start session %s of %s: %w: %w", st.Session, r.desk, ErrNotSent, err)
+	}
+	m := markOf(log.Size(), turns{answer: r.answer})
+	st.Mark = &m
+	if err := r.folder.WriteJSON(stateFile, st); err != nil {
+		_ = log.Close()
+		_ = r.folder.DiscardSession(st.Session)
+		return fmt.Errorf("start session %s of %s: %w: %w", st.Session, r.desk, ErrNotSent, err)
+	}
+	_ = log.Close() // opened again below, as a restored session's is
+	r.unwritten, r.mark, r.marked, r.markDate = false, m, true, st.Spend.Date
+	_, err = r.loadLocked(false)
+	return err
 }
 
 // loadLocked opens the current session's file, creating it with its
@@ -1553,6 +1650,17 @@ func specs(tools []Tool) []ToolSpec {
 func addUsage(a, b memory.Usage) memory.Usage {
 	return memory.Usage{InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens, CachedTokens: a.CachedTokens + b.CachedTokens,
 		CacheWriteTokens: a.CacheWriteTokens + b.CacheWriteTokens}
+}
+
+// firstSessionID returns the id of desk's first session, on trading date
+// date, before anything of it is written: the UTC start of the date and
+// eight hex digits of a hash of the desk's name and the date. It is the
+// same at every start of that date, so that a desk that has written
+// nothing names the same session across restarts (and hosts), and sorts
+// before any session begun later.
+func firstSessionID(desk string, day memory.TradingDay, date memory.Date) string {
+	sum := sha256.Sum256([]byte(desk + "\x00" + date.String()))
+	return day.StartOf(date).UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(sum[:4])
 }
 
 // newSessionID returns a sortable, unique session id: the UTC start time

@@ -347,7 +347,10 @@ func (l *Ledger) Probe() error {
 		return fmt.Errorf("probe the disk of %s: %w", l.path, err)
 	}
 	probe := filepath.Join(filepath.Dir(l.path), ".disk-probe")
-	err := durable.WriteFile(l.fsys, probe, make([]byte, probeSize), 0o640)
+	err := durable.MkdirAll(l.fsys, filepath.Dir(l.path), 0o750) // an idle desk's folder is made by its first write
+	if err == nil {
+		err = durable.WriteFile(l.fsys, probe, make([]byte, probeSize), 0o640)
+	}
 	_ = l.fsys.Remove(probe)
 	if err != nil {
 		return fmt.Errorf("probe the disk of %s: %w", l.path, err)

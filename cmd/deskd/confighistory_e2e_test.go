@@ -59,6 +59,12 @@ func TestE2EConfigInForceIsKept(t *testing.T) {
 	// A restart on the same files keeps no new snapshot.
 	d2 := startInProcess(t, "second deskd", cfg, istTime(t, "2026-03-02T11:00:00+05:30"))
 	d2.waitFor(t, deadline, "deskd ready", logMessage("deskd ready"))
+	// A turn, so that the desk has a folder to audit (an idle desk writes
+	// none: issue 24 item 4).
+	if code, _ := d2.post(t, `{"text": "Good morning", "id": "t1", "kind": "manual"}`); code != 202 {
+		d2.fail(t, "POST a trigger: %d", code)
+	}
+	d2.waitFor(t, deadline, "turn.completed", isEvent("turn.completed", "desk", "main"))
 	d2.terminate(t)
 	names := snapshots()
 	if len(names) != 2 {

@@ -9,6 +9,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,13 +173,27 @@ func firstUserText(t *testing.T, id string, recs []map[string]any) string {
 }
 
 // TestE2ERestartResumesSession stops deskd and starts it again on the same
-// state: the desk resumes its session.
+// state: a desk that wrote nothing shows the same session again (first
+// again: nothing of it was saved, issue 24 item 4); once its first turn
+// has written it, the desk resumes it.
 func TestE2ERestartResumesSession(t *testing.T) {
 	t.Parallel()
 	deadline := time.Now().Add(60 * time.Second)
 	s := newE2ESetup(t, "")
 
-	d1, id := startFirstSession(t, deadline, s, "2026-03-02T09:00:00+05:30")
+	d0, id := startFirstSession(t, deadline, s, "2026-03-02T08:50:00+05:30")
+	d0.terminate(t)
+	if _, err := os.Lstat(s.DeskDir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an idle desk's run left its folder (%v), want none", err)
+	}
+	d1, again := startFirstSession(t, deadline, s, "2026-03-02T09:00:00+05:30")
+	if again != id {
+		t.Errorf("an idle desk's restart shows session %s, want %s again", again, id)
+	}
+	if code, _ := d1.post(t, `{"text": "Good morning", "id": "t1", "kind": "manual"}`); code != http.StatusAccepted {
+		d1.fail(t, "POST a trigger: %d", code)
+	}
+	d1.waitFor(t, deadline, "turn.completed in "+id, isEvent("turn.completed", "session", id))
 	d1.terminate(t)
 
 	d2 := startInProcess(t, "second deskd", s.Config, istTime(t, "2026-03-02T09:10:00+05:30"))

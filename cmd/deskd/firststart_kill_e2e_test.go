@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -11,11 +9,11 @@ import (
 )
 
 // TestFirstStartKilledHalfwayE2E: deskd is SIGKILLed during the first
-// start of many idle desks (issue 24 item 4: their folders are made at
-// once, then each desk makes its first session and state file): as it
-// begins, and once some desks have started. The next start runs every
-// desk, none failed; the start after that resumes each desk's session as
-// the second start left it.
+// start of many idle desks (issue 24 item 4: an idle desk's first start
+// names its first session and writes nothing of it): as it begins, and
+// once some desks have started. The next start runs every desk, none
+// failed, and leaves no desk folder; the start after that shows each desk
+// in the session the second start showed.
 func TestFirstStartKilledHalfwayE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts deskd on 300 desks, nine times")
@@ -41,8 +39,7 @@ func TestFirstStartKilledHalfwayE2E(t *testing.T) {
 			first.kill()
 			<-first.exited
 			folders, _ := filepath.Glob(filepath.Join(dir, "state", "desks", "*"))
-			states, _ := filepath.Glob(filepath.Join(dir, "state", "desks", "*", "state.json"))
-			t.Logf("killed %s: %d desk folders, %d state files", tt.name, len(folders), len(states))
+			t.Logf("killed %s: %d desk folders", tt.name, len(folders))
 
 			second := startDeskd(t, "second start", "run", "--config", cfg)
 			second.waitReady(t)
@@ -53,14 +50,17 @@ func TestFirstStartKilledHalfwayE2E(t *testing.T) {
 				second.fail(t, "%d desks started, want %d", n, desks)
 			}
 			second.stopCleanly(t, syscall.SIGTERM)
-			sessions := currentSessions(t, filepath.Join(dir, "state", "desks"), desks)
+			if folders, _ := filepath.Glob(filepath.Join(dir, "state", "desks", "*")); len(folders) != 0 {
+				t.Errorf("idle desks left %d desk folders, want none (made by a desk's first write)", len(folders))
+			}
+			sessions := startedSessions(t, second, desks)
 
 			third := startDeskd(t, "third start", "run", "--config", cfg)
 			third.waitReady(t)
 			third.stopCleanly(t, syscall.SIGTERM)
-			for name, id := range currentSessions(t, filepath.Join(dir, "state", "desks"), desks) {
+			for name, id := range startedSessions(t, third, desks) {
 				if id != sessions[name] {
-					t.Errorf("desk %s: the third start began session %s, want %s resumed", name, id, sessions[name])
+					t.Errorf("desk %s: the third start showed session %s, want %s, the second's", name, id, sessions[name])
 				}
 			}
 		})
@@ -78,33 +78,23 @@ func nth(n int, match func(stderrLine) bool) func(stderrLine) bool {
 	}
 }
 
-// currentSessions reads the current session of each of n desk folders in
-// dir from its state.json, each naming a session file that exists.
-func currentSessions(t *testing.T, dir string, n int) map[string]string {
+// startedSessions returns the session each desk's session.started of d
+// named, failing unless n desks have one each.
+func startedSessions(t *testing.T, d *deskdProc, n int) map[string]string {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lines, _ := d.stderr.snapshot()
 	out := map[string]string{}
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(dir, e.Name(), "state.json"))
-		if err != nil {
-			t.Fatalf("desk %s: %v", e.Name(), err)
+	for _, l := range lines {
+		if l.Event() != "session.started" {
+			continue
 		}
-		var st struct {
-			Session string `json:"session"`
+		if _, twice := out[l.Str("desk")]; twice || l.Str("session") == "" {
+			d.fail(t, "a second or empty session.started of desk %s: %s", l.Str("desk"), l.Raw)
 		}
-		if err := json.Unmarshal(data, &st); err != nil || st.Session == "" {
-			t.Fatalf("desk %s: state.json %q: %v", e.Name(), data, err)
-		}
-		if _, err := os.Stat(filepath.Join(dir, e.Name(), "sessions", st.Session+".jsonl")); err != nil {
-			t.Fatalf("desk %s: its current session's file: %v", e.Name(), err)
-		}
-		out[e.Name()] = st.Session
+		out[l.Str("desk")] = l.Str("session")
 	}
 	if len(out) != n {
-		t.Fatalf("%d desk folders, want %d", len(out), n)
+		d.fail(t, "%d desks announced their session, want %d", len(out), n)
 	}
 	return out
 }

@@ -224,14 +224,13 @@ var ErrShort = errors.New("shorter than the offset to read from")
 //
 // Unlike OpenLog, OpenLogAt does not create a missing file (from 0): the
 // log is empty, holds no descriptor, and its first Append creates the
-// file (durably, in its folder, which OpenLogAt makes). A log that is
-// never written (an idle desk's trigger ledger) costs no file at all.
+// file (durably, in its folder, which it makes too when it is missing,
+// each folder fsynced into its parent). A log that is never written (an
+// idle desk's trigger ledger, in a desk folder not made yet) costs no
+// file and no folder at all.
 func OpenLogAt(fsys FS, path string, perm fs.FileMode, from int64, valid ValidAt) (*Log, Scan, error) {
 	fsys = Or(fsys)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && from == 0 {
-		if err := MkdirAll(fsys, filepath.Dir(path), 0o750); err != nil {
-			return nil, Scan{}, err
-		}
 		return &Log{fsys: fsys, path: path, lazy: true, perm: perm}, Scan{}, nil
 	}
 	f, created, err := openLogFile(fsys, path, perm, from)

@@ -554,4 +554,28 @@ func TestOpenLogAtCreatesAtFirstAppend(t *testing.T) {
 	if _, err := os.Lstat(other); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a log never written left a file: %v", err)
 	}
+
+	// In a folder not made yet (an idle desk's): the open makes no
+	// folder; the first Append makes the folder, then the file.
+	deep := filepath.Join(t.TempDir(), "desk", "log.jsonl")
+	fsys = &faultfs.FS{}
+	l, _, err = durable.OpenLogAt(fsys, deep, 0o640, 0, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Dir(deep)); !errors.Is(err, os.ErrNotExist) || fsys.Count(faultfs.Create) != 0 {
+		t.Fatalf("OpenLogAt in a folder not made made it (%v, %d creations), want nothing", err, fsys.Count(faultfs.Create))
+	}
+	if err := l.Append([]byte(`{"n":1}`), true); err != nil {
+		t.Fatal(err)
+	}
+	if c, s := fsys.Count(faultfs.Create), fsys.Count(faultfs.Sync); c != 2 || s != 3 {
+		t.Errorf("the first Append in a folder not made made %d creations and %d fsyncs, want 2 and 3 (the folder, its parent; the file, the folder)", c, s)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(deep); err != nil || string(b) != "{\"n\":1}\n" {
+		t.Errorf("the log holds %q (%v)", b, err)
+	}
 }
