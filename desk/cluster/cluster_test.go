@@ -557,6 +557,59 @@ func TestOpenNeedsAReplica(t *testing.T) {
 	}
 }
 
+// TestStoresAreReadFromTheLeader: a KV bucket and an object store made
+// with nats.go's defaults answer reads by direct get, which a follower
+// that has not applied the last write may serve: a takeover could read
+// the snapshot before a seed or a compaction. Open turns direct gets off,
+// on stores it makes and on stores an older deskd made, and the stores it
+// returns read through the leader (a snapshot written is read back at
+// once, a key's last write too).
+func TestStoresAreReadFromTheLeader(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	_, js := c.Client()
+	ctx := within(t, 30*time.Second)
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: cluster.OwnersBucket, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: cluster.SnapshotsBucket, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"KV_" + cluster.OwnersBucket, "OBJ_" + cluster.SnapshotsBucket} {
+		if st, err := js.Stream(ctx, name); err != nil || !st.CachedInfo().Config.AllowDirect {
+			t.Fatalf("the set-up: stream %s made as nats.go makes it, with direct gets: %v", name, err)
+		}
+	}
+	h := newHost(t, c, "a", clock.NewFake(t0))
+	for _, name := range []string{"KV_" + cluster.OwnersBucket, "OBJ_" + cluster.SnapshotsBucket} {
+		st, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.CachedInfo().Config.AllowDirect {
+			t.Errorf("stream %s after Open answers direct gets: a follower behind the leader may answer a takeover's read", name)
+		}
+	}
+	for i := range 20 {
+		body := fmt.Sprintf("snapshot %d", i)
+		if _, err := h.stores.Snapshots.PutString(ctx, "main", body); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := h.stores.Snapshots.GetString(ctx, "main"); err != nil || got != body {
+			t.Fatalf("the snapshot read right after its write %d = %q, %v; want %q", i, got, err, body)
+		}
+		rev, err := h.stores.Owners.Put(ctx, cluster.Key("main"), []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err := h.stores.Owners.Get(ctx, cluster.Key("main")); err != nil || e.Revision() != rev {
+			t.Fatalf("the key read right after its write %d: %v, %v; want revision %d", i, e, err, rev)
+		}
+	}
+	if _, err := h.stores.Snapshots.GetInfo(ctx, "other"); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		t.Errorf("a missing snapshot read from the leader = %v, want ErrObjectNotFound", err)
+	}
+}
+
 // BenchmarkRebuild10k rebuilds, on a three-node loopback cluster, a desk
 // folder whose WAL holds 10,000 session records and 10,000 ledger records
 // (about 300 and 200 bytes each, as a desk's are) after a fence, with no

@@ -1,3 +1,8 @@
+//go:build slow
+
+// TestRequestSizeAtTurn1000 runs 1,000 turns on each wire in process
+// (about 20 s): CI runs it (-tags slow), the quick loop leaves it out.
+
 package desk_test
 
 import (
