@@ -99,39 +99,39 @@ func Open(ctx context.Context, js jetstream.JetStream, replicas int) (*Stores, e
 	// read the snapshot before it (and start a desk empty), a lease the
 	// renewal before. deskd's reads decide takeovers, so they go to the
 	// stream's leader: direct gets are turned off (also on stores made by
-	// an older deskd), and the stores bound again to see it.
-	if changed, err := leaderReads(ctx, js, "KV_"+OwnersBucket); err != nil {
+	// an older deskd).
+	// Another host may turn them off between this host's binding and its
+	// check, so the stores are bound again whatever the check found: a
+	// handle bound while direct gets were on would keep asking for them.
+	if err := leaderReads(ctx, js, "KV_"+OwnersBucket); err != nil {
 		return nil, fmt.Errorf("cluster: open the KV bucket %s: %w", OwnersBucket, err)
-	} else if changed {
-		if s.Owners, err = js.KeyValue(ctx, OwnersBucket); err != nil {
-			return nil, fmt.Errorf("cluster: open the KV bucket %s: %w", OwnersBucket, err)
-		}
 	}
-	if changed, err := leaderReads(ctx, js, "OBJ_"+SnapshotsBucket); err != nil {
+	if s.Owners, err = js.KeyValue(ctx, OwnersBucket); err != nil {
+		return nil, fmt.Errorf("cluster: open the KV bucket %s: %w", OwnersBucket, err)
+	}
+	if err := leaderReads(ctx, js, "OBJ_"+SnapshotsBucket); err != nil {
 		return nil, fmt.Errorf("cluster: open the object store %s: %w", SnapshotsBucket, err)
-	} else if changed {
-		if s.Snapshots, err = js.ObjectStore(ctx, SnapshotsBucket); err != nil {
-			return nil, fmt.Errorf("cluster: open the object store %s: %w", SnapshotsBucket, err)
-		}
+	}
+	if s.Snapshots, err = js.ObjectStore(ctx, SnapshotsBucket); err != nil {
+		return nil, fmt.Errorf("cluster: open the object store %s: %w", SnapshotsBucket, err)
 	}
 	return s, nil
 }
 
 // leaderReads turns off direct gets on the stream called name, so that
-// every read of it is answered by its leader, and reports whether it had
-// to change the stream's config.
-func leaderReads(ctx context.Context, js jetstream.JetStream, name string) (bool, error) {
+// every read of it is answered by its leader.
+func leaderReads(ctx context.Context, js jetstream.JetStream, name string) error {
 	st, err := js.Stream(ctx, name)
 	if err != nil {
-		return false, fmt.Errorf("read the stream %s: %w", name, err)
+		return fmt.Errorf("read the stream %s: %w", name, err)
 	}
 	cfg := st.CachedInfo().Config
 	if !cfg.AllowDirect {
-		return false, nil
+		return nil
 	}
 	cfg.AllowDirect = false
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		return false, fmt.Errorf("turn off direct gets on the stream %s: %w", name, err)
+		return fmt.Errorf("turn off direct gets on the stream %s: %w", name, err)
 	}
-	return true, nil
+	return nil
 }
