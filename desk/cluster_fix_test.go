@@ -66,6 +66,7 @@ func startFixHost(t *testing.T, c *natstest.Cluster, host, addr string, desks ma
 // owner's lease still names the API's address, so the standby's 421 says
 // where the owner serves (issue 25 fix item 1).
 func TestClusterGuardedFrontendNamesItsAddr(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	desks := map[string]string{"main": daemonDesk("offline")}
 	a := startGuardedHost(t, c, "a", "10.0.0.1:7317", desks)
@@ -89,6 +90,7 @@ func TestClusterGuardedFrontendNamesItsAddr(t *testing.T) {
 // trouble is gone, the host must take the desk again on its own.
 // (The reviewer's test, issue 25 fix item 3.)
 func TestClusterFailedTakeoverIsTriedAgain(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	_, js := c.Client()
 	s, err := cluster.Open(t.Context(), js, 3)
@@ -138,6 +140,7 @@ func TestClusterFailedTakeoverIsTriedAgain(t *testing.T) {
 // turn 2 of a's session, whichever host answers it.
 // (The reviewer's test, issue 25 fix item 5.)
 func TestClusterFirstOwnerWithoutTheFolder(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	desks := map[string]string{"main": daemonDesk("offline")}
 	dir := daemonConfig(t, daemonMain, desks)
@@ -148,7 +151,7 @@ func TestClusterFirstOwnerWithoutTheFolder(t *testing.T) {
 	b := startGraceHost(t, c, "b", "10.0.0.2:7317", desks)
 	// b alone for a while: today it takes the desk at once (and runs it
 	// empty); a fix keeps it standing by.
-	for wait := time.Now().Add(3 * time.Second); time.Now().Before(wait); <-time.After(20 * time.Millisecond) {
+	for wait := time.Now().Add(time.Second); time.Now().Before(wait); <-time.After(20 * time.Millisecond) {
 		if _, ok := b.d.Set().Get("main"); ok {
 			break
 		}
@@ -212,6 +215,7 @@ func relTree(t *testing.T, dir string) map[string][32]byte {
 // from it), the records before it are purged, and the standby's takeover
 // after gives the owner's folder (issue 25 fix item 2).
 func TestClusterOwnerCompactsTheWAL(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	desks := map[string]string{"main": daemonDesk("offline")}
 	small := func(o *desk.DaemonOptions) { o.CompactAfter = 20 }
@@ -254,6 +258,7 @@ func TestClusterOwnerCompactsTheWAL(t *testing.T) {
 // storage.failed, and /healthz stays 200 (issue 25 fix item 4: only a
 // loss the stores may be behind says storage).
 func TestClusterLeaseTakenIsNoStorageTrouble(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	a := startClusterHost(t, c, "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("offline")})
 	expectAcquired(a, "main")

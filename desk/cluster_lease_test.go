@@ -35,6 +35,7 @@ const rolloverSummary = "SUMMARY: the tape was checked."
 // (the summary not asked for again, the fold asked once more), starts the
 // new session once, and its next turn runs in it with the summary.
 func TestClusterLeaseLostDuringARollover(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	release := make(chan struct{})
 	var summaries, folds atomic.Int32
@@ -55,10 +56,9 @@ func TestClusterLeaseLostDuringARollover(t *testing.T) {
 		return routertest.Reply{Text: "ok"}
 	}})
 	defer close(release)
-	t.Setenv("DESKD_TEST_KEY", "sk-test")
 	// The trading day starts at 10:01 IST, a minute after the clocks'
 	// start: the hosts' clocks reach it a renewal at a time.
-	models := "  fast: {provider: openai, base_url: " + api.URL() + "/v1, model: gpt-test, api_key_env: DESKD_TEST_KEY}\nrollover_at: \"10:01\"\n"
+	models := "  fast: {provider: openai, base_url: " + api.URL() + "/v1, model: gpt-test, api_key_env: " + clusterKeyEnv + "}\nrollover_at: \"10:01\"\n"
 	boundary := desktest.At("2026-03-02T04:31:00Z")
 	desks := map[string]string{"main": daemonDesk("fast")}
 	_, js := c.Client()
@@ -143,6 +143,7 @@ const orderTool = "mcp__broker__place_order"
 // and records nothing more; the new owner shows the trigger interrupted,
 // the call named, and does not run the order or ask for it again.
 func TestClusterLeaseLostWhileAToolCallWaitsForApproval(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	_, broker := mcptest.HTTP(t)
 	headers := filepath.Join(t.TempDir(), "broker.headers")
@@ -155,8 +156,7 @@ func TestClusterLeaseLostWhileAToolCallWaitsForApproval(t *testing.T) {
 		}
 		return routertest.Reply{Text: "ok"}
 	}})
-	t.Setenv("DESKD_TEST_KEY", "sk-test")
-	models := "  fast: {provider: openai, base_url: " + api.URL() + "/v1, model: gpt-test, api_key_env: DESKD_TEST_KEY}\n" +
+	models := "  fast: {provider: openai, base_url: " + api.URL() + "/v1, model: gpt-test, api_key_env: " + clusterKeyEnv + "}\n" +
 		fmt.Sprintf("mcp_servers:\n  broker: {url: %q, headers_file: %q, timeout: 10s}\n", broker.URL, headers)
 	desks := map[string]string{"main": daemonDesk("fast") + "mcp:\n  broker: {tools: [place_order], approve: [place_order]}\n"}
 	_, js := c.Client()

@@ -14,6 +14,7 @@ import (
 // durable write of the desk's folder like any other, replicated to the
 // WAL, not written to the owner's local disk alone.
 func TestClusterPauseSurvivesATakeover(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	desks := map[string]string{"main": daemonDesk("offline")}
 	a := startClusterHost(t, c, "a", "10.0.0.1:7317", desks)

@@ -156,6 +156,7 @@ func postTrigger(t *testing.T, r *daemonRun, name, id string) (int, string) {
 // owner; the owner's SIGTERM releases the lease and the standby takes the
 // desk at once, and goes on with it: the same session, the next turn.
 func TestClusterOneOwnerStandbyAndHandOver(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	desks := map[string]string{"main": daemonDesk("offline")}
 	a := startClusterHost(t, c, "a", "10.0.0.1:7317", desks)
@@ -221,6 +222,7 @@ func TestClusterOneOwnerStandbyAndHandOver(t *testing.T) {
 // takes none; after the owner's SIGTERM the new owner binds it and takes
 // the next one, in the same session.
 func TestClusterNATSTriggersGoToTheOwner(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	_, js := c.Client()
 	desks := map[string]string{"main": daemonDesk("offline")}
@@ -255,6 +257,7 @@ func TestClusterNATSTriggersGoToTheOwner(t *testing.T) {
 // stores again every lease/3; once the server is back it opens them and
 // takes the desk.
 func TestClusterWaitsForNATS(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	srv := natstest.Start(t)
 	srv.Down()
 	a := startClusterHostMain(t, srv.URL(), "a", "", map[string]string{"main": daemonDesk("offline")}, "", false)
@@ -277,6 +280,7 @@ func TestClusterWaitsForNATS(t *testing.T) {
 // is contended for and run once won; one removed stops and its lease is
 // released, so that no host stands by for it any longer.
 func TestClusterReloadContendsAndLetsGo(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	a := startClusterHost(t, c, "a", "", map[string]string{"main": daemonDesk("offline")})
 	won := expectAcquired(a, "main")
@@ -348,9 +352,10 @@ func TestClusterLostLeaseStopsTheDesk(t *testing.T) {
 }
 
 // expectAcquired waits until r acquires desk name and the desk has
-// started, moving r's clock on by a thirtieth of the lease every 100ms (a
-// lease to wait out, a take of the lease to try again), and returns the
-// desk.acquired; the test fails after 10s.
+// started, moving r's clock on by a thirtieth of the lease every 25ms (a
+// lease to wait out, a take of the lease to try again: a lease of the
+// clock passes in 0.75s, ten renewal periods of NATS round trips of a
+// few ms each), and returns the desk.acquired; the test fails after 30s.
 func expectAcquired(r *daemonRun, name string) event.DeskAcquired {
 	r.t.Helper()
 	won, _ := expectAcquiredIn(r, name, 0)
@@ -366,7 +371,7 @@ func expectAcquiredIn(r *daemonRun, name string, hold time.Duration) (event.Desk
 	var moved time.Duration
 	moving, held := hold <= 0, time.After(hold)
 	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	for won.Epoch == 0 {
 		select {
@@ -406,14 +411,14 @@ func running(r *daemonRun, name string) desk.Status {
 // the reply is never recorded, the error names the trigger, and neither
 // the WAL nor the desk's local folder is written from the loss on.
 func TestClusterLeaseLostDuringATurnDropsTheReply(t *testing.T) {
+	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	release := make(chan struct{})
 	api := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: func(routertest.Request) routertest.Reply {
 		return routertest.Reply{Text: "a reply the new owner never sees", Hold: release}
 	}})
 	defer close(release)
-	t.Setenv("DESKD_TEST_KEY", "sk-test")
-	models := "  fast: {provider: openai, base_url: " + api.URL() + "/v1, model: gpt-test, api_key_env: DESKD_TEST_KEY}\n"
+	models := "  fast: {provider: openai, base_url: " + api.URL() + "/v1, model: gpt-test, api_key_env: " + clusterKeyEnv + "}\n"
 	a := startClusterHostMain(t, c.URLs(), "a", "10.0.0.1:7317", map[string]string{"main": daemonDesk("fast")}, models, false)
 	won := expectAcquired(a, "main")
 	a.submit("main", "t1", "Check the tape.")

@@ -1,0 +1,18 @@
+package desk_test
+
+import (
+	"os"
+	"testing"
+)
+
+// clusterKeyEnv names the API key variable of the cluster tests' models:
+// set once for the whole binary, so that those tests, which wait on NATS
+// and on clocks moved in steps, can run in parallel (t.Setenv forbids it).
+const clusterKeyEnv = "DESKD_CLUSTER_TEST_KEY"
+
+func TestMain(m *testing.M) {
+	if err := os.Setenv(clusterKeyEnv, "sk-test"); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
