@@ -77,6 +77,7 @@ func within(t testing.TB, d time.Duration) context.Context {
 // until a full lease after its last renewal was sent, and b wins only
 // then, with a new epoch that every host reads.
 func TestTwoContendersNeverBothHold(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 3)
 	clk := clock.NewFake(t0)
 	a, b, obs := newHost(t, c, "a", clk), newHost(t, c, "b", clk), newHost(t, c, "obs", clk)
@@ -194,6 +195,7 @@ func renewed(t *testing.T, h *cluster.Lease, sent time.Time) {
 // TestRenewalsKeepTheEpoch: every host reads the same epoch, the
 // revision of the winning write, before and after renewals.
 func TestRenewalsKeepTheEpoch(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 1)
 	clk := clock.NewFake(t0)
 	a, obs := newHost(t, c, "a", clk), newHost(t, c, "obs", clk)
@@ -238,6 +240,7 @@ func TestRenewalsKeepTheEpoch(t *testing.T) {
 // TestReleaseHandsOverAtOnce: a released desk is taken by its standby
 // without waiting out the lease (the fake clock does not move).
 func TestReleaseHandsOverAtOnce(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 1)
 	clk := clock.NewFake(t0)
 	a, b := newHost(t, c, "a", clk), newHost(t, c, "b", clk)
@@ -290,6 +293,7 @@ func (p paused) Holds() bool   { return true }
 // is refused by the stream, and a's writer stays stopped: it never
 // publishes again, and the WAL ends with b's records.
 func TestStaleOwnerIsFenced(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 3)
 	clk := clock.NewFake(t0)
 	a, b := newHost(t, c, "a", clk), newHost(t, c, "b", clk)
@@ -345,6 +349,7 @@ func TestStaleOwnerIsFenced(t *testing.T) {
 // TestLostLeaseWritesNothing: an owner whose lease ran out refuses its own
 // writes before publishing them.
 func TestLostLeaseWritesNothing(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 1)
 	clk := clock.NewFake(t0)
 	a := newHost(t, c, "a", clk)
@@ -474,6 +479,7 @@ func sameFiles(t *testing.T, got, want string) {
 // written on, rebuilds byte for byte from the snapshot plus the WAL after
 // it; and the WAL before the snapshot is purged.
 func TestRebuildIsTheSourceFolder(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	a, w := owner(t, natstest.StartCluster(t, 3))
 	src := t.TempDir()
 	m := writer{t: t, dir: src, w: w}
@@ -527,6 +533,7 @@ func TestRebuildIsTheSourceFolder(t *testing.T) {
 // TestRebuildRefuses: a folder that is not empty, and a WAL with a gap,
 // are refused with an error naming what is wrong.
 func TestRebuildRefuses(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	a, w := owner(t, natstest.StartCluster(t, 1))
 	full := t.TempDir()
 	if err := os.WriteFile(filepath.Join(full, "x"), nil, 0o640); err != nil {
@@ -552,6 +559,7 @@ func TestRebuildRefuses(t *testing.T) {
 
 // TestOpenNeedsAReplica: zero replicas is refused.
 func TestOpenNeedsAReplica(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	if _, err := cluster.Open(context.Background(), nil, 0); err == nil || !strings.Contains(err.Error(), "at least 1") {
 		t.Fatalf("Open with 0 replicas: %v", err)
 	}
@@ -565,6 +573,7 @@ func TestOpenNeedsAReplica(t *testing.T) {
 // returns read through the leader (a snapshot written is read back at
 // once, a key's last write too).
 func TestStoresAreReadFromTheLeader(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 3)
 	_, js := c.Client()
 	ctx := within(t, 30*time.Second)

@@ -85,6 +85,7 @@ func noTemps(t *testing.T, dir string) {
 // fsyncs went through the Group; and a replace in parts rebuilt through
 // its first part only is not applied at all.
 func TestReplicasRebuildIsTheLiveFolder(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	a, w := owner(t, natstest.StartCluster(t, 3))
 	desks := t.TempDir()
 	live := filepath.Join(desks, "alpha")
@@ -202,6 +203,7 @@ func TestReplicasRebuildIsTheLiveFolder(t *testing.T) {
 // too), so the live folder is what Rebuild gives; and nothing after is
 // written: neither an append nor a new file.
 func TestReplicasFencedWriterCutsBack(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 3)
 	clk := clock.NewFake(t0)
 	a, b := newHost(t, c, "a", clk), newHost(t, c, "b", clk)
@@ -257,6 +259,7 @@ func TestReplicasFencedWriterCutsBack(t *testing.T) {
 // error naming the desk and the file, and creates nothing there; once a
 // desk is detached, its files open before are refused too.
 func TestReplicasStandbyWritesNothing(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	_, w := owner(t, natstest.StartCluster(t, 3))
 	desks := t.TempDir()
 	r := cluster.NewReplicas(nil, desks)
@@ -308,6 +311,7 @@ func TestReplicasStandbyWritesNothing(t *testing.T) {
 // folder whose name only begins like it, a folder in it whose name is no
 // desk's) works as through the inner FS.
 func TestReplicasOutsideDesksPassThrough(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	state := t.TempDir()
 	desks := filepath.Join(state, "desks")
 	r := cluster.NewReplicas(nil, desks)
@@ -348,6 +352,7 @@ func TestReplicasOutsideDesksPassThrough(t *testing.T) {
 // folder back (without the temporary file), a second Seed does nothing,
 // and the writes after it through Replicas rebuild too.
 func TestSeedThenRebuild(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	a, w := owner(t, natstest.StartCluster(t, 3))
 	desks := t.TempDir()
 	live := filepath.Join(desks, "alpha")
@@ -441,6 +446,7 @@ func BenchmarkSyncedAppend400(b *testing.B) {
 // them, stops Rebuild with an error naming them; parts an owner left
 // unfinished before the next owner's fence are not applied.
 func TestRebuildTakesPartsWholeOrNot(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 3)
 	a, w := owner(t, c)
 	_, js := c.Client()
@@ -484,6 +490,7 @@ func TestRebuildTakesPartsWholeOrNot(t *testing.T) {
 // too), and a short write on a full disk (cut before any publish), leave
 // the live folder what Rebuild gives, and the log goes on after them.
 func TestReplicasLocalFaultsKeepTheWALEqual(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	a, w := owner(t, natstest.StartCluster(t, 3))
 	desks := t.TempDir()
 	live := filepath.Join(desks, "alpha")
@@ -513,6 +520,7 @@ func TestReplicasLocalFaultsKeepTheWALEqual(t *testing.T) {
 // from several goroutines (their fsyncs shared by the Group, their
 // publishes in the one WAL) rebuild byte for byte.
 func TestReplicasConcurrentLogsRebuild(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	a, w := owner(t, natstest.StartCluster(t, 3))
 	desks := t.TempDir()
 	live := filepath.Join(desks, "alpha")
@@ -549,6 +557,7 @@ func TestReplicasConcurrentLogsRebuild(t *testing.T) {
 // (it could not renew), its next write in the desk's folder is refused
 // before anything is written there or published.
 func TestReplicasLostLeaseWritesNothing(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 3)
 	clk := clock.NewFake(t0)
 	a := newHost(t, c, "a", clk)

@@ -26,6 +26,7 @@ import (
 // and swapped in, the desk's whole single-host history would be set
 // aside as .<desk>.replaced, and removed at the next takeover.
 func TestSeedAfterAFenceThatNeverSeeded(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 3)
 	clk := clock.NewFake(t0)
 	live := filepath.Join(t.TempDir(), "alpha")
@@ -86,6 +87,7 @@ func (s *stale) Holds() bool   { return !s.armed.Load() || s.left.Add(-1) >= 0 }
 // fence; b's fence must succeed, a must then be refused, and the WAL
 // must rebuild with every record a appended before the fence.
 func TestFenceWhileTheOldOwnerStillPublishes(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 3)
 	clk := clock.NewFake(t0)
 	a, b := newHost(t, c, "a", clk), newHost(t, c, "b", clk)
@@ -168,6 +170,7 @@ func (k *lostReplies) Update(ctx context.Context, key string, value []byte, rev 
 // shown interrupted) and be taken again by the same host at a new epoch,
 // for a slow answer.
 func TestRenewalWhoseAnswerWasLostKeepsTheLease(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 1)
 	clk := clock.NewFake(t0)
 	a := newHost(t, c, "a", clk)

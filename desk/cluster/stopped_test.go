@@ -21,6 +21,7 @@ import (
 // the desk reported its stores failed. Which timer a reads first is the
 // scheduler's choice: the test wakes 48 stopped owners, one desk each.
 func TestStoppedOwnerWakesToATakenLease(t *testing.T) {
+	t.Parallel() // waits on NATS: beside the rest
 	c := natstest.StartCluster(t, 1)
 	for i := range 48 {
 		wakeToATakenLease(t, c, fmt.Sprintf("desk%02d", i))
