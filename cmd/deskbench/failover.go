@@ -565,6 +565,11 @@ func (cr *clusterRig) failover(ctx context.Context, l *ledger, sig syscall.Signa
 	}
 	stop()
 	wg.Wait()
+	// The inbox's callbacks go on until the deferred Unsubscribe: from
+	// here on they record nothing, so f is this goroutine's alone.
+	mu.Lock()
+	sent = false
+	mu.Unlock()
 	for name, wait := range profiles { // the new owner's kept
 		if perr := wait(); perr != nil {
 			err = errors.Join(err, perr)
