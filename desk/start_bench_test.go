@@ -48,7 +48,7 @@ func TestIdleDeskStartTouchesLittle(t *testing.T) {
 				t.Errorf("%s: %d idle desks made %d %s operations in all, want %d", run, idle, got, op, want)
 			}
 		}
-		r.stop(t)
+		r.stopCleanly(t)
 		entries, err := os.ReadDir(filepath.Join(dir, "state", "desks"))
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +75,7 @@ func BenchmarkIdleDesksStart(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				dir := idleFleet(b, n)
 				if again {
-					runIdle(b, dir, nil).stop(b) // the first start: the folders and ledgers
+					runIdle(b, dir, nil).stopCleanly(b) // the first start: the folders and ledgers
 				}
 				b.ResetTimer()
 				for range b.N {
@@ -88,7 +88,7 @@ func BenchmarkIdleDesksStart(b *testing.B) {
 					b.StartTimer()
 					r := runIdle(b, dir, nil)
 					b.StopTimer()
-					r.stop(b)
+					r.stopCleanly(b)
 				}
 			})
 		}

@@ -39,21 +39,21 @@ func TestAFirstStartCutShortRestartsCleanly(t *testing.T) {
 				t.Errorf("a first start whose writes fail runs %d desks of %d (%d failed), want all: an idle desk's start writes nothing\n%s",
 					got, idle, failed, r.log)
 			}
-			r.stop(t)
+			r.stopCleanly(t)
 
 			r = runIdle(t, dir, &faultfs.FS{})
 			if got, f := len(r.d.Set().Names()), r.d.Set().Failed(); got != idle || len(f) != 0 {
 				t.Fatalf("the start after a first start cut short (%d desks failed) runs %d desks of %d; failed: %v\n%s",
 					failed, got, idle, f, r.log)
 			}
-			r.stop(t)
+			r.stopCleanly(t)
 
 			again := &faultfs.FS{Under: string(filepath.Separator) + "desks"}
 			r = runIdle(t, dir, again)
 			if got := len(r.d.Set().Names()); got != idle {
 				t.Fatalf("the start after that runs %d desks of %d\n%s", got, idle, r.log)
 			}
-			r.stop(t)
+			r.stopCleanly(t)
 			for _, op := range startOps {
 				if n := again.Count(op); n != 0 {
 					t.Errorf("the start after that made %d %s operations, want none: a desk's files were not whole", n, op)

@@ -82,6 +82,14 @@ func (r *lazyRun) stop(tb testing.TB) error {
 	}
 }
 
+// stopCleanly stops the daemon as stop does; Run must return nil.
+func (r *lazyRun) stopCleanly(tb testing.TB) {
+	tb.Helper()
+	if err := r.stop(tb); err != nil {
+		tb.Fatalf("Run = %v, want nil\n%s", err, r.log)
+	}
+}
+
 // desk returns the running desk name.
 func (r *lazyRun) desk(tb testing.TB, name string) *desk.Desk {
 	tb.Helper()
@@ -209,9 +217,7 @@ func TestIdleDeskFirstWrite(t *testing.T) {
 			t.Errorf("a trigger of %s made the folder of %s (%v)", names[0], name, err)
 		}
 	}
-	if err := r.stop(t); err != nil {
-		t.Fatalf("Run = %v\n%s", err, r.log)
-	}
+	r.stopCleanly(t)
 
 	fsys := &faultfs.FS{Under: string(filepath.Separator) + "desks"}
 	r = runLazy(t, dir, clock.NewFake(start.Add(time.Hour)), fsys)
@@ -240,9 +246,7 @@ func TestIdleDeskFirstWrite(t *testing.T) {
 		t.Errorf("the first trigger of %s after the restart = %+v, want answered as turn 1 of %s", names[1], s, ids[names[1]])
 	}
 	checkAnsweredIn(t, dir, names[1], ids[names[1]], "b")
-	if err := r.stop(t); err != nil {
-		t.Fatalf("Run = %v\n%s", err, r.log)
-	}
+	r.stopCleanly(t)
 }
 
 // TestIdleDeskRollsOverWithoutWriting: at the day boundary the idle desks
@@ -280,9 +284,7 @@ func TestIdleDeskRollsOverWithoutWriting(t *testing.T) {
 			}
 		}
 	}
-	if err := r.stop(t); err != nil {
-		t.Fatalf("Run = %v\n%s", err, r.log)
-	}
+	r.stopCleanly(t)
 
 	r = runLazy(t, dir, clock.NewFake(next.Add(time.Hour)), nil)
 	for _, name := range names {
@@ -299,9 +301,7 @@ func TestIdleDeskRollsOverWithoutWriting(t *testing.T) {
 	if h.Date != desktest.Day().DateOf(next).String() || h.Parent != "" {
 		t.Errorf("the session's header %+v, want dated %s without a parent", h, desktest.Day().DateOf(next))
 	}
-	if err := r.stop(t); err != nil {
-		t.Fatalf("Run = %v\n%s", err, r.log)
-	}
+	r.stopCleanly(t)
 }
 
 // TestIdleDeskFirstWriteCutShort: a crash at each step of an idle desk's
@@ -320,9 +320,7 @@ func TestIdleDeskFirstWriteCutShort(t *testing.T) {
 	r := runLazy(t, dir, clock.NewFake(start), count)
 	count.arm(-1)
 	r.answer(t, "i00000", "a")
-	if err := r.stop(t); err != nil {
-		t.Fatalf("Run = %v\n%s", err, r.log)
-	}
+	r.stopCleanly(t)
 	steps := count.made()
 	if steps < 10 {
 		t.Fatalf("a sound first write made %d steps, want at least 10 (the folder, ledger, session and state.json)", steps)
@@ -365,18 +363,14 @@ func TestIdleDeskFirstWriteCutShort(t *testing.T) {
 				t.Fatalf("state.json = %+v (there %v), want the session %s of the answer", st, ok, s.Session)
 			}
 			checkAnsweredIn(t, dir, "i00000", st.Session, "b")
-			if err := r.stop(t); err != nil {
-				t.Fatalf("Run = %v\n%s", err, r.log)
-			}
+			r.stopCleanly(t)
 
 			again := &faultfs.FS{Under: string(filepath.Separator) + "desks"}
 			r = runLazy(t, dir, clock.NewFake(start.Add(2*time.Minute)), again)
 			if got := len(r.d.Set().Names()); got != 2 {
 				t.Fatalf("the start after that runs %d desks of 2\n%s", got, r.log)
 			}
-			if err := r.stop(t); err != nil {
-				t.Fatalf("Run = %v\n%s", err, r.log)
-			}
+			r.stopCleanly(t)
 			for _, op := range startOps {
 				if n := again.Count(op); n != 0 {
 					t.Errorf("the start after that made %d %s operations, want none: the desk's files were not whole", n, op)

@@ -4,20 +4,13 @@ package desk_test
 // writes nothing, and the desks stop in parallel.
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/deskd/deskd/config"
-	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/clock"
-	"github.com/deskd/deskd/desk/event"
+	"github.com/deskd/deskd/memory/durable"
 	"github.com/deskd/deskd/memory/durable/faultfs"
 )
 
@@ -40,54 +33,16 @@ func idleFleet(tb testing.TB, n int) string {
 	return dir
 }
 
-// idleRun is a daemon of idle desks on a fake clock, writing through fsys.
-type idleRun struct {
-	d    *desk.Daemon
-	sigs chan os.Signal
-	done chan error
-	log  *syncBuffer
-}
-
-// runIdle starts the daemon of the config in dir and waits (2 min) until
-// it is ready.
-func runIdle(tb testing.TB, dir string, fsys *faultfs.FS) *idleRun {
+// runIdle starts the daemon of the config in dir on a fake clock at
+// start, writing through fsys (nil: the disk itself), and waits (2 min)
+// until it is ready.
+func runIdle(tb testing.TB, dir string, fsys *faultfs.FS) *lazyRun {
 	tb.Helper()
-	cfg, err := config.Load(filepath.Join(dir, "deskd.yaml"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	r := &idleRun{sigs: make(chan os.Signal, 1), done: make(chan error, 1), log: &syncBuffer{}}
-	o := desk.DaemonOptions{Config: cfg, Clock: clock.NewFake(start), Bus: event.New(), Log: zerolog.New(r.log).Level(zerolog.WarnLevel)}
+	var fs durable.FS
 	if fsys != nil {
-		o.FS = fsys // not a nil *faultfs.FS in the interface
+		fs = fsys // not a nil *faultfs.FS in the interface
 	}
-	r.d, err = desk.NewDaemon(o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	go func() { r.done <- r.d.Run(context.Background(), r.sigs) }()
-	select {
-	case <-r.d.Ready():
-	case err := <-r.done:
-		tb.Fatalf("the daemon stopped before it was ready: %v\n%s", err, r.log)
-	case <-time.After(2 * time.Minute):
-		tb.Fatalf("the daemon of idle desks was not ready within 2 min")
-	}
-	return r
-}
-
-// stop sends SIGTERM and waits (2 min) for Run, which must return nil.
-func (r *idleRun) stop(tb testing.TB) {
-	tb.Helper()
-	r.sigs <- syscall.SIGTERM
-	select {
-	case err := <-r.done:
-		if err != nil {
-			tb.Fatalf("Run = %v, want nil\n%s", err, r.log)
-		}
-	case <-time.After(2 * time.Minute):
-		tb.Fatalf("the daemon of idle desks did not stop within 2 min")
-	}
+	return runLazy(tb, dir, clock.NewFake(start), fs)
 }
 
 // TestIdleDesksStopWithoutWriting: 200 idle desks, started for the first
@@ -113,7 +68,7 @@ func TestIdleDesksStopWithoutWriting(t *testing.T) {
 		for _, op := range []faultfs.Op{faultfs.Write, faultfs.Sync, faultfs.Create, faultfs.Rename} {
 			before[op] = fsys.Count(op)
 		}
-		r.stop(t)
+		r.stopCleanly(t)
 		for op, n := range before {
 			if d := fsys.Count(op) - n; d != 0 {
 				t.Errorf("%s: the stop of %d idle desks made %d %s operations, want 0", run, idle, d, op)
@@ -149,7 +104,7 @@ func BenchmarkIdleDesksStop(b *testing.B) {
 					}
 					r := runIdle(b, dir, nil)
 					b.StartTimer()
-					r.stop(b)
+					r.stopCleanly(b)
 				}
 			})
 		}

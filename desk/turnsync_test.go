@@ -89,24 +89,9 @@ func TestRecoveryWhenTheHostLostTheUnsyncedRecords(t *testing.T) {
 		{"nothing written", func([]byte) bool { return false }, triggers.StateAnswered, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			h := desktest.New(t, desktest.Options{Dir: dir})
-			if _, err := h.Desk.Submit(triggers.Trigger{ID: "B", Kind: triggers.Market, Text: "tick B"}); err != nil {
-				t.Fatal(err)
-			}
-			settle(t, h, "B")
-			session := h.Router.SessionID()
-			h.Stop()
-			_ = h.Ledger.Close()
-
 			// The crash: B's ledger records after "queued" are lost, and
 			// the session file keeps what c.keep says of B's turn.
-			filter(t, filepath.Join(dir, "main", triggers.LedgerFile), func(line []byte) bool {
-				return !bytes.Contains(line, []byte(`"id":"B"`)) || bytes.Contains(line, []byte(`"state":"queued"`))
-			})
-			filter(t, h.Folder.SessionPath(session), func(line []byte) bool {
-				return !bytes.Contains(line, []byte(`"trigger":"B"`)) || c.keep(line)
-			})
+			dir, session := crashAfterB(t, func(line []byte) bool { return bytes.Contains(line, []byte(`"state":"queued"`)) }, c.keep)
 
 			m := &countingModel{turns: map[string]int{}}
 			h2 := desktest.New(t, desktest.Options{Model: m, Dir: dir})
@@ -143,4 +128,28 @@ func filter(t *testing.T, path string, keep func(line []byte) bool) {
 	if err := os.WriteFile(path, bytes.Join(kept, nil), 0o640); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// crashAfterB answers trigger B ("tick B") on a desk in a new folder,
+// stops it, and cuts its files as a crash would have left them: of B's
+// records, the ledger keeps those keepLedger says and the session file
+// those keepSession says. It returns the folder and B's session.
+func crashAfterB(t *testing.T, keepLedger, keepSession func(line []byte) bool) (dir, session string) {
+	t.Helper()
+	dir = t.TempDir()
+	h := desktest.New(t, desktest.Options{Dir: dir})
+	if _, err := h.Desk.Submit(triggers.Trigger{ID: "B", Kind: triggers.Market, Text: "tick B"}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, h, "B")
+	session = h.Router.SessionID()
+	h.Stop()
+	_ = h.Ledger.Close()
+	filter(t, filepath.Join(dir, "main", triggers.LedgerFile), func(line []byte) bool {
+		return !bytes.Contains(line, []byte(`"id":"B"`)) || keepLedger(line)
+	})
+	filter(t, h.Folder.SessionPath(session), func(line []byte) bool {
+		return !bytes.Contains(line, []byte(`"trigger":"B"`)) || keepSession(line)
+	})
+	return dir, session
 }
