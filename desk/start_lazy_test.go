@@ -33,7 +33,8 @@ import (
 )
 
 // lazyRun is a daemon of the config in a folder, on a fake clock the test
-// moves, writing through fsys, its events watched.
+// moves, writing through fsys, its events watched (nil when startRun was
+// told not to).
 type lazyRun struct {
 	dir    string
 	d      *desk.Daemon
@@ -44,16 +45,28 @@ type lazyRun struct {
 	log    *syncBuffer
 }
 
-// runLazy starts the daemon of the config in dir at clk's time and waits
-// (2 min) until it is ready.
+// runLazy starts the daemon of the config in dir at clk's time, its
+// events watched, and waits (2 min) until it is ready.
 func runLazy(tb testing.TB, dir string, clk *clock.Fake, fsys durable.FS) *lazyRun {
+	tb.Helper()
+	return startRun(tb, dir, clk, fsys, true)
+}
+
+// startRun starts the daemon of the config in dir at clk's time, its
+// events watched when watch is set (a benchmark's are not: the watcher
+// would keep every event of the run), and waits (2 min) until it is
+// ready.
+func startRun(tb testing.TB, dir string, clk *clock.Fake, fsys durable.FS, watch bool) *lazyRun {
 	tb.Helper()
 	cfg, err := config.Load(filepath.Join(dir, "deskd.yaml"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	bus := event.New()
-	r := &lazyRun{dir: dir, clk: clk, events: eventtest.WatchAll(tb, bus), sigs: make(chan os.Signal, 1), done: make(chan error, 1), log: &syncBuffer{}}
+	r := &lazyRun{dir: dir, clk: clk, sigs: make(chan os.Signal, 1), done: make(chan error, 1), log: &syncBuffer{}}
+	if watch {
+		r.events = eventtest.WatchAll(tb, bus)
+	}
 	r.d, err = desk.NewDaemon(desk.DaemonOptions{Config: cfg, Clock: clk, Bus: bus, FS: fsys, Log: zerolog.New(r.log).Level(zerolog.WarnLevel)})
 	if err != nil {
 		tb.Fatal(err)

@@ -34,15 +34,15 @@ func idleFleet(tb testing.TB, n int) string {
 }
 
 // runIdle starts the daemon of the config in dir on a fake clock at
-// start, writing through fsys (nil: the disk itself), and waits (2 min)
-// until it is ready.
+// start, writing through fsys (nil: the disk itself), its events not
+// watched, and waits (2 min) until it is ready.
 func runIdle(tb testing.TB, dir string, fsys *faultfs.FS) *lazyRun {
 	tb.Helper()
 	var fs durable.FS
 	if fsys != nil {
 		fs = fsys // not a nil *faultfs.FS in the interface
 	}
-	return runLazy(tb, dir, clock.NewFake(start), fs)
+	return startRun(tb, dir, clock.NewFake(start), fs, false)
 }
 
 // TestIdleDesksStopWithoutWriting: 200 idle desks, started for the first
