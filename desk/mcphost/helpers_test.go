@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -29,6 +30,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv(parentEnv) != "" {
 		runParent()
 		return
+	}
+	// The parallel tests wait out real time (stop grace periods, the MCP
+	// SDK's own timeouts), not the CPU: more of them at once than -parallel's
+	// default, the cores, costs nothing. A -parallel given to go test wins,
+	// as m.Run parses the command line after this.
+	if err := flag.Set("test.parallel", "8"); err != nil {
+		panic(err)
 	}
 	os.Exit(m.Run())
 }

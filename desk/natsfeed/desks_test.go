@@ -181,6 +181,7 @@ func (h *host) queuedTimes(id string) int { return countQueued(h.d.Events, id) }
 // deskd.triggers.main, AckWait the lease), and no shared consumer is
 // made.
 func TestClusterBoundDeskOnly(t *testing.T) {
+	t.Parallel() // its own NATS cluster, waiting out real leases: beside the rest
 	cl := newCluster(t)
 	const lease = 3 * time.Second
 	a, b := cl.host(lease), cl.host(lease)
@@ -219,6 +220,7 @@ func TestClusterBoundDeskOnly(t *testing.T) {
 // next owner at once (the lease, their AckWait, is a minute), and each is
 // queued once, there only.
 func TestClusterUnbindHandsBackAtOnce(t *testing.T) {
+	t.Parallel() // its own NATS cluster, waiting out real leases: beside the rest
 	cl := newCluster(t)
 	const lease = time.Minute // far beyond the waits below: only a nak brings them back in time
 	a, b := cl.host(lease), cl.host(lease)
@@ -266,6 +268,7 @@ func TestClusterUnbindHandsBackAtOnce(t *testing.T) {
 // the next owner has it once its AckWait, the lease (2s), has passed,
 // well before the 30s AckWait of the shared consumer.
 func TestClusterKilledOwnerRedeliveredWithinLease(t *testing.T) {
+	t.Parallel() // its own NATS cluster, waiting out real leases: beside the rest
 	cl := newCluster(t)
 	const lease = 2 * time.Second
 	a, b := cl.host(lease), cl.host(lease)
@@ -298,6 +301,7 @@ func TestClusterKilledOwnerRedeliveredWithinLease(t *testing.T) {
 // old subscription, on a node that has not yet heard it is gone: it is
 // pending ack, and comes back after its AckWait, the lease.)
 func TestClusterUnboundDeskLosesNothing(t *testing.T) {
+	t.Parallel() // its own NATS cluster, waiting out real leases: beside the rest
 	cl := newCluster(t)
 	const lease = 2 * time.Second
 	a, b := cl.host(lease), cl.host(lease)
@@ -361,6 +365,7 @@ var _ natsfeed.Desks = (*heldDesks)(nil)
 // back, as backpressure (stopped), not refused: it is queued once the
 // desk runs.
 func TestClusterDeskNotRunningHere(t *testing.T) {
+	t.Parallel() // its own NATS cluster, waiting out real leases: beside the rest
 	cl := newCluster(t)
 	a := cl.host(time.Minute)
 	a.desks.set.Remove(desktest.Name)
