@@ -208,7 +208,7 @@ func TestCheckConfigCalendarEnding(t *testing.T) {
 // shows a banner naming the calendar, its end and what to do, and the
 // desk's market as UNKNOWN, never OPEN (headless Chromium).
 func TestConsoleBrowserCalendarBanner(t *testing.T) {
-	consoleChromium(t) // skips before anything starts when the browser tests do not run
+	consoleChromium(t)
 	dir := t.TempDir()
 	cfg := apiConfig(t, dir, "{provider: scripted}", "", "calendar: NSE\n")
 	d := startInProcess(t, "deskd", cfg, time.Date(2027, 1, 26, 4, 30, 0, 0, time.UTC)) // 10:00 IST, Republic Day 2027

@@ -57,7 +57,7 @@ func (s *stubApprovals) decisions() []router.Decision {
 // sends it; Approve approves; deskd's refusal of a call that no longer
 // waits is shown in the dialog.
 func TestConsoleBrowserApprovals(t *testing.T) {
-	consoleChromium(t) // skips before anything starts when the browser tests do not run
+	consoleChromium(t)
 	t.Parallel()
 	stub := &stubApprovals{}
 	h := httpapitest.Start(t, httpapitest.Options{Approvals: stub, Console: console.Handler()})
@@ -216,7 +216,7 @@ func withMCP(t *testing.T, api http.Handler, mcp []map[string]any) *httptest.Ser
 // one that is not up in red with its error (also among the row's
 // problems); one that is up does not.
 func TestConsoleBrowserMCPServers(t *testing.T) {
-	consoleChromium(t) // skips before anything starts when the browser tests do not run
+	consoleChromium(t)
 	t.Parallel()
 	h := httpapitest.Start(t, httpapitest.Options{Console: console.Handler()})
 	srv := withMCP(t, h.API, []map[string]any{

@@ -43,7 +43,7 @@ const noInjectedDOM = `(() => {
 // from one, and the page reports no refusal of its CSP (which an inline
 // handler that got into the DOM would cause).
 func TestConsoleAttackXSS(t *testing.T) {
-	consoleChromium(t) // skips before anything starts when the browser tests do not run
+	consoleChromium(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := apiConfig(t, dir, "{provider: scripted}", "", "")
@@ -105,7 +105,7 @@ func TestConsoleAttackXSS(t *testing.T) {
 // may not be framed: their headers say so, and a frame of the page or of
 // the API in Chromium holds neither.
 func TestConsoleAttackFraming(t *testing.T) {
-	consoleChromium(t) // skips before anything starts when the browser tests do not run
+	consoleChromium(t)
 	t.Parallel()
 	_, base := consoleDaemon(t, "")
 	for _, path := range []string{"/", "/console/console.js", "/v1/desks", "/v1/nothing"} {
@@ -153,7 +153,7 @@ func TestConsoleAttackFraming(t *testing.T) {
 // signing out from the page removes the cookie from the jar, and the old
 // id is refused.
 func TestConsoleAttackCookie(t *testing.T) {
-	consoleChromium(t) // skips before anything starts when the browser tests do not run
+	consoleChromium(t)
 	t.Parallel()
 	_, base := tokenConsoleDaemon(t)
 	p := openConsole(t, 1280, 900)

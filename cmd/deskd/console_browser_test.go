@@ -23,6 +23,7 @@ import (
 // consoleChromium returns the path of the headless browser. It skips the
 // test in the quick loop (the browser tests run with -tags slow) and when
 // the browser is missing, except under CI (CI=true), which installs it.
+// A browser test calls it first, so that a skip starts nothing.
 func consoleChromium(t *testing.T) string {
 	t.Helper()
 	if !browserTests {
@@ -164,7 +165,7 @@ const consoleToken = "console-operator"
 // switch (an in-page dialog asking for a reason), fits 390 px without
 // horizontal scrolling, and is photographed at 1280 px.
 func TestConsoleBrowser(t *testing.T) {
-	consoleChromium(t) // skips before anything starts when the browser tests do not run
+	consoleChromium(t)
 	t.Parallel()
 	d, base := consoleDaemon(t, "")
 	p := openConsole(t, 1280, 900)
@@ -278,7 +279,7 @@ func writeShot(t *testing.T, png []byte) {
 // asks for it; a wrong one is refused, saying so; the right one shows the
 // desks.
 func TestConsoleBrowserSignIn(t *testing.T) {
-	consoleChromium(t) // skips before anything starts when the browser tests do not run
+	consoleChromium(t)
 	t.Parallel()
 	_, base := tokenConsoleDaemon(t)
 	p := openConsole(t, 1280, 900)
@@ -316,7 +317,7 @@ func TestConsoleBrowserSignIn(t *testing.T) {
 // link, Memory.md and the day's notes; a trigger sent from the page is
 // answered and its reply appears in the transcript without a reload.
 func TestConsoleBrowserDeskPage(t *testing.T) {
-	consoleChromium(t) // skips before anything starts when the browser tests do not run
+	consoleChromium(t)
 	t.Parallel()
 	d, base := consoleDaemon(t, "")
 	status, tr := d.post(t, `{"text": "Morning brief, please.", "kind": "manual", "id": "brief-1"}`)
@@ -357,7 +358,7 @@ func TestConsoleBrowserDeskPage(t *testing.T) {
 // second Enter does not restore); confirmed, the restore is announced as
 // done by the console.
 func TestConsoleBrowserRestore(t *testing.T) {
-	consoleChromium(t) // skips before anything starts when the browser tests do not run
+	consoleChromium(t)
 	t.Parallel()
 	s := versionedDesk(t)
 	d := startInProcess(t, "deskd", s.Config, apiStart)
