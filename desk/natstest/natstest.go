@@ -145,8 +145,10 @@ func TryPublish(js jetstream.JetStream, subject, id, body string) (*jetstream.Pu
 // a sequence never delivered, with a reply; the server queues an ack for
 // its consumer as it passes it on), answered once everything before it
 // is applied. Acks that come faster than it reads are coalesced
-// into one more read, never dropped. At the deadline it fails with the
-// consumer's info as it is then.
+// into one more read, never dropped. A read that fails (the no-op not
+// answered within 5s by a server busy applying a long queue) is tried
+// again at once: the ack it waits for may have been the last. At the
+// deadline it fails with the consumer's info as it is then.
 func WaitAcked(tb testing.TB, nc *nats.Conn, js jetstream.JetStream, stream, consumer string, timeout time.Duration) *jetstream.ConsumerInfo {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -178,8 +180,13 @@ func WaitAcked(tb testing.TB, nc *nats.Conn, js jetstream.JetStream, stream, con
 		if last == nil && info.NumAckPending == 0 && info.NumPending == 0 {
 			return info
 		}
+		var retry <-chan time.Time
+		if last != nil { // the server was too busy to answer: read again, as no ack may come
+			retry = time.After(50 * time.Millisecond)
+		}
 		select {
 		case <-acked:
+		case <-retry:
 		case <-ctx.Done():
 			fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if c, err := js.Consumer(fctx, stream, consumer); err == nil {
