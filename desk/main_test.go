@@ -3,6 +3,8 @@ package desk_test
 import (
 	"os"
 	"testing"
+
+	"github.com/deskd/deskd/internal/testtmp"
 )
 
 // clusterKeyEnv names the API key variable of the cluster tests' models:
@@ -14,5 +16,5 @@ func TestMain(m *testing.M) {
 	if err := os.Setenv(clusterKeyEnv, "sk-test"); err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	os.Exit(testtmp.Run(m)) // the scratch folders on a tmpfs
 }

@@ -56,6 +56,10 @@ func TestBenchSmallest(t *testing.T) {
 		case f.Name == "RSS per idle desk" && !math.IsNaN(f.Value) && !math.IsInf(f.Value, 0):
 			// may be below 0: three desks' memory is within the noise
 			// between the RSS of two processes (the row needs thousands)
+		case f.Name == "of which 202 to model, p50" && !math.IsNaN(f.Value) && !math.IsInf(f.Value, 0):
+			// may be below 0: the turn starts once the ledger holds the
+			// trigger, so its model request can reach the model server
+			// before the 202 reaches the client (cheap fsyncs, a tmpfs)
 		case f.Row == 4 && f.Failed != "" && strings.HasPrefix(f.Name, "second start"):
 			// deskd's own failure to start again, which the row reports
 			// (and then measures with state.json restored)

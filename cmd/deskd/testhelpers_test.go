@@ -29,6 +29,7 @@ import (
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/logtest"
 	"github.com/deskd/deskd/desk/mcptest"
+	"github.com/deskd/deskd/internal/testtmp"
 	"github.com/deskd/deskd/memory/memorytest"
 )
 
@@ -68,7 +69,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "start the tests again with TZ="+farZone+":", err)
 		os.Exit(2)
 	}
-	code := m.Run()
+	code := testtmp.Run(m) // the scratch folders on a tmpfs, once TZ is set
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)
 	}

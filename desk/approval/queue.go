@@ -205,7 +205,7 @@ func (q *Queue) decideNow(call router.GateCall, by, reason string) router.Decisi
 }
 
 // resolve takes the call id of desk out of the queue with the decision
-// outcome, wakes its gate and announces the decision. It returns false,
+// outcome, announces the decision and wakes its gate. It returns false,
 // and does nothing, when no such call waits.
 func (q *Queue) resolve(desk, id, outcome, by, reason string) (router.Decision, bool) {
 	now := q.clock.Now()
@@ -226,10 +226,13 @@ func (q *Queue) resolve(desk, id, outcome, by, reason string) (router.Decision, 
 		Outcome: outcome, By: by, Reason: reason,
 		RequestedAt: w.p.RequestedAt, DecidedAt: now,
 	}
-	close(w.done)
+	d := w.decision
 	q.mu.Unlock()
-	q.announceDecision(desk, w.p.Trigger, w.decision)
-	return w.decision, true
+	// Announced before the gate wakes: approval.decided comes before
+	// whatever the call's turn publishes next (its tool call, its answer).
+	q.announceDecision(desk, w.p.Trigger, d)
+	close(w.done)
+	return d, true
 }
 
 // withdraw takes w out of the queue without a decision (its turn ended)

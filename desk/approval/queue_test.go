@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -488,5 +490,51 @@ func TestApproveAfterPauseIsADenial(t *testing.T) {
 	}
 	if v := verdict(t, out); v.Run {
 		t.Errorf("the call runs on a paused desk: %+v", v)
+	}
+}
+
+// TestDecisionIsAnnouncedBeforeTheGateReturns: approval.decided is
+// published before the call's gate returns, so that it comes before
+// whatever the call's turn publishes next (its tool.called, its
+// turn.completed): an operator reading the events, or a test waiting for
+// the decision and then for the answer, never sees the answer first. An
+// exporter, which runs in the publisher's goroutine, holds the
+// announcement and lets the other goroutines run: were the gate woken
+// first, it would return meanwhile.
+func TestDecisionIsAnnouncedBeforeTheGateReturns(t *testing.T) {
+	f := newFixture(t)
+	gate := f.q.Gate(within, nil)
+	for i := range 20 {
+		c := placeOrder("alpha", fmt.Sprintf("call-%d", i))
+		returned := make(chan struct{})
+		early := make(chan bool, 1)
+		cancel := event.Export(f.bus, func(e event.Event) {
+			if d, ok := e.(event.ApprovalDecided); !ok || d.Call != c.ID {
+				return
+			}
+			for range 1000 {
+				runtime.Gosched()
+				select {
+				case <-returned:
+					early <- true
+					return
+				default:
+				}
+			}
+			early <- false
+		})
+		f.gates.Go(func() {
+			defer close(returned)
+			gate(t.Context(), c)
+		})
+		r := eventtest.NextWhere(f.requested, func(e event.ApprovalRequested) bool { return e.Call == c.ID })
+		if _, err := f.q.Decide("alpha", r.ID, i%2 == 0, "bob", ""); err != nil {
+			t.Fatalf("Decide: %v", err)
+		}
+		<-returned
+		cancel()
+		if <-early {
+			t.Fatalf("the gate of %s returned before its approval.decided was published", c.ID)
+		}
 	}
 }

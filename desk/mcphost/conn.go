@@ -41,11 +41,11 @@ type conn struct {
 // server's timeout on clk. current returns the server's settings now: the
 // connection reads its timeout from it at each request, so that a reload
 // applies to the next one (nothing is captured at connect time).
-func dial(ctx context.Context, clk clock.Clock, current func() *config.MCPServer) (*conn, error) {
+func dial(ctx context.Context, clk clock.Clock, grace time.Duration, current func() *config.MCPServer) (*conn, error) {
 	cfg := current()
 	ctx, stop, timedOut := withTimeout(ctx, clk, timeout(cfg))
 	defer stop()
-	c, err := connect(ctx, clk, cfg, current)
+	c, err := connect(ctx, clk, grace, cfg, current)
 	if err == nil {
 		err = c.listTools(ctx)
 	}
@@ -66,11 +66,11 @@ func dial(ctx context.Context, clk clock.Clock, current func() *config.MCPServer
 
 // connect starts the transport and the MCP session, of cfg; current
 // returns the server's settings at each request (its timeout).
-func connect(ctx context.Context, clk clock.Clock, cfg *config.MCPServer, current func() *config.MCPServer) (*conn, error) {
+func connect(ctx context.Context, clk clock.Clock, grace time.Duration, cfg *config.MCPServer, current func() *config.MCPServer) (*conn, error) {
 	c := &conn{done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	var t mcp.Transport
 	if cfg.URL != "" {
-		c.http = httpClient(cfg, clk, func() time.Duration { return timeout(current()) })
+		c.http = httpClient(cfg, clk, grace, func() time.Duration { return timeout(current()) })
 		// No retries of its own: a broken stream ends the connection, and
 		// the supervisor reconnects with its backoff, on the host's clock.
 		// MaxEventSize given: the SDK's streamable client has no cap of
@@ -78,12 +78,12 @@ func connect(ctx context.Context, clk clock.Clock, cfg *config.MCPServer, curren
 		// httpClient).
 		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: c.http, MaxRetries: -1, MaxEventSize: MaxMessage}
 	} else {
-		p, err := startProcess(cfg)
+		p, err := startProcess(cfg, grace)
 		if err != nil {
 			return nil, err
 		}
 		c.proc = p
-		t = stdinTransport{Transport: &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: MaxMessage}, cut: c.cutInput}
+		t = stdinTransport{Transport: &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: MaxMessage}, cut: c.cutInput, grace: grace}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "deskd", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -169,7 +169,7 @@ func (c *conn) watch() {
 		select {
 		case <-c.proc.exited:
 		case <-sessEnded:
-			grace := time.NewTimer(killGrace)
+			grace := time.NewTimer(c.proc.grace)
 			defer grace.Stop()
 			select {
 			case <-c.proc.exited:
@@ -191,11 +191,11 @@ func (c *conn) fail(err error) {
 }
 
 // broke ends the connection after a call failed for err, and returns why
-// it ended. A stdio server's process that is exiting is given killGrace
+// it ended. A stdio server's process that is exiting is given its grace
 // to do so, so that the reason is its exit rather than the broken pipe.
 func (c *conn) broke(err error) error {
 	if c.proc != nil {
-		t := time.NewTimer(killGrace)
+		t := time.NewTimer(c.proc.grace)
 		defer t.Stop()
 		select {
 		case <-c.done:
@@ -261,14 +261,14 @@ func (c *conn) stderr() string {
 // (a call, a listing) and its answer end after twice the server's timeout
 // (as timeoutNow reads it when the POST starts) on clk, whatever the SDK
 // does with a call given up on.
-func httpClient(cfg *config.MCPServer, clk clock.Clock, timeoutNow func() time.Duration) *http.Client {
+func httpClient(cfg *config.MCPServer, clk clock.Clock, grace time.Duration, timeoutNow func() time.Duration) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	origin := originOf(cfg.URL)
 	return &http.Client{
 		// Twice the call's timeout: a backstop behind the call's own
 		// (which ends its request), never racing it. Read at each POST:
 		// a reload's new timeout applies to the next request.
-		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin, server: cfg.Name, clock: clk,
+		Transport: headers{base: base, h: cfg.Secrets.Headers, origin: origin, server: cfg.Name, clock: clk, grace: grace,
 			timeout: func() time.Duration { return 2 * timeoutNow() }},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if originOf(req.URL.String()) != origin {
@@ -303,12 +303,19 @@ type headers struct {
 	clock  clock.Clock
 	// timeout returns how long a POST and its answer may take, now.
 	timeout func() time.Duration
+	// grace bounds a DELETE (the session's end, sent as the connection
+	// closes) on the wall clock, as a stdio server's exit is bounded.
+	grace time.Duration
 }
 
 func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	var release func()
-	if r.Method == http.MethodPost {
+	switch r.Method {
+	case http.MethodPost:
 		r, release = t.bounded(r)
+	case http.MethodDelete: // a server that never answers it holds no Close
+		ctx, cancel := context.WithTimeout(r.Context(), t.grace)
+		r, release = r.WithContext(ctx), cancel
 	}
 	resp, err := t.send(r)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/mcphost"
 	"github.com/deskd/deskd/desk/mcptest"
+	"github.com/deskd/deskd/internal/testtmp"
 	"github.com/deskd/deskd/router"
 )
 
@@ -38,11 +39,17 @@ func TestMain(m *testing.M) {
 	if err := flag.Set("test.parallel", "8"); err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	os.Exit(testtmp.Run(m)) // the scratch folders on a tmpfs
 }
 
 // wait bounds every wait of a test on the host's goroutines and processes.
 const wait = 30 * time.Second
+
+// grace is the hosts' Options.Grace in the tests: shorter than the
+// default, as the tests that wait it out (a server that ignores its
+// stdin's end, or SIGTERM, or stops reading) wait real time; long enough
+// for a server that does exit on its stdin's end, on a loaded machine.
+const grace = 500 * time.Millisecond
 
 var start = time.Date(2026, 12, 1, 9, 15, 0, 0, time.UTC)
 
@@ -67,7 +74,7 @@ func newRig(t *testing.T) *rig {
 	cancelDown := event.Subscribe(r.bus, func(e event.MCPServerDown) { r.down <- e })
 	t.Cleanup(cancelUp)
 	t.Cleanup(cancelDown)
-	r.host = mcphost.New(mcphost.Options{Clock: r.clock, Bus: r.bus, Log: zerolog.New(zerolog.NewTestWriter(t))})
+	r.host = mcphost.New(mcphost.Options{Clock: r.clock, Bus: r.bus, Log: zerolog.New(zerolog.NewTestWriter(t)), Grace: grace})
 	t.Cleanup(func() {
 		if err := r.host.Close(); err != nil {
 			t.Errorf("Close: %v", err)

@@ -28,6 +28,8 @@ import (
 const (
 	// DefaultBackoff is the wait before the first reconnection.
 	DefaultBackoff = time.Second
+	// DefaultGrace is Options.Grace's default.
+	DefaultGrace = 2 * time.Second
 	// DefaultMaxBackoff caps the doubling wait between reconnections.
 	DefaultMaxBackoff = time.Minute
 )
@@ -66,6 +68,14 @@ type Options struct {
 	// DefaultMaxBackoff), and starts again once a connection has lasted
 	// MaxBackoff.
 	Backoff, MaxBackoff time.Duration
+	// Grace is how long a stdio server has to exit once its stdin is
+	// closed, and again after SIGTERM, before it is killed; to take in a
+	// message deskd writes once its request was given up on; and how long
+	// an HTTP server has to answer the DELETE that ends its session
+	// (default DefaultGrace). It bounds a process or a socket, the
+	// operating system's time, so it runs on the wall clock even when
+	// Clock is a fake one.
+	Grace time.Duration
 }
 
 // ServerStatus is what a server is doing now.
@@ -132,6 +142,9 @@ func New(o Options) *Host {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
 	}
 	if o.MaxBackoff < o.Backoff {
 		o.MaxBackoff = o.Backoff

@@ -315,7 +315,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 // TestCloseKillsALingeringServer: a server that does not exit when its
 // stdin closes gets SIGTERM (its process group) after the grace period.
 func TestCloseKillsALingeringServer(t *testing.T) {
-	t.Parallel() // seconds of real time (the grace periods of a stop, killGrace): run beside the others
+	t.Parallel() // seconds of real time (the grace periods of a stop): run beside the others
 	r := newRig(t)
 	srv := mcptest.Stdio(t)
 	srv.Env[mcptest.EnvLinger] = "1"

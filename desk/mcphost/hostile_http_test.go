@@ -301,9 +301,10 @@ func rawRequest(w http.ResponseWriter) context.Context { return w.(ctxWriter).ct
 func rawName(w http.ResponseWriter) string { return w.(ctxWriter).name }
 
 // TestCloseWithAStalledHTTPServer: an HTTP server that never answers the
-// DELETE ending its session does not keep Close from returning.
+// DELETE ending its session does not keep Close from returning: the
+// DELETE is given the host's grace (the MCP SDK's own bound is 5 s).
 func TestCloseWithAStalledHTTPServer(t *testing.T) {
-	t.Parallel() // 5 s of real time (the MCP SDK bounds the DELETE of a session so): run beside the others
+	t.Parallel() // the grace, in real time: run beside the others
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		switch req.Method {

@@ -130,7 +130,7 @@ func (r *rig) expire(at time.Time) {
 // keeps its stdout open, and exits: Close returns, and no process of the
 // server's is left.
 func TestCloseKillsAForkedChild(t *testing.T) {
-	t.Parallel() // seconds of real time (the grace periods of a stop, killGrace): run beside the others
+	t.Parallel() // seconds of real time (the grace periods of a stop): run beside the others
 	for _, scenario := range []string{"fork", "forkquiet"} {
 		t.Run(scenario, func(t *testing.T) { closeKillsAForkedChild(t, scenario) })
 	}
@@ -229,7 +229,7 @@ func TestStderrTailIsCleaned(t *testing.T) {
 // TestCloseKillsAServerIgnoringSIGTERM: a server that ignores SIGTERM and
 // its stdin closing is killed by Close, which returns.
 func TestCloseKillsAServerIgnoringSIGTERM(t *testing.T) {
-	t.Parallel() // seconds of real time (the grace periods of a stop, killGrace): run beside the others
+	t.Parallel() // seconds of real time (the grace periods of a stop): run beside the others
 	r := newRig(t)
 	r.serve(hostile(t, "stubborn"))
 	pid := r.status("hostile").PID
@@ -299,7 +299,7 @@ func TestEndlessToolPages(t *testing.T) {
 func TestStderrSecretsAreHidden(t *testing.T) {
 	var logs bytes.Buffer
 	r := newRig(t)
-	r.host = mcphost.New(mcphost.Options{Clock: r.clock, Bus: r.bus, Log: zerolog.New(&syncWriter{w: &logs}).Level(zerolog.DebugLevel)})
+	r.host = mcphost.New(mcphost.Options{Clock: r.clock, Bus: r.bus, Log: zerolog.New(&syncWriter{w: &logs}).Level(zerolog.DebugLevel), Grace: grace})
 	t.Cleanup(func() { r.host.Close() })
 	srv := hostile(t, "leaks")
 	srv.Secrets.Env = map[string]string{"BROKER_KEY": "env-s3cret-9"}
@@ -352,7 +352,7 @@ func TestFatToolsAreBounded(t *testing.T) {
 // does not hold the calls: each ends at its timeout on the host's clock,
 // the connection is then closed with a clear reason, and Close returns.
 func TestDeafServerTimesOut(t *testing.T) {
-	t.Parallel() // seconds of real time (readGrace, then a stop's grace periods): run beside the others
+	t.Parallel() // seconds of real time (the read grace, then a stop's grace periods): run beside the others
 	r := newRig(t)
 	srv := hostile(t, "deaf")
 	srv.Timeout = 5 * time.Second
@@ -395,7 +395,7 @@ func TestDeafServerTimesOut(t *testing.T) {
 		}
 	}
 	contains(t, "the down error", r.waitDown("hostile").Error,
-		"it stopped reading its stdin: the request tools/call, which deskd was writing to it, was still not taken in 2s after the request tools/call was given up on")
+		"it stopped reading its stdin: the request tools/call, which deskd was writing to it, was still not taken in "+grace.String()+" after the request tools/call was given up on")
 }
 
 // fifoOpened makes a FIFO at path, and returns a channel that gets nil

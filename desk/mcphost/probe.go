@@ -23,7 +23,7 @@ type ToolInfo struct {
 // stopped after), lists its tools and disconnects: check-config --probe.
 // The connection and the listing are bounded by the server's timeout.
 func Probe(ctx context.Context, srv *config.MCPServer) ([]ToolInfo, error) {
-	c, err := dial(ctx, clock.Real(), func() *config.MCPServer { return srv })
+	c, err := dial(ctx, clock.Real(), DefaultGrace, func() *config.MCPServer { return srv })
 	if err != nil {
 		return nil, fmt.Errorf("probe MCP server %s: %w", srv.Name, hideErr(srv, err))
 	}

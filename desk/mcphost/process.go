@@ -15,12 +15,6 @@ import (
 	"github.com/deskd/deskd/config"
 )
 
-// killGrace is how long a stdio server has to exit once its stdin is
-// closed, and again after SIGTERM, before it is killed. It is the
-// operating system's time, not a desk's: it bounds a process, so it runs
-// on the wall clock even when deskd's clock is a fake one.
-const killGrace = 2 * time.Second
-
 // stderrTail is how much of a stdio server's stderr is kept.
 const stderrTail = 2 << 10
 
@@ -31,6 +25,7 @@ type process struct {
 	stdin  *os.File // deskd's end of the server's stdin
 	stdout *os.File // deskd's end of the server's stdout
 	stderr *tail
+	grace  time.Duration // Options.Grace
 
 	exited chan struct{} // closed when the process has exited and was reaped
 	err    error         // cmd.Wait's, set before exited is closed
@@ -44,7 +39,7 @@ type process struct {
 // Pdeathsig fires when the thread that started the child ends, not the
 // process: the child is started and waited for from a goroutine that
 // holds its OS thread locked for the child's whole life.
-func startProcess(cfg *config.MCPServer) (*process, error) {
+func startProcess(cfg *config.MCPServer, grace time.Duration) (*process, error) {
 	if len(cfg.Command) == 0 {
 		return nil, errors.New("no command")
 	}
@@ -58,11 +53,11 @@ func startProcess(cfg *config.MCPServer) (*process, error) {
 		inW.Close()
 		return nil, fmt.Errorf("make the stdout pipe: %w", err)
 	}
-	p := &process{name: cfg.Name, stdin: inW, stdout: outR, stderr: &tail{}, exited: make(chan struct{})}
+	p := &process{name: cfg.Name, stdin: inW, stdout: outR, stderr: &tail{}, grace: grace, exited: make(chan struct{})}
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
 	cmd.Env = environ(cfg)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
-	cmd.WaitDelay = killGrace
+	cmd.WaitDelay = grace
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	started := make(chan error, 1)
 	go func() {
@@ -113,17 +108,17 @@ func environ(cfg *config.MCPServer) []string {
 	return out
 }
 
-// stop closes the server's stdin and waits for it to exit; after
-// killGrace it sends SIGTERM to its process group, and after killGrace
-// again SIGKILL. It returns when the process has been reaped.
+// stop closes the server's stdin and waits for it to exit; after its
+// grace it sends SIGTERM to its process group, and after the grace again
+// SIGKILL. It returns when the process has been reaped.
 func (p *process) stop() {
 	p.stopOnce.Do(func() {
 		p.closeInput()
-		if p.wait(killGrace) {
+		if p.wait(p.grace) {
 			return
 		}
 		syscall.Kill(-p.pid, syscall.SIGTERM)
-		if p.wait(killGrace) {
+		if p.wait(p.grace) {
 			return
 		}
 		syscall.Kill(-p.pid, syscall.SIGKILL)

@@ -61,7 +61,7 @@ func TestBadToolNamesAreLeftOut(t *testing.T) {
 func TestSecretsAreNeverLogged(t *testing.T) {
 	var logs bytes.Buffer
 	r := newRig(t)
-	r.host = mcphost.New(mcphost.Options{Clock: r.clock, Bus: r.bus, Log: zerolog.New(&logs).Level(zerolog.DebugLevel)})
+	r.host = mcphost.New(mcphost.Options{Clock: r.clock, Bus: r.bus, Log: zerolog.New(&logs).Level(zerolog.DebugLevel), Grace: grace})
 	t.Cleanup(func() { r.host.Close() })
 	var mu sync.Mutex
 	var seen []string

@@ -110,7 +110,7 @@ func (s *server) supervise(ctx context.Context, done chan struct{}) {
 		s.mu.Lock()
 		s.set(StateStarting, "", time.Time{})
 		s.mu.Unlock()
-		c, err := dial(ctx, o.Clock, s.config)
+		c, err := dial(ctx, o.Clock, o.Grace, s.config)
 		if ctx.Err() != nil {
 			if c != nil {
 				c.close()

@@ -10,12 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// readGrace is how long a stdio server has to take in the message deskd
-// is writing to its stdin once a request has been given up on (the
-// message's own, or one waiting to be written behind it). Like killGrace,
-// it is the operating system's time (a pipe's reader), on the wall clock.
-const readGrace = 2 * time.Second
-
 // stdinTransport is a stdio server's transport, whose writes end when
 // their request is given up on. The SDK's own write ignores its context
 // once it has begun, and holds a lock that every later message waits
@@ -23,10 +17,12 @@ const readGrace = 2 * time.Second
 // written, every later one and the session's Close until the pipe closed.
 // Here a write whose context ends returns at once; the message goes on
 // being written, the next waits for it, and if it is not taken in within
-// readGrace, cut ends the connection (closing the pipe).
+// grace (Options.Grace: the operating system's time, a pipe's reader, on
+// the wall clock), cut ends the connection (closing the pipe).
 type stdinTransport struct {
 	mcp.Transport
-	cut func(why error)
+	cut   func(why error)
+	grace time.Duration
 }
 
 func (t stdinTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -34,13 +30,14 @@ func (t stdinTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stdinConn{Connection: c, cut: t.cut, turn: make(chan struct{}, 1)}, nil
+	return &stdinConn{Connection: c, cut: t.cut, grace: t.grace, turn: make(chan struct{}, 1)}, nil
 }
 
 type stdinConn struct {
 	mcp.Connection
-	cut  func(why error)
-	turn chan struct{} // holds a token while a message is being written
+	cut   func(why error)
+	grace time.Duration
+	turn  chan struct{} // holds a token while a message is being written
 
 	mu      sync.Mutex
 	writing string        // the message being written (or the last one)
@@ -77,7 +74,7 @@ func (c *stdinConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 }
 
-// gaveUp gives the message being written readGrace to be taken in, after
+// gaveUp gives the message being written its grace to be taken in, after
 // who was given up on, and cuts the connection if it is not.
 func (c *stdinConn) gaveUp(who string) {
 	c.mu.Lock()
@@ -87,13 +84,13 @@ func (c *stdinConn) gaveUp(who string) {
 		return
 	}
 	go func() {
-		t := time.NewTimer(readGrace)
+		t := time.NewTimer(c.grace)
 		defer t.Stop()
 		select {
 		case <-wrote:
 		case <-t.C:
 			c.cut(fmt.Errorf("it stopped reading its stdin: %s, which deskd was writing to it, was still not taken in %s after %s was given up on",
-				writing, readGrace, who))
+				writing, c.grace, who))
 		}
 	}()
 }

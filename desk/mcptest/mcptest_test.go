@@ -12,13 +12,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/deskd/deskd/desk/mcptest"
+	"github.com/deskd/deskd/internal/testtmp"
 )
 
 func TestMain(m *testing.M) {
 	if mcptest.ServeStdioIfAsked() {
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(testtmp.Run(m)) // the scratch folders on a tmpfs
 }
 
 func connect(t *testing.T, tr mcp.Transport) *mcp.ClientSession {

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"os"
 	"testing"
+
+	"github.com/deskd/deskd/internal/testtmp"
 )
 
 // TestMain lets more parallel tests run at once than -parallel's default,
@@ -14,5 +16,5 @@ func TestMain(m *testing.M) {
 	if err := flag.Set("test.parallel", "8"); err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	os.Exit(testtmp.Run(m)) // the scratch folders on a tmpfs
 }

@@ -1,0 +1,11 @@
+package natsconn_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/deskd/deskd/internal/testtmp"
+)
+
+// TestMain keeps the tests' scratch folders on a tmpfs (testtmp.Run).
+func TestMain(m *testing.M) { os.Exit(testtmp.Run(m)) }
