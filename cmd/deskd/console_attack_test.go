@@ -110,7 +110,7 @@ func TestConsoleAttackFraming(t *testing.T) {
 	_, base := consoleDaemon(t, "")
 	for _, path := range []string{"/", "/console/console.js", "/v1/desks", "/v1/nothing"} {
 		req, _ := http.NewRequestWithContext(t.Context(), "GET", base+path, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestConsoleAttackCookie(t *testing.T) {
 	}
 	req, _ := http.NewRequestWithContext(t.Context(), "GET", base+"/v1/whoami", nil)
 	req.AddCookie(&http.Cookie{Name: httpapi.CookieName, Value: id})
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

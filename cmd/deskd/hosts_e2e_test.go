@@ -37,7 +37,7 @@ func hostCall(t *testing.T, method, base, path, host, body string, page bool) (i
 		req.Header.Set("Origin", "http://"+host)
 		req.Header.Set("Sec-Fetch-Site", "same-origin")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s with Host %s: %v", method, path, host, err)
 	}

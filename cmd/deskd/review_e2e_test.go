@@ -35,7 +35,7 @@ func TestReviewAllowedHostRemovalEndsOpenStreamsE2E(t *testing.T) {
 	req.Host = name
 	req.Header.Set("Origin", "http://"+name)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,13 @@ var (
 	buildErr  error
 )
 
+// testClient is the tests' HTTP client. It keeps no connection once an
+// answer is read: a test's daemons come and go on one address, and a
+// pooled connection to one that has stopped would fail the next POST to
+// its successor with EOF (a request with a body is not retried on a
+// reused connection).
+var testClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 // farZone is the local time zone of the tests: far from Asia/Kolkata.
 const farZone = "America/New_York"
 
@@ -712,7 +719,7 @@ func (d *deskdProc) call(t testing.TB, method, path, token, body string) (int, s
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		d.fail(t, "%s %s: %v", method, path, err)
 	}
@@ -734,7 +741,7 @@ func httpDo(t testing.TB, method, url, body string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
@@ -808,7 +815,7 @@ func followSSE(t testing.TB, base, query, token string) *sseFollower {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET /v1/events%s: %v", query, err)
 	}

@@ -63,9 +63,12 @@ func (e *Error) Error() string {
 
 // Dial makes a client of addr: host:port, unix:PATH, or an http(s):// URL.
 // A wildcard host (0.0.0.0, ::) is reached on loopback. Nothing is sent
-// until a request is made.
+// until a request is made. The client keeps connections of its own (not
+// http.DefaultTransport's): one kept open to a daemon that has stopped is
+// never handed to a request meant for the next on its address, where a
+// POST on it would fail with EOF.
 func Dial(addr string) (*Client, error) {
-	c := &Client{hc: &http.Client{}}
+	c := &Client{hc: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
 	switch {
 	case strings.HasPrefix(addr, config.UnixPrefix):
 		path := strings.TrimPrefix(addr, config.UnixPrefix)
