@@ -111,7 +111,7 @@ var allowedImports = map[string][]string{
 		"memory/durable", "router", "triggers"},
 	"desk/metrics/metricstest": {},
 	"desk/natstest":            {},
-	"internal/testtmp":         {}, // the scratch folders of a test binary
+	"desk/testtmp":             {}, // the scratch folders of a test binary
 	"desk/logtest":             {}, // a buffer that several goroutines write
 	// A real MCP server, built with the official SDK, over stdio and HTTP.
 	"desk/mcptest":      {"config"},

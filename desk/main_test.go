@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/deskd/deskd/internal/testtmp"
+	"github.com/deskd/deskd/desk/testtmp"
 )
 
 // clusterKeyEnv names the API key variable of the cluster tests' models:

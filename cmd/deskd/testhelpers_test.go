@@ -29,7 +29,7 @@ import (
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/logtest"
 	"github.com/deskd/deskd/desk/mcptest"
-	"github.com/deskd/deskd/internal/testtmp"
+	"github.com/deskd/deskd/desk/testtmp"
 	"github.com/deskd/deskd/memory/memorytest"
 )
 

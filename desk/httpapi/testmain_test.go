@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/deskd/deskd/internal/testtmp"
+	"github.com/deskd/deskd/desk/testtmp"
 )
 
 // TestMain keeps the tests' scratch folders on a tmpfs (testtmp.Run).

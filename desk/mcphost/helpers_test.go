@@ -20,7 +20,7 @@ import (
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/mcphost"
 	"github.com/deskd/deskd/desk/mcptest"
-	"github.com/deskd/deskd/internal/testtmp"
+	"github.com/deskd/deskd/desk/testtmp"
 	"github.com/deskd/deskd/router"
 )
 

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/deskd/deskd/internal/testtmp"
+	"github.com/deskd/deskd/desk/testtmp"
 )
 
 // TestMain lets more parallel tests run at once than -parallel's default,

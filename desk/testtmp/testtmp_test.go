@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deskd/deskd/internal/testtmp"
+	"github.com/deskd/deskd/desk/testtmp"
 )
 
 var rootBefore = os.Getenv("TMPDIR")
