@@ -33,10 +33,9 @@ func Run(m *testing.M) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testtmp: scratch folders stay in %s: %v\n", os.TempDir(), err)
 	}
-	if dir == "" {
-		return m.Run()
+	if dir != "" {
+		defer func() { _ = os.RemoveAll(dir) }()
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
 	return m.Run()
 }
 
