@@ -31,22 +31,8 @@ type Prices struct {
 }
 
 // Budgets are a desk's spending limits (budgets); zero means no limit.
-type Budgets struct {
-	// TurnTokens caps the tokens of one turn (turn_tokens).
-	TurnTokens int64
-	// SessionTokens caps the tokens of a session (session_tokens); a new
-	// session starts it again.
-	SessionTokens int64
-	// DayTokens caps the tokens of a trading date (day_tokens).
-	DayTokens int64
-	// DayCost caps the cost of a trading date (day_cost), in the currency
-	// of the models' prices; it counts only models with prices.
-	DayCost float64
-	// ReserveTokens is what the rollover's summary and fold, and
-	// compaction, may spend past a spent budget (reserve_tokens), so that
-	// a spent desk still rolls over.
-	ReserveTokens int64
-}
+// The router enforces them, and its type documents each key.
+type Budgets = router.Budgets
 
 // Tool is an operator-defined command tool of a desk (tools[]).
 type Tool struct {

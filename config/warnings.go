@@ -46,7 +46,7 @@ func Warnings(cfg *Config, now time.Time) []Warning {
 	for _, name := range names {
 		d := cfg.Desks[name]
 		m, ok := cfg.Models[d.Model]
-		if !ok || m.Provider == router.ScriptedProvider || d.Budgets.limited() {
+		if !ok || m.Provider == router.ScriptedProvider || d.Budgets.Limited() {
 			continue
 		}
 		if n, hour := busiestHour(cfg, d, now); n > 1 {
@@ -77,11 +77,6 @@ func calendarEndReason(e CalendarEnd) string {
 	}
 	return fmt.Sprintf("calendar %s (desks %s) %s; add the exchange's published dates in %s.yaml of calendars_dir with extends: %s and a later through",
 		c.Name, strings.Join(e.Desks, ", "), when, c.Name, c.Name)
-}
-
-// limited reports whether any spending limit of a turn, a session or a day is set.
-func (b Budgets) limited() bool {
-	return b.TurnTokens > 0 || b.SessionTokens > 0 || b.DayTokens > 0 || b.DayCost > 0
 }
 
 // busiestHour returns the most slots d's schedules fire in one clock hour

@@ -128,11 +128,8 @@ func routerSettings(cfg *config.Config, dc *config.Desk, folder *memory.Folder, 
 		CompactShare:    dc.CompactShare,
 		CompactAtTokens: dc.CompactAtTokens,
 		Retry:           router.RetryPolicy{},
-		Budgets: router.Budgets{
-			TurnTokens: dc.Budgets.TurnTokens, SessionTokens: dc.Budgets.SessionTokens, DayTokens: dc.Budgets.DayTokens,
-			DayCost: dc.Budgets.DayCost, ReserveTokens: dc.Budgets.ReserveTokens,
-		},
-		Tools: router.BuiltinTools(folder, func() memory.Date { return cfg.Day.DateOf(clk.Now()) }),
+		Budgets:         dc.Budgets,
+		Tools:           router.BuiltinTools(folder, func() memory.Date { return cfg.Day.DateOf(clk.Now()) }),
 	}
 	for _, name := range append([]string{dc.Model}, dc.Fallbacks...) {
 		spec := cfg.Models[name].Spec()

@@ -6,22 +6,31 @@ import (
 	"github.com/deskd/deskd/memory"
 )
 
-// Budgets limit what a desk may spend. Zero means no limit.
+// Budgets limit what a desk may spend: a desk file's budgets, which
+// config reads into this type. Zero means no limit.
 type Budgets struct {
 	// TurnTokens bounds the tokens (input and output) of one turn, tool
-	// rounds included.
+	// rounds included (turn_tokens).
 	TurnTokens int64
-	// SessionTokens bounds the tokens of one session.
+	// SessionTokens bounds the tokens of one session (session_tokens); a
+	// new session starts it again.
 	SessionTokens int64
-	// DayTokens bounds the tokens of one trading date.
+	// DayTokens bounds the tokens of one trading date (day_tokens).
 	DayTokens int64
-	// DayCost bounds the cost of one trading date, in the currency of the
-	// models' prices; it counts only models with prices.
+	// DayCost bounds the cost of one trading date (day_cost), in the
+	// currency of the models' prices; it counts only models with prices.
 	DayCost float64
 	// ReserveTokens may be spent beyond SessionTokens and DayTokens by the
 	// rollover's own calls (summary, fold) and by compaction, so that a
-	// spent desk still rolls over (default 20000 when any budget is set).
+	// spent desk still rolls over (reserve_tokens; default 20000 when any
+	// budget is set).
 	ReserveTokens int64
+}
+
+// Limited reports whether any spending limit of a turn, a session or a
+// day is set.
+func (b Budgets) Limited() bool {
+	return b.TurnTokens > 0 || b.SessionTokens > 0 || b.DayTokens > 0 || b.DayCost > 0
 }
 
 // Spend is what a desk has spent, persisted with its session.

@@ -124,7 +124,43 @@ func configTypes(root string) (map[string]*doc.Type, error) {
 	for _, t := range p.Types {
 		types[t.Name] = t
 	}
-	return types, nil
+	return types, resolveAliases(root, types)
+}
+
+// resolveAliases replaces each alias of a type of another deskd package
+// (type Budgets = router.Budgets) with that type, whose doc comments
+// name the keys: config reads the section straight into it.
+func resolveAliases(root string, types map[string]*doc.Type) error {
+	for name, t := range types {
+		spec, ok := t.Decl.Specs[0].(*ast.TypeSpec)
+		if !ok || !spec.Assign.IsValid() {
+			continue
+		}
+		sel, ok := spec.Type.(*ast.SelectorExpr)
+		if !ok {
+			continue
+		}
+		pkg, ok := sel.X.(*ast.Ident)
+		if !ok {
+			continue
+		}
+		dir := filepath.Join(root, pkg.Name)
+		fset := token.NewFileSet()
+		files, err := parseDir(fset, dir)
+		if err != nil {
+			return fmt.Errorf("config.%s is %s.%s: %w", name, pkg.Name, sel.Sel.Name, err)
+		}
+		p, err := doc.NewFromFiles(fset, files, "github.com/deskd/deskd/"+pkg.Name)
+		if err != nil {
+			return fmt.Errorf("read the docs of %s: %w", dir, err)
+		}
+		i := slices.IndexFunc(p.Types, func(o *doc.Type) bool { return o.Name == sel.Sel.Name })
+		if i < 0 {
+			return fmt.Errorf("config.%s is %s.%s, which %s does not declare", name, pkg.Name, sel.Sel.Name, dir)
+		}
+		types[name] = p.Types[i]
+	}
+	return nil
 }
 
 // parseDir parses the non-test Go files of dir, with their comments.
