@@ -54,24 +54,46 @@ func (s *Scanner) Peek(c byte) bool {
 	return s.i < len(s.b) && s.b[s.i] == c
 }
 
+// stop marks the bytes a string's scan stops at: the quote, the
+// backslash and the control bytes; Plain also stops at the first byte of
+// a multi-byte character (stopPlain), to check the UTF-8 only then.
+var (
+	stop      = stopTable(0x100)
+	stopPlain = stopTable(0x80)
+)
+
+// stopTable returns the stop marks, with every byte from high up marked.
+func stopTable(high int) (t [256]bool) {
+	for c := range t {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= high
+	}
+	return t
+}
+
 // Plain reads a string without escapes, of valid UTF-8, and returns its
 // bytes without the quotes.
 func (s *Scanner) Plain() ([]byte, bool) {
 	if !s.Byte('"') {
 		return nil, false
 	}
-	start := s.i
+	start, ascii := s.i, true
 	for s.i < len(s.b) {
 		c := s.b[s.i]
+		if !stopPlain[c] {
+			s.i++
+			continue
+		}
 		switch {
 		case c == '"':
 			v := s.b[start:s.i]
 			s.i++
-			return v, utf8.Valid(v)
-		case c == '\\' || c < 0x20:
+			return v, ascii || utf8.Valid(v)
+		case c >= utf8.RuneSelf:
+			ascii = false
+			s.i++
+		default: // an escape or a control byte
 			return nil, false
 		}
-		s.i++
 	}
 	return nil, false
 }
@@ -84,6 +106,9 @@ func (s *Scanner) Str() bool {
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		s.i++
+		if !stop[c] {
+			continue
+		}
 		switch {
 		case c == '"':
 			return true
@@ -115,15 +140,61 @@ func (s *Scanner) Str() bool {
 	return false
 }
 
-// Time reads a time as time.Time decodes it from JSON.
+// Time reads a time as time.Time decodes it from JSON. The form deskd
+// writes, UTC with "Z" and up to nine digits of the second's fraction, is
+// read here; any other is left to time.Time's UnmarshalJSON.
 func (s *Scanner) Time() (time.Time, bool) {
 	s.ws()
 	start := s.i
-	if _, ok := s.Plain(); !ok {
+	v, ok := s.Plain()
+	if !ok {
 		return time.Time{}, false
+	}
+	if t, ok := utcTime(v); ok {
+		return t, true
 	}
 	var t time.Time
 	if t.UnmarshalJSON(s.b[start:s.i]) != nil {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// utcTime reads YYYY-MM-DDTHH:MM:SS[.F]Z, F of one to nine digits, with
+// every field in its range; false for anything else.
+func utcTime(v []byte) (time.Time, bool) {
+	if len(v) < 20 || v[len(v)-1] != 'Z' || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' || v[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	year, month, day := num(v[0:4]), num(v[5:7]), num(v[8:10])
+	hour, minute, sec := num(v[11:13]), num(v[14:16]), num(v[17:19])
+	nsec := 0
+	if frac := v[19 : len(v)-1]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		if nsec = num(frac[1:]); nsec < 0 {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
+	if t.Day() != day { // the 31st of a month of 30 days, the 29th of February of a common year
 		return time.Time{}, false
 	}
 	return t, true
