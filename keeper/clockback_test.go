@@ -13,6 +13,7 @@ import (
 	"github.com/deskd/deskd/desk/logtest"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
 	"github.com/deskd/deskd/router"
 )
 
@@ -92,10 +93,10 @@ func TestClockBehindTheSessionKeepsIt(t *testing.T) {
 
 	// Forward again: the same date as the session's, then the next.
 	third := forwardTo3December(t, e, p2, "t5", "t6", second)
-	if got, want := list(t, p2.folder.Path(memory.SessionsDir)), sortedCopy([]string{first + ".jsonl", second + ".jsonl", third + ".jsonl"}); !slices.Equal(got, want) {
+	if got, want := memorytest.DirNames(t, p2.folder.Path(memory.SessionsDir)), sortedCopy([]string{first + ".jsonl", second + ".jsonl", third + ".jsonl"}); !slices.Equal(got, want) {
 		t.Errorf("sessions/ = %v, want %v", got, want)
 	}
-	if got, want := list(t, p2.folder.Path(memory.SummariesDir)), []string{"2026-12-01.md", "2026-12-02.md"}; !slices.Equal(got, want) {
+	if got, want := memorytest.DirNames(t, p2.folder.Path(memory.SummariesDir)), []string{"2026-12-01.md", "2026-12-02.md"}; !slices.Equal(got, want) {
 		t.Errorf("summaries/ = %v, want %v", got, want)
 	}
 	if n := e.model.count(router.TaskSummary); n != 2 {
@@ -142,7 +143,7 @@ func TestManualRolloverWithTheClockBehind(t *testing.T) {
 	if got := p2.date(t); got != "2026-12-02" {
 		t.Errorf("trading date after the manual rollover = %s, want 2026-12-02", got)
 	}
-	if got, want := list(t, p2.folder.Path(memory.SummariesDir)), []string{"2026-12-02.md"}; !slices.Equal(got, want) {
+	if got, want := memorytest.DirNames(t, p2.folder.Path(memory.SummariesDir)), []string{"2026-12-02.md"}; !slices.Equal(got, want) {
 		t.Errorf("summaries/ = %v, want %v", got, want)
 	}
 	forwardTo3December(t, e, p2, "t2", "t3", id)

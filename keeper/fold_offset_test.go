@@ -12,6 +12,7 @@ import (
 	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
 	"github.com/deskd/deskd/router"
 )
 
@@ -51,7 +52,7 @@ func (e *env) wantFolds(t *testing.T, want ...string) {
 
 func (p *proc) wantMemory(t *testing.T, want string) {
 	t.Helper()
-	if got := readFile(t, p.folder.Path(memory.MemoryFile)); got != want {
+	if got := memorytest.ReadFile(t, p.folder.Path(memory.MemoryFile)); got != want {
 		t.Errorf("Memory.md =\n%q\nwant\n%q", got, want)
 	}
 }

@@ -3,10 +3,8 @@ package keeper_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -197,30 +195,6 @@ func (p *proc) date(t *testing.T) string {
 		t.Fatal("TradingDate: no session")
 	}
 	return d.String()
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// list returns the sorted names in dir (none if it does not exist).
-func list(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	return names
 }
 
 // header returns the header record of session id.

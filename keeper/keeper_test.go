@@ -18,6 +18,7 @@ import (
 	"github.com/deskd/deskd/desk/event/eventtest"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
@@ -81,7 +82,7 @@ func TestPrepareFirstMessageCarriesSummary(t *testing.T) {
 			if p.router.SessionID() == old {
 				t.Fatal("the turn after the boundary stayed in the old session")
 			}
-			if got := readFile(t, p.folder.Path("summaries/2026-03-01.md")); got != tt.file {
+			if got := memorytest.ReadFile(t, p.folder.Path("summaries/2026-03-01.md")); got != tt.file {
 				t.Errorf("summaries/2026-03-01.md = %q, want %q", got, tt.file)
 			}
 			if got := p.turn(t, "t3", "Second trigger."); got != "Second trigger." {
@@ -113,7 +114,7 @@ func TestSummaryWithMarkerLinesKeepsTheFraming(t *testing.T) {
 	if own := triggers.OwnText(info.FirstUserText); own != "Good morning." {
 		t.Errorf("the session's recorded first message has own text %q, want %q", own, "Good morning.")
 	}
-	if got := readFile(t, p.folder.Path("summaries/2026-03-01.md")); got != e.model.summary {
+	if got := memorytest.ReadFile(t, p.folder.Path("summaries/2026-03-01.md")); got != e.model.summary {
 		t.Errorf("summaries/2026-03-01.md = %q, want the model's summary as it was", got)
 	}
 }
@@ -146,7 +147,7 @@ func TestPrepareWithoutSummaryLeavesTriggerUnchanged(t *testing.T) {
 			if rolled := p.router.SessionID() != old; rolled != tt.newDay {
 				t.Errorf("rolled over = %v, want %v", rolled, tt.newDay)
 			}
-			if got := list(t, p.folder.Path(memory.SummariesDir)); len(got) != 0 {
+			if got := memorytest.DirNames(t, p.folder.Path(memory.SummariesDir)); len(got) != 0 {
 				t.Errorf("summaries/ = %v, want none", got)
 			}
 			if n := e.model.count(router.TaskSummary); n != 0 {
@@ -281,7 +282,7 @@ func TestStartAnnouncesFirstThenResumed(t *testing.T) {
 			if got := p2.keeper.Due(); got != tt.wantDue {
 				t.Errorf("after restart: Due() = %v, want %v", got, tt.wantDue)
 			}
-			if got := list(t, p2.folder.Path(memory.SessionsDir)); !slices.Equal(got, []string{id + ".jsonl"}) {
+			if got := memorytest.DirNames(t, p2.folder.Path(memory.SessionsDir)); !slices.Equal(got, []string{id + ".jsonl"}) {
 				t.Errorf("sessions/ = %v, want only %s.jsonl", got, id)
 			}
 			e.bus.Close() // delivers every event published
@@ -345,7 +346,7 @@ func TestRollOverResumesAfterCrashAtEveryStep(t *testing.T) {
 			p1.turn(t, "t2", "Close half.")
 			old := p1.router.SessionID()
 			oldPath := p1.folder.SessionPath(old)
-			before := readFile(t, oldPath)
+			before := memorytest.ReadFile(t, oldPath)
 
 			e.clock.Set(desktest.At("2026-03-01T18:30:05Z")) // 00:00:05 IST, 2 March
 			if _, err := p1.keeper.RollOver(t.Context(), "daily_rollover"); !errors.Is(err, errCrash) {
@@ -377,13 +378,13 @@ func TestRollOverResumesAfterCrashAtEveryStep(t *testing.T) {
 			if len(cur.reviews) != 1 || cur.reviews[0] != "2026-03-01 "+old {
 				t.Errorf("curator reviews = %q, want one of 2026-03-01 %s", cur.reviews, old)
 			}
-			if got := list(t, p2.folder.Path(memory.SummariesDir)); !slices.Equal(got, []string{"2026-03-01.md"}) {
+			if got := memorytest.DirNames(t, p2.folder.Path(memory.SummariesDir)); !slices.Equal(got, []string{"2026-03-01.md"}) {
 				t.Errorf("summaries/ = %v, want [2026-03-01.md]", got)
 			}
-			if got := list(t, p2.folder.Path(filepath.Join(memory.HistoryDir, memory.SummariesDir))); len(got) != 0 {
+			if got := memorytest.DirNames(t, p2.folder.Path(filepath.Join(memory.HistoryDir, memory.SummariesDir))); len(got) != 0 {
 				t.Errorf("the summary was rewritten: history/summaries/ = %v", got)
 			}
-			summary := readFile(t, p2.folder.Path("summaries/2026-03-01.md"))
+			summary := memorytest.ReadFile(t, p2.folder.Path("summaries/2026-03-01.md"))
 			wantFirst := "[This is the first message of a new session. Summary of your previous session, from 2026-03-01:]\n" +
 				strings.TrimRight(summary, "\n") +
 				"\n[End of the summary. Your lasting lessons are in Memory.md. The message follows.]\n\nGood morning."
@@ -395,13 +396,13 @@ func TestRollOverResumesAfterCrashAtEveryStep(t *testing.T) {
 			if cur2 == old {
 				t.Fatal("no new session after the restart")
 			}
-			if got, want := list(t, p2.folder.Path(memory.SessionsDir)), []string{old + ".jsonl", cur2 + ".jsonl"}; !slices.Equal(got, sortedCopy(want)) {
+			if got, want := memorytest.DirNames(t, p2.folder.Path(memory.SessionsDir)), []string{old + ".jsonl", cur2 + ".jsonl"}; !slices.Equal(got, sortedCopy(want)) {
 				t.Errorf("sessions/ = %v, want %v", got, want)
 			}
 			if h := header(t, p2.folder, cur2); h.Parent != old || h.Date != "2026-03-02" {
 				t.Errorf("new session's header: parent %q, date %s; want %q, 2026-03-02", h.Parent, h.Date, old)
 			}
-			after := readFile(t, oldPath)
+			after := memorytest.ReadFile(t, oldPath)
 			if !strings.HasPrefix(after, before) {
 				t.Errorf("old session file changed:\nbefore %q\nafter  %q", before, after)
 			}
@@ -417,7 +418,7 @@ func TestRollOverResumesAfterCrashAtEveryStep(t *testing.T) {
 
 			// Memory.md folded once.
 			wantMemory := lessons + "\n## Notes of 2026-03-01\n\nNIFTY gapped up on the budget.\n"
-			if got := readFile(t, p2.folder.Path(memory.MemoryFile)); got != wantMemory {
+			if got := memorytest.ReadFile(t, p2.folder.Path(memory.MemoryFile)); got != wantMemory {
 				t.Errorf("Memory.md =\n%q\nwant\n%q", got, wantMemory)
 			}
 			if p2.keeper.Due() {
@@ -546,7 +547,7 @@ func TestRollOverDegradesWhenTheModelFails(t *testing.T) {
 	}
 
 	summaryPath := p.folder.Path("summaries/2026-03-01.md")
-	summary := readFile(t, summaryPath)
+	summary := memorytest.ReadFile(t, summaryPath)
 	const digest = "\n\n1 exchange:\n- Should we buy NIFTY? -> [scripted] Received: \"Should we buy NIFTY?\"\n"
 	if !strings.HasPrefix(summary, "[Degraded summary") || !strings.HasSuffix(summary, digest) {
 		t.Errorf("summary = %q, want [Degraded summary ... then the digest", summary)
@@ -557,10 +558,10 @@ func TestRollOverDegradesWhenTheModelFails(t *testing.T) {
 	if ev := eventtest.Next[event.MemoryFolded](folded); ev.Folded || ev.Reason == "" {
 		t.Errorf("memory.folded = %+v, want not folded, with a reason", ev)
 	}
-	if got := readFile(t, p.folder.Path(memory.MemoryFile)); got != lessons {
+	if got := memorytest.ReadFile(t, p.folder.Path(memory.MemoryFile)); got != lessons {
 		t.Errorf("Memory.md = %q after a degraded summary, want it untouched", got)
 	}
-	if got := list(t, p.folder.Path(filepath.Join(memory.HistoryDir, "memory"))); len(got) != 0 {
+	if got := memorytest.DirNames(t, p.folder.Path(filepath.Join(memory.HistoryDir, "memory"))); len(got) != 0 {
 		t.Errorf("Memory.md was replaced: history/memory/ = %v", got)
 	}
 	if ev := eventtest.Next[event.SessionStarted](started); ev.Reason != "daily_rollover" || ev.Session != res.id || ev.Previous != old || ev.SummaryPath != summaryPath {
@@ -588,7 +589,7 @@ func TestRollOverDegradesWhenTheModelFails(t *testing.T) {
 	wantMemory := lessons + "\n## Notes of 2026-03-02\n\n" +
 		"### 2026-03-01\n\nDay one: NIFTY gapped up.\n\n" +
 		"### 2026-03-02\n\nDay two: BANKNIFTY weak.\n"
-	if got := readFile(t, p.folder.Path(memory.MemoryFile)); got != wantMemory {
+	if got := memorytest.ReadFile(t, p.folder.Path(memory.MemoryFile)); got != wantMemory {
 		t.Errorf("Memory.md =\n%q\nwant\n%q", got, wantMemory)
 	}
 	if n := e.model.count(router.TaskFold); n != 1 {

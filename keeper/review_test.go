@@ -14,6 +14,7 @@ import (
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
 )
 
 // errCrash stops a rollover after a step, as a crash there would.
@@ -92,7 +93,7 @@ func TestReviewResumedRolloverSummaryCoversLaterTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := sessionOf(t, p2.folder, "t2", ids...)
-	summary := readFile(t, p2.folder.Path("summaries/2026-12-01.md"))
+	summary := memorytest.ReadFile(t, p2.folder.Path("summaries/2026-12-01.md"))
 	switch {
 	case in == "":
 		t.Fatalf("trigger t2 is in no session of %v", ids)
@@ -129,7 +130,7 @@ func TestReviewFailedRolloverThenTurnSummaryCoversIt(t *testing.T) {
 	if p.router.SessionID() == old {
 		t.Fatal("no rollover")
 	}
-	if got := readFile(t, p.folder.Path("summaries/2026-03-01.md")); !strings.Contains(got, "2 exchanges:") {
+	if got := memorytest.ReadFile(t, p.folder.Path("summaries/2026-03-01.md")); !strings.Contains(got, "2 exchanges:") {
 		t.Errorf("summaries/2026-03-01.md does not cover turn t2, which the old session holds:\n%s", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/deskd/deskd/keeper"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/durable/faultfs"
+	"github.com/deskd/deskd/memory/memorytest"
 	"github.com/deskd/deskd/router"
 )
 
@@ -90,7 +91,7 @@ func TestRollOverReusesTheSummaryAnswerAfterACrash(t *testing.T) {
 				t.Errorf("%d summary calls in all, want 1: the answer the session holds is used", n)
 			}
 			want := tt.want(answer)
-			if got := readFile(t, p2.folder.Path("summaries/2026-03-01.md")); got != want {
+			if got := memorytest.ReadFile(t, p2.folder.Path("summaries/2026-03-01.md")); got != want {
 				t.Errorf("summaries/2026-03-01.md = %q, want %q", got, want)
 			}
 			if !strings.Contains(first, strings.TrimRight(want, "\n")) {
@@ -126,7 +127,7 @@ func TestRollOverAsksAgainAfterATurnFollowedTheAnswer(t *testing.T) {
 	if n := e.model.count(router.TaskSummary); n != 2 {
 		t.Errorf("%d summary calls in all, want 2: a turn came after the first answer", n)
 	}
-	if got := readFile(t, p.folder.Path("summaries/2026-03-01.md")); !strings.Contains(got, "2 exchanges:") {
+	if got := memorytest.ReadFile(t, p.folder.Path("summaries/2026-03-01.md")); !strings.Contains(got, "2 exchanges:") {
 		t.Errorf("summaries/2026-03-01.md does not cover the later turn:\n%s", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
 )
 
 func TestWriteFileAtomic(t *testing.T) {
@@ -32,7 +33,7 @@ func TestWriteFileAtomic(t *testing.T) {
 			if err := memory.WriteFileAtomic(path, []byte(tt.data), tt.perm); err != nil {
 				t.Fatal(err)
 			}
-			if got := readFile(t, path); got != tt.data {
+			if got := memorytest.ReadFile(t, path); got != tt.data {
 				t.Errorf("content = %q, want %q", got, tt.data)
 			}
 			fi, err := os.Stat(path)
@@ -42,7 +43,7 @@ func TestWriteFileAtomic(t *testing.T) {
 			if fi.Mode().Perm() != tt.perm {
 				t.Errorf("perm = %v, want %v", fi.Mode().Perm(), tt.perm)
 			}
-			if names := listDir(t, dir); len(names) != 1 || names[0] != "f.txt" {
+			if names := memorytest.DirNames(t, dir); len(names) != 1 || names[0] != "f.txt" {
 				t.Errorf("dir holds %v, want only f.txt", names)
 			}
 		})
@@ -64,7 +65,7 @@ func TestWriteFileAtomicErrorLeavesNothing(t *testing.T) {
 	if !strings.Contains(err.Error(), target) {
 		t.Errorf("error %q does not name %s", err, target)
 	}
-	if names := listDir(t, dir); len(names) != 1 || names[0] != "sub" {
+	if names := memorytest.DirNames(t, dir); len(names) != 1 || names[0] != "sub" {
 		t.Errorf("dir holds %v, want only sub", names)
 	}
 	// A missing directory is an error too.

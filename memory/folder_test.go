@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
 )
 
 func TestOpenFolder(t *testing.T) {
@@ -21,9 +22,10 @@ func TestOpenFolder(t *testing.T) {
 	if f.Dir() != dir || f.Desk() != "beta" || f.Path("notes/x") != filepath.Join(dir, "notes", "x") {
 		t.Errorf("Dir/Desk/Path = %s, %s, %s", f.Dir(), f.Desk(), f.Path("notes/x"))
 	}
-	// Its folders are made by their first write, not by the open.
-	if got := listDir(t, dir); len(got) != 0 {
-		t.Errorf("folder holds %v, want nothing", got)
+	// The open makes the folder; its folders are made by their first
+	// write, not by the open.
+	if got, err := os.ReadDir(dir); err != nil || len(got) != 0 {
+		t.Errorf("folder holds %v (%v), want nothing", got, err)
 	}
 	// Opening again is fine.
 	if _, err := memory.OpenFolder(dir, "beta", time.Now); err != nil {
@@ -62,7 +64,7 @@ func TestWriteMemoryKeepsHistory(t *testing.T) {
 			t.Errorf("step %d: history path = %q, want %q", i, hist, want)
 		}
 		if hist != "" {
-			if got := readFile(t, hist); got != s.histText {
+			if got := memorytest.ReadFile(t, hist); got != s.histText {
 				t.Errorf("step %d: history holds %q, want %q", i, got, s.histText)
 			}
 		}
@@ -100,7 +102,7 @@ func TestWriteMemorySameInstantKeepsBoth(t *testing.T) {
 		t.Fatalf("history paths = %v, want %v", hists, want)
 	}
 	for i, text := range []string{"v1", "v2", "v3"} {
-		if got := readFile(t, hists[i+1]); got != text {
+		if got := memorytest.ReadFile(t, hists[i+1]); got != text {
 			t.Errorf("%s holds %q, want %q", hists[i+1], got, text)
 		}
 	}
@@ -223,7 +225,7 @@ func TestAppendNoteAfterHandEditWithoutNewline(t *testing.T) {
 	if err := f.AppendNote(date("2025-01-03"), "from the desk"); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, f.Path("notes/2025-01-03.md")); got != "typed by hand\nfrom the desk\n" {
+	if got := memorytest.ReadFile(t, f.Path("notes/2025-01-03.md")); got != "typed by hand\nfrom the desk\n" {
 		t.Errorf("notes = %q", got)
 	}
 }
@@ -269,8 +271,8 @@ func TestSummaries(t *testing.T) {
 	if err != nil || !ok || s.Text != "day ten, again" {
 		t.Errorf("ReadSummary = %+v, %v, %v", s, ok, err)
 	}
-	hist := listDir(t, f.Path("history/summaries/2025-01-10"))
-	if len(hist) != 1 || readFile(t, f.Path("history/summaries/2025-01-10/"+hist[0])) != "day ten" {
+	hist := memorytest.DirNames(t, f.Path("history/summaries/2025-01-10"))
+	if len(hist) != 1 || memorytest.ReadFile(t, f.Path("history/summaries/2025-01-10/"+hist[0])) != "day ten" {
 		t.Errorf("history of 2025-01-10 = %v", hist)
 	}
 	if _, ok, err := f.ReadSummary(date("2025-01-03")); err != nil || ok {
@@ -311,7 +313,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		if err != nil || !ok || out != tt.in {
 			t.Errorf("ReadJSON(%s) = %+v, %v, %v; want %+v", tt.name, out, ok, err, tt.in)
 		}
-		raw := readFile(t, f.Path(tt.name))
+		raw := memorytest.ReadFile(t, f.Path(tt.name))
 		if !strings.HasPrefix(raw, "{\n  \"session\"") || !strings.HasSuffix(raw, "}\n") {
 			t.Errorf("%s is not indented JSON: %q", tt.name, raw)
 		}
@@ -354,7 +356,7 @@ func TestReadJSONCorrupt(t *testing.T) {
 		if !strings.Contains(err.Error(), path) {
 			t.Errorf("error %q does not name %s", err, path)
 		}
-		if got := readFile(t, path); got != content {
+		if got := memorytest.ReadFile(t, path); got != content {
 			t.Errorf("file changed to %q", got)
 		}
 		// Overwriting it keeps the corrupt version in history.
@@ -367,8 +369,8 @@ func TestReadJSONCorrupt(t *testing.T) {
 			}
 			continue
 		}
-		kept := listDir(t, f.Path("history/state/state.json"))
-		if len(kept) != 1 || readFile(t, f.Path("history/state/state.json/"+kept[0])) != content {
+		kept := memorytest.DirNames(t, f.Path("history/state/state.json"))
+		if len(kept) != 1 || memorytest.ReadFile(t, f.Path("history/state/state.json/"+kept[0])) != content {
 			t.Errorf("corrupt file not kept: %v", kept)
 		}
 	}
@@ -380,7 +382,7 @@ func TestWriteJSONUnencodable(t *testing.T) {
 	if err := f.WriteJSON("state.json", map[string]any{"c": make(chan int)}); err == nil {
 		t.Fatal("want an error")
 	}
-	if got := readFile(t, f.Path("state.json")); got != `{"count":1}` {
+	if got := memorytest.ReadFile(t, f.Path("state.json")); got != `{"count":1}` {
 		t.Errorf("file changed to %q", got)
 	}
 	var v json.RawMessage

@@ -8,6 +8,7 @@ import (
 
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/durable/faultfs"
+	"github.com/deskd/deskd/memory/memorytest"
 )
 
 // TestFirstWriteMakesItsFolder: a desk folder just opened holds none of
@@ -73,7 +74,7 @@ func TestFirstWriteMakesItsFolder(t *testing.T) {
 			if fsys.Count(faultfs.Sync) == before {
 				t.Errorf("the first write into %s/ made no fsync", w.folder)
 			}
-			if got := listDir(t, filepath.Join(f.Dir(), w.folder)); len(got) == 0 {
+			if got := memorytest.DirNames(t, filepath.Join(f.Dir(), w.folder)); len(got) == 0 {
 				t.Errorf("%s/ is empty after a write into it", w.folder)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
 )
 
 func TestLockStateDir(t *testing.T) {
@@ -22,7 +23,7 @@ func TestLockStateDir(t *testing.T) {
 	if first.Path() != path {
 		t.Errorf("Path = %s", first.Path())
 	}
-	holder := strings.TrimSpace(readFile(t, path))
+	holder := strings.TrimSpace(memorytest.ReadFile(t, path))
 	wantPrefix := fmt.Sprintf("pid %d on ", os.Getpid())
 	if !strings.HasPrefix(holder, wantPrefix) || !strings.HasSuffix(holder, " since 2025-01-02T03:04:05Z") {
 		t.Errorf("holder = %q", holder)
@@ -49,7 +50,7 @@ func TestLockStateDir(t *testing.T) {
 			t.Errorf("error %q does not name the pid", err)
 		}
 		// A failed attempt must not disturb the holder line.
-		if got := strings.TrimSpace(readFile(t, path)); got != holder {
+		if got := strings.TrimSpace(memorytest.ReadFile(t, path)); got != holder {
 			t.Errorf("holder changed to %q", got)
 		}
 	}

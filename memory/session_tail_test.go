@@ -8,6 +8,7 @@ import (
 
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/durable/faultfs"
+	"github.com/deskd/deskd/memory/memorytest"
 )
 
 // TestSessionLogSize: Size is the file's length, after a create, appends
@@ -21,7 +22,7 @@ func TestSessionLogSize(t *testing.T) {
 	path := f.SessionPath("s1")
 	check := func(what string, log *memory.SessionLog) {
 		t.Helper()
-		if got, want := log.Size(), int64(len(readFile(t, path))); got != want {
+		if got, want := log.Size(), int64(len(memorytest.ReadFile(t, path))); got != want {
 			t.Errorf("%s: Size() = %d, want the file's length %d", what, got, want)
 		}
 	}
@@ -33,7 +34,7 @@ func TestSessionLogSize(t *testing.T) {
 		check("appended", log)
 	}
 	log.Close()
-	good := readFile(t, path)
+	good := memorytest.ReadFile(t, path)
 	for _, tail := range []string{`{"type":"message","te`, "", "\n\n"} {
 		writeFile(t, path, good+tail)
 		log, _, _, err := f.OpenSession("s1")
@@ -95,7 +96,7 @@ func TestReadSessionTail(t *testing.T) {
 			if tail.Clean != tt.clean {
 				t.Errorf("Clean = %v, want %v", tail.Clean, tt.clean)
 			}
-			if got := readFile(t, path); got != tt.file {
+			if got := memorytest.ReadFile(t, path); got != tt.file {
 				t.Errorf("ReadSessionTail changed the file")
 			}
 		})
@@ -141,7 +142,7 @@ func TestOpenSessionLines(t *testing.T) {
 		got = append(got, rec)
 	}
 	sameRecords(t, got, all)
-	if log.Size() != int64(len(readFile(t, path))) {
+	if log.Size() != int64(len(memorytest.ReadFile(t, path))) {
 		t.Errorf("Size() = %d, want the mended file's length", log.Size())
 	}
 }

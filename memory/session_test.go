@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
 )
 
 func header(id string) memory.Record {
@@ -107,7 +108,7 @@ func TestCreateSessionAndAppendRoundTrip(t *testing.T) {
 		t.Errorf("Append after Close = %v, want os.ErrClosed", err)
 	}
 
-	raw := readFile(t, f.Path("sessions/s-2025-01-02_1.jsonl"))
+	raw := memorytest.ReadFile(t, f.Path("sessions/s-2025-01-02_1.jsonl"))
 	if n := strings.Count(raw, "\n"); n != len(want) || !strings.HasSuffix(raw, "\n") {
 		t.Errorf("file has %d lines, want %d:\n%s", n, len(want), raw)
 	}
@@ -138,7 +139,7 @@ func TestCreateSessionRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Close()
-	before := readFile(t, f.Path("sessions/dup.jsonl"))
+	before := memorytest.ReadFile(t, f.Path("sessions/dup.jsonl"))
 
 	tests := []struct {
 		name  string
@@ -165,7 +166,7 @@ func TestCreateSessionRefuses(t *testing.T) {
 			}
 		})
 	}
-	if got := readFile(t, f.Path("sessions/dup.jsonl")); got != before {
+	if got := memorytest.ReadFile(t, f.Path("sessions/dup.jsonl")); got != before {
 		t.Errorf("existing session changed:\n%s", got)
 	}
 	log, err = f.CreateSession(header(strings.Repeat("x", 80)))
@@ -208,7 +209,7 @@ func goodSession(t *testing.T, f *memory.Folder, id string) (string, []memory.Re
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("ReadSession = %d records, %v", len(recs), err)
 	}
-	return readFile(t, f.Path("sessions/"+id+".jsonl")), recs
+	return memorytest.ReadFile(t, f.Path("sessions/"+id+".jsonl")), recs
 }
 
 func TestOpenSessionTornTail(t *testing.T) {
@@ -246,10 +247,10 @@ func TestOpenSessionTornTail(t *testing.T) {
 			if torn.Path != path || torn.Offset != int64(len(good)) || torn.Bytes != len(tt.tail) || torn.SavedTo != wantSaved {
 				t.Errorf("torn = %+v, want offset %d, %d bytes, saved to %s", *torn, len(good), len(tt.tail), wantSaved)
 			}
-			if got := readFile(t, wantSaved); got != tt.tail {
+			if got := memorytest.ReadFile(t, wantSaved); got != tt.tail {
 				t.Errorf("saved tail = %q, want %q", got, tt.tail)
 			}
-			if got := readFile(t, path); got != good {
+			if got := memorytest.ReadFile(t, path); got != good {
 				t.Errorf("file not truncated to the good part:\n%q", got)
 			}
 			if log.SkippedLines() != 0 {
@@ -270,7 +271,7 @@ func TestOpenSessionTornTail(t *testing.T) {
 				t.Fatal(err)
 			}
 			log.Close()
-			raw := readFile(t, path)
+			raw := memorytest.ReadFile(t, path)
 			for i, line := range strings.Split(strings.TrimSuffix(raw, "\n"), "\n") {
 				var r memory.Record
 				if err := json.Unmarshal([]byte(line), &r); err != nil || r.Type == "" {
@@ -305,7 +306,7 @@ func TestOpenSessionCompleteLastLineWithoutNewline(t *testing.T) {
 
 	// ReadSession keeps it too, without touching the file.
 	sameSession(t, f, "s1", want)
-	if got := readFile(t, path); got != good+string(full) {
+	if got := memorytest.ReadFile(t, path); got != good+string(full) {
 		t.Error("ReadSession changed the file")
 	}
 
@@ -317,7 +318,7 @@ func TestOpenSessionCompleteLastLineWithoutNewline(t *testing.T) {
 		t.Errorf("torn = %+v, want nil", *torn)
 	}
 	sameRecords(t, recs, want)
-	if got := readFile(t, path); got != good+string(full)+"\n" {
+	if got := memorytest.ReadFile(t, path); got != good+string(full)+"\n" {
 		t.Errorf("newline not added: %q", got[len(good):])
 	}
 	if err := log.Append(message(8)); err != nil {
@@ -348,7 +349,7 @@ func TestOpenSessionSkipsBadMiddleLines(t *testing.T) {
 		t.Errorf("SkippedLines = %d, want 2", log.SkippedLines())
 	}
 	sameRecords(t, recs, want)
-	if got := readFile(t, path); got != damaged {
+	if got := memorytest.ReadFile(t, path); got != damaged {
 		t.Error("OpenSession changed a file whose last line is good")
 	}
 }
@@ -371,7 +372,7 @@ func TestTornTailSavedTwiceKeepsBoth(t *testing.T) {
 		if i == 1 || i == 2 { // a different fragment at the same offset; the third is the same as the second
 			want += "-2"
 		}
-		if torn.SavedTo != want || readFile(t, torn.SavedTo) != tail {
+		if torn.SavedTo != want || memorytest.ReadFile(t, torn.SavedTo) != tail {
 			t.Errorf("round %d: saved to %s, want %s", i, torn.SavedTo, want)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
 )
 
 // metaSession creates session id of trading date day with parent, starting
@@ -180,7 +181,7 @@ func TestListSessionsReadOnly(t *testing.T) {
 	if err := fh.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before := readFile(t, path)
+	before := memorytest.ReadFile(t, path)
 	got, err := f.ListSessions()
 	if err != nil {
 		t.Fatal(err)
@@ -188,10 +189,10 @@ func TestListSessionsReadOnly(t *testing.T) {
 	if len(got) != 1 || got[0].Turns != 1 || got[0].Tokens != 7 {
 		t.Fatalf("ListSessions() = %+v, want s1 with 1 turn and 7 tokens", got)
 	}
-	if after := readFile(t, path); after != before {
+	if after := memorytest.ReadFile(t, path); after != before {
 		t.Errorf("ListSessions changed the session file:\n before %q\n after  %q", before, after)
 	}
-	if names := listDir(t, f.Path(memory.SessionsDir)); len(names) != 1 {
+	if names := memorytest.DirNames(t, f.Path(memory.SessionsDir)); len(names) != 1 {
 		t.Errorf("sessions/ holds %v, want only s1.jsonl", names)
 	}
 }
@@ -243,7 +244,7 @@ func TestSetSessionTitle(t *testing.T) {
 	if tmp := tempFiles(t, f.Dir()); len(tmp) > 0 {
 		t.Errorf("temp files left: %v", tmp)
 	}
-	if b := readFile(t, filepath.Join(f.Dir(), "sessions", "s1.title")); !bytes.Equal([]byte(b), []byte("Renamed again\n")) {
+	if b := memorytest.ReadFile(t, filepath.Join(f.Dir(), "sessions", "s1.title")); !bytes.Equal([]byte(b), []byte("Renamed again\n")) {
 		t.Errorf("title file holds %q", b)
 	}
 }
@@ -366,7 +367,7 @@ func TestSessionSummaryIsTheSessionsOwn(t *testing.T) {
 			t.Errorf("SessionSummary(%s) = %+v, want the text %q from the session", tt.id, s, tt.text)
 		}
 		inHistory := strings.Contains(s.Path, filepath.Join(memory.HistoryDir, memory.SummariesDir, "2026-03-02")+string(filepath.Separator))
-		if s.Path == "" || readFile(t, s.Path) != tt.text || inHistory == tt.current {
+		if s.Path == "" || memorytest.ReadFile(t, s.Path) != tt.text || inHistory == tt.current {
 			t.Errorf("SessionSummary(%s).Path = %q, want the file holding its text (current %v)", tt.id, s.Path, tt.current)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/deskd/deskd/memory"
+	"github.com/deskd/deskd/memory/memorytest"
 )
 
 func TestSkills(t *testing.T) {
@@ -107,7 +108,7 @@ func TestWriteSkillRefusesAPinnedSkill(t *testing.T) {
 			t.Errorf("the refusal %q does not name the skill, the reason and who may change it", msg)
 		}
 	}
-	if got := readFile(t, f.Path("skills/hedge/SKILL.md")); got != pinned {
+	if got := memorytest.ReadFile(t, f.Path("skills/hedge/SKILL.md")); got != pinned {
 		t.Errorf("the pinned skill changed:\n%s", got)
 	}
 	if _, err := os.Stat(f.Path("skills/hedging")); !errors.Is(err, fs.ErrNotExist) {
@@ -121,10 +122,10 @@ func TestWriteSkillRefusesAPinnedSkill(t *testing.T) {
 	if err != nil || hist == "" {
 		t.Fatalf("WriteSkillAs(ByOperator) = %q, %v", hist, err)
 	}
-	if got := readFile(t, hist); got != pinned {
+	if got := memorytest.ReadFile(t, hist); got != pinned {
 		t.Errorf("the operator's write did not keep the pinned version: %s", got)
 	}
-	if got := readFile(t, f.Path("skills/hedge/SKILL.md")); got != replace {
+	if got := memorytest.ReadFile(t, f.Path("skills/hedge/SKILL.md")); got != replace {
 		t.Errorf("the operator's write was not made:\n%s", got)
 	}
 	// Unpinned now, the desk may write it again.

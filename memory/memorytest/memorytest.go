@@ -77,6 +77,32 @@ func Write(t testing.TB, dir, name, text string) string {
 	return p
 }
 
+// ReadFile returns the text of the file at path, failing the test if it
+// cannot be read.
+func ReadFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// DirNames returns the names in dir, sorted. A missing dir has none (as
+// for memory.ListDir); any other error fails the test.
+func DirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := memory.ListDir(dir, "test folder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
 // New writes deskd.yaml and desks.d/main.yaml into t.TempDir() and opens
 // an empty desk folder for main, its clock at 2026-03-01T10:00:00Z.
 func New(t testing.TB) *Desk {
