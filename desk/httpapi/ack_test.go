@@ -14,12 +14,11 @@ import (
 	"github.com/deskd/deskd/triggers"
 )
 
-// startInterrupted serves a desk whose ledger holds "cut", a trigger
-// interrupted in a turn, and "done", an answered one.
-func startInterrupted(t *testing.T) *httpapitest.Harness {
+// writeCutAndDone writes a ledger at path (and its folder) whose records,
+// all at at, are of "cut", a trigger interrupted in a turn, and "done",
+// an answered one.
+func writeCutAndDone(t *testing.T, path string, at time.Time) {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, httpapitest.DeskName, triggers.LedgerFile)
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +26,6 @@ func startInterrupted(t *testing.T) *httpapitest.Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := time.Date(2026, 3, 2, 4, 0, 0, 0, time.UTC)
 	for _, r := range []triggers.Record{
 		{At: at, ID: "cut", State: triggers.StateQueued, Trigger: &triggers.Trigger{ID: "cut", Desk: "main", Kind: triggers.Manual, Text: "buy 10"}},
 		{At: at, ID: "cut", State: triggers.StateInterrupted, Session: "s0", Turn: 1, Reason: "deskd stopped while the turn was with the model"},
@@ -41,6 +39,14 @@ func startInterrupted(t *testing.T) *httpapitest.Harness {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startInterrupted serves a desk whose ledger holds "cut", a trigger
+// interrupted in a turn, and "done", an answered one.
+func startInterrupted(t *testing.T) *httpapitest.Harness {
+	t.Helper()
+	dir := t.TempDir()
+	writeCutAndDone(t, filepath.Join(dir, httpapitest.DeskName, triggers.LedgerFile), time.Date(2026, 3, 2, 4, 0, 0, 0, time.UTC))
 	h := httpapitest.Start(t, httpapitest.Options{Dir: dir})
 	if in := h.Desk.Status().Interrupted; len(in) != 1 || in[0].ID != "cut" {
 		t.Fatalf("Status.Interrupted = %+v, want cut", in)

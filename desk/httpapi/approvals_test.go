@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,60 +16,21 @@ import (
 	"github.com/deskd/deskd/router"
 )
 
-// fakeApprovals is an in-memory httpapi.Approvals: the calls that wait,
-// and the decisions made (a decided call no longer waits).
-type fakeApprovals struct {
-	mu      sync.Mutex
-	pending []approval.Pending
-	decided []router.Decision
-}
-
-var _ httpapi.Approvals = (*fakeApprovals)(nil)
-
-func (f *fakeApprovals) Pending(deskName string) []approval.Pending {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []approval.Pending
-	for _, p := range f.pending {
-		if deskName == "" || p.Desk == deskName {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func (f *fakeApprovals) Decide(deskName, id string, approve bool, by, reason string) (router.Decision, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, p := range f.pending {
-		if p.Desk != deskName || p.ID != id {
-			continue
-		}
-		f.pending = append(f.pending[:i:i], f.pending[i+1:]...)
-		d := router.Decision{ID: id, Call: p.Call, Tool: p.Tool, Arguments: p.Arguments, Outcome: router.DecisionDenied,
-			By: by, Reason: reason, RequestedAt: p.RequestedAt, DecidedAt: p.RequestedAt.Add(time.Second)}
-		if approve {
-			d.Outcome = router.DecisionApproved
-		}
-		f.decided = append(f.decided, d)
-		return d, nil
-	}
-	return router.Decision{}, fmt.Errorf("decide on call %s of desk %s: %w", id, deskName, approval.ErrUnknown)
-}
-
 // newFakeApprovals holds two calls on desk main (a1b2c3d4, then e5f6a7b8)
 // and one on desk other.
-func newFakeApprovals() *fakeApprovals {
+func newFakeApprovals() *httpapitest.Approvals {
 	at := time.Date(2026, 3, 2, 4, 30, 0, 0, time.UTC)
 	p := func(id, deskName, tool, args string, ago time.Duration) approval.Pending {
 		return approval.Pending{ID: id, Desk: deskName, Call: "call-" + id, Tool: tool, Arguments: json.RawMessage(args),
 			RequestedAt: at.Add(-ago), ExpiresAt: at.Add(2*time.Minute - ago)}
 	}
-	return &fakeApprovals{pending: []approval.Pending{
+	fa := &httpapitest.Approvals{}
+	fa.Add(
 		p("a1b2c3d4", "main", "mcp__broker__place_order", `{"symbol":"INFY","qty":10,"side":"buy"}`, time.Minute),
 		p("e5f6a7b8", "main", "mcp__broker__place_order", `{"symbol":"TCS","qty":5,"side":"sell"}`, 30*time.Second),
 		p("0badf00d", "other", "mcp__broker__place_order", `{"symbol":"WIPRO","qty":1,"side":"buy"}`, 10*time.Second),
-	}}
+	)
+	return fa
 }
 
 // ids returns the ids of ps, in order.
@@ -107,7 +66,9 @@ func TestAPIApprovalsList(t *testing.T) {
 	if e := httpapitest.Decode[map[string]string](t, body); status != 404 || !strings.Contains(e["error"], `unknown desk "nope" (desks: main)`) {
 		t.Errorf("GET /v1/desks/nope/approvals = %d %s", status, body)
 	}
-	fa.pending = nil
+	for _, p := range fa.Pending("") {
+		fa.Drop(p.ID)
+	}
 	status, _, body = h.Call("GET", "/v1/desks/main/approvals", "")
 	if status != 200 || !strings.Contains(body, `"approvals": []`) {
 		t.Errorf("GET with none waiting = %d %s, want approvals []", status, body)
@@ -132,8 +93,8 @@ func TestAPIApprove(t *testing.T) {
 	if e := httpapitest.Decode[map[string]string](t, body); status != 404 || !strings.Contains(e["error"], `desk main has no tool call "a1b2c3d4" waiting`) {
 		t.Errorf("POST deny of a decided call = %d %s, want 404 naming it", status, body)
 	}
-	if len(fa.decided) != 1 {
-		t.Errorf("decisions = %+v, want the one approval", fa.decided)
+	if len(fa.Decisions()) != 1 {
+		t.Errorf("decisions = %+v, want the one approval", fa.Decisions())
 	}
 }
 
@@ -182,8 +143,8 @@ func TestAPIDecisionBadBody(t *testing.T) {
 			t.Errorf("POST deny %.40s = %d %s, want 400 %q", tt.body, status, body, tt.err)
 		}
 	}
-	if len(fa.decided) != 0 || len(fa.Pending("main")) != 2 {
-		t.Errorf("a refused body decided: %+v", fa.decided)
+	if len(fa.Decisions()) != 0 || len(fa.Pending("main")) != 2 {
+		t.Errorf("a refused body decided: %+v", fa.Decisions())
 	}
 	status, _, body := h.Call("POST", "/v1/desks/main/approvals/a1b2c3d4/deny", `{"reason": "`+strings.Repeat("x", 500)+`"}`)
 	if status != 200 {
@@ -210,8 +171,8 @@ func TestAPIApprovalsFeed403(t *testing.T) {
 			t.Errorf("%s %s with a wrong token = %d, want 401", tt.method, tt.path, status)
 		}
 	}
-	if len(fa.decided) != 0 {
-		t.Errorf("a feed decided: %+v", fa.decided)
+	if len(fa.Decisions()) != 0 {
+		t.Errorf("a feed decided: %+v", fa.Decisions())
 	}
 	if status, _, body := h.Call("GET", "/v1/approvals", "", "Authorization", "Bearer op-token"); status != 200 {
 		t.Errorf("GET /v1/approvals with the operator's token = %d %s", status, body)
@@ -241,11 +202,7 @@ func TestAPIApprovalsNotConfigured(t *testing.T) {
 func TestClientApprovals(t *testing.T) {
 	fa := newFakeApprovals()
 	h := httpapitest.Start(t, httpapitest.Options{Approvals: fa, Token: "op-token"})
-	c, err := httpapi.Dial(h.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Token = "op-token"
+	c := h.Client("op-token")
 	ctx := context.Background()
 	all, err := c.Approvals(ctx, "")
 	if err != nil || ids(all.Approvals) != "a1b2c3d4,e5f6a7b8,0badf00d" || !all.AsOf.Equal(h.Clock.Now()) {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/deskd/deskd/desk/httpapi"
@@ -24,16 +23,17 @@ var proofNonce = strings.Repeat("0a", httpapi.ProofNonceLen/2)
 // its error.
 func postThroughStandby(t *testing.T, owner, addr, token, id string) (*httpapi.Client, error) {
 	t.Helper()
-	sb := httpapitest.StartStandby(t, owner, &addr)
-	c, err := httpapi.Dial(sb.URL)
-	if err != nil {
-		t.Fatal(err)
+	c, _ := dialStandby(t, owner, addr, token)
+	return postOnOwner(t, c, triggers.Request{Text: "plan?", ID: id, Source: "cli"})
+}
+
+// checkOnlyTheProofAsked fails the test unless spy, the host named, got
+// one request, without the client's token: the proof's.
+func checkOnlyTheProofAsked(t *testing.T, spy *httpapitest.Spy, named string) {
+	t.Helper()
+	if tokens := spy.Requests(); len(tokens) != 1 || tokens[0] != "" {
+		t.Errorf("%s got Authorization %q; want one request (the proof's), without the token", named, tokens)
 	}
-	c.Token = token
-	return c.OnOwner(func(at *httpapi.Client) error {
-		_, err := at.PostTrigger(t.Context(), httpapitest.DeskName, triggers.Request{Text: "plan?", ID: id, Source: "cli"})
-		return err
-	})
 }
 
 // TestProofAnswersForTheTokensOfThisDeskd: GET /v1/proof, without a
@@ -89,13 +89,7 @@ func TestOnOwnerFollowsAnOwnerThatProvesTheToken(t *testing.T) {
 	if code, _, body := h.Call(http.MethodGet, "/v1/desks/main/triggers/p1", "", "Authorization", "Bearer tok"); code != http.StatusOK {
 		t.Errorf("p1 on the owner = %d %s, want it queued there", code, body)
 	}
-	addr := httpapitest.HostPort(h.URL())
-	sb := httpapitest.StartStandby(t, "a", &addr)
-	c, err := httpapi.Dial(sb.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Token = "tok"
+	c, _ := dialStandby(t, "a", httpapitest.HostPort(h.URL()), "tok")
 	if st, err := c.WaitTrigger(t.Context(), "main", "p1", 0); err != nil || st.ID != "p1" {
 		t.Errorf("a read through the standby = %+v, %v; want the owner's p1", st, err)
 	}
@@ -114,25 +108,13 @@ func TestOnOwnerRefusesAnOwnerThatDoesNotProve(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := httpapitest.Start(t, httpapitest.Options{Token: tt.token, Host: tt.host})
-			var mu sync.Mutex
-			var tokens []string
-			spy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				tokens = append(tokens, r.Header.Get("Authorization"))
-				mu.Unlock()
-				h.API.ServeHTTP(w, r)
-			}))
-			defer spy.Close()
+			spy := httpapitest.StartSpy(t, h.API)
 			_, err := postThroughStandby(t, "a", httpapitest.HostPort(spy.URL), "tok", "r1")
 			if err == nil || !strings.Contains(err.Error(), "host a at "+spy.URL+", as a 421 named it, does not prove it holds this client's token: not following the 421") ||
 				!strings.Contains(err.Error(), tt.why) {
 				t.Fatalf("OnOwner to an owner of %s = %v; want it not followed, naming %s and %q", tt.name, err, spy.URL, tt.why)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(tokens) != 1 || tokens[0] != "" {
-				t.Errorf("the owner got Authorization %q; want one request (the proof's), without the token", tokens)
-			}
+			checkOnlyTheProofAsked(t, spy, "the owner")
 			if h.Desk.Status().Exchanges != 0 {
 				t.Errorf("the owner ran a turn")
 			}
@@ -155,13 +137,9 @@ func TestOnOwnerNeverFollowsHTTPSToHTTP(t *testing.T) {
 	}))
 	defer evil.Close()
 	for _, token := range []string{"tok", ""} {
-		c, err := httpapi.Dial("https://a.internal:8443")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Token = token
+		c := httpapitest.Dial(t, "https://a.internal:8443", token)
 		calls := 0
-		_, err = c.OnOwner(func(at *httpapi.Client) error {
+		_, err := c.OnOwner(func(at *httpapi.Client) error {
 			calls++
 			if calls > 1 {
 				_, err := at.PostTrigger(t.Context(), "main", triggers.Request{Text: "x", ID: "d1"})
@@ -179,23 +157,13 @@ func TestOnOwnerNeverFollowsHTTPSToHTTP(t *testing.T) {
 // the token made for another nonce (one seen before) and the owner's name
 // does not prove it holds the token now: it is not sent the request.
 func TestOnOwnerRefusesAReplayedProof(t *testing.T) {
-	var mu sync.Mutex
-	var tokens []string
-	replayer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		tokens = append(tokens, r.Header.Get("Authorization"))
-		mu.Unlock()
+	replayer := httpapitest.StartSpy(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"host": "a", "proof": "` + httpapi.ProofOf("tok", proofNonce, "a") + `"}`))
 	}))
-	defer replayer.Close()
 	_, err := postThroughStandby(t, "a", httpapitest.HostPort(replayer.URL), "tok", "r2")
 	if err == nil || !strings.Contains(err.Error(), "not following the 421: its proof is not this token's for the nonce sent") {
 		t.Errorf("OnOwner to a host replaying a proof = %v, want it not followed: the proof is not for the nonce sent", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(tokens) != 1 || tokens[0] != "" {
-		t.Errorf("the replayer got Authorization %q; want one request (the proof's), without the token", tokens)
-	}
+	checkOnlyTheProofAsked(t, replayer, "the replayer")
 }

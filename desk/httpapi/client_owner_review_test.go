@@ -2,12 +2,9 @@ package httpapi_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
-	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/httpapi/httpapitest"
-	"github.com/deskd/deskd/triggers"
 )
 
 // TestOnOwnerDoesNotHandTheTokenToAnyAddress: the 421's addr is the
@@ -17,25 +14,12 @@ import (
 // but that value vouches for. Here the addr names a server of "anybody":
 // it must receive no request carrying the token.
 func TestOnOwnerDoesNotHandTheTokenToAnyAddress(t *testing.T) {
-	var got []string
-	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = append(got, r.Header.Get("Authorization"))
+	evil := httpapitest.StartSpy(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = w.Write([]byte(`{"id":"f1"}`))
 	}))
-	defer evil.Close()
-	addr := httpapitest.HostPort(evil.URL)
-	sb := httpapitest.StartStandby(t, "a", &addr)
-	c, err := httpapi.Dial(sb.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Token = "tok"
-	_, _ = c.OnOwner(func(at *httpapi.Client) error {
-		_, err := at.PostTrigger(t.Context(), "main", triggers.Request{Text: "plan?", ID: "f1", Source: "cli"})
-		return err
-	})
-	for _, h := range got {
+	_, _ = postThroughStandby(t, "a", httpapitest.HostPort(evil.URL), "tok", "f1")
+	for _, h := range evil.Requests() {
 		if h == "Bearer tok" {
 			t.Fatalf("the client sent its token to %s, an address only the KV value named", evil.URL)
 		}

@@ -16,6 +16,23 @@ import (
 	"github.com/deskd/deskd/triggers"
 )
 
+// dialStandby starts a standby that names host owner at addr and dials it
+// with token.
+func dialStandby(t *testing.T, owner, addr, token string) (*httpapi.Client, *httpapitest.Standby) {
+	t.Helper()
+	sb := httpapitest.StartStandby(t, owner, &addr)
+	return httpapitest.Dial(t, sb.URL, token), sb
+}
+
+// postOnOwner posts req to desk main with c.OnOwner and returns the client
+// it ended at and its error.
+func postOnOwner(t *testing.T, c *httpapi.Client, req triggers.Request) (*httpapi.Client, error) {
+	return c.OnOwner(func(at *httpapi.Client) error {
+		_, err := at.PostTrigger(t.Context(), httpapitest.DeskName, req)
+		return err
+	})
+}
+
 // TestOnOwnerSendsTheTriggerToTheOwner: a trigger posted to a standby is
 // sent again, with the same id and token, to the owner the 421 names,
 // which takes it once; the hop is told, and the client returned is the
@@ -23,13 +40,7 @@ import (
 // id through the standby is a duplicate: a retry never makes two.
 func TestOnOwnerSendsTheTriggerToTheOwner(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{Token: "tok", Host: "a"}) // host a, as the 421 names it: its proof (GET /v1/proof) says so
-	addr := httpapitest.HostPort(h.URL())
-	sb := httpapitest.StartStandby(t, "a", &addr)
-	c, err := httpapi.Dial(sb.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Token = "tok"
+	c, sb := dialStandby(t, "a", httpapitest.HostPort(h.URL()), "tok")
 	var hops []httpapi.Hop
 	c.OnHop = func(hp httpapi.Hop) { hops = append(hops, hp) }
 	post := func() (httpapi.TriggerResponse, *httpapi.Client, error) {
@@ -65,11 +76,7 @@ func TestOnOwnerSendsTheTriggerToTheOwner(t *testing.T) {
 func TestClientFollowsReadsNotWrites(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{})
 	addr := httpapitest.HostPort(h.URL())
-	sb := httpapitest.StartStandby(t, "a", &addr)
-	c, err := httpapi.Dial(sb.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := dialStandby(t, "a", addr, "")
 	hops := 0
 	c.OnHop = func(httpapi.Hop) { hops++ }
 	if code, _, body := h.Call(http.MethodPost, "/v1/desks/main/triggers", `{"id": "r1", "text": "plan?"}`); code != http.StatusAccepted {
@@ -78,7 +85,7 @@ func TestClientFollowsReadsNotWrites(t *testing.T) {
 	if s, err := c.WaitTrigger(t.Context(), "main", "r1", 10*time.Second); err != nil || s.State != triggers.StateAnswered || hops != 1 {
 		t.Errorf("WaitTrigger through the standby = %+v, %v after %d hops; want the owner's answer, answered, after 1", s, err, hops)
 	}
-	_, err = c.Pause(t.Context(), "main", httpapi.PauseRequest{By: "ops", Reason: "lunch"})
+	_, err := c.Pause(t.Context(), "main", httpapi.PauseRequest{By: "ops", Reason: "lunch"})
 	e, ok := httpapi.Misdirected(err)
 	if !ok || e.Owner != "a" || e.Addr != addr || !strings.Contains(err.Error(), "host a") || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("Pause through the standby = %v, want a 421 naming host a at %s", err, addr)
@@ -95,14 +102,7 @@ func TestOnOwnerEndsLoopsAndLongChains(t *testing.T) {
 	var addrA, addrB string
 	a, b := httpapitest.StartStandby(t, "b", &addrB), httpapitest.StartStandby(t, "a", &addrA)
 	addrA, addrB = httpapitest.HostPort(a.URL), httpapitest.HostPort(b.URL)
-	c, err := httpapi.Dial(a.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.OnOwner(func(at *httpapi.Client) error {
-		_, err := at.PostTrigger(t.Context(), "main", triggers.Request{Text: "x", ID: "l1"})
-		return err
-	})
+	_, err := postOnOwner(t, httpapitest.Dial(t, a.URL, ""), triggers.Request{Text: "x", ID: "l1"})
 	if err == nil || !strings.Contains(err.Error(), "loop of 421s") || !strings.Contains(err.Error(), "host a ("+a.URL+")") ||
 		!strings.Contains(err.Error(), "host b ("+b.URL+")") {
 		t.Errorf("a loop between two standbys = %v, want a loop naming host a at %s and host b at %s", err, a.URL, b.URL)
@@ -120,14 +120,7 @@ func TestOnOwnerEndsLoopsAndLongChains(t *testing.T) {
 		}
 	}
 	next[len(next)-1] = httpapitest.HostPort(chain[0].URL) // never reached
-	c, err = httpapi.Dial(chain[0].URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.OnOwner(func(at *httpapi.Client) error {
-		_, err := at.PostTrigger(t.Context(), "main", triggers.Request{Text: "x"})
-		return err
-	})
+	_, err = postOnOwner(t, httpapitest.Dial(t, chain[0].URL, ""), triggers.Request{Text: "x"})
 	if err == nil || !strings.Contains(err.Error(), "after 3 hops") {
 		t.Errorf("a chain of %d standbys = %v, want an end after %d hops", len(chain), err, httpapi.MaxHops)
 	}
@@ -175,17 +168,8 @@ func TestOwnerURLRefusesWhatTheTokenMustNotReach(t *testing.T) {
 	}))
 	defer evil.Close()
 	addr := evil.URL + "/steal"
-	sb := httpapitest.StartStandby(t, "a", &addr)
-	c, err := httpapi.Dial(sb.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Token = "tok"
-	if _, err := c.OnOwner(func(at *httpapi.Client) error {
-		_, err := at.PostTrigger(t.Context(), "main", triggers.Request{Text: "x"})
-		return err
-	}); err == nil ||
-		!strings.Contains(err.Error(), "not followed") {
+	c, _ := dialStandby(t, "a", addr, "tok")
+	if _, err := postOnOwner(t, c, triggers.Request{Text: "x"}); err == nil || !strings.Contains(err.Error(), "not followed") {
 		t.Errorf("a 421 naming %s = %v, want it not followed", addr, err)
 	}
 }

@@ -45,22 +45,12 @@ func TestDial(t *testing.T) {
 	}
 }
 
-func dial(t *testing.T, h *httpapitest.Harness, token string) *httpapi.Client {
-	t.Helper()
-	c, err := httpapi.Dial(h.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Token = token
-	return c
-}
-
 // TestClientEndpoints: each method of the client against the server:
 // a trigger posted and waited for, a duplicate, the desks, a rollover and a
 // fork, a pause and a resume, the config diff.
 func TestClientEndpoints(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{Token: "tok"})
-	c := dial(t, h, "tok")
+	c := h.Client("tok")
 	ctx := t.Context()
 	acc, err := c.PostTrigger(ctx, "main", triggers.Request{Text: "plan?", ID: "c1", Source: "cli"})
 	if err != nil || acc.ID != "c1" || acc.State != triggers.StateQueued || acc.Duplicate {
@@ -107,16 +97,16 @@ func TestClientEndpoints(t *testing.T) {
 func TestClientErrors(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{Token: "tok"})
 	var ae *httpapi.Error
-	_, err := dial(t, h, "").Desks(t.Context())
+	_, err := h.Client("").Desks(t.Context())
 	if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized || !strings.Contains(ae.Message, "needs a credential") ||
 		!strings.HasSuffix(err.Error(), "(HTTP 401)") {
 		t.Errorf("Desks without the token = %v, want a 401 *httpapi.Error", err)
 	}
-	_, err = dial(t, h, "tok").PostTrigger(t.Context(), "nope", triggers.Request{Text: "x"})
+	_, err = h.Client("tok").PostTrigger(t.Context(), "nope", triggers.Request{Text: "x"})
 	if !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !strings.HasPrefix(ae.Message, `unknown desk "nope" (desks: `) {
 		t.Errorf("PostTrigger to an unknown desk = %v, want a 404 *httpapi.Error", err)
 	}
-	_, err = dial(t, h, "tok").WaitTrigger(t.Context(), "main", "nope", time.Second)
+	_, err = h.Client("tok").WaitTrigger(t.Context(), "main", "nope", time.Second)
 	if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
 		t.Errorf("WaitTrigger of an unknown trigger = %v, want a 404 *httpapi.Error", err)
 	}
@@ -134,7 +124,7 @@ func TestClientErrors(t *testing.T) {
 func TestClientWaitTriggerTimeout(t *testing.T) {
 	g := httpapitest.NewGate()
 	h := httpapitest.Start(t, httpapitest.Options{Model: g})
-	c := dial(t, h, "")
+	c := h.Client("")
 	start := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	calls := 0
 	c.Now = func() time.Time { calls++; return start.Add(time.Duration(calls) * time.Hour) } // each look is an hour later
@@ -156,7 +146,7 @@ func TestClientWaitTriggerTimeout(t *testing.T) {
 // events, and reports deskd's notes as comments.
 func TestClientEvents(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{})
-	c := dial(t, h, "")
+	c := h.Client("")
 	ctx := t.Context()
 	for _, id := range []string{"e1", "e2"} {
 		if _, err := c.PostTrigger(ctx, "main", triggers.Request{Text: id, ID: id}); err != nil {

@@ -155,24 +155,12 @@ func TestDeskFilesRestore(t *testing.T) {
 	if e.Desk != "main" || e.Version != versions[0].ID || e.KeptAs != res.KeptAs || e.By != "asha" {
 		t.Fatalf("memory.restored = %+v", e)
 	}
-	tests := []struct {
-		name, body string
-		status     int
-		says       string
-	}{
+	checkRefusals(t, h, "/v1/desks/main/memory/restore", []refusal{
 		{"ambiguous", `{"version": "2026030"}`, http.StatusConflict, "give more of the id"},
 		{"none", `{"version": "1999"}`, http.StatusNotFound, "there is none"},
 		{"missing", `{}`, http.StatusBadRequest, "the version to restore is missing"},
 		{"unknown field", `{"versoin": "x"}`, http.StatusBadRequest, "versoin"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			status, _, body := h.Call("POST", "/v1/desks/main/memory/restore", tt.body)
-			if status != tt.status || !strings.Contains(errorText(t, body), tt.says) {
-				t.Fatalf("POST memory/restore %s = %d %s; want %d saying %q", tt.body, status, body, tt.status, tt.says)
-			}
-		})
-	}
+	})
 	if got, _ := fx.Folder.ReadMemory(); got != memorytest.MemV1 {
 		t.Fatalf("a refused restore changed Memory.md to %q", got)
 	}
@@ -231,23 +219,11 @@ func TestDeskFilesSkillsAndUndo(t *testing.T) {
 	if sk := httpapitest.Decode[httpapi.SkillsResponse](t, body); len(sk.Changes) != 2 || sk.Changes[0].ID != undo.ID {
 		t.Fatalf("GET skills after the undo = %d %s; want the undo first", status, body)
 	}
-	tests := []struct {
-		name, body string
-		status     int
-		says       string
-	}{
+	checkRefusals(t, h, "/v1/desks/main/skills/undo", []refusal{
 		{"again", `{"change": "c-retire"}`, http.StatusConflict, "already undone"},
 		{"none", `{"change": "c-nosuch"}`, http.StatusNotFound, "no such ledger entry"},
 		{"missing", `{"by": "asha"}`, http.StatusBadRequest, "the change to undo is missing"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			status, _, body := h.Call("POST", "/v1/desks/main/skills/undo", tt.body)
-			if status != tt.status || !strings.Contains(errorText(t, body), tt.says) {
-				t.Fatalf("POST skills/undo %s = %d %s; want %d saying %q", tt.body, status, body, tt.status, tt.says)
-			}
-		})
-	}
+	})
 }
 
 func TestDeskFilesAudit(t *testing.T) {
@@ -298,10 +274,7 @@ func TestDeskFilesEmpty(t *testing.T) {
 // refusal.
 func TestClientRestoreAndUndo(t *testing.T) {
 	h, fx := populated(t)
-	c, err := httpapi.Dial(h.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := h.Client("")
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	versions, _ := fx.Folder.MemoryHistory()
@@ -339,6 +312,28 @@ func waitEvent[E event.Event](t *testing.T, h *httpapitest.Harness) E {
 			t.Fatalf("no %T within 10 s", zero)
 			return zero
 		}
+	}
+}
+
+// refusal is a body a route refuses: the status it answers and a part of
+// its error's text.
+type refusal struct {
+	name, body string
+	status     int
+	says       string
+}
+
+// checkRefusals posts each refusal's body to path, a subtest each, and
+// checks that the answer has its status and an error saying what it says.
+func checkRefusals(t *testing.T, h *httpapitest.Harness, path string, refusals []refusal) {
+	t.Helper()
+	for _, tt := range refusals {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _, body := h.Call("POST", path, tt.body)
+			if status != tt.status || !strings.Contains(errorText(t, body), tt.says) {
+				t.Fatalf("POST %s %s = %d %s; want %d saying %q", path, tt.body, status, body, tt.status, tt.says)
+			}
+		})
 	}
 }
 

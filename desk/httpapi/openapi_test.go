@@ -31,7 +31,6 @@ import (
 	"github.com/deskd/deskd/desk/httpapi/httpapitest"
 	"github.com/deskd/deskd/desk/replay"
 	"github.com/deskd/deskd/memory/memorytest"
-	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/triggers"
 )
 
@@ -421,37 +420,15 @@ func TestOpenAPIValidatorRefuses(t *testing.T) {
 	}
 }
 
-// waitingCalls are two tool calls waiting on desk main, "a-1" and "a-2", each decided once.
-type waitingCalls struct {
-	at      time.Time
-	decided map[string]bool
-}
-
-func (f *waitingCalls) Pending(deskName string) []approval.Pending {
-	if deskName != "" && deskName != httpapitest.DeskName {
-		return nil
-	}
-	var out []approval.Pending
+// waitingCalls are two tool calls waiting on desk main since at, "a-1"
+// and "a-2".
+func waitingCalls(at time.Time) *httpapitest.Approvals {
+	a := &httpapitest.Approvals{}
 	for _, id := range []string{"a-1", "a-2"} {
-		if !f.decided[id] {
-			out = append(out, approval.Pending{ID: id, Desk: httpapitest.DeskName, Session: "s", Call: "call-" + id, Tool: "mcp__broker__order",
-				Arguments: json.RawMessage(`{"qty": 10}`), RequestedAt: f.at, ExpiresAt: f.at.Add(10 * time.Minute)})
-		}
+		a.Add(approval.Pending{ID: id, Desk: httpapitest.DeskName, Session: "s", Call: "call-" + id, Tool: "mcp__broker__order",
+			Arguments: json.RawMessage(`{"qty": 10}`), RequestedAt: at, ExpiresAt: at.Add(10 * time.Minute)})
 	}
-	return out
-}
-
-func (f *waitingCalls) Decide(deskName, id string, approve bool, by, reason string) (router.Decision, error) {
-	if deskName != httpapitest.DeskName || f.decided[id] || (id != "a-1" && id != "a-2") {
-		return router.Decision{}, fmt.Errorf("decide %s: %w", id, approval.ErrUnknown)
-	}
-	f.decided[id] = true
-	outcome := router.DecisionDenied
-	if approve {
-		outcome = router.DecisionApproved
-	}
-	return router.Decision{ID: id, Call: "call-" + id, Tool: "mcp__broker__order", Arguments: json.RawMessage(`{"qty": 10}`),
-		Outcome: outcome, By: by, Reason: reason, RequestedAt: f.at, DecidedAt: f.at.Add(time.Minute)}, nil
+	return a
 }
 
 // answersHarness serves the populated fixture's desk (sessions, kept
@@ -479,29 +456,12 @@ func answersHarness(t *testing.T) *httpapitest.Harness {
 	memorytest.Write(t, fx.DeskDir, "curator/ledger.jsonl",
 		`{"id":"c-retire","at":"2026-03-02T18:30:04Z","trading_date":"2026-03-02","action":"retire","skill":"breakout","reason":"unused",`+
 			`"before":"","after":"","archived_to":"skills/.archive/breakout-20260302T183003.000000000Z"}`+"\n")
-	l, err := triggers.OpenLedger(filepath.Join(fx.DeskDir, triggers.LedgerFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := time.Date(2026, 3, 3, 4, 0, 0, 0, time.UTC)
-	for _, r := range []triggers.Record{
-		{At: at, ID: "cut", State: triggers.StateQueued, Trigger: &triggers.Trigger{ID: "cut", Desk: "main", Kind: triggers.Manual, Text: "buy 10"}},
-		{At: at, ID: "cut", State: triggers.StateInterrupted, Session: "s0", Turn: 1, Reason: "deskd stopped while the turn was with the model"},
-		{At: at, ID: "done", State: triggers.StateQueued, Trigger: &triggers.Trigger{ID: "done", Desk: "main", Kind: triggers.Manual, Text: "hello"}},
-		{At: at, ID: "done", State: triggers.StateAnswered, Session: "s0", Turn: 2, Reply: "hi"},
-	} {
-		if err := l.Append(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeCutAndDone(t, filepath.Join(fx.DeskDir, triggers.LedgerFile), time.Date(2026, 3, 3, 4, 0, 0, 0, time.UTC))
 	clk := clock.NewFake(time.Date(2026, 3, 3, 12, 0, 0, 0, time.UTC)) // the trading date of the fixture's current session
 	return httpapitest.Start(t, httpapitest.Options{Dir: filepath.Dir(fx.DeskDir), Clock: clk, RefusePaused: true,
 		Token: consoleToken, FeedToken: routesFeedToken, MetricsToken: routesMetricsToken,
 		Files:     httpapi.Files{AuditConfig: func(string) (audit.Config, error) { return audit.Config{Main: fx.Config}, nil }},
-		Approvals: &waitingCalls{at: clk.Now(), decided: map[string]bool{}},
+		Approvals: waitingCalls(clk.Now()),
 		Console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/" {
 				w.Header().Set("Content-Type", "text/html; charset=utf-8")

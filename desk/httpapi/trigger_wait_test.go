@@ -35,16 +35,24 @@ func callAsync(h *httpapitest.Harness, method, path, body string, header ...stri
 	return ch
 }
 
+// receive returns what ch delivers, failing the test with failure when
+// nothing comes within 10 s of real time.
+func receive[T any](t *testing.T, ch <-chan T, failure string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal(failure)
+		var zero T
+		return zero
+	}
+}
+
 // answerOf waits (up to 10s of real time) for an answer.
 func answerOf(t *testing.T, ch <-chan call) call {
 	t.Helper()
-	select {
-	case c := <-ch:
-		return c
-	case <-time.After(10 * time.Second):
-		t.Fatal("no answer within 10s")
-		return call{}
-	}
+	return receive(t, ch, "no answer within 10s")
 }
 
 // armed waits until a request's wait (a timer at now+d on deskd's clock)
@@ -176,10 +184,7 @@ func TestPostTriggerWaitFeed(t *testing.T) {
 func TestPostTriggerWaitHangUp(t *testing.T) {
 	gate := httpapitest.NewGate()
 	h := httpapitest.Start(t, httpapitest.Options{Model: gate})
-	c, err := httpapi.Dial(h.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := h.Client("")
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() {
@@ -189,13 +194,8 @@ func TestPostTriggerWaitHangUp(t *testing.T) {
 	gate.Expect(t, "hang up")
 	armed(t, h, time.Minute)
 	cancel()
-	select {
-	case err := <-errc:
-		if err == nil {
-			t.Error("PostTriggerWait returned no error after its context ended")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("PostTriggerWait did not return after its context ended")
+	if err := receive(t, errc, "PostTriggerWait did not return within 10s of its context's end"); err == nil {
+		t.Error("PostTriggerWait returned no error after its context ended")
 	}
 	gate.Release <- struct{}{}
 	_, _, body := h.Call("GET", "/v1/desks/main/triggers/w-gone?wait=10s", "")
@@ -210,10 +210,7 @@ func TestPostTriggerWaitHangUp(t *testing.T) {
 func TestPostTriggerWaitClient(t *testing.T) {
 	gate := httpapitest.NewGate()
 	h := httpapitest.Start(t, httpapitest.Options{Model: gate})
-	c, err := httpapi.Dial(h.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := h.Client("")
 	type result struct {
 		acc   httpapi.TriggerResponse
 		st    desk.TriggerStatus
@@ -229,13 +226,8 @@ func TestPostTriggerWaitClient(t *testing.T) {
 		return ch
 	}
 	wait := func(ch <-chan result) result {
-		select {
-		case r := <-ch:
-			return r
-		case <-time.After(10 * time.Second):
-			t.Fatal("PostTriggerWait did not return within 10s")
-			return result{}
-		}
+		t.Helper()
+		return receive(t, ch, "PostTriggerWait did not return within 10s")
 	}
 	ch := post("c-1", 20*time.Second)
 	gate.Expect(t, "c-1")

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk"
-	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/httpapi/httpapitest"
 	"github.com/deskd/deskd/triggers"
 )
@@ -35,10 +35,7 @@ func TestWatchTriggerWithoutTheEventStream(t *testing.T) {
 		proxy.ServeHTTP(w, r)
 	}))
 	defer front.Close()
-	c, err := httpapi.Dial(front.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := httpapitest.Dial(t, front.URL, "")
 	if _, err := c.PostTrigger(t.Context(), "main", triggers.Request{Text: "first", ID: "w1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +66,7 @@ func TestWatchTriggerWithoutTheEventStream(t *testing.T) {
 	}()
 	take := func(want string) string {
 		t.Helper()
-		select {
-		case got := <-changed:
-			return got
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no progress within 10s, want %q", want)
-			return ""
-		}
+		return receive(t, changed, fmt.Sprintf("no progress within 10s, want %q", want))
 	}
 	next := func(want string) {
 		t.Helper()
@@ -93,13 +84,8 @@ func TestWatchTriggerWithoutTheEventStream(t *testing.T) {
 	next("running model")
 	g.Release <- struct{}{}
 	next("answered ")
-	select {
-	case s := <-done:
-		if s.State != triggers.StateAnswered || s.Reply != "answered" {
-			t.Errorf("WatchTrigger returned %+v, want answered", s)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("WatchTrigger did not return")
+	if s := receive(t, done, "WatchTrigger did not return within 10s"); s.State != triggers.StateAnswered || s.Reply != "answered" {
+		t.Errorf("WatchTrigger returned %+v, want answered", s)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -175,6 +175,12 @@ func (h *Harness) ServeUnix() *httpapi.Serving {
 // URL is the API's address, for a client or the CLI's --addr.
 func (h *Harness) URL() string { return h.Server.URL }
 
+// Client is a client of the API with token (Dial of URL).
+func (h *Harness) Client(token string) *httpapi.Client {
+	h.t.Helper()
+	return Dial(h.t, h.URL(), token)
+}
+
 // Call sends a request with the header's name, value pairs ("Host" sets
 // the request's Host) and returns the status, the headers and the body.
 func (h *Harness) Call(method, path, body string, header ...string) (int, http.Header, string) {
@@ -210,6 +216,18 @@ func Decode[T any](tb testing.TB, body string) T {
 		tb.Fatalf("decode %s: %v", body, err)
 	}
 	return v
+}
+
+// Dial is httpapi.Dial of addr, failing the test on an error, with the
+// client's Token set to token.
+func Dial(tb testing.TB, addr, token string) *httpapi.Client {
+	tb.Helper()
+	c, err := httpapi.Dial(addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.Token = token
+	return c
 }
 
 // Gate is a model whose turns wait for the test: the text of each turn's
