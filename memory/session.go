@@ -379,6 +379,8 @@ func (f *Folder) readSessionTail(id string, offset int64, decode func(line []byt
 		}
 		data = data[1:]
 	}
+	// One record a line: sized once, not grown (and copied) record by record.
+	tail.Records = make([]Record, 0, bytes.Count(data, []byte{'\n'})+1)
 	_, end, terminated := durable.ScanRecords(data, collectBy(decode, &tail.Records))
 	tail.End = offset + end
 	tail.Clean = end == int64(len(data)) && terminated
