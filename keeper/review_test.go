@@ -33,6 +33,20 @@ func failOnceAfter(step keeper.Step) func(keeper.Step) error {
 	}
 }
 
+// turnThenMidnight starts a desk at start (10:00 IST) whose first
+// rollover fails with errCrash right after step, takes turn t1 and moves
+// the clock on to midnight (00:00:05 IST the next day), when the desk
+// rolls over. It returns the env, the desk and t1's session.
+func turnThenMidnight(t *testing.T, start, midnight string, step keeper.Step) (*env, *proc, string) {
+	t.Helper()
+	e := newEnv(t, desktest.At(start), 0)
+	p := e.start(keeper.Options{AfterStep: failOnceAfter(step)})
+	p.turn(t, "t1", "Should we buy NIFTY?")
+	session := p.router.SessionID()
+	e.clock.Set(desktest.At(midnight))
+	return e, p, session
+}
+
 // sessionOf returns the session trigger id's exchange was recorded in,
 // among sessions; "" when none holds it.
 func sessionOf(t *testing.T, folder *memory.Folder, id string, sessions ...string) string {
@@ -62,11 +76,8 @@ func sessionOf(t *testing.T, folder *memory.Folder, id string, sessions ...strin
 // journalled summary of the first run, leaving the turn at 23:00 in no
 // summary.
 func TestReviewResumedRolloverSummaryCoversLaterTurns(t *testing.T) {
-	e := newEnv(t, desktest.At("2026-12-01T04:30:00Z"), 0) // 10:00 IST, 1 December
-	p1 := e.start(keeper.Options{AfterStep: failOnceAfter(keeper.StepSummarised)})
-	p1.turn(t, "t1", "Should we buy NIFTY?")
-	s1 := p1.router.SessionID()
-	e.clock.Set(desktest.At("2026-12-01T18:30:05Z")) // 00:00:05 IST, 2 December
+	// 10:00 IST, 1 December; then 00:00:05 IST, 2 December.
+	e, p1, s1 := turnThenMidnight(t, "2026-12-01T04:30:00Z", "2026-12-01T18:30:05Z", keeper.StepSummarised)
 	if _, err := p1.keeper.RollOver(t.Context(), event.ReasonDailyRollover); !errors.Is(err, errCrash) {
 		t.Fatalf("RollOver cut after its summary: err = %v, want %v", err, errCrash)
 	}
@@ -113,11 +124,8 @@ func TestReviewResumedRolloverSummaryCoversLaterTurns(t *testing.T) {
 // lacks that turn. TestRollOverAsksAgainAfterATurnFollowedTheAnswer holds
 // this for an answer only in the session file; here it is in the journal.
 func TestReviewFailedRolloverThenTurnSummaryCoversIt(t *testing.T) {
-	e := newEnv(t, desktest.At("2026-03-01T04:30:00Z"), 0) // 10:00 IST, 1 March
-	p := e.start(keeper.Options{AfterStep: failOnceAfter(keeper.StepFolded)})
-	p.turn(t, "t1", "Should we buy NIFTY?")
-	old := p.router.SessionID()
-	e.clock.Set(desktest.At("2026-03-01T18:30:05Z")) // 00:00:05 IST, 2 March
+	// 10:00 IST, 1 March; then 00:00:05 IST, 2 March.
+	_, p, old := turnThenMidnight(t, "2026-03-01T04:30:00Z", "2026-03-01T18:30:05Z", keeper.StepFolded)
 	// The turn's Prepare rolls over; the rollover fails at its fold; the
 	// turn goes on in the old session, as the desk's does.
 	p.turn(t, "t2", "Close half.")
