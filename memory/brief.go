@@ -57,7 +57,7 @@ func decodeBriefFast(line []byte) (Record, bool) {
 	s := jsonline.New(line)
 	kept := func(dst *string) bool {
 		v, ok := s.Plain()
-		*dst = string(v)
+		*dst = common(v)
 		return ok
 	}
 	flag := func(dst *bool) bool {
@@ -124,4 +124,29 @@ func decodeBriefFast(line []byte) (Record, bool) {
 		return Record{}, false
 	}
 	return r, true
+}
+
+// common returns v as a string, without a copy of its own when it is one
+// of the values most records repeat (record types, roles, providers): a
+// start that reads a long session then allocates little per record.
+func common(v []byte) string {
+	switch string(v) {
+	case RecordMessage:
+		return RecordMessage
+	case RecordTool:
+		return RecordTool
+	case RecordEvent:
+		return RecordEvent
+	case RecordHeader:
+		return RecordHeader
+	case "user":
+		return "user"
+	case "assistant":
+		return "assistant"
+	case "openai":
+		return "openai"
+	case "anthropic":
+		return "anthropic"
+	}
+	return string(v)
 }
