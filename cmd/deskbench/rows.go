@@ -558,8 +558,8 @@ func (b *bench) row4(ctx context.Context) ([]figure, error) {
 	shape := fmt.Sprintf("%d desks x (%d-record session + %d-entry ledger), %.0f MiB on disk, generated in %.1f s (in the page cache)",
 		len(desks), b.o.StartRecords, b.o.StartRecords, float64(size)/(1<<20), gen.Seconds())
 	figs := []figure{
-		{Row: 4, Name: "start to first 200 on /healthz", Value: health.Seconds(), Unit: "s", Target: "<= 1 s", Met: met(health <= time.Second), Note: shape + "; first start: files no deskd wrote or closed (no persisted indexes)"},
-		{Row: 4, Name: "start to \"deskd ready\"", Value: ready.Seconds(), Unit: "s", Target: "<= 1 s", Met: met(ready <= time.Second)},
+		{Row: 4, Name: "start to first 200 on /healthz", Value: health.Seconds(), Unit: "s", Target: "<= 3 s", Met: met(health <= 3*time.Second), Note: shape + "; first start: files no deskd wrote or closed (no persisted indexes), the one-off upgrade, whose target is 3 s (a second start's 1 s)"},
+		{Row: 4, Name: "start to \"deskd ready\"", Value: ready.Seconds(), Unit: "s", Target: "<= 3 s", Met: met(ready <= 3*time.Second)},
 		{Row: 4, Name: "RSS after ready (VmRSS)", Value: float64(rss) / (1 << 20), Unit: "MiB", Target: "<= 150 MiB", Met: met(rss <= 150<<20)},
 		{Row: 4, Name: "peak RSS by ready (VmHWM)", Value: float64(hwm) / (1 << 20), Unit: "MiB", Target: "<= 150 MiB", Met: met(hwm <= 150<<20)},
 	}
