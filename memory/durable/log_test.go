@@ -154,10 +154,7 @@ func TestOpenLogTornTail(t *testing.T) {
 // finds no damage.
 func TestOpenLogUnterminatedBlankLine(t *testing.T) {
 	for _, tail := range []string{"\v", " \t", "\r", "{\"n\":1}\n\v"} {
-		path := filepath.Join(t.TempDir(), "log.jsonl")
-		if err := os.WriteFile(path, []byte(tail), 0o640); err != nil {
-			t.Fatal(err)
-		}
+		path := logHolding(t, tail)
 		l, sc := openLog(t, nil, path)
 		if sc.Torn != nil || len(sc.Skipped) != 0 {
 			t.Fatalf("%q: first open found damage: torn %+v, skipped %+v", tail, sc.Torn, sc.Skipped)
@@ -325,6 +322,35 @@ func readBack(t *testing.T, path, want string) {
 	}
 }
 
+// logHolding writes content to log.jsonl in a fresh folder and returns
+// its path.
+func logHolding(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	if err := os.WriteFile(path, []byte(content), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// failedThenGoodAppend makes l's Append of bad fail at its first op (with
+// err), appends {"n":3}, closes l and reads path back (readBack): the
+// file must hold exactly the good records, {"n":1} then {"n":3}.
+func failedThenGoodAppend(t *testing.T, ffs *faultfs.FS, l *durable.Log, path string, op faultfs.Op, err error, bad []byte) {
+	t.Helper()
+	ffs.FailAt(op, 1, err)
+	if err := l.Append(bad, true); err == nil {
+		t.Fatalf("Append with a failing %s succeeded", op)
+	}
+	if err := l.Append([]byte(`{"n":3}`), true); err != nil {
+		t.Fatalf("the good Append after the fault: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	readBack(t, path, "{\"n\":1}\n{\"n\":3}\n")
+}
+
 // TestEveryRecoveryThenAFault: whatever the log recovered from (a last
 // record without its newline, a torn tail with or without its newline,
 // half a record of JSON or not, a failed write, a failed fsync, a failed
@@ -333,7 +359,6 @@ func readBack(t *testing.T, path, want string) {
 // issue's case: {"n":1} without its newline, a failed append, then
 // {"n":3}: the file must read {"n":1}\n{"n":3}\n.)
 func TestEveryRecoveryThenAFault(t *testing.T) {
-	const want = "{\"n\":1}\n{\"n\":3}\n"
 	big := []byte(`{"n":2,"pad":"` + strings.Repeat("x", 100) + `"}`)
 	recoveries := []struct {
 		name    string
@@ -374,10 +399,7 @@ func TestEveryRecoveryThenAFault(t *testing.T) {
 		for _, rc := range recoveries {
 			for _, fault := range faults {
 				t.Run(o.name+"/"+rc.name+"/then a failed "+string(fault.op), func(t *testing.T) {
-					path := filepath.Join(t.TempDir(), "log.jsonl")
-					if err := os.WriteFile(path, []byte(rc.content), 0o640); err != nil {
-						t.Fatal(err)
-					}
+					path := logHolding(t, rc.content)
 					ffs := &faultfs.FS{}
 					l, _, err := o.open(ffs, path)
 					if err != nil {
@@ -387,17 +409,7 @@ func TestEveryRecoveryThenAFault(t *testing.T) {
 					if rc.after != nil {
 						rc.after(t, ffs, l)
 					}
-					ffs.FailAt(fault.op, 1, fault.err)
-					if err := l.Append(big, true); err == nil {
-						t.Fatalf("Append with a failing %s succeeded", fault.op)
-					}
-					if err := l.Append([]byte(`{"n":3}`), true); err != nil {
-						t.Fatalf("the good Append after the fault: %v", err)
-					}
-					if err := l.Close(); err != nil {
-						t.Fatal(err)
-					}
-					readBack(t, path, want)
+					failedThenGoodAppend(t, ffs, l, path, fault.op, fault.err, big)
 				})
 			}
 		}
@@ -409,7 +421,6 @@ func TestEveryRecoveryThenAFault(t *testing.T) {
 // open fails and changes nothing it cannot finish; the next open recovers,
 // and a failed append then a good one leave exactly the good records.
 func TestAFaultDuringRecovery(t *testing.T) {
-	const want = "{\"n\":1}\n{\"n\":3}\n"
 	tests := []struct {
 		name, content string
 		op            faultfs.Op
@@ -422,10 +433,7 @@ func TestAFaultDuringRecovery(t *testing.T) {
 	for _, o := range openers {
 		for _, tt := range tests {
 			t.Run(o.name+"/"+tt.name, func(t *testing.T) {
-				path := filepath.Join(t.TempDir(), "log.jsonl")
-				if err := os.WriteFile(path, []byte(tt.content), 0o640); err != nil {
-					t.Fatal(err)
-				}
+				path := logHolding(t, tt.content)
 				ffs := &faultfs.FS{}
 				ffs.FailAt(tt.op, 1, faultfs.ErrIO)
 				if l, _, err := o.open(ffs, path); err == nil {
@@ -438,17 +446,7 @@ func TestAFaultDuringRecovery(t *testing.T) {
 					t.Fatalf("%s after the failed one: %v", o.name, err)
 				}
 				defer func() { _ = l.Close() }()
-				ffs.FailAt(faultfs.Write, 1, faultfs.ErrNoSpace)
-				if err := l.Append([]byte(`{"n":2}`), true); err == nil {
-					t.Fatal("Append with a failing write succeeded")
-				}
-				if err := l.Append([]byte(`{"n":3}`), true); err != nil {
-					t.Fatalf("the good Append after the fault: %v", err)
-				}
-				if err := l.Close(); err != nil {
-					t.Fatal(err)
-				}
-				readBack(t, path, want)
+				failedThenGoodAppend(t, ffs, l, path, faultfs.Write, faultfs.ErrNoSpace, []byte(`{"n":2}`))
 			})
 		}
 	}
@@ -507,6 +505,22 @@ func TestNewLogIsEnteredByItsFirstSync(t *testing.T) {
 	}
 }
 
+// firstAppend appends {"n":1} to l, a log whose file is not made yet,
+// wants that to make creates creations and syncs fsyncs in fsys (why
+// says which), and closes l.
+func firstAppend(t *testing.T, fsys *faultfs.FS, l *durable.Log, creates, syncs int, why string) {
+	t.Helper()
+	if err := l.Append([]byte(`{"n":1}`), true); err != nil {
+		t.Fatal(err)
+	}
+	if c, s := fsys.Count(faultfs.Create), fsys.Count(faultfs.Sync); c != creates || s != syncs {
+		t.Errorf("the first Append made %d creations and %d fsyncs, want %d and %d (%s)", c, s, creates, syncs, why)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestOpenLogAtCreatesAtFirstAppend: OpenLogAt of a missing file makes
 // none (an empty log, no descriptor); Sync and Close of it write nothing;
 // its first Append creates the file, entered in its folder by the fsync.
@@ -524,15 +538,7 @@ func TestOpenLogAtCreatesAtFirstAppend(t *testing.T) {
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) || sc.Torn != nil || fsys.Count(faultfs.Create)+fsys.Count(faultfs.Sync) != 0 {
 		t.Fatalf("OpenLogAt of a missing file: %v, %d creations, %d fsyncs; want no file, none", err, fsys.Count(faultfs.Create), fsys.Count(faultfs.Sync))
 	}
-	if err := l.Append([]byte(`{"n":1}`), true); err != nil {
-		t.Fatal(err)
-	}
-	if c, s := fsys.Count(faultfs.Create), fsys.Count(faultfs.Sync); c != 1 || s != 2 {
-		t.Errorf("the first Append made %d creations and %d fsyncs, want 1 and 2 (the folder, the file)", c, s)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	firstAppend(t, fsys, l, 1, 2, "the folder, the file")
 	if err := l.Append([]byte(`{"n":2}`), true); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Append after Close = %v, want os.ErrClosed", err)
 	}
@@ -566,15 +572,7 @@ func TestOpenLogAtCreatesAtFirstAppend(t *testing.T) {
 	if _, err := os.Lstat(filepath.Dir(deep)); !errors.Is(err, os.ErrNotExist) || fsys.Count(faultfs.Create) != 0 {
 		t.Fatalf("OpenLogAt in a folder not made made it (%v, %d creations), want nothing", err, fsys.Count(faultfs.Create))
 	}
-	if err := l.Append([]byte(`{"n":1}`), true); err != nil {
-		t.Fatal(err)
-	}
-	if c, s := fsys.Count(faultfs.Create), fsys.Count(faultfs.Sync); c != 2 || s != 3 {
-		t.Errorf("the first Append in a folder not made made %d creations and %d fsyncs, want 2 and 3 (the folder, its parent; the file, the folder)", c, s)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	firstAppend(t, fsys, l, 2, 3, "in a folder not made: the folder, its parent; the file, the folder")
 	if b, err := os.ReadFile(deep); err != nil || string(b) != "{\"n\":1}\n" {
 		t.Errorf("the log holds %q (%v)", b, err)
 	}
