@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,55 +11,20 @@ import (
 	"github.com/deskd/deskd/router"
 )
 
-// stubApprovals is an httpapi.Approvals of calls that wait until decided,
-// for the CLI's tests (the daemon's is an *approval.Queue).
-type stubApprovals struct {
-	mu      sync.Mutex
-	pending []approval.Pending
-	decided []router.Decision
-}
-
-func (s *stubApprovals) Pending(deskName string) []approval.Pending {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []approval.Pending
-	for _, p := range s.pending {
-		if deskName == "" || p.Desk == deskName {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func (s *stubApprovals) Decide(deskName, id string, approve bool, by, reason string) (router.Decision, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, p := range s.pending {
-		if p.Desk == deskName && p.ID == id {
-			s.pending = append(s.pending[:i:i], s.pending[i+1:]...)
-			d := router.Decision{ID: id, Tool: p.Tool, Arguments: p.Arguments, Outcome: map[bool]string{true: router.DecisionApproved, false: router.DecisionDenied}[approve],
-				By: by, Reason: reason, RequestedAt: p.RequestedAt, DecidedAt: p.RequestedAt.Add(time.Second)}
-			s.decided = append(s.decided, d)
-			return d, nil
-		}
-	}
-	return router.Decision{}, fmt.Errorf("decide on %s of desk %s: %w", id, deskName, approval.ErrUnknown)
-}
-
 // TestClientApprovals: deskd approvals lists the waiting calls (all, or a
 // desk's, or as JSON); deskd approve and deny decide by the user's login
 // name (or --by) with --reason and print the decision; a decided id is
 // an error naming it.
 func TestClientApprovals(t *testing.T) {
-	stub := &stubApprovals{}
+	stub := &httpapitest.Approvals{}
 	h := httpapitest.Start(t, httpapitest.Options{Token: "tok", Approvals: stub})
 	now := h.Clock.Now() // deskd's clock, which is not the terminal's
-	stub.pending = []approval.Pending{
-		{ID: "a1b2c3d4", Desk: "main", Tool: "mcp__broker__place_order", Arguments: json.RawMessage(`{"symbol": "INFY", "qty": 10}`),
+	stub.Add(
+		approval.Pending{ID: "a1b2c3d4", Desk: "main", Tool: "mcp__broker__place_order", Arguments: json.RawMessage(`{"symbol": "INFY", "qty": 10}`),
 			RequestedAt: now, ExpiresAt: now.Add(2 * time.Minute)},
-		{ID: "e5f6a7b8", Desk: "main", Tool: "mcp__broker__place_order", Arguments: json.RawMessage(`{"symbol": "TCS", "qty": 5}`),
+		approval.Pending{ID: "e5f6a7b8", Desk: "main", Tool: "mcp__broker__place_order", Arguments: json.RawMessage(`{"symbol": "TCS", "qty": 5}`),
 			RequestedAt: now, ExpiresAt: now.Add(90 * time.Second)},
-	}
+	)
 	cli := cliWithToken(t, h.URL(), "tok")
 	code, out, errs := cli("approvals")
 	if code != 0 || !strings.Contains(out, "a1b2c3d4") || !strings.Contains(out, `{"symbol":"INFY","qty":10}`) || !strings.Contains(out, "mcp__broker__place_order") ||
@@ -80,8 +43,8 @@ func TestClientApprovals(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "denied by ravi") || !strings.Contains(out, ": too large") {
 		t.Errorf("deny = %d\n%s%s", code, out, errs)
 	}
-	if len(stub.decided) != 2 || stub.decided[1].Reason != "too large" || stub.decided[1].Outcome != router.DecisionDenied {
-		t.Errorf("decisions = %+v", stub.decided)
+	if d := stub.Decisions(); len(d) != 2 || d[1].Reason != "too large" || d[1].Outcome != router.DecisionDenied {
+		t.Errorf("decisions = %+v", d)
 	}
 	code, out, errs = cli("approve", "main", "e5f6a7b8")
 	if code == 0 || !strings.Contains(errs, `"e5f6a7b8"`) {
@@ -97,14 +60,14 @@ func TestClientApprovals(t *testing.T) {
 // by and reason that could act on a terminal (an escape, a bidi override)
 // reach it escaped; --json stays JSON.
 func TestApprovalsEscapeHostileText(t *testing.T) {
-	stub := &stubApprovals{}
+	stub := &httpapitest.Approvals{}
 	h := httpapitest.Start(t, httpapitest.Options{Approvals: stub, Token: "tok"})
 	now := h.Clock.Now()
 	args, err := json.Marshal(map[string]string{"note": hostileText})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stub.pending = []approval.Pending{{ID: "a1b2c3d4", Desk: "main", Tool: "mcp__x__" + hostileText, Arguments: args, RequestedAt: now, ExpiresAt: now.Add(time.Minute)}}
+	stub.Add(approval.Pending{ID: "a1b2c3d4", Desk: "main", Tool: "mcp__x__" + hostileText, Arguments: args, RequestedAt: now, ExpiresAt: now.Add(time.Minute)})
 	cli := cliWithToken(t, h.URL(), "tok")
 	code, out, errs := cli("approvals")
 	if code != 0 || hasRaw(out) || !strings.Contains(out, "a1b2c3d4") {
@@ -117,7 +80,7 @@ func TestApprovalsEscapeHostileText(t *testing.T) {
 	}
 	// A reason with an escape never gets in: deskd refuses it, and says why.
 	code, out, errs = cli("deny", "main", "a1b2c3d4", "--by", "ops", "--reason", "no\x1b[2J")
-	if code == 0 || !strings.Contains(errs, "no control characters") || hasRaw(errs) || len(stub.decided) != 0 {
+	if code == 0 || !strings.Contains(errs, "no control characters") || hasRaw(errs) || len(stub.Decisions()) != 0 {
 		t.Errorf("deny with an escape in its reason = %d %q %s", code, out, errs)
 	}
 	// A bidi override is not a control character: it is kept, and reaches

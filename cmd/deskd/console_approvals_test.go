@@ -24,32 +24,6 @@ import (
 	"github.com/deskd/deskd/router"
 )
 
-// add makes a call wait, as the queue does before approval.requested.
-func (s *stubApprovals) add(p approval.Pending) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pending = append(s.pending, p)
-}
-
-// drop forgets a call without a decision (it expired meanwhile).
-func (s *stubApprovals) drop(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, p := range s.pending {
-		if p.ID == id {
-			s.pending = append(s.pending[:i:i], s.pending[i+1:]...)
-			return
-		}
-	}
-}
-
-// decisions returns the decisions made so far.
-func (s *stubApprovals) decisions() []router.Decision {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]router.Decision(nil), s.decided...)
-}
-
 // TestConsoleBrowserApprovals: a waiting call shows on its desk's row and
 // page with its tool, its arguments pretty-printed as text (a hostile
 // argument stays text) and the time left; one requested later appears
@@ -59,14 +33,14 @@ func (s *stubApprovals) decisions() []router.Decision {
 func TestConsoleBrowserApprovals(t *testing.T) {
 	consoleChromium(t)
 	t.Parallel()
-	stub := &stubApprovals{}
+	stub := &httpapitest.Approvals{}
 	h := httpapitest.Start(t, httpapitest.Options{Approvals: stub, Console: console.Handler()})
 	now := h.Clock.Now()
 	pending := func(id, args string) approval.Pending {
 		return approval.Pending{ID: id, Desk: "main", Call: "c-" + id, Tool: "mcp__broker__place_order", Arguments: json.RawMessage(args),
 			RequestedAt: now, ExpiresAt: now.Add(2 * time.Minute)}
 	}
-	stub.add(pending("a1b2c3d4", `{"symbol": "<img src=x id=pwn onerror=alert(1)>", "qty": 10, "account": "`+strings.Repeat("X", 300)+`"}`))
+	stub.Add(pending("a1b2c3d4", `{"symbol": "<img src=x id=pwn onerror=alert(1)>", "qty": 10, "account": "`+strings.Repeat("X", 300)+`"}`))
 	p := openConsole(t, 1280, 900)
 	p.do(t, "open the console", chromedp.Navigate(h.URL()+"/"))
 
@@ -86,7 +60,7 @@ func TestConsoleBrowserApprovals(t *testing.T) {
 	}
 
 	// Live: a call requested now appears without a reload.
-	stub.add(pending("e5f6a7b8", `{"symbol": "TCS", "qty": 5}`))
+	stub.Add(pending("e5f6a7b8", `{"symbol": "TCS", "qty": 5}`))
 	event.Publish(h.Bus, event.ApprovalRequested{Header: event.Header{At: now, Desk: "main"}, ID: "e5f6a7b8", Call: "c-e5f6a7b8",
 		Tool: "mcp__broker__place_order", Arguments: json.RawMessage(`{"symbol": "TCS", "qty": 5}`), ExpiresAt: now.Add(2 * time.Minute)})
 	p.waitTrue(t, "call e5f6a7b8 appears live", item("e5f6a7b8")+` !== null`)
@@ -126,7 +100,7 @@ func TestConsoleBrowserApprovals(t *testing.T) {
 	}
 	p.do(t, "give a reason and deny", chromedp.SendKeys(`#dialog-fields input[name="reason"]`, "too large today"), chromedp.Click(chromedp.ID("dialog-confirm")))
 	p.waitTrue(t, "the dialog closed and the call left the row", `!document.getElementById("dialog").open && `+item("a1b2c3d4")+` === null`)
-	if d := stub.decisions(); len(d) != 1 || d[0].ID != "a1b2c3d4" || d[0].Outcome != router.DecisionDenied || d[0].Reason != "too large today" || d[0].By != "console" {
+	if d := stub.Decisions(); len(d) != 1 || d[0].ID != "a1b2c3d4" || d[0].Outcome != router.DecisionDenied || d[0].Reason != "too large today" || d[0].By != "console" {
 		t.Errorf("decisions after Deny = %+v", d)
 	}
 
@@ -141,16 +115,16 @@ func TestConsoleBrowserApprovals(t *testing.T) {
 	p.waitTrue(t, "the dialog is open", `document.getElementById("dialog").open`)
 	p.do(t, "confirm", chromedp.Click(chromedp.ID("dialog-confirm")))
 	p.waitTrue(t, "the call left the page", `!document.getElementById("dialog").open && `+page+` === null`)
-	if d := stub.decisions(); len(d) != 2 || d[1].ID != "e5f6a7b8" || d[1].Outcome != router.DecisionApproved {
+	if d := stub.Decisions(); len(d) != 2 || d[1].ID != "e5f6a7b8" || d[1].Outcome != router.DecisionApproved {
 		t.Errorf("decisions after Approve = %+v", d)
 	}
 
 	// A call that no longer waits: deskd's refusal stays in the dialog.
-	stub.add(pending("0badf00d", `{}`))
+	stub.Add(pending("0badf00d", `{}`))
 	event.Publish(h.Bus, event.ApprovalRequested{Header: event.Header{At: now, Desk: "main"}, ID: "0badf00d", Tool: "mcp__broker__place_order"})
 	late := `document.querySelector('#dv-status .approval[data-approval="0badf00d"]')`
 	p.waitTrue(t, "the desk page shows call 0badf00d", late+` !== null`)
-	stub.drop("0badf00d")
+	stub.Drop("0badf00d")
 	pressIn(t, p, late, "approve")
 	p.waitTrue(t, "the dialog is open", `document.getElementById("dialog").open`)
 	p.do(t, "confirm", chromedp.Click(chromedp.ID("dialog-confirm")))

@@ -82,6 +82,24 @@ func treeHashes(t *testing.T, dir string) map[string]string {
 	return out
 }
 
+// checkTreeUnchanged fails the test for each file or folder below dir
+// that changed, went or appeared since before (treeHashes of dir then);
+// during names what ran meanwhile.
+func checkTreeUnchanged(t *testing.T, dir string, before map[string]string, during string) {
+	t.Helper()
+	after := treeHashes(t, dir)
+	for p, h := range before {
+		if after[p] != h {
+			t.Errorf("%s changed during %s", p, during)
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			t.Errorf("%s appeared during %s", p, during)
+		}
+	}
+}
+
 // answered waits until trigger id of desk main is final and returns it.
 func answered(t *testing.T, d *deskdProc, id string) map[string]any {
 	t.Helper()
@@ -265,17 +283,7 @@ func TestReplayE2E(t *testing.T) {
 
 	// Nothing of the live desk changed, the daemon ran throughout, and the
 	// MCP server got no call.
-	after := treeHashes(t, deskDir)
-	for p, h := range before {
-		if after[p] != h {
-			t.Errorf("%s changed during the replays", p)
-		}
-	}
-	for p := range after {
-		if _, ok := before[p]; !ok {
-			t.Errorf("%s appeared during the replays", p)
-		}
-	}
+	checkTreeUnchanged(t, deskDir, before, "the replays")
 	if n := broker.calls.Load(); n != calls {
 		t.Errorf("the MCP server got %d tool calls during the replays", n-calls)
 	}

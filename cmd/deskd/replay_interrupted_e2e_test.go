@@ -64,17 +64,7 @@ func TestReplayInterruptedE2E(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "replayed 3 of 3 triggers of main 2026-12-01") || !strings.Contains(stderr, "3/3 triggers") {
 		t.Fatalf("deskd replay = %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
-	after := treeHashes(t, deskDir)
-	for p, h := range before {
-		if after[p] != h {
-			t.Errorf("%s changed during the replay", p)
-		}
-	}
-	for p := range after {
-		if _, ok := before[p]; !ok {
-			t.Errorf("%s appeared during the replay", p)
-		}
-	}
+	checkTreeUnchanged(t, deskDir, before, "the replay")
 	if n := llm.Count(); n != requests {
 		t.Errorf("the desk's model got %d requests during the replay, want none (the candidate is other)", n-requests)
 	}
