@@ -209,15 +209,39 @@ func (f *Folder) WriteMemory(text string) (historyPath string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.prompts.changed()
+	hist, err := f.swapMemoryLocked(text)
+	if err != nil {
+		return hist, fmt.Errorf("write memory: %w", err)
+	}
+	return hist, nil
+}
+
+// swapMemoryLocked keeps the current Memory.md in history and writes text
+// in its place, with its permissions; it returns the kept copy's path.
+// f.mu is held.
+func (f *Folder) swapMemoryLocked(text string) (historyPath string, err error) {
 	path := f.Path(MemoryFile)
 	hist, perm, err := f.keepOld(path, filepath.Join(HistoryDir, "memory"), ".md")
 	if err != nil {
-		return "", fmt.Errorf("write memory %s: %w", path, err)
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	if err := f.writeAtomic(path, []byte(text), perm); err != nil {
-		return hist, fmt.Errorf("write memory %s: %w", path, err)
+		return hist, fmt.Errorf("%s: %w", path, err)
 	}
 	return hist, nil
+}
+
+// readIfThere returns the bytes of the file at path; ok is false, with no
+// error, when there is no such file.
+func readIfThere(path string) (b []byte, ok bool, err error) {
+	b, err = os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
 }
 
 // keepOld copies the file at path, if there is one, to a new file in

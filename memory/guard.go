@@ -107,12 +107,9 @@ func (f *Folder) ReplaceMemory(expected, text string) (historyPath string, err e
 	if string(cur) != expected {
 		return "", ErrMemoryChanged
 	}
-	hist, perm, err := f.keepOld(path, filepath.Join(HistoryDir, "memory"), ".md")
+	hist, err := f.swapMemoryLocked(text)
 	if err != nil {
-		return "", fmt.Errorf("replace memory %s: %w", path, err)
-	}
-	if err := f.writeAtomic(path, []byte(text), perm); err != nil {
-		return hist, fmt.Errorf("replace memory %s: %w", path, err)
+		return hist, fmt.Errorf("replace memory: %w", err)
 	}
 	return hist, nil
 }

@@ -88,14 +88,11 @@ func (f *Folder) ReadNotes(d Date) (text string, ok bool, err error) {
 	if err != nil {
 		return "", false, fmt.Errorf("read notes: %w", err)
 	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", false, nil
-	}
+	b, ok, err := readIfThere(path)
 	if err != nil {
 		return "", false, fmt.Errorf("read notes %s: %w", path, err)
 	}
-	return string(b), true, nil
+	return string(b), ok, nil
 }
 
 // NoteDates returns the dates that have a notes file, sorted ascending.

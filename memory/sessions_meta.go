@@ -490,10 +490,7 @@ func (f *Folder) SessionTitle(id string) (title string, ok bool, err error) {
 	if err != nil {
 		return "", false, fmt.Errorf("read session title: %w", err)
 	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", false, nil
-	}
+	b, _, err := readIfThere(path)
 	if err != nil {
 		return "", false, fmt.Errorf("read session title %s: %w", path, err)
 	}
