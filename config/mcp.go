@@ -213,11 +213,21 @@ func loadMCPServer(ms node, name, dir string) *MCPServer {
 // tool's is; a relative program with a / is relative to dir, the main
 // file's folder.
 func loadMCPCommand(n node, dir string) []string {
+	cmd, _ := loadCommand(n, dir, "", "[node, /opt/mcp/server.js, stdio]")
+	return cmd
+}
+
+// loadCommand reads the command key of n, the program and its arguments,
+// each a string that is not blank; a relative program with a / is
+// relative to dir, and the program must be one deskd can run (a problem
+// otherwise, its reason after owner: "tool quote: "). An empty list is a
+// problem, whose message shows example; st says whether the key was set
+// at all.
+func loadCommand(n node, dir, owner, example string) (cmd []string, st state) {
 	argv, st := n.list("command")
 	if st != set {
-		return nil
+		return nil, st
 	}
-	var cmd []string
 	for i, a := range argv {
 		s, ok := a.(string)
 		switch {
@@ -231,16 +241,16 @@ func loadMCPCommand(n node, dir string) []string {
 		cmd = append(cmd, s)
 	}
 	if len(cmd) == 0 {
-		n.problem("command", "want the program and its arguments, such as [node, /opt/mcp/server.js, stdio]")
-		return nil
+		n.problem("command", "want the program and its arguments, such as %s", example)
+		return nil, st
 	}
 	if prog := cmd[0]; strings.ContainsRune(prog, '/') && !filepath.IsAbs(prog) {
 		cmd[0] = filepath.Join(dir, prog)
 	}
 	if err := checkProgram(cmd[0]); err != nil {
-		n.problem("command", "%v", err)
+		n.problem("command", "%s%v", owner, err)
 	}
-	return cmd
+	return cmd, st
 }
 
 // loadMCPURL reads an HTTP server's url: http or https, with a host, and

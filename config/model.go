@@ -188,30 +188,8 @@ func loadDeskModelKeys(root node, d *Desk) {
 			t.Description = desc
 		}
 		t.Schema = loadSchema(tn)
-		if argv, st := tn.list("command"); st == set {
-			for j, a := range argv {
-				s, ok := a.(string)
-				switch {
-				case !ok:
-					tn.problem(fmt.Sprintf("command[%d]", j), "want a string, got %s", kind(a))
-					continue
-				case strings.TrimSpace(s) == "":
-					tn.problem(fmt.Sprintf("command[%d]", j), "must not be empty")
-					continue
-				}
-				t.Command = append(t.Command, s)
-			}
-			if len(t.Command) > 0 {
-				if prog := t.Command[0]; strings.ContainsRune(prog, '/') && !filepath.IsAbs(prog) {
-					t.Command[0] = filepath.Join(filepath.Dir(d.Path), prog)
-				}
-				if err := checkProgram(t.Command[0]); err != nil {
-					tn.problem("command", "tool %s: %v", t.Name, err)
-				}
-			} else if st == set {
-				tn.problem("command", "want the program and its arguments, such as [\"./quote\", \"--json\"]")
-			}
-		} else if st == absent {
+		var st state
+		if t.Command, st = loadCommand(tn, filepath.Dir(d.Path), "tool "+name+": ", `["./quote", "--json"]`); st == absent {
 			tn.problem("command", "required")
 		}
 		t.Timeout = router.DefaultToolTimeout
