@@ -220,11 +220,7 @@ func TestAnthropicIgnoresEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := p.Complete(t.Context(), Request{Messages: []Message{{Role: RoleUser, Text: "hi"}}})
-	if err != nil || resp.Text != "ok" {
-		t.Fatalf("Complete = %+v, %v", resp, err)
-	}
-	got := onlyRequest(t, srv)
+	_, got := sayHi(t, p, srv)
 	if got.Path != "/v1/messages" {
 		t.Errorf("path = %q, want /v1/messages", got.Path)
 	}

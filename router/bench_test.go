@@ -3,15 +3,10 @@ package router_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/deskd/deskd/desk/clock"
-	"github.com/deskd/deskd/desk/desktest"
-	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
 	"github.com/deskd/deskd/router/routertest"
 	"github.com/deskd/deskd/triggers"
@@ -35,33 +30,17 @@ func BenchmarkRouterTurn1000(b *testing.B) {
 	srv := routertest.New(b, routertest.ChatCompletions, routertest.Options{Answer: func(routertest.Request) routertest.Reply {
 		return routertest.Reply{Text: "noted", Usage: routertest.Usage{Input: 10, Output: 1}}
 	}})
-	c := clock.NewFake(time.Date(2026, 3, 2, 4, 0, 0, 0, time.UTC)) // 09:30 IST
-	f, err := memory.OpenFolder(filepath.Join(b.TempDir(), "desks", "main"), "main", c.Now)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bus := event.New()
-	b.Cleanup(bus.Close)
 	client, err := router.NewOpenAI(router.OpenAIOptions{Name: "openai", BaseURL: srv.BaseURL(), Model: "gpt-test",
 		APIKey: "bench-key", Timeout: time.Minute, HTTPClient: srv.Client()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	day := desktest.Day()
-	s := router.Settings{
+	g := newLoopRig(b) // 09:30 IST; its router has the built-in tools
+	r := g.router(router.Settings{
 		Route:        []router.Model{{Name: "openai", Provider: router.OpenAIProvider, Client: client}},
 		Instructions: "You run the main desk. Keep notes of what you learn.",
-		Tools:        router.BuiltinTools(f, func() memory.Date { return day.DateOf(c.Now()) }),
-	}
-	r, err := router.New(router.Options{Desk: "main", Folder: f, Clock: c, Day: day, Bus: bus, Settings: s})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { r.Close() })
+	})
 	ctx := context.Background()
-	if _, err := r.RestoreSession(ctx); err != nil {
-		b.Fatal(err)
-	}
 	send := func(i int) {
 		text := fmt.Sprintf("market event %d: NIFTY 22,%03d, BANKNIFTY 47,%03d; check the tape.", i, i%1000, (7*i)%1000)
 		if _, err := r.Send(ctx, triggers.Trigger{ID: fmt.Sprintf("t%d", i), Kind: triggers.Market, Text: text}); err != nil {
@@ -72,7 +51,7 @@ func BenchmarkRouterTurn1000(b *testing.B) {
 	for ; i < benchSessionRecords/2; i++ { // two records a turn: user, assistant
 		send(i)
 	}
-	recs, err := f.ReadSession(r.SessionID())
+	recs, err := g.folder.ReadSession(r.SessionID())
 	if err != nil {
 		b.Fatal(err)
 	}

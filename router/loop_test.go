@@ -55,14 +55,14 @@ func call(id, name, args string) router.ToolCall {
 }
 
 type loopRig struct {
-	t      *testing.T
+	t      testing.TB
 	clock  *clock.Fake
 	bus    *event.Bus
 	folder *memory.Folder
 	day    memory.TradingDay
 }
 
-func newLoopRig(t *testing.T) *loopRig {
+func newLoopRig(t testing.TB) *loopRig {
 	t.Helper()
 	c := clock.NewFake(time.Date(2026, 3, 2, 4, 0, 0, 0, time.UTC)) // 09:30 IST
 	f, err := memory.OpenFolder(filepath.Join(t.TempDir(), "desks", "main"), "main", c.Now)

@@ -43,10 +43,7 @@ func (m *provModel) lastSystem(t *testing.T) string {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.systems) == 0 {
-		t.Fatal("the model got no request")
-	}
-	return m.systems[len(m.systems)-1]
+	return lastOf(t, m.systems)
 }
 
 // provDesk is a desk folder, a fake clock, a bus and a router over them

@@ -67,6 +67,17 @@ func onlyRequest(t *testing.T, srv *routertest.Server) routertest.Request {
 	return reqs[0]
 }
 
+// sayHi sends p one user message, "hi", fails t unless the answer is
+// "ok", and returns the answer and the one request srv got.
+func sayHi(t *testing.T, p Provider, srv *routertest.Server) (Response, routertest.Request) {
+	t.Helper()
+	resp, err := p.Complete(t.Context(), Request{Messages: []Message{{Role: RoleUser, Text: "hi"}}})
+	if err != nil || resp.Text != "ok" {
+		t.Fatalf("Complete = %+v, %v", resp, err)
+	}
+	return resp, onlyRequest(t, srv)
+}
+
 // wire is one field of a request body: its path (see routertest.JSONAt)
 // and the value it must have.
 type wire struct {

@@ -64,14 +64,21 @@ func (f *fake) last(t *testing.T) []string {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.reqs) == 0 {
-		t.Fatal("the model got no request")
-	}
 	var out []string
-	for _, m := range f.reqs[len(f.reqs)-1].Messages {
+	for _, m := range lastOf(t, f.reqs).Messages {
 		out = append(out, m.Role+": "+m.Text)
 	}
 	return out
+}
+
+// lastOf returns the last of kept, what a test model kept of each request
+// it got, and fails t when it got none. The caller holds the model's lock.
+func lastOf[T any](t *testing.T, kept []T) T {
+	t.Helper()
+	if len(kept) == 0 {
+		t.Fatal("the model got no request")
+	}
+	return kept[len(kept)-1]
 }
 
 var offline = router.Model{Name: "offline", Provider: router.ScriptedProvider, Client: router.Scripted{}}
@@ -417,6 +424,22 @@ func TestDigest(t *testing.T) {
 	})
 }
 
+// closeWithTail closes r and appends tail to its session file (a torn
+// line, as a write cut short leaves it, or nothing); it returns the
+// file's path and its good records, what it held before the tail.
+func closeWithTail(t *testing.T, r *router.Router, folder *memory.Folder, tail string) (path, good string) {
+	t.Helper()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path = folder.SessionPath(r.SessionID())
+	good = readFile(t, path)
+	if err := os.WriteFile(path, []byte(good+tail), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return path, good
+}
+
 func TestRestoreReportsATornSessionFileOnce(t *testing.T) {
 	tests := []struct {
 		name string
@@ -432,14 +455,7 @@ func TestRestoreReportsATornSessionFileOnce(t *testing.T) {
 			r, folder, _ := g.open(offline)
 			send(t, r, "t1", "hello")
 			id := r.SessionID()
-			if err := r.Close(); err != nil {
-				t.Fatal(err)
-			}
-			path := folder.SessionPath(id)
-			good := readFile(t, path)
-			if err := os.WriteFile(path, []byte(good+tt.tail), 0o640); err != nil {
-				t.Fatal(err)
-			}
+			path, good := closeWithTail(t, r, folder, tt.tail)
 
 			r2, _, resumed := g.open(offline)
 			if !resumed || r2.SessionID() != id {

@@ -55,14 +55,12 @@ func (p *ticking) setFail(fail bool) {
 	p.fail = fail
 }
 
+// lastMessages returns how many messages the last request carried.
 func (p *ticking) lastMessages(t *testing.T) int {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.messages) == 0 {
-		t.Fatal("the model got no request")
-	}
-	return p.messages[len(p.messages)-1]
+	return lastOf(t, p.messages)
 }
 
 var prices = router.Prices{Input: 2.5, Output: 10.1, CachedInput: 1.25}
@@ -76,6 +74,18 @@ func priced(p *ticking) router.Model {
 func callCost(u memory.Usage) float64 {
 	fresh := u.InputTokens - u.CachedTokens
 	return (float64(fresh)*prices.Input + float64(u.CachedTokens)*prices.CachedInput + float64(u.OutputTokens)*prices.Output) / 1e6
+}
+
+// tickingDesk is where most spend tests start: a rig at 10:00 IST on
+// 1 March, a ticking model that takes a second a call (p), and a router
+// answered by it (r, over folder) that has run turn t1, "one".
+func tickingDesk(t *testing.T) (g *rig, p *ticking, r *router.Router, folder *memory.Folder) {
+	t.Helper()
+	g = newRig(t, "2026-03-01T04:30:00Z")
+	p = &ticking{clock: g.clock, step: time.Second}
+	r, folder, _ = g.open(priced(p))
+	send(t, r, "t1", "one")
+	return g, p, r, folder
 }
 
 // TestSpendAfterACrashIsTheLiveSpend: a router dropped without Close
@@ -165,10 +175,7 @@ func TestSpendAfterACrashIsTheLiveSpend(t *testing.T) {
 // whose model call failed is not an exchange after a crash either, and an
 // answer of a later turn is counted.
 func TestCrashInATurnThatGotNoAnswer(t *testing.T) {
-	g := newRig(t, "2026-03-01T04:30:00Z")
-	p := &ticking{clock: g.clock, step: time.Second}
-	r, _, _ := g.open(priced(p))
-	send(t, r, "t1", "one")
+	g, p, r, _ := tickingDesk(t)
 	if err := r.Close(); err != nil { // the mark is after t1's answer
 		t.Fatal(err)
 	}
@@ -199,10 +206,7 @@ func TestCrashInATurnThatGotNoAnswer(t *testing.T) {
 // TestNoStateRewritePerCall: a turn on the session's own trading date
 // leaves the state file as it was; the spend is in the session file.
 func TestNoStateRewritePerCall(t *testing.T) {
-	g := newRig(t, "2026-03-01T04:30:00Z")
-	p := &ticking{clock: g.clock, step: time.Second}
-	r, folder, _ := g.open(priced(p))
-	send(t, r, "t1", "one")
+	g, _, r, folder := tickingDesk(t)
 	path := folder.Path(memory.StateFile)
 	before := readFile(t, path)
 	for i := range 3 {
@@ -228,6 +232,26 @@ func TestNoStateRewritePerCall(t *testing.T) {
 	}
 }
 
+// rigWithFiles is a rig at 10:00 IST on 1 March whose desk folder holds
+// what an earlier process left: session, the file of session id, and
+// state, the state file; it returns the rig and the two files' paths.
+func rigWithFiles(t *testing.T, id, session, state string) (g *rig, sessionPath, statePath string) {
+	t.Helper()
+	g = newRig(t, "2026-03-01T04:30:00Z")
+	if err := os.MkdirAll(filepath.Join(g.dir, memory.SessionsDir), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	sessionPath = filepath.Join(g.dir, memory.SessionsDir, id+".jsonl")
+	statePath = filepath.Join(g.dir, memory.StateFile)
+	if err := os.WriteFile(sessionPath, []byte(session), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(statePath, []byte(state), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return g, sessionPath, statePath
+}
+
 // TestRestoreAStateFileOfAnOlderDeskd: a state file without a mark, beside
 // a session file whose records carry no cost (as today's deskd wrote
 // them, rewriting the state after every call), is read in place: its
@@ -235,10 +259,6 @@ func TestNoStateRewritePerCall(t *testing.T) {
 // exchanges and history are the file's, and it is rewritten with a mark;
 // the spend goes on from it across a crash.
 func TestRestoreAStateFileOfAnOlderDeskd(t *testing.T) {
-	g := newRig(t, "2026-03-01T04:30:00Z")
-	if err := os.MkdirAll(filepath.Join(g.dir, memory.SessionsDir), 0o750); err != nil {
-		t.Fatal(err)
-	}
 	const id = "20260301T030000Z-0a0b0c0d"
 	session := `{"type":"header","at":"2026-03-01T03:00:00Z","session":"` + id + `","desk":"main","trading_date":"2026-03-01"}
 {"type":"message","at":"2026-03-01T03:00:01Z","role":"user","text":"Buy NIFTY?","trigger":"t1","kind":"market"}
@@ -257,14 +277,7 @@ func TestRestoreAStateFileOfAnOlderDeskd(t *testing.T) {
   }
 }
 `
-	sessionPath := filepath.Join(g.dir, memory.SessionsDir, id+".jsonl")
-	statePath := filepath.Join(g.dir, memory.StateFile)
-	if err := os.WriteFile(sessionPath, []byte(session), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(statePath, []byte(old), 0o640); err != nil {
-		t.Fatal(err)
-	}
+	g, sessionPath, statePath := rigWithFiles(t, id, session, old)
 	p := &ticking{clock: g.clock, step: time.Second}
 	r, _, resumed := g.open(priced(p))
 	want := router.Spend{Date: memory.Date{Year: 2026, Month: 3, Day: 1}, DayTokens: 1650, DayCost: 0.004, SessionTokens: 1150}
@@ -333,11 +346,8 @@ func sessionFDs(t *testing.T, path string) int {
 // descriptor of its session file and reads none of its history until its
 // first turn; its status is right before that; the turn opens it once.
 func TestRestoreOpensTheSessionFileAtFirstUse(t *testing.T) {
-	g := newRig(t, "2026-03-01T04:30:00Z")
-	p := &ticking{clock: g.clock, step: time.Second}
-	r, folder, _ := g.open(priced(p))
+	g, p, r, folder := tickingDesk(t) // t1 wrote the first session's file: it is written at its first use
 	id := r.SessionID()
-	send(t, r, "t1", "one") // the first session's file is written at its first use
 	path, err := filepath.EvalSymlinks(folder.SessionPath(id))
 	if err != nil {
 		t.Fatal(err)
@@ -375,10 +385,7 @@ func TestRestoreOpensTheSessionFileAtFirstUse(t *testing.T) {
 // moves the state's mark to the end of the session file, so that a
 // restore reads only that day's records.
 func TestMarkMovesOnANewTradingDate(t *testing.T) {
-	g := newRig(t, "2026-03-01T04:30:00Z")
-	p := &ticking{clock: g.clock, step: time.Second}
-	r, folder, _ := g.open(priced(p))
-	send(t, r, "t1", "one")
+	g, p, r, folder := tickingDesk(t)
 	path := folder.Path(memory.StateFile)
 	before := readFile(t, path)
 	g.clock.Set(desktest.At("2026-03-01T19:00:00Z")) // 00:30 IST, 2 March
@@ -402,10 +409,7 @@ func TestMarkMovesOnANewTradingDate(t *testing.T) {
 // (an operator replaced it) does not fit: the file is read whole and the
 // state's spend kept.
 func TestMarkOfAReplacedSessionFile(t *testing.T) {
-	g := newRig(t, "2026-03-01T04:30:00Z")
-	p := &ticking{clock: g.clock, step: time.Second}
-	r, folder, _ := g.open(priced(p))
-	send(t, r, "t1", "one")
+	g, p, r, folder := tickingDesk(t)
 	send(t, r, "t2", "two")
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
@@ -435,10 +439,6 @@ func TestMarkOfAReplacedSessionFile(t *testing.T) {
 // of the whole file: the latest checkpoint (in the system prompt), the
 // turn it was made for, and what came after.
 func TestFirstUseReadsTheHistoryFromTheLatestCheckpoint(t *testing.T) {
-	g := newRig(t, "2026-03-01T04:30:00Z")
-	if err := os.MkdirAll(filepath.Join(g.dir, memory.SessionsDir), 0o750); err != nil {
-		t.Fatal(err)
-	}
 	const id = "20260301T030000Z-0a0b0c0e"
 	session := `{"type":"header","at":"2026-03-01T03:00:00Z","session":"` + id + `","desk":"main","trading_date":"2026-03-01"}
 {"type":"message","at":"2026-03-01T03:00:01Z","role":"user","text":"q1","trigger":"t1"}
@@ -457,13 +457,8 @@ func TestFirstUseReadsTheHistoryFromTheLatestCheckpoint(t *testing.T) {
 {"type":"message","at":"2026-03-01T03:03:01Z","role":"user","text":"q4","trigger":"t4"}
 {"type":"message","at":"2026-03-01T03:03:02Z","role":"assistant","text":"a4","trigger":"t4","usage":{"input_tokens":5,"output_tokens":1}}
 `
-	if err := os.WriteFile(filepath.Join(g.dir, memory.SessionsDir, id+".jsonl"), []byte(session), 0o640); err != nil {
-		t.Fatal(err)
-	}
 	old := `{"session": "` + id + `", "trading_date": "2026-03-01", "spend": {"trading_date": "2026-03-01", "day_tokens": 36, "session_tokens": 36}}`
-	if err := os.WriteFile(filepath.Join(g.dir, memory.StateFile), []byte(old), 0o640); err != nil {
-		t.Fatal(err)
-	}
+	g, _, _ := rigWithFiles(t, id, session, old)
 	r, folder, _ := g.open(offline)
 	if err := r.Close(); err != nil { // the older state file is marked now
 		t.Fatal(err)

@@ -59,6 +59,21 @@ func TestRouterBuildsWithoutAProviderSDK(t *testing.T) {
 func TestStreamsAreReadAsServicesFrameThem(t *testing.T) {
 	long := strings.Repeat("0123456789abcdef", 8<<10) // 128 KiB, past the reader's buffer
 	crlf := func(ev string) string { return strings.ReplaceAll(ev, "\n", "\r\n") + "\r" }
+	// completeFramed returns p's answer to buyINFY, failing t unless it
+	// is the one both services stream: the text "Buying <long> now." and
+	// the calls get_quote (id quote) and note (id note).
+	completeFramed := func(t *testing.T, p Provider, quote, note string) Response {
+		t.Helper()
+		resp := mustComplete(t, p, buyINFY)
+		if want := "Buying " + long + " now."; resp.Text != want {
+			t.Errorf("Text is %d bytes (%.40q...), want %d", len(resp.Text), resp.Text, len(want))
+		}
+		checkToolCalls(t, resp.ToolCalls, []ToolCall{
+			{ID: quote, Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"INFY"}`)},
+			{ID: note, Name: "note", Arguments: json.RawMessage(`{"text":"x"}`)},
+		})
+		return resp
+	}
 	oaiCall := func(index int, id, name, args string) string {
 		c := map[string]any{"index": index, "function": map[string]string{"name": name, "arguments": args}}
 		if id != "" {
@@ -81,17 +96,7 @@ func TestStreamsAreReadAsServicesFrameThem(t *testing.T) {
 			oaiDelta(`{}`, "tool_calls"),
 			": another comment\n"+oaiUsage,
 			"data: [DONE]"))
-		resp, err := p.Complete(t.Context(), buyINFY)
-		if err != nil {
-			t.Fatalf("Complete: %v", err)
-		}
-		if want := "Buying " + long + " now."; resp.Text != want {
-			t.Errorf("Text is %d bytes (%.40q...), want %d", len(resp.Text), resp.Text, len(want))
-		}
-		checkToolCalls(t, resp.ToolCalls, []ToolCall{
-			{ID: "call_a", Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"INFY"}`)},
-			{ID: "call_b", Name: "note", Arguments: json.RawMessage(`{"text":"x"}`)},
-		})
+		resp := completeFramed(t, p, "call_a", "call_b")
 		if want := (memory.Usage{InputTokens: 1200, OutputTokens: 7, CachedTokens: 1024}); resp.Usage != want || resp.StopReason != "tool_calls" {
 			t.Errorf("Usage, StopReason = %+v, %q; want %+v, tool_calls", resp.Usage, resp.StopReason, want)
 		}
@@ -124,17 +129,7 @@ func TestStreamsAreReadAsServicesFrameThem(t *testing.T) {
 			// The final usage: message_delta's counts replace message_start's.
 			"event: message_delta\n"+`data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":70,"cache_read_input_tokens":1200}}`,
 			crlf(antMsgStop)))
-		resp, err := p.Complete(t.Context(), buyINFY)
-		if err != nil {
-			t.Fatalf("Complete: %v", err)
-		}
-		if want := "Buying " + long + " now."; resp.Text != want {
-			t.Errorf("Text is %d bytes (%.40q...), want %d", len(resp.Text), resp.Text, len(want))
-		}
-		checkToolCalls(t, resp.ToolCalls, []ToolCall{
-			{ID: "toolu_a", Name: "get_quote", Arguments: json.RawMessage(`{"symbol":"INFY"}`)},
-			{ID: "toolu_b", Name: "note", Arguments: json.RawMessage(`{"text":"x"}`)},
-		})
+		resp := completeFramed(t, p, "toolu_a", "toolu_b")
 		want := memory.Usage{InputTokens: 40 + 8 + 1200, OutputTokens: 70, CachedTokens: 1200, CacheWriteTokens: 8}
 		if resp.Usage != want || resp.StopReason != "tool_use" || resp.ModelID != "claude-test-20260101" {
 			t.Errorf("Usage, StopReason, ModelID = %+v, %q, %q; want %+v, tool_use, claude-test-20260101", resp.Usage, resp.StopReason, resp.ModelID, want)

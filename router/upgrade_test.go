@@ -29,14 +29,7 @@ func TestRestoreAnOlderStateFileCountsOnceAndMarks(t *testing.T) {
 			send(t, r, "t1", "hello")
 			send(t, r, "t2", "again")
 			id := r.SessionID()
-			if err := r.Close(); err != nil {
-				t.Fatal(err)
-			}
-			path := folder.SessionPath(id)
-			good := readFile(t, path)
-			if err := os.WriteFile(path, []byte(good+tail), 0o640); err != nil {
-				t.Fatal(err)
-			}
+			path, good := closeWithTail(t, r, folder, tail)
 			unmarked := `{"session": "` + id + `", "trading_date": "2026-03-01"}` + "\n"
 			if err := os.WriteFile(folder.Path(memory.StateFile), []byte(unmarked), 0o640); err != nil {
 				t.Fatal(err)
