@@ -297,14 +297,7 @@ func (c *clusterHost) contendAfter(name string, delay time.Duration) {
 
 // sleep waits d on the daemon's clock; false when ctx ended first.
 func (c *clusterHost) sleep(ctx context.Context, d time.Duration) bool {
-	t := c.clk.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
+	return clock.Sleep(ctx, c.clk, d) == nil
 }
 
 // acquire is the desk's acquirer (contend).

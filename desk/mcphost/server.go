@@ -239,14 +239,7 @@ func (s *server) down(ctx context.Context, err error, backoff time.Duration) boo
 	if o.Bus != nil {
 		event.Publish(o.Bus, event.MCPServerDown{Header: event.Header{At: o.Clock.Now()}, Server: s.name, Error: text, RetryAt: retryAt})
 	}
-	t := o.Clock.NewTimer(backoff)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return clock.Sleep(ctx, o.Clock, backoff) == nil
 }
 
 // snapshot is a server's state, for a toolset.

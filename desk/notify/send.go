@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/deskd/deskd/desk/clock"
 	"github.com/deskd/deskd/desk/event"
 )
 
@@ -166,12 +167,7 @@ func (n *Notifier) send(ctx context.Context, t *target) {
 		attempts++
 		n.failedPost(t, e, err, backoff, attempts)
 		wait := min(backoff, max(t.GiveUpAfter-n.o.Clock.Now().Sub(e.Item.at), 0))
-		timer := n.o.Clock.NewTimer(wait)
-		select {
-		case <-timer.C():
-		case <-ctx.Done():
-		}
-		timer.Stop()
+		_ = clock.Sleep(ctx, n.o.Clock, wait) // an end of ctx is seen at the loop's top
 		backoff = min(2*backoff, MaxBackoff)
 	}
 }
