@@ -32,6 +32,7 @@ const errNoPeers = 10005
 // host is one deskd host of a test: its own connection to the cluster,
 // its stores and its leases.
 type host struct {
+	name   string
 	nc     *nats.Conn
 	stores *cluster.Stores
 	leases *cluster.Leases
@@ -61,7 +62,73 @@ func newHost(t testing.TB, c *natstest.Cluster, name string, clk clock.Clock) *h
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &host{nc: nc, stores: s, leases: l}
+	return &host{name: name, nc: nc, stores: s, leases: l}
+}
+
+// twoHosts is a cluster of n nodes with host a and host other on it,
+// both on one fake clock.
+func twoHosts(t testing.TB, n int, other string) (*clock.Fake, *host, *host) {
+	t.Helper()
+	c := natstest.StartCluster(t, n)
+	clk := clock.NewFake(t0)
+	return clk, newHost(t, c, "a", clk), newHost(t, c, other, clk)
+}
+
+// acquire is the lease of desk that h takes within 30s; it fails the
+// test otherwise.
+func (h *host) acquire(t testing.TB, desk string) *cluster.Lease {
+	t.Helper()
+	l, err := h.leases.Acquire(within(t, 30*time.Second), desk, nil)
+	must(t, h.name+" acquires desk "+desk, err)
+	return l
+}
+
+// fence is h's WAL writer of desk under lease, fenced within 10s; it
+// fails the test otherwise.
+func (h *host) fence(t testing.TB, desk string, lease cluster.Holder) *cluster.Writer {
+	t.Helper()
+	w, err := cluster.Fence(within(t, 10*time.Second), h.stores, desk, h.name, lease)
+	must(t, h.name+" fences desk "+desk, err)
+	return w
+}
+
+// contender is a host acquiring a desk in the background, as a standby
+// does: it reports each sighting of the owner's lease on seen, then the
+// lease it wins on won, or its acquire's error on errc.
+type contender struct {
+	host string
+	seen chan cluster.Standby
+	won  chan *cluster.Lease
+	errc chan error
+}
+
+// contend has h acquire desk in the background until the test ends.
+func (h *host) contend(t testing.TB, desk string) contender {
+	c := contender{host: h.name, seen: make(chan cluster.Standby, 16), won: make(chan *cluster.Lease, 1), errc: make(chan error, 1)}
+	go func() {
+		l, err := h.leases.Acquire(t.Context(), desk, func(s cluster.Standby) { c.seen <- s })
+		if err != nil {
+			c.errc <- err
+			return
+		}
+		c.won <- l
+	}()
+	return c
+}
+
+// wins is the lease c wins within 10s; it fails the test, saying by when
+// the desk was due (after), if c's acquire fails or takes longer.
+func (c contender) wins(t testing.TB, after string) *cluster.Lease {
+	t.Helper()
+	select {
+	case l := <-c.won:
+		return l
+	case err := <-c.errc:
+		t.Fatalf("%s's acquire: %v", c.host, err)
+	case <-within(t, 10*time.Second).Done():
+		t.Fatalf("%s did not take the desk within 10s %s", c.host, after)
+	}
+	return nil
 }
 
 // within is a context for one step of a test.
@@ -82,36 +149,23 @@ func TestTwoContendersNeverBothHold(t *testing.T) {
 	clk := clock.NewFake(t0)
 	a, b, obs := newHost(t, c, "a", clk), newHost(t, c, "b", clk), newHost(t, c, "obs", clk)
 
-	ha, err := a.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
-	if err != nil {
-		t.Fatalf("a acquires a free desk: %v", err)
-	}
+	ha := a.acquire(t, "alpha")
 	if !ha.Holds() || ha.Owner().Host != "a" || ha.Epoch() == 0 {
 		t.Fatalf("a's lease: holds %v, owner %+v", ha.Holds(), ha.Owner())
 	}
 
-	seen := make(chan cluster.Standby, 16)
-	won := make(chan *cluster.Lease, 1)
-	errc := make(chan error, 1)
-	go func() {
-		hb, err := b.leases.Acquire(t.Context(), "alpha", func(s cluster.Standby) { seen <- s })
-		if err != nil {
-			errc <- err
-			return
-		}
-		won <- hb
-	}()
+	cb := b.contend(t, "alpha")
 	// next is b's next sighting of a's lease; b never plans to take the
 	// desk before a's lease runs out.
 	next := func() cluster.Owner {
 		t.Helper()
 		select {
-		case s := <-seen:
+		case s := <-cb.seen:
 			if s.TakeAt.Before(ha.HeldUntil()) {
 				t.Fatalf("b will try to take the desk at %v, before a's lease runs out at %v", s.TakeAt, ha.HeldUntil())
 			}
 			return s.Owner
-		case err := <-errc:
+		case err := <-cb.errc:
 			t.Fatalf("b's acquire: %v", err)
 		case <-within(t, 10*time.Second).Done():
 			t.Fatal("b saw no write of a within 10s")
@@ -128,7 +182,7 @@ func TestTwoContendersNeverBothHold(t *testing.T) {
 			t.Fatalf("renewal %d: b sees %+v, want a at the same epoch %d", i+1, o, ha.Epoch())
 		}
 		select {
-		case hb := <-won:
+		case hb := <-cb.won:
 			t.Fatalf("b won the desk (epoch %d) while a renewed it", hb.Epoch())
 		default:
 		}
@@ -142,7 +196,7 @@ func TestTwoContendersNeverBothHold(t *testing.T) {
 		t.Fatalf("a lost the desk %v after its last renewal, before the lease (%v): %v", lease-time.Millisecond, lease, ha.Err())
 	}
 	select {
-	case hb := <-won:
+	case hb := <-cb.won:
 		t.Fatalf("b won the desk before a full lease had passed since a's last renewal (epoch %d)", hb.Epoch())
 	default:
 	}
@@ -150,14 +204,7 @@ func TestTwoContendersNeverBothHold(t *testing.T) {
 	if ha.Holds() {
 		t.Fatal("a still holds the desk a full lease after its last renewal")
 	}
-	var hb *cluster.Lease
-	select {
-	case hb = <-won:
-	case err := <-errc:
-		t.Fatalf("b's acquire: %v", err)
-	case <-within(t, 10*time.Second).Done():
-		t.Fatal("b did not take the desk within 10s of the lease's end")
-	}
+	hb := cb.wins(t, "of the lease's end")
 	defer hb.Release(context.Background())
 	if since := hb.Owner().Since; since.Before(ha.HeldUntil()) {
 		t.Errorf("b took the desk at %v, before a's lease ran out at %v", since, ha.HeldUntil())
@@ -196,13 +243,8 @@ func renewed(t *testing.T, h *cluster.Lease, sent time.Time) {
 // revision of the winning write, before and after renewals.
 func TestRenewalsKeepTheEpoch(t *testing.T) {
 	t.Parallel() // waits on NATS: beside the rest
-	c := natstest.StartCluster(t, 1)
-	clk := clock.NewFake(t0)
-	a, obs := newHost(t, c, "a", clk), newHost(t, c, "obs", clk)
-	ha, err := a.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	clk, a, obs := twoHosts(t, 1, "obs")
+	ha := a.acquire(t, "alpha")
 	defer ha.Release(context.Background())
 	kv := obs.stores.Owners
 	first, err := kv.Get(within(t, 10*time.Second), cluster.Key("alpha"))
@@ -241,22 +283,11 @@ func TestRenewalsKeepTheEpoch(t *testing.T) {
 // without waiting out the lease (the fake clock does not move).
 func TestReleaseHandsOverAtOnce(t *testing.T) {
 	t.Parallel() // waits on NATS: beside the rest
-	c := natstest.StartCluster(t, 1)
-	clk := clock.NewFake(t0)
-	a, b := newHost(t, c, "a", clk), newHost(t, c, "b", clk)
-	ha, err := a.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := make(chan cluster.Standby, 4)
-	won := make(chan *cluster.Lease, 1)
-	go func() {
-		if hb, err := b.leases.Acquire(t.Context(), "alpha", func(s cluster.Standby) { seen <- s }); err == nil {
-			won <- hb
-		}
-	}()
+	clk, a, b := twoHosts(t, 1, "b")
+	ha := a.acquire(t, "alpha")
+	cb := b.contend(t, "alpha")
 	select {
-	case <-seen:
+	case <-cb.seen:
 	case <-within(t, 10*time.Second).Done():
 		t.Fatal("b did not see a's lease")
 	}
@@ -266,14 +297,10 @@ func TestReleaseHandsOverAtOnce(t *testing.T) {
 	if !errors.Is(ha.Err(), cluster.ErrReleased) || ha.Holds() {
 		t.Fatalf("a released: holds %v, err %v", ha.Holds(), ha.Err())
 	}
-	select {
-	case hb := <-won:
-		defer hb.Release(context.Background())
-		if hb.Epoch() <= ha.Epoch() {
-			t.Errorf("b's epoch %d is not after a's %d", hb.Epoch(), ha.Epoch())
-		}
-	case <-within(t, 10*time.Second).Done():
-		t.Fatal("b did not take the released desk")
+	hb := cb.wins(t, "of a's release")
+	defer hb.Release(context.Background())
+	if hb.Epoch() <= ha.Epoch() {
+		t.Errorf("b's epoch %d is not after a's %d", hb.Epoch(), ha.Epoch())
 	}
 	if !clk.Now().Equal(t0) {
 		t.Fatalf("the clock moved")
@@ -294,33 +321,19 @@ func (p paused) Holds() bool   { return true }
 // publishes again, and the WAL ends with b's records.
 func TestStaleOwnerIsFenced(t *testing.T) {
 	t.Parallel() // waits on NATS: beside the rest
-	c := natstest.StartCluster(t, 3)
-	clk := clock.NewFake(t0)
-	a, b := newHost(t, c, "a", clk), newHost(t, c, "b", clk)
-	ha, err := a.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wa, err := cluster.Fence(within(t, 10*time.Second), a.stores, "alpha", "a", paused{ha.Epoch()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, a, b := twoHosts(t, 3, "b")
+	ha := a.acquire(t, "alpha")
+	wa := a.fence(t, "alpha", paused{ha.Epoch()})
 	if err := wa.Append(within(t, 10*time.Second), "triggers.jsonl", 0, []byte("{\"id\":\"t1\"}\n")); err != nil {
 		t.Fatalf("the owner's append: %v", err)
 	}
 	if err := ha.Release(within(t, 10*time.Second)); err != nil { // as if its lease had run out
 		t.Fatal(err)
 	}
-	hb, err := b.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hb := b.acquire(t, "alpha")
 	defer hb.Release(context.Background())
-	wb, err := cluster.Fence(within(t, 10*time.Second), b.stores, "alpha", "b", hb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = wa.Append(within(t, 10*time.Second), "triggers.jsonl", 12, []byte("{\"id\":\"t2\"}\n"))
+	wb := b.fence(t, "alpha", hb)
+	err := wa.Append(within(t, 10*time.Second), "triggers.jsonl", 12, []byte("{\"id\":\"t2\"}\n"))
 	if !errors.Is(err, cluster.ErrFenced) || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("the stale owner's append: %v, want refused by the stream (ErrFenced)", err)
 	}
@@ -350,19 +363,9 @@ func TestStaleOwnerIsFenced(t *testing.T) {
 // writes before publishing them.
 func TestLostLeaseWritesNothing(t *testing.T) {
 	t.Parallel() // waits on NATS: beside the rest
-	c := natstest.StartCluster(t, 1)
 	clk := clock.NewFake(t0)
-	a := newHost(t, c, "a", clk)
-	ha, err := a.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := cluster.Fence(within(t, 10*time.Second), a.stores, "alpha", "a", ha)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.nc.Close() // no renewal can succeed
-	clk.Advance(lease)
+	a, w := ownerOn(t, natstest.StartCluster(t, 1), clk)
+	a.loseLease(clk)
 	if err := w.Append(context.Background(), "x", 0, []byte("x\n")); !errors.Is(err, cluster.ErrFenced) || !strings.Contains(err.Error(), "lease is lost") {
 		t.Fatalf("append after the lease ran out: %v, want ErrFenced (the lease is lost)", err)
 	}
@@ -372,19 +375,23 @@ func TestLostLeaseWritesNothing(t *testing.T) {
 // the lease is released at the end of the test.
 func owner(t testing.TB, c *natstest.Cluster) (*host, *cluster.Writer) {
 	t.Helper()
-	a := newHost(t, c, "a", clock.NewFake(t0))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	h, err := a.leases.Acquire(ctx, "alpha", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return ownerOn(t, c, clock.NewFake(t0))
+}
+
+// ownerOn is owner on the clock clk.
+func ownerOn(t testing.TB, c *natstest.Cluster, clk clock.Clock) (*host, *cluster.Writer) {
+	t.Helper()
+	a := newHost(t, c, "a", clk)
+	h := a.acquire(t, "alpha")
 	t.Cleanup(func() { _ = h.Release(context.Background()) })
-	w, err := cluster.Fence(ctx, a.stores, "alpha", "a", h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a, w
+	return a, a.fence(t, "alpha", h)
+}
+
+// loseLease cuts h off the cluster, so that no renewal can succeed, and
+// moves clk (h's clock) a full lease on: h's leases run out.
+func (h *host) loseLease(clk *clock.Fake) {
+	h.nc.Close()
+	clk.Advance(lease)
 }
 
 // last is the writer's last sequence.

@@ -65,6 +65,24 @@ func rebuilt(t testing.TB, s *cluster.Stores, through uint64) (string, cluster.R
 	return dir, r
 }
 
+// replicas is a desks folder written through Replicas over inner (nil:
+// the operating system's), with desk alpha attached to w; live is
+// alpha's folder.
+func replicas(t testing.TB, inner durable.FS, w *cluster.Writer) (r *cluster.Replicas, live string) {
+	t.Helper()
+	desks := t.TempDir()
+	r = cluster.NewReplicas(inner, desks)
+	r.Attach("alpha", w)
+	return r, filepath.Join(desks, "alpha")
+}
+
+// group is a durable.Group closed at the end of the test.
+func group(t testing.TB) *durable.Group {
+	g := durable.NewGroup(nil)
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
 // noTemps fails if a temporary file is left below dir.
 func noTemps(t *testing.T, dir string) {
 	t.Helper()
@@ -87,12 +105,8 @@ func noTemps(t *testing.T, dir string) {
 func TestReplicasRebuildIsTheLiveFolder(t *testing.T) {
 	t.Parallel() // waits on NATS: beside the rest
 	a, w := owner(t, natstest.StartCluster(t, 3))
-	desks := t.TempDir()
-	live := filepath.Join(desks, "alpha")
-	g := durable.NewGroup(nil)
-	defer g.Close()
-	r := cluster.NewReplicas(g, desks)
-	r.Attach("alpha", w)
+	g := group(t)
+	r, live := replicas(t, g, w)
 
 	session := filepath.Join(live, "sessions", "s1.jsonl")
 	l, _ := openLog(t, r, session)
@@ -204,17 +218,9 @@ func TestReplicasRebuildIsTheLiveFolder(t *testing.T) {
 // written: neither an append nor a new file.
 func TestReplicasFencedWriterCutsBack(t *testing.T) {
 	t.Parallel() // waits on NATS: beside the rest
-	c := natstest.StartCluster(t, 3)
-	clk := clock.NewFake(t0)
-	a, b := newHost(t, c, "a", clk), newHost(t, c, "b", clk)
-	ha, err := a.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
-	must(t, "a acquires", err)
-	wa, err := cluster.Fence(within(t, 10*time.Second), a.stores, "alpha", "a", paused{ha.Epoch()})
-	must(t, "a fences", err)
-	desks := t.TempDir()
-	live := filepath.Join(desks, "alpha")
-	r := cluster.NewReplicas(nil, desks)
-	r.Attach("alpha", wa)
+	_, a, b := twoHosts(t, 3, "b")
+	ha := a.acquire(t, "alpha")
+	r, live := replicas(t, nil, a.fence(t, "alpha", paused{ha.Epoch()}))
 	path := filepath.Join(live, "triggers.jsonl")
 	l, _ := openLog(t, r, path)
 	defer l.Close()
@@ -222,13 +228,11 @@ func TestReplicasFencedWriterCutsBack(t *testing.T) {
 	must(t, "append t2, unsynced", l.Append([]byte(`{"id":"t2"}`), false))
 
 	must(t, "a's lease runs out", ha.Release(within(t, 10*time.Second)))
-	hb, err := b.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
-	must(t, "b acquires", err)
+	hb := b.acquire(t, "alpha")
 	defer hb.Release(context.Background())
-	_, err = cluster.Fence(within(t, 10*time.Second), b.stores, "alpha", "b", hb)
-	must(t, "b fences", err)
+	b.fence(t, "alpha", hb)
 
-	err = l.Append([]byte(`{"id":"t3"}`), true)
+	err := l.Append([]byte(`{"id":"t3"}`), true)
 	if !errors.Is(err, cluster.ErrFenced) {
 		t.Fatalf("the stale owner's synced append: %v, want ErrFenced", err)
 	}
@@ -398,8 +402,8 @@ func TestSeedThenRebuild(t *testing.T) {
 // with Replicas the WAL records.
 func BenchmarkSyncedAppend400(b *testing.B) {
 	rec := bytes.Repeat([]byte("x"), 399) // and its '\n'
-	run := func(b *testing.B, g *durable.Group, fsys durable.FS, desks string) {
-		l, _, err := durable.OpenLog(fsys, filepath.Join(desks, "alpha", "sessions", "s1.jsonl"), 0o640, func([]byte) bool { return true })
+	run := func(b *testing.B, g *durable.Group, fsys durable.FS, live string) {
+		l, _, err := durable.OpenLog(fsys, filepath.Join(live, "sessions", "s1.jsonl"), 0o640, func([]byte) bool { return true })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -413,9 +417,8 @@ func BenchmarkSyncedAppend400(b *testing.B) {
 		b.ReportMetric(float64(g.Stats().Fsyncs-before)/float64(b.N), "fsyncs/op")
 	}
 	b.Run("local", func(b *testing.B) {
-		g := durable.NewGroup(nil)
-		defer g.Close()
-		run(b, g, g, b.TempDir())
+		g := group(b)
+		run(b, g, g, filepath.Join(b.TempDir(), "alpha"))
 	})
 	b.Run("publish", func(b *testing.B) { // the WAL's round trip alone
 		_, w := owner(b, natstest.StartCluster(b, 3))
@@ -430,13 +433,10 @@ func BenchmarkSyncedAppend400(b *testing.B) {
 	})
 	b.Run("replicated", func(b *testing.B) {
 		_, w := owner(b, natstest.StartCluster(b, 3))
-		g := durable.NewGroup(nil)
-		defer g.Close()
-		desks := b.TempDir()
-		r := cluster.NewReplicas(g, desks)
-		r.Attach("alpha", w)
+		g := group(b)
+		r, live := replicas(b, g, w)
 		first := last(w)
-		run(b, g, r, desks)
+		run(b, g, r, live)
 		b.ReportMetric(float64(last(w)-first)/float64(b.N), "records/op")
 	})
 }
@@ -492,11 +492,8 @@ func TestRebuildTakesPartsWholeOrNot(t *testing.T) {
 func TestReplicasLocalFaultsKeepTheWALEqual(t *testing.T) {
 	t.Parallel() // waits on NATS: beside the rest
 	a, w := owner(t, natstest.StartCluster(t, 3))
-	desks := t.TempDir()
-	live := filepath.Join(desks, "alpha")
 	disk := &faultfs.FS{Under: "triggers.jsonl"}
-	r := cluster.NewReplicas(disk, desks)
-	r.Attach("alpha", w)
+	r, live := replicas(t, disk, w)
 	l, _ := openLog(t, r, filepath.Join(live, "triggers.jsonl"))
 	defer l.Close()
 	must(t, "append t1", l.Append([]byte(`{"id":"t1"}`), true))
@@ -522,12 +519,7 @@ func TestReplicasLocalFaultsKeepTheWALEqual(t *testing.T) {
 func TestReplicasConcurrentLogsRebuild(t *testing.T) {
 	t.Parallel() // waits on NATS: beside the rest
 	a, w := owner(t, natstest.StartCluster(t, 3))
-	desks := t.TempDir()
-	live := filepath.Join(desks, "alpha")
-	g := durable.NewGroup(nil)
-	defer g.Close()
-	r := cluster.NewReplicas(g, desks)
-	r.Attach("alpha", w)
+	r, live := replicas(t, group(t), w)
 	errs := make(chan error, 8)
 	for i := range 8 {
 		l, _ := openLog(t, r, filepath.Join(live, "sessions", "s"+strconv.Itoa(i)+".jsonl"))
@@ -558,30 +550,22 @@ func TestReplicasConcurrentLogsRebuild(t *testing.T) {
 // before anything is written there or published.
 func TestReplicasLostLeaseWritesNothing(t *testing.T) {
 	t.Parallel() // waits on NATS: beside the rest
-	c := natstest.StartCluster(t, 3)
 	clk := clock.NewFake(t0)
-	a := newHost(t, c, "a", clk)
-	h, err := a.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
-	must(t, "acquire", err)
-	w, err := cluster.Fence(within(t, 10*time.Second), a.stores, "alpha", "a", h)
-	must(t, "fence", err)
-	desks := t.TempDir()
-	r := cluster.NewReplicas(nil, desks)
-	r.Attach("alpha", w)
-	path := filepath.Join(desks, "alpha", "triggers.jsonl")
+	a, w := ownerOn(t, natstest.StartCluster(t, 3), clk)
+	r, live := replicas(t, nil, w)
+	path := filepath.Join(live, "triggers.jsonl")
 	l, _ := openLog(t, r, path)
 	defer l.Close()
 	must(t, "append while held", l.Append([]byte(`{"id":"t1"}`), true))
 	fence := last(w)
-	a.nc.Close() // no renewal can succeed
-	clk.Advance(lease)
+	a.loseLease(clk)
 	if err := l.Append([]byte(`{"id":"t2"}`), false); !errors.Is(err, cluster.ErrFenced) || !strings.Contains(err.Error(), "lease is lost") {
 		t.Fatalf("an append after the lease ran out: %v, want ErrFenced (the lease is lost)", err)
 	}
-	if err := durable.WriteFile(r, filepath.Join(desks, "alpha", "state.json"), []byte("{}"), 0o640); !errors.Is(err, cluster.ErrFenced) {
+	if err := durable.WriteFile(r, filepath.Join(live, "state.json"), []byte("{}"), 0o640); !errors.Is(err, cluster.ErrFenced) {
 		t.Fatalf("WriteFile after the lease ran out: %v, want ErrFenced", err)
 	}
-	if got := files(t, filepath.Join(desks, "alpha")); len(got) != 1 || got["triggers.jsonl"] != "{\"id\":\"t1\"}\n" {
+	if got := files(t, live); len(got) != 1 || got["triggers.jsonl"] != "{\"id\":\"t1\"}\n" {
 		t.Fatalf("after the lease ran out the folder holds %v, want the ledger of t1 alone", got)
 	}
 	if last(w) != fence {

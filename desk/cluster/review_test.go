@@ -39,20 +39,16 @@ func TestSeedAfterAFenceThatNeverSeeded(t *testing.T) {
 	}
 
 	first := newHost(t, c, "a", clk)
-	h1, err := first.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
-	must(t, "acquire", err)
-	_, err = cluster.Fence(within(t, 10*time.Second), first.stores, "alpha", "a", h1)
-	must(t, "fence", err)
+	h1 := first.acquire(t, "alpha")
+	first.fence(t, "alpha", h1)
 	// Killed here: no Seed. The same host starts again.
 	again := newHost(t, c, "a", clk)
-	h2, err := again.leases.Acquire(within(t, 30*time.Second), "alpha", nil)
-	must(t, "acquire again", err)
+	h2 := again.acquire(t, "alpha")
 	t.Cleanup(func() { _ = h2.Release(t.Context()) })
 	if h2.Epoch() <= h1.Epoch() {
 		t.Fatalf("the restarted host won epoch %d, want one after %d", h2.Epoch(), h1.Epoch())
 	}
-	w, err := cluster.Fence(within(t, 10*time.Second), again.stores, "alpha", "a", h2)
-	must(t, "fence again", err)
+	w := again.fence(t, "alpha", h2)
 	seeded, err := cluster.Seed(within(t, 30*time.Second), again.stores, "alpha", live, w)
 	if err != nil || !seeded {
 		t.Fatalf("Seed after a fence that never seeded: %v, %v: want seeded (the WAL holds only fences)", seeded, err)
@@ -88,18 +84,14 @@ func (s *stale) Holds() bool   { return !s.armed.Load() || s.left.Add(-1) >= 0 }
 // must rebuild with every record a appended before the fence.
 func TestFenceWhileTheOldOwnerStillPublishes(t *testing.T) {
 	t.Parallel() // waits on NATS: beside the rest
-	c := natstest.StartCluster(t, 3)
-	clk := clock.NewFake(t0)
-	a, b := newHost(t, c, "a", clk), newHost(t, c, "b", clk)
+	_, a, b := twoHosts(t, 3, "b")
 	for round := range 8 {
 		name := fmt.Sprintf("alpha%d", round)
-		hb, err := b.leases.Acquire(within(t, 30*time.Second), name, nil)
-		must(t, "acquire", err)
+		hb := b.acquire(t, name)
 		t.Cleanup(func() { _ = hb.Release(context.Background()) })
 		old := &stale{epoch: hb.Epoch() - 1}
 		old.left.Store(4)
-		wa, err := cluster.Fence(within(t, 10*time.Second), a.stores, name, "a", old)
-		must(t, "the old owner's fence", err)
+		wa := a.fence(t, name, old)
 		var offset int64
 		started, done, quit := make(chan struct{}), make(chan error, 1), make(chan struct{})
 		go func() {

@@ -34,34 +34,17 @@ func wakeToATakenLease(t *testing.T, c *natstest.Cluster, name string) {
 	t.Helper()
 	clkA, clkB := clock.NewFake(t0), clock.NewFake(t0)
 	a, b := newHost(t, c, "a", clkA), newHost(t, c, "b", clkB)
-	ha, err := a.leases.Acquire(within(t, 30*time.Second), name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ha := a.acquire(t, name)
 	if err := clkA.WaitPending(within(t, 10*time.Second), 2); err != nil {
 		t.Fatal("a's lease armed no renewal and no end")
 	}
-	won, errc := make(chan *cluster.Lease, 1), make(chan error, 1)
-	go func() {
-		hb, err := b.leases.Acquire(t.Context(), name, nil)
-		if err != nil {
-			errc <- err
-			return
-		}
-		won <- hb
-	}()
+	cb := b.contend(t, name)
 	if err := clkB.WaitPending(within(t, 10*time.Second), 1); err != nil {
 		t.Fatal("b armed no try at the end of a's lease")
 	}
 	clkB.Set(t0.Add(lease))
-	select {
-	case hb := <-won:
-		t.Cleanup(func() { _ = hb.Release(context.Background()) })
-	case err := <-errc:
-		t.Fatalf("b's acquire: %v", err)
-	case <-within(t, 10*time.Second).Done():
-		t.Fatal("b did not take the desk within 10s of a's lease's end")
-	}
+	hb := cb.wins(t, "of a's lease's end")
+	t.Cleanup(func() { _ = hb.Release(context.Background()) })
 	if !ha.Holds() {
 		t.Fatalf("a, stopped, already knows its lease is gone: %v", ha.Err())
 	}
