@@ -112,6 +112,7 @@ var allowedImports = map[string][]string{
 	"desk/metrics/metricstest": {},
 	"desk/natstest":            {},
 	"desk/testtmp":             {}, // the scratch folders of a test binary
+	"desk/testport":            {}, // a port a test's server restarts on
 	"desk/logtest":             {}, // a buffer that several goroutines write
 	// A real MCP server, built with the official SDK, over stdio and HTTP.
 	"desk/mcptest":      {"config"},

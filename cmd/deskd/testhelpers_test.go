@@ -29,6 +29,7 @@ import (
 	"github.com/deskd/deskd/desk/httpapi"
 	"github.com/deskd/deskd/desk/logtest"
 	"github.com/deskd/deskd/desk/mcptest"
+	"github.com/deskd/deskd/desk/testport"
 	"github.com/deskd/deskd/desk/testtmp"
 	"github.com/deskd/deskd/memory/memorytest"
 )
@@ -130,19 +131,10 @@ func deskdBinary(t testing.TB) string {
 	return buildPath
 }
 
-// pickFreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func pickFreePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	return port
-}
+// pickFreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// and that no other connection takes while a deskd restarts on it
+// (testport.Free).
+func pickFreePort(t *testing.T) int { return testport.Free(t) }
 
 // writeTestFile writes text to dir/name, making folders as needed, and returns
 // the file's path (memorytest.Write).

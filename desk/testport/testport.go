@@ -1,0 +1,67 @@
+// Package testport gives tests a free TCP port on the loopback for a
+// server that is stopped and started again on the same port (a deskd
+// restarted on its config, a NATS node killed and brought back). A port
+// the kernel picked (a listener on port 0) lies in its ephemeral range,
+// which it also hands to every outgoing connection: once the server is
+// down, any test's next connection may take the port, and the restart
+// fails with "address already in use". Free picks a port below that
+// range, where the kernel puts nothing by itself.
+package testport
+
+import (
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// lowest is the lowest port Free picks: above the ports of well-known
+// services.
+const lowest = 10000
+
+// rangeFile holds the kernel's ephemeral range, "low high".
+const rangeFile = "/proc/sys/net/ipv4/ip_local_port_range"
+
+// Free returns a TCP port of 127.0.0.1 that nothing listens on, below the
+// kernel's ephemeral range; where that range leaves no room (or cannot be
+// read), a port the kernel picks.
+func Free(tb testing.TB) int {
+	tb.Helper()
+	if top := ephemeralLow(); top > lowest+1000 {
+		for range 200 {
+			port := lowest + rand.IntN(top-lowest)
+			if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+				if err := l.Close(); err != nil {
+					tb.Fatalf("free port %d: close: %v", port, err)
+				}
+				return port
+			}
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ephemeralLow returns the first port of the kernel's ephemeral range, or
+// 0 when it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile(rangeFile)
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return n
+}

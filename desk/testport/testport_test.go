@@ -1,0 +1,36 @@
+package testport_test
+
+import (
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/deskd/deskd/desk/testport"
+)
+
+// TestFreePortIsBelowTheEphemeralRange: the port is free (a listener
+// takes it) and lies below the kernel's ephemeral range, so that no
+// outgoing connection takes it while a server restarts on it.
+func TestFreePortIsBelowTheEphemeralRange(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skipf("no ephemeral range to check against: %v", err)
+	}
+	low, err := strconv.Atoi(strings.Fields(string(b))[0])
+	if err != nil {
+		t.Fatalf("read the ephemeral range %q: %v", b, err)
+	}
+	for range 20 {
+		port := testport.Free(t)
+		if low > 11000 && (port < 10000 || port >= low) {
+			t.Errorf("Free = %d, want a port from 10000 to below the ephemeral range's %d", port, low)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Fatalf("Free = %d, which cannot be listened on: %v", port, err)
+		}
+		l.Close()
+	}
+}
