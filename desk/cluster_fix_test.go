@@ -4,7 +4,6 @@ package desk_test
 // without it.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -17,49 +16,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk"
 	"github.com/deskd/deskd/desk/cluster"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/httpapi"
-	"github.com/deskd/deskd/desk/natsfeed"
 	"github.com/deskd/deskd/desk/natstest"
 )
-
-// startGuardedHost is a cluster host wired as deskd run wires one with
-// nats.triggers: the NATS feed's Guard outermost, around a front end that
-// serves on addr.
-func startGuardedHost(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string) *daemonRun {
-	t.Helper()
-	return startFixHost(t, c, host, addr, desks, true, func(*desk.DaemonOptions) {})
-}
-
-// startFixHost is a cluster host on c whose front end serves on addr,
-// guarded by the NATS feed as deskd run wires it when guarded, its
-// options as opt leaves them.
-func startFixHost(t *testing.T, c *natstest.Cluster, host, addr string, desks map[string]string, guarded bool, opt func(*desk.DaemonOptions)) *daemonRun {
-	t.Helper()
-	nc, err := nats.Connect(c.URLs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	dir := daemonConfig(t, daemonMain+"nats: {url: \""+c.URLs()+"\"}\ncluster: {host: "+host+", lease: "+clusterLease.String()+noGrace+"}\n", desks)
-	return startDaemonOptions(t, dir, func(*config.Config) {}, func(o *desk.DaemonOptions, r *daemonRun) {
-		o.NATS = nc
-		opt(o)
-		serve := o.Serve
-		o.Serve = func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
-			f, err := serve(ctx, set, check)
-			if err != nil || !guarded {
-				return addressed{Frontend: f, addr: addr}, err
-			}
-			feed := natsfeed.Start(natsfeed.Options{Conn: nc, Triggers: clusterTriggers, Desks: set, Bus: o.Bus, Clock: o.Clock, Log: o.Log, Lease: clusterLease})
-			r.d.SetIngress(feed)
-			return feed.Guard(addressed{Frontend: f, addr: addr}), nil
-		}
-	})
-}
 
 // TestClusterGuardedFrontendNamesItsAddr: with nats.triggers the front end
 // deskd run hands the daemon is the feed's Guard around the API; the
@@ -69,9 +31,9 @@ func TestClusterGuardedFrontendNamesItsAddr(t *testing.T) {
 	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	desks := map[string]string{"main": daemonDesk("offline")}
-	a := startGuardedHost(t, c, "a", "10.0.0.1:7317", desks)
+	a := startClusterHostWith(t, c, "a", "10.0.0.1:7317", desks, true)
 	expectAcquired(a, "main")
-	b := startGuardedHost(t, c, "b", "10.0.0.2:7317", desks)
+	b := startClusterHostWith(t, c, "b", "10.0.0.2:7317", desks, true)
 	waitListed(b, "main", func(st desk.Status) bool { return st.Owner != nil })
 	code, body := postTrigger(t, b, "main", "t-misdirected")
 	var mis httpapi.MisdirectedResponse
@@ -156,20 +118,8 @@ func TestClusterFirstOwnerWithoutTheFolder(t *testing.T) {
 			break
 		}
 	}
-	writeConfigFile(t, dir, "deskd.yaml", daemonMain+"nats: {url: \""+c.URLs()+"\"}\ncluster: {host: a, lease: "+clusterLease.String()+"}\n")
-	nc, err := nats.Connect(c.URLs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	a := startDaemonOptions(t, dir, func(*config.Config) {}, func(o *desk.DaemonOptions, r *daemonRun) {
-		o.NATS = nc
-		serve := o.Serve
-		o.Serve = func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
-			f, err := serve(ctx, set, check)
-			return addressed{Frontend: f, addr: "10.0.0.1:7317"}, err
-		}
-	})
+	writeConfigFile(t, dir, "deskd.yaml", clusterMain(c.URLs(), "a", "", ""))
+	a := startHostIn(t, dir, c.URLs(), "10.0.0.1:7317", false, nil)
 	owner := b
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -218,8 +168,13 @@ func TestClusterOwnerCompactsTheWAL(t *testing.T) {
 	t.Parallel() // waits on NATS and on the clock moved in steps: beside the rest
 	c := natstest.StartCluster(t, 3)
 	desks := map[string]string{"main": daemonDesk("offline")}
-	small := func(o *desk.DaemonOptions) { o.CompactAfter = 20 }
-	a := startFixHost(t, c, "a", "10.0.0.1:7317", desks, false, small)
+	// startSmall is startClusterHost with a WAL threshold of 20.
+	startSmall := func(host, addr string) *daemonRun {
+		t.Helper()
+		dir := daemonConfig(t, clusterMain(c.URLs(), host, "", noGrace), desks)
+		return startHostIn(t, dir, c.URLs(), addr, false, func(o *desk.DaemonOptions) { o.CompactAfter = 20 })
+	}
+	a := startSmall("a", "10.0.0.1:7317")
 	expectAcquired(a, "main")
 	for i := range 8 {
 		a.turn("main", fmt.Sprintf("t%d", i))
@@ -239,7 +194,7 @@ func TestClusterOwnerCompactsTheWAL(t *testing.T) {
 	if n, err := cluster.Records(t.Context(), s, "main"); err != nil || n >= 20 {
 		t.Fatalf("the WAL holds %d records of desk main after the compaction (%v), want the ones before the snapshot purged", n, err)
 	}
-	b := startFixHost(t, c, "b", "10.0.0.2:7317", desks, false, small)
+	b := startSmall("b", "10.0.0.2:7317")
 	waitListed(b, "main", func(st desk.Status) bool { return st.Owner != nil })
 	a.stop()
 	owned := relTree(t, filepath.Join(a.d.Config().StateDir, "desks", "main"))

@@ -77,15 +77,35 @@ func startGraceHost(t *testing.T, c *natstest.Cluster, host, addr string, desks 
 // cluster section's settings (noGrace, or "" for the default).
 func startClusterHostGrace(t *testing.T, urls, host, addr string, desks map[string]string, models, grace string, ingress bool) *daemonRun {
 	t.Helper()
+	return startHostIn(t, daemonConfig(t, clusterMain(urls, host, models, grace), desks), urls, addr, ingress, nil)
+}
+
+// clusterMain is the main config of host as a cluster host on the NATS
+// servers urls: daemonMain's, models (lines of the models section) added,
+// grace added to the cluster section's settings (noGrace, or "" for the
+// default).
+func clusterMain(urls, host, models, grace string) string {
+	return daemonMain + models + "nats: {url: \"" + urls + "\"}\ncluster: {host: " + host + ", lease: " + clusterLease.String() + grace + "}\n"
+}
+
+// startHostIn runs a daemon on the config folder dir (a cluster host's,
+// see clusterMain) connected to the NATS servers urls, the connection
+// trying again while no server answers; its front end says it serves on
+// addr. With ingress it takes triggers from NATS (clusterTriggers) as
+// deskd run wires it: the feed's Guard outermost, around the front end.
+// opt, if not nil, changes the daemon's options.
+func startHostIn(t *testing.T, dir, urls, addr string, ingress bool, opt func(*desk.DaemonOptions)) *daemonRun {
+	t.Helper()
 	nc, err := nats.Connect(urls, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	main := daemonMain + models + "nats: {url: \"" + urls + "\"}\ncluster: {host: " + host + ", lease: " + clusterLease.String() + grace + "}\n"
-	dir := daemonConfig(t, main, desks)
 	return startDaemonOptions(t, dir, func(*config.Config) {}, func(o *desk.DaemonOptions, r *daemonRun) {
 		o.NATS = nc
+		if opt != nil {
+			opt(o)
+		}
 		serve := o.Serve
 		o.Serve = func(ctx context.Context, set *desk.Set, check func() desk.ConfigCheck) (desk.Frontend, error) {
 			f, err := serve(ctx, set, check)
@@ -94,7 +114,7 @@ func startClusterHostGrace(t *testing.T, urls, host, addr string, desks map[stri
 			}
 			feed := natsfeed.Start(natsfeed.Options{Conn: nc, Triggers: clusterTriggers, Desks: set, Bus: o.Bus, Clock: o.Clock, Log: o.Log, Lease: clusterLease})
 			r.d.SetIngress(feed)
-			return addressed{Frontend: feed.Guard(f), addr: addr}, nil
+			return feed.Guard(addressed{Frontend: f, addr: addr}), nil
 		}
 	})
 }
@@ -426,16 +446,11 @@ func TestClusterLeaseLostDuringATurnDropsTheReply(t *testing.T) {
 	api.Await(t, func(routertest.Request) bool { return true })
 
 	_, js := c.Client()
-	wal, before, folder := loseMain(t, js, a, won.Epoch)
+	lost := loseMain(t, js, a, won.Epoch)
 	if e := seenEvent(a, func(e event.TurnCompleted) bool { return e.Trigger == "t1" }); e != nil {
 		t.Errorf("the turn of t1 completed after the lease was lost: %+v", e)
 	}
-	if got := lastWALSeq(t, wal); got != before {
-		t.Errorf("the WAL moved from sequence %d to %d after the lease was lost", before, got)
-	}
-	if got := treeOf(t, a.d.Config().StateDir+"/desks/main"); !maps.Equal(got, folder) {
-		t.Errorf("the desk's folder changed after the lease was lost:\nbefore %v\nafter  %v", folder, got)
-	}
+	lost.expectNothingWritten(t, "the lease was lost")
 	if !strings.Contains(a.log.String(), `"trigger":"t1"`) || !a.log.hasMessage("cluster: the desk's lease is lost during a turn: its reply is dropped; the new owner shows the trigger interrupted") {
 		t.Errorf("no error naming trigger t1's dropped reply in the log\n%s", a.log)
 	}
@@ -461,20 +476,42 @@ func TestClusterLeaseLostDuringATurnDropsTheReply(t *testing.T) {
 // that took it over would: the owner's next renewal is refused.
 // loseMain has another host take desk main's lease from its owner a
 // (takeOver), moves a's clock to its refused renewal and waits for the
-// desk lost (epoch) and stopped there; it returns the WAL, its last
-// sequence and a's desk folder as they were when the lease was taken.
-func loseMain(t *testing.T, js jetstream.JetStream, a *daemonRun, epoch uint64) (jetstream.Stream, uint64, map[string][32]byte) {
+// desk lost (epoch) and stopped there; it returns what a had written when
+// the lease was taken.
+func loseMain(t *testing.T, js jetstream.JetStream, a *daemonRun, epoch uint64) lostLease {
 	t.Helper()
 	wal, err := js.Stream(t.Context(), cluster.WALStream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	takeOver(t, js, "main")
-	before, folder := lastWALSeq(t, wal), treeOf(t, a.d.Config().StateDir+"/desks/main")
+	lost := lostLease{a: a, wal: wal, seq: lastWALSeq(t, wal), folder: treeOf(t, a.d.Config().StateDir+"/desks/main")}
 	a.clk.Advance(clusterLease / 3) // the renewal is refused
 	expectEvent(a, func(e event.DeskLost) bool { return e.Desk == "main" && e.Epoch == epoch })
 	expectEvent(a, func(e event.DeskStopped) bool { return e.Desk == "main" })
-	return wal, before, folder
+	return lost
+}
+
+// lostLease is what the old owner a of desk main had written when its
+// lease was taken (loseMain): the WAL's last sequence and a's desk folder.
+type lostLease struct {
+	a      *daemonRun
+	wal    jetstream.Stream
+	seq    uint64
+	folder map[string][32]byte
+}
+
+// expectNothingWritten fails t if the WAL or a's desk folder has changed
+// since the lease was taken; since says what came after it, for the
+// message ("the lease was lost").
+func (l lostLease) expectNothingWritten(t *testing.T, since string) {
+	t.Helper()
+	if got := lastWALSeq(t, l.wal); got != l.seq {
+		t.Errorf("the WAL moved from sequence %d to %d after %s", l.seq, got, since)
+	}
+	if got := treeOf(t, l.a.d.Config().StateDir+"/desks/main"); !maps.Equal(got, l.folder) {
+		t.Errorf("the desk's folder changed after %s:\nbefore %v\nafter  %v", since, l.folder, got)
+	}
 }
 
 func takeOver(t *testing.T, js jetstream.JetStream, name string) {

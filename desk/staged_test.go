@@ -101,20 +101,8 @@ func TestATurnsOutcomeIsExportedBeforeTheLedgerRecordsIt(t *testing.T) {
 // there is none.
 func dropAnswers(t *testing.T, path string) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kept [][]byte
-	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if !bytes.Contains(line, []byte(`"state":"answered"`)) {
-			kept = append(kept, line)
-		}
-	}
-	if len(kept) == len(bytes.SplitAfter(data, []byte("\n"))) {
+	unanswered := func(line []byte) bool { return !bytes.Contains(line, []byte(`"state":"answered"`)) }
+	if filter(t, path, unanswered) == 0 {
 		t.Fatal("the ledger has no answered record to remove")
-	}
-	if err := os.WriteFile(path, bytes.Join(kept, nil), 0o640); err != nil {
-		t.Fatal(err)
 	}
 }

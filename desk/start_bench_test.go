@@ -5,7 +5,6 @@ package desk_test
 // parallel.
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,31 +65,23 @@ func TestIdleDeskStartTouchesLittle(t *testing.T) {
 //
 //	go test -run '^$' -bench 'BenchmarkIdleDesksStart/.*/10000' -benchtime 1x ./desk
 func BenchmarkIdleDesksStart(b *testing.B) {
-	for _, again := range []bool{false, true} {
-		for _, n := range []int{1000, 10000} {
-			name := fmt.Sprintf("first/%d", n)
-			if again {
-				name = fmt.Sprintf("again/%d", n)
-			}
-			b.Run(name, func(b *testing.B) {
-				dir := idleFleet(b, n)
-				if again {
-					runIdle(b, dir, nil).stopCleanly(b) // the first start: the folders and ledgers
-				}
-				b.ResetTimer()
-				for range b.N {
-					b.StopTimer()
-					if !again {
-						if err := os.RemoveAll(filepath.Join(dir, "state")); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.StartTimer()
-					r := runIdle(b, dir, nil)
-					b.StopTimer()
-					r.stopCleanly(b)
-				}
-			})
+	forIdleFleets(b, func(b *testing.B, n int, again bool) {
+		dir := idleFleet(b, n)
+		if again {
+			runIdle(b, dir, nil).stopCleanly(b) // the first start: the folders and ledgers
 		}
-	}
+		b.ResetTimer()
+		for range b.N {
+			b.StopTimer()
+			if !again {
+				if err := os.RemoveAll(filepath.Join(dir, "state")); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+			r := runIdle(b, dir, nil)
+			b.StopTimer()
+			r.stopCleanly(b)
+		}
+	})
 }

@@ -84,29 +84,37 @@ func TestIdleDesksStopWithoutWriting(t *testing.T) {
 //
 //	go test -run '^$' -bench 'BenchmarkIdleDesksStop/.*/10000' -benchtime 1x ./desk
 func BenchmarkIdleDesksStop(b *testing.B) {
+	forIdleFleets(b, func(b *testing.B, n int, again bool) {
+		var dir string
+		if again {
+			dir = idleFleet(b, n)
+			runIdle(b, dir, nil).stop(b) // the first start: the folders and ledgers
+		}
+		b.ResetTimer()
+		for range b.N {
+			b.StopTimer()
+			if !again {
+				dir = idleFleet(b, n)
+			}
+			r := runIdle(b, dir, nil)
+			b.StartTimer()
+			r.stopCleanly(b)
+		}
+	})
+}
+
+// forIdleFleets runs bench as a sub-benchmark for each size n of the
+// idle-desk benchmarks' fleets (1,000 and 10,000 desks) and each start:
+// "first/n", the desks' first start (no folders yet), and "again/n"
+// (again set), a start on the files a clean stop left.
+func forIdleFleets(b *testing.B, bench func(b *testing.B, n int, again bool)) {
 	for _, again := range []bool{false, true} {
 		for _, n := range []int{1000, 10000} {
 			name := fmt.Sprintf("first/%d", n)
 			if again {
 				name = fmt.Sprintf("again/%d", n)
 			}
-			b.Run(name, func(b *testing.B) {
-				var dir string
-				if again {
-					dir = idleFleet(b, n)
-					runIdle(b, dir, nil).stop(b) // the first start: the folders and ledgers
-				}
-				b.ResetTimer()
-				for range b.N {
-					b.StopTimer()
-					if !again {
-						dir = idleFleet(b, n)
-					}
-					r := runIdle(b, dir, nil)
-					b.StartTimer()
-					r.stopCleanly(b)
-				}
-			})
+			b.Run(name, func(b *testing.B) { bench(b, n, again) })
 		}
 	}
 }

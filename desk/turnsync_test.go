@@ -112,22 +112,29 @@ func TestRecoveryWhenTheHostLostTheUnsyncedRecords(t *testing.T) {
 	}
 }
 
-// filter rewrites the file at path with the lines keep keeps.
-func filter(t *testing.T, path string, keep func(line []byte) bool) {
+// filter rewrites the file at path with the lines keep keeps, and
+// returns how many it dropped.
+func filter(t *testing.T, path string, keep func(line []byte) bool) int {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var kept [][]byte
+	dropped := 0
 	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if len(line) > 0 && keep(line) {
+		switch {
+		case len(line) == 0:
+		case keep(line):
 			kept = append(kept, line)
+		default:
+			dropped++
 		}
 	}
 	if err := os.WriteFile(path, bytes.Join(kept, nil), 0o640); err != nil {
 		t.Fatal(err)
 	}
+	return dropped
 }
 
 // crashAfterB answers trigger B ("tick B") on a desk in a new folder,
