@@ -1,10 +1,7 @@
 package mcphost_test
 
 import (
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,21 +22,14 @@ func TestServersChildrenEndWithIt(t *testing.T) {
 			pidFile := filepath.Join(t.TempDir(), "child.pid")
 			srv.Env[mcptest.EnvChild] = pidFile
 			r.serve(srv)
-			b, err := os.ReadFile(pidFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			child, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			child := pidIn(t, pidFile)
 			switch how {
 			case "close":
 				if err := r.host.Close(); err != nil {
 					t.Fatal(err)
 				}
 			case "crash":
-				ts := r.host.Toolset("d", map[string]config.DeskMCP{srv.Name: {Server: srv.Name, Tools: []string{"*"}}})
+				ts := r.toolset(srv.Name)
 				if _, err := call(t, tool(t, ts, "mcp__stdio__crash"), map[string]any{}); err == nil {
 					t.Fatal("crash answered")
 				}
@@ -56,9 +46,7 @@ func TestServersChildrenEndWithIt(t *testing.T) {
 // call in flight or waiting for approval is not cut off); the next call
 // takes the new timeout.
 func TestATimeoutChangeKeepsTheServer(t *testing.T) {
-	r := newRig(t)
-	srv := mcptest.Stdio(t)
-	r.serve(srv)
+	r, srv := serveStdio(t)
 	pid := r.status("stdio").PID
 
 	changed := *srv
@@ -67,7 +55,7 @@ func TestATimeoutChangeKeepsTheServer(t *testing.T) {
 	if st := r.status("stdio"); st.PID != pid || st.Restarts != 0 || st.State != mcphost.StateUp {
 		t.Fatalf("a timeout change restarted the server: %+v (its process was %d)", st, pid)
 	}
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"stdio": {Server: "stdio", Tools: []string{"*"}}})
+	ts := r.toolset("stdio")
 	if big := tool(t, ts, "mcp__stdio__big"); big.MaxResult != 1000 {
 		t.Errorf("max_result after the reload: %d, want 1000", big.MaxResult)
 	}

@@ -83,12 +83,47 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
+// configure configures srv alone and has desk "d" use it.
+func (r *rig) configure(srv *config.MCPServer) {
+	r.host.Configure(map[string]*config.MCPServer{srv.Name: srv})
+	r.host.Use("d", []string{srv.Name})
+}
+
 // serve configures srv, has desk "d" use it, and waits for it to be up.
 func (r *rig) serve(srv *config.MCPServer) event.MCPServerUp {
 	r.t.Helper()
-	r.host.Configure(map[string]*config.MCPServer{srv.Name: srv})
-	r.host.Use("d", []string{srv.Name})
+	r.configure(srv)
 	return r.waitUp(srv.Name)
+}
+
+// serveStdio is a rig serving the stdio test server, up.
+func serveStdio(t *testing.T) (*rig, *config.MCPServer) {
+	t.Helper()
+	r := newRig(t)
+	srv := mcptest.Stdio(t)
+	r.serve(srv)
+	return r, srv
+}
+
+// toolset is desk "d"'s toolset allowing tools of server; with none
+// named, every tool.
+func (r *rig) toolset(server string, tools ...string) router.Toolset {
+	if len(tools) == 0 {
+		tools = []string{config.AllMCPTools}
+	}
+	return r.host.Toolset("d", map[string]config.DeskMCP{server: {Server: server, Tools: tools}})
+}
+
+// closeEnds closes the host, and fails the test unless Close succeeds
+// and the process pid (a server's) is gone after it.
+func (r *rig) closeEnds(pid int) {
+	r.t.Helper()
+	if err := r.host.Close(); err != nil {
+		r.t.Fatalf("Close: %v", err)
+	}
+	if !gone(pid) {
+		r.t.Errorf("process %d is left after Close", pid)
+	}
 }
 
 func (r *rig) waitUp(server string) event.MCPServerUp {
@@ -236,6 +271,39 @@ var transports = []struct {
 }{
 	{"stdio", func(t *testing.T) *config.MCPServer { return mcptest.Stdio(t) }},
 	{"http", func(t *testing.T) *config.MCPServer { srv, _ := mcptest.HTTP(t); return srv }},
+}
+
+// overTransports runs test once over each transport, as a subtest of
+// its name, with a new rig and the test server's config, not yet served.
+func overTransports(t *testing.T, test func(t *testing.T, r *rig, srv *config.MCPServer)) {
+	t.Helper()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) { test(t, newRig(t), tr.cfg(t)) })
+	}
+}
+
+// await is what c gives within wait; it fails the test, saying what did
+// not happen in time, otherwise.
+func await[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("%s within %s", what, wait)
+	}
+	var zero T
+	return zero
+}
+
+// pidIn is the PID a process wrote to the file at path.
+func pidIn(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the PID in %s: %v", path, err)
+	}
+	return atoi(t, strings.TrimSpace(string(b)))
 }
 
 // gone reports whether no process has that PID.

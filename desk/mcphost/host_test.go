@@ -44,7 +44,7 @@ func TestAllowList(t *testing.T) {
 					[]string{"MCP server " + n + " has no tool cancel_order: mcp__" + n + "__cancel_order is unavailable"}},
 			}
 			for _, tt := range tests {
-				ts := r.host.Toolset("d", map[string]config.DeskMCP{n: {Server: n, Tools: tt.tools}})
+				ts := r.toolset(n, tt.tools...)
 				got := names(ts.Tools())
 				slices.Sort(got)
 				if !slices.Equal(got, tt.want) {
@@ -74,68 +74,60 @@ func prefixed(server string, tools []string) []string {
 }
 
 func TestSchemasAndDescriptions(t *testing.T) {
-	for _, tr := range transports {
-		t.Run(tr.name, func(t *testing.T) {
-			r := newRig(t)
-			srv := tr.cfg(t)
-			srv.MaxResult = 1000
-			r.serve(srv)
-			ts := r.host.Toolset("d", map[string]config.DeskMCP{srv.Name: {Server: srv.Name, Tools: []string{"*"}}})
-			order := tool(t, ts, mcphost.ToolName(srv.Name, "place_order"))
-			if order.Spec.Description != mcptest.OrderDescription || order.Server != srv.Name || order.MaxResult != 1000 {
-				t.Errorf("place_order: description %q, server %q, max result %d; want %q, %q, 1000",
-					order.Spec.Description, order.Server, order.MaxResult, mcptest.OrderDescription, srv.Name)
-			}
-			var schema struct {
-				Type       string `json:"type"`
-				Properties map[string]struct {
-					Type        string `json:"type"`
-					Description string `json:"description"`
-				} `json:"properties"`
-				Required []string `json:"required"`
-			}
-			if err := json.Unmarshal(order.Spec.Schema, &schema); err != nil {
-				t.Fatalf("place_order's schema %s: %v", order.Spec.Schema, err)
-			}
-			if schema.Type != "object" || schema.Properties["qty"].Type != "integer" ||
-				schema.Properties["side"].Description != "buy or sell" {
-				t.Errorf("place_order's schema %s is not the server's", order.Spec.Schema)
-			}
-			if echo := tool(t, ts, mcphost.ToolName(srv.Name, "echo")); echo.Spec.Description != mcptest.EchoDescription {
-				t.Errorf("echo's description %q, want %q", echo.Spec.Description, mcptest.EchoDescription)
-			}
-		})
-	}
+	overTransports(t, func(t *testing.T, r *rig, srv *config.MCPServer) {
+		srv.MaxResult = 1000
+		r.serve(srv)
+		ts := r.toolset(srv.Name)
+		order := tool(t, ts, mcphost.ToolName(srv.Name, "place_order"))
+		if order.Spec.Description != mcptest.OrderDescription || order.Server != srv.Name || order.MaxResult != 1000 {
+			t.Errorf("place_order: description %q, server %q, max result %d; want %q, %q, 1000",
+				order.Spec.Description, order.Server, order.MaxResult, mcptest.OrderDescription, srv.Name)
+		}
+		var schema struct {
+			Type       string `json:"type"`
+			Properties map[string]struct {
+				Type        string `json:"type"`
+				Description string `json:"description"`
+			} `json:"properties"`
+			Required []string `json:"required"`
+		}
+		if err := json.Unmarshal(order.Spec.Schema, &schema); err != nil {
+			t.Fatalf("place_order's schema %s: %v", order.Spec.Schema, err)
+		}
+		if schema.Type != "object" || schema.Properties["qty"].Type != "integer" ||
+			schema.Properties["side"].Description != "buy or sell" {
+			t.Errorf("place_order's schema %s is not the server's", order.Spec.Schema)
+		}
+		if echo := tool(t, ts, mcphost.ToolName(srv.Name, "echo")); echo.Spec.Description != mcptest.EchoDescription {
+			t.Errorf("echo's description %q, want %q", echo.Spec.Description, mcptest.EchoDescription)
+		}
+	})
 }
 
 func TestCalls(t *testing.T) {
-	for _, tr := range transports {
-		t.Run(tr.name, func(t *testing.T) {
-			r := newRig(t)
-			srv := tr.cfg(t)
-			r.serve(srv)
-			ts := r.host.Toolset("d", map[string]config.DeskMCP{srv.Name: {Server: srv.Name, Tools: []string{"*"}}})
-			name := func(s string) string { return mcphost.ToolName(srv.Name, s) }
-			if got := mustCall(t, tool(t, ts, name("echo")), map[string]any{"text": "hello desk"}); got != "hello desk" {
-				t.Errorf("echo = %q", got)
-			}
-			if got := mustCall(t, tool(t, ts, name("quote")), map[string]any{"symbol": "INFY"}); got != "QUOTE INFY 101.25" {
-				t.Errorf("quote = %q", got)
-			}
-			got := mustCall(t, tool(t, ts, name("place_order")), map[string]any{"symbol": "INFY", "qty": 5, "side": "buy"})
-			if got != "ORDER 1 buy 5 INFY accepted" {
-				t.Errorf("place_order = %q", got)
-			}
-			_, err := call(t, tool(t, ts, name("fail")), map[string]any{})
-			if err == nil || err.Error() != mcptest.FailText {
-				t.Errorf("fail: error %v, want %q", err, mcptest.FailText)
-			}
-			big := mustCall(t, tool(t, ts, name("big")), map[string]any{"bytes": 100000})
-			if len(big) != 100000 {
-				t.Errorf("big answered %d bytes, want all 100000 (the router cuts it)", len(big))
-			}
-		})
-	}
+	overTransports(t, func(t *testing.T, r *rig, srv *config.MCPServer) {
+		r.serve(srv)
+		ts := r.toolset(srv.Name)
+		name := func(s string) string { return mcphost.ToolName(srv.Name, s) }
+		if got := mustCall(t, tool(t, ts, name("echo")), map[string]any{"text": "hello desk"}); got != "hello desk" {
+			t.Errorf("echo = %q", got)
+		}
+		if got := mustCall(t, tool(t, ts, name("quote")), map[string]any{"symbol": "INFY"}); got != "QUOTE INFY 101.25" {
+			t.Errorf("quote = %q", got)
+		}
+		got := mustCall(t, tool(t, ts, name("place_order")), map[string]any{"symbol": "INFY", "qty": 5, "side": "buy"})
+		if got != "ORDER 1 buy 5 INFY accepted" {
+			t.Errorf("place_order = %q", got)
+		}
+		_, err := call(t, tool(t, ts, name("fail")), map[string]any{})
+		if err == nil || err.Error() != mcptest.FailText {
+			t.Errorf("fail: error %v, want %q", err, mcptest.FailText)
+		}
+		big := mustCall(t, tool(t, ts, name("big")), map[string]any{"bytes": 100000})
+		if len(big) != 100000 {
+			t.Errorf("big answered %d bytes, want all 100000 (the router cuts it)", len(big))
+		}
+	})
 }
 
 func TestOrdersReachTheServer(t *testing.T) {
@@ -162,27 +154,21 @@ func TestOrdersReachTheServer(t *testing.T) {
 }
 
 func TestTimeoutOnTheHostClock(t *testing.T) {
-	for _, tr := range transports {
-		t.Run(tr.name, func(t *testing.T) {
-			r := newRig(t)
-			srv := tr.cfg(t)
-			srv.Timeout = 5 * time.Second
-			r.serve(srv)
-			ts := r.host.Toolset("d", map[string]config.DeskMCP{srv.Name: {Server: srv.Name, Tools: []string{"*"}}})
-			r.timesOut(tool(t, ts, mcphost.ToolName(srv.Name, "slow")), 5*time.Second)
-			if got := mustCall(t, tool(t, ts, mcphost.ToolName(srv.Name, "echo")), map[string]any{"text": "still here"}); got != "still here" {
-				t.Errorf("echo after a timeout = %q", got)
-			}
-		})
-	}
+	overTransports(t, func(t *testing.T, r *rig, srv *config.MCPServer) {
+		srv.Timeout = 5 * time.Second
+		r.serve(srv)
+		ts := r.toolset(srv.Name)
+		r.timesOut(tool(t, ts, mcphost.ToolName(srv.Name, "slow")), 5*time.Second)
+		if got := mustCall(t, tool(t, ts, mcphost.ToolName(srv.Name, "echo")), map[string]any{"text": "still here"}); got != "still here" {
+			t.Errorf("echo after a timeout = %q", got)
+		}
+	})
 }
 
 func TestStdioCrashRestarts(t *testing.T) {
-	r := newRig(t)
-	srv := mcptest.Stdio(t)
-	r.serve(srv)
+	r, _ := serveStdio(t)
 	first := r.status("stdio").PID
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"stdio": {Server: "stdio", Tools: []string{"*"}}})
+	ts := r.toolset("stdio")
 	_, err := call(t, tool(t, ts, "mcp__stdio__crash"), map[string]any{})
 	if err == nil {
 		t.Fatal("crash answered")
@@ -224,9 +210,7 @@ func TestStdioCrashRestarts(t *testing.T) {
 
 func TestBackoffDoubles(t *testing.T) {
 	r := newRig(t)
-	srv := &config.MCPServer{Name: "bad", Command: []string{"/nonexistent/mcp-server"}}
-	r.host.Configure(map[string]*config.MCPServer{"bad": srv})
-	r.host.Use("d", []string{"bad"})
+	r.configure(&config.MCPServer{Name: "bad", Command: []string{"/nonexistent/mcp-server"}})
 	at := start
 	for _, wait := range []time.Duration{1, 2, 4, 8, 16, 32, 60, 60} {
 		down := r.waitDown("bad")
@@ -237,7 +221,7 @@ func TestBackoffDoubles(t *testing.T) {
 		r.retry(down)
 		at = down.RetryAt
 	}
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"bad": {Server: "bad", Tools: []string{"quote"}}})
+	ts := r.toolset("bad", "quote")
 	if len(ts.Tools()) != 0 || len(ts.Notes()) != 1 {
 		t.Errorf("a server that cannot start: tools %v, notes %q", names(ts.Tools()), ts.Notes())
 	}
@@ -247,7 +231,7 @@ func TestHTTPServerDiesAndComesBack(t *testing.T) {
 	r := newRig(t)
 	srv, h := mcptest.HTTP(t)
 	r.serve(srv)
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"http": {Server: "http", Tools: []string{"echo"}}})
+	ts := r.toolset("http", "echo")
 	echo := tool(t, ts, "mcp__http__echo")
 	h.Stop()
 	if _, err := call(t, echo, map[string]any{"text": "anyone?"}); err == nil {
@@ -276,8 +260,7 @@ func TestHTTPHeadersAreSent(t *testing.T) {
 	r := newRig(t)
 	srv, _ := mcptest.HTTP(t)
 	srv.Secrets.Headers = map[string][]string{"Authorization": {"Bearer wrong-secret"}}
-	r.host.Configure(map[string]*config.MCPServer{"http": srv})
-	r.host.Use("d", []string{"http"})
+	r.configure(srv)
 	down := r.waitDown("http")
 	if strings.Contains(down.Error, "wrong-secret") {
 		t.Errorf("the down error %q shows the secret header", down.Error)
@@ -290,19 +273,12 @@ func TestHTTPHeadersAreSent(t *testing.T) {
 }
 
 func TestCloseLeavesNoProcess(t *testing.T) {
-	r := newRig(t)
-	srv := mcptest.Stdio(t)
-	r.serve(srv)
+	r, _ := serveStdio(t)
 	pid := r.status("stdio").PID
 	if gone(pid) {
 		t.Fatalf("the server's process %d is not there while up", pid)
 	}
-	if err := r.host.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if !gone(pid) {
-		t.Errorf("process %d is left after Close", pid)
-	}
+	r.closeEnds(pid)
 	if st := r.status("stdio"); st.State != mcphost.StateStopped || st.PID != 0 {
 		t.Errorf("status after Close %+v", st)
 	}
@@ -320,13 +296,7 @@ func TestCloseKillsALingeringServer(t *testing.T) {
 	srv := mcptest.Stdio(t)
 	srv.Env[mcptest.EnvLinger] = "1"
 	r.serve(srv)
-	pid := r.status("stdio").PID
-	if err := r.host.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if !gone(pid) {
-		t.Errorf("process %d is left after Close", pid)
-	}
+	r.closeEnds(r.status("stdio").PID)
 }
 
 func TestUseStartsAndStops(t *testing.T) {
@@ -351,9 +321,7 @@ func TestUseStartsAndStops(t *testing.T) {
 }
 
 func TestConfigureRestartsChangedAndStopsRemoved(t *testing.T) {
-	r := newRig(t)
-	srv := mcptest.Stdio(t)
-	r.serve(srv)
+	r, srv := serveStdio(t)
 	pid := r.status("stdio").PID
 
 	same := *srv
@@ -504,7 +472,7 @@ func TestToolListChanges(t *testing.T) {
 	r := newRig(t)
 	srv, h := mcptest.HTTP(t)
 	r.serve(srv)
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"http": {Server: "http", Tools: []string{"*"}}})
+	ts := r.toolset("http")
 	mcp.AddTool(h.MCP(), &mcp.Tool{Name: "cancel_order", Description: "Cancel an order."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "cancelled"}}}, nil, nil

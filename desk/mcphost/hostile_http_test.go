@@ -41,10 +41,8 @@ func TestRedirectKeepsSecretHeaders(t *testing.T) {
 	}))
 	defer redirector.Close()
 	r := newRig(t)
-	srv := &config.MCPServer{Name: "redir", URL: redirector.URL + "/mcp", Timeout: config.DefaultMCPTimeout,
-		Secrets: config.MCPSecrets{Headers: map[string][]string{"Authorization": {"Bearer s3cret"}, "X-Api-Key": {"k3y"}}, Digest: "d"}}
-	r.host.Configure(map[string]*config.MCPServer{"redir": srv})
-	r.host.Use("d", []string{"redir"})
+	r.configure(&config.MCPServer{Name: "redir", URL: redirector.URL + "/mcp", Timeout: config.DefaultMCPTimeout,
+		Secrets: config.MCPSecrets{Headers: map[string][]string{"Authorization": {"Bearer s3cret"}, "X-Api-Key": {"k3y"}}, Digest: "d"}})
 	down := r.waitDown("redir")
 	mu.Lock()
 	defer mu.Unlock()
@@ -54,27 +52,32 @@ func TestRedirectKeepsSecretHeaders(t *testing.T) {
 	contains(t, "the down error", down.Error, "redirected to another host")
 }
 
+// readRPC reads the JSON-RPC request that req POSTs, to the body's end:
+// only then does net/http watch the connection, and end the request's
+// context when the client drops it. Anything else (another method, a
+// notification, a body that is not JSON-RPC) it answers itself, and
+// returns false.
+func readRPC(w http.ResponseWriter, req *http.Request) (rpcRequest, bool) {
+	var msg rpcRequest
+	if req.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return msg, false
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil || json.Unmarshal(body, &msg) != nil || msg.ID == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return msg, false
+	}
+	return msg, true
+}
+
 // rawHTTP is a raw streamable-HTTP MCP server that answers every call in
 // application/json; answer gives a tools/call's result.
 func rawHTTP(t *testing.T, answer func(w http.ResponseWriter, id json.RawMessage)) *config.MCPServer {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		// The body is read to its end: only then does net/http watch the
-		// connection, and end the request's context when the client drops it.
-		body, err := io.ReadAll(req.Body)
-		if err != nil || json.Unmarshal(body, &msg) != nil || msg.ID == nil {
-			w.WriteHeader(http.StatusAccepted)
+		msg, ok := readRPC(w, req)
+		if !ok {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -83,7 +86,7 @@ func rawHTTP(t *testing.T, answer func(w http.ResponseWriter, id json.RawMessage
 			answer(ctxWriter{w, req.Context(), msg.Params.Name}, msg.ID)
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": rawResult("", msg.Method)})
+		json.NewEncoder(w).Encode(rpcResult(msg.ID, rawResult("", msg.Method)))
 	}))
 	t.Cleanup(srv.Close)
 	return &config.MCPServer{Name: "raw", URL: srv.URL + "/mcp", Timeout: config.DefaultMCPTimeout}
@@ -109,7 +112,7 @@ func TestHugeJSONAnswerIsRefused(t *testing.T) {
 		io.WriteString(w, `"}]}}`)
 	})
 	r.serve(srv)
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"raw": {Tools: []string{"*"}}})
+	ts := r.toolset("raw")
 	out, err := call(t, tool(t, ts, "mcp__raw__echo"), map[string]any{"text": "x"})
 	if err == nil {
 		t.Fatalf("a 40 MiB answer was taken (%d bytes)", len(out))
@@ -123,22 +126,18 @@ func TestHugeJSONAnswerIsRefused(t *testing.T) {
 // mcphost.MaxMessage (over stdio a line, over HTTP an event) fails the
 // call, the connection is made again, and the next call works.
 func TestOversizedResultOverBothTransports(t *testing.T) {
-	for _, tr := range transports {
-		t.Run(tr.name, func(t *testing.T) {
-			r := newRig(t)
-			srv := tr.cfg(t)
-			r.serve(srv)
-			ts := r.host.Toolset("d", map[string]config.DeskMCP{srv.Name: {Server: srv.Name, Tools: []string{"*"}}})
-			if _, err := call(t, tool(t, ts, mcphost.ToolName(srv.Name, "big")), map[string]any{"bytes": mcphost.MaxMessage + 1}); err == nil {
-				t.Fatal("an answer over the cap was taken")
-			}
-			r.retry(r.waitDown(srv.Name))
-			r.waitUp(srv.Name)
-			if got := mustCall(t, tool(t, ts, mcphost.ToolName(srv.Name, "echo")), map[string]any{"text": "back"}); got != "back" {
-				t.Errorf("echo after the big answer = %q", got)
-			}
-		})
-	}
+	overTransports(t, func(t *testing.T, r *rig, srv *config.MCPServer) {
+		r.serve(srv)
+		ts := r.toolset(srv.Name)
+		if _, err := call(t, tool(t, ts, mcphost.ToolName(srv.Name, "big")), map[string]any{"bytes": mcphost.MaxMessage + 1}); err == nil {
+			t.Fatal("an answer over the cap was taken")
+		}
+		r.retry(r.waitDown(srv.Name))
+		r.waitUp(srv.Name)
+		if got := mustCall(t, tool(t, ts, mcphost.ToolName(srv.Name, "echo")), map[string]any{"text": "back"}); got != "back" {
+			t.Errorf("echo after the big answer = %q", got)
+		}
+	})
 }
 
 // TestHTTPErrorsAreClear: an HTTP server that answers 401 or 500 is down
@@ -151,10 +150,8 @@ func TestHTTPErrorsAreClear(t *testing.T) {
 			}))
 			defer srv.Close()
 			r := newRig(t)
-			cfg := &config.MCPServer{Name: "bad", URL: srv.URL + "/mcp", Timeout: config.DefaultMCPTimeout,
-				Secrets: config.MCPSecrets{Headers: map[string][]string{"Authorization": {"Bearer s3cret"}}, Digest: "d"}}
-			r.host.Configure(map[string]*config.MCPServer{"bad": cfg})
-			r.host.Use("d", []string{"bad"})
+			r.configure(&config.MCPServer{Name: "bad", URL: srv.URL + "/mcp", Timeout: config.DefaultMCPTimeout,
+				Secrets: config.MCPSecrets{Headers: map[string][]string{"Authorization": {"Bearer s3cret"}}, Digest: "d"}})
 			down := r.waitDown("bad")
 			contains(t, "the down error", down.Error, http.StatusText(status))
 			if strings.Contains(down.Error, "s3cret") || strings.ContainsRune(down.Error, '\x1b') {
@@ -182,9 +179,7 @@ func TestSlowLorisHTTP(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	r := newRig(t)
-	cfg := &config.MCPServer{Name: "loris", URL: srv.URL + "/mcp", Timeout: 5 * time.Second}
-	r.host.Configure(map[string]*config.MCPServer{"loris": cfg})
-	r.host.Use("d", []string{"loris"})
+	r.configure(&config.MCPServer{Name: "loris", URL: srv.URL + "/mcp", Timeout: 5 * time.Second})
 	r.expire(start.Add(5 * time.Second))
 	contains(t, "the down error", r.waitDown("loris").Error, "no answer within 5s")
 }
@@ -198,19 +193,8 @@ func TestEchoedSecretsAreHidden(t *testing.T) {
 	refuse.Store(true)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		auth := req.Header.Get("Authorization")
-		if req.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		if err := json.NewDecoder(req.Body).Decode(&msg); err != nil || msg.ID == nil {
-			w.WriteHeader(http.StatusAccepted)
+		msg, ok := readRPC(w, req)
+		if !ok {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -224,14 +208,12 @@ func TestEchoedSecretsAreHidden(t *testing.T) {
 		if msg.Method == "tools/call" {
 			res = map[string]any{"isError": msg.Params.Name == "fail", "content": []any{map[string]any{"type": "text", "text": "you sent " + auth}}}
 		}
-		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": res})
+		json.NewEncoder(w).Encode(rpcResult(msg.ID, res))
 	}))
 	defer srv.Close()
 	r := newRig(t)
-	cfg := &config.MCPServer{Name: "echoer", URL: srv.URL + "/mcp", Timeout: config.DefaultMCPTimeout,
-		Secrets: config.MCPSecrets{Headers: map[string][]string{"Authorization": {"Bearer s3cret-t0ken"}}, Digest: "d"}}
-	r.host.Configure(map[string]*config.MCPServer{"echoer": cfg})
-	r.host.Use("d", []string{"echoer"})
+	r.configure(&config.MCPServer{Name: "echoer", URL: srv.URL + "/mcp", Timeout: config.DefaultMCPTimeout,
+		Secrets: config.MCPSecrets{Headers: map[string][]string{"Authorization": {"Bearer s3cret-t0ken"}}, Digest: "d"}})
 	down := r.waitDown("echoer")
 	if strings.Contains(down.Error, "s3cret-t0ken") {
 		t.Errorf("the down error shows the secret: %q", down.Error)
@@ -240,7 +222,7 @@ func TestEchoedSecretsAreHidden(t *testing.T) {
 	refuse.Store(false)
 	r.retry(down)
 	r.waitUp("echoer")
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"echoer": {Tools: []string{"*"}}})
+	ts := r.toolset("echoer")
 	out, err := call(t, tool(t, ts, "mcp__echoer__echo"), map[string]any{})
 	if err != nil || strings.Contains(out, "s3cret-t0ken") {
 		t.Errorf("echo = %q, %v: the secret reaches the model", out, err)
@@ -263,26 +245,14 @@ func TestSlowLorisCallIsDropped(t *testing.T) {
 	srv.Timeout = 5 * time.Second
 	r := newRig(t)
 	r.serve(srv)
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"raw": {Tools: []string{"*"}}})
+	ts := r.toolset("raw")
 	errc := make(chan error, 1)
 	go func() { _, err := call(t, tool(t, ts, "mcp__raw__echo"), map[string]any{}); errc <- err }()
-	select {
-	case <-asked: // the call and its request are under way, each with its 5s timer
-	case <-time.After(wait):
-		t.Fatal("the call never reached the server")
-	}
+	await(t, asked, "the call did not reach the server") // the call and its request are then under way, each with its 5s timer
 	r.expire(start.Add(5 * time.Second))
-	select {
-	case err := <-errc:
-		contains(t, "the call's error", fmt.Sprint(err), "timed out after 5s")
-	case <-time.After(wait):
-		t.Fatal("the call did not end at its timeout")
-	}
-	select {
-	case <-gaveUp:
-	case <-time.After(wait):
-		t.Fatal("deskd still holds the slow answer's request")
-	}
+	err := await(t, errc, "the call did not end at its timeout")
+	contains(t, "the call's error", fmt.Sprint(err), "timed out after 5s")
+	await(t, gaveUp, "deskd did not drop the slow answer's request")
 }
 
 // ctxWriter carries the request's context, and the tool called, to an
@@ -307,25 +277,17 @@ func TestCloseWithAStalledHTTPServer(t *testing.T) {
 	t.Parallel() // the grace, in real time: run beside the others
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		switch req.Method {
-		case http.MethodDelete:
+		if req.Method == http.MethodDelete {
 			<-release // stalls
 			return
-		case http.MethodGet:
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
 		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if err := json.NewDecoder(req.Body).Decode(&msg); err != nil || msg.ID == nil {
-			w.WriteHeader(http.StatusAccepted)
+		msg, ok := readRPC(w, req)
+		if !ok {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Mcp-Session-Id", "s1")
-		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": rawResult("", msg.Method)})
+		json.NewEncoder(w).Encode(rpcResult(msg.ID, rawResult("", msg.Method)))
 	}))
 	defer srv.Close()
 	defer close(release) // before srv.Close, which waits for the handlers
@@ -333,9 +295,5 @@ func TestCloseWithAStalledHTTPServer(t *testing.T) {
 	r.serve(&config.MCPServer{Name: "stall", URL: srv.URL + "/mcp", Timeout: 5 * time.Second})
 	closed := make(chan error, 1)
 	go func() { closed <- r.host.Close() }()
-	select {
-	case <-closed:
-	case <-time.After(wait):
-		t.Fatal("Close did not return")
-	}
+	await(t, closed, "Close did not return")
 }

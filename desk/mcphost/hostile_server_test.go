@@ -88,6 +88,21 @@ func serveHostileIfAsked() bool {
 	return true
 }
 
+// rpcRequest is what the raw servers read of a JSON-RPC message: a
+// request has an id, a notification none.
+type rpcRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name string `json:"name"`
+	} `json:"params"`
+}
+
+// rpcResult is the JSON-RPC answer to request id with result res.
+func rpcResult(id json.RawMessage, res any) map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "id": id, "result": res}
+}
+
 // rawServe answers JSON-RPC requests, line by line, until stdin closes.
 func rawServe(scenario string) {
 	in := bufio.NewReader(os.Stdin)
@@ -98,13 +113,7 @@ func rawServe(scenario string) {
 		if len(line) == 0 && err != nil {
 			return
 		}
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
+		var req rpcRequest
 		if json.Unmarshal(line, &req) != nil {
 			continue
 		}
@@ -144,7 +153,7 @@ func rawServe(scenario string) {
 		case req.Method == "tools/call" && scenario == "flood":
 			res = map[string]any{"content": []any{map[string]any{"type": "text", "text": fmt.Sprint(lists)}}}
 		}
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
+		b, _ := json.Marshal(rpcResult(req.ID, res))
 		out.Write(b)
 		out.WriteByte('\n')
 		if scenario == "flood" && req.Method == "tools/list" {

@@ -1,7 +1,6 @@
 package mcphost_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/deskd/deskd/config"
+	"github.com/deskd/deskd/desk/logtest"
 	"github.com/deskd/deskd/desk/mcphost"
 	"github.com/deskd/deskd/desk/mcptest"
 	"github.com/rs/zerolog"
@@ -140,21 +140,12 @@ func closeKillsAForkedChild(t *testing.T, scenario string) {
 	r := newRig(t)
 	srv := hostile(t, scenario)
 	r.serve(srv)
-	b, err := os.ReadFile(srv.Env[hostileFile])
-	if err != nil {
-		t.Fatalf("the forked child's PID: %v", err)
-	}
-	child := atoi(t, string(b))
+	child := pidIn(t, srv.Env[hostileFile])
 	t.Cleanup(func() { killPID(child) })
 	closed := make(chan error, 1)
 	go func() { closed <- r.host.Close() }()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-	case <-time.After(wait):
-		t.Fatalf("Close did not return within %s", wait)
+	if err := await(t, closed, "Close did not return"); err != nil {
+		t.Fatalf("Close: %v", err)
 	}
 	if err := mcptest.WaitExit(child, 5*time.Second); err != nil {
 		t.Errorf("the server's forked child %d is left after Close: %v", child, err)
@@ -232,13 +223,7 @@ func TestCloseKillsAServerIgnoringSIGTERM(t *testing.T) {
 	t.Parallel() // seconds of real time (the grace periods of a stop): run beside the others
 	r := newRig(t)
 	r.serve(hostile(t, "stubborn"))
-	pid := r.status("hostile").PID
-	if err := r.host.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if !gone(pid) {
-		t.Errorf("process %d is left after Close", pid)
-	}
+	r.closeEnds(r.status("hostile").PID)
 }
 
 // TestHostileToolNamesStayShort: 200 tools with names of 10 KB put a few
@@ -297,9 +282,9 @@ func TestEndlessToolPages(t *testing.T) {
 // on stderr does not get it into the down error or deskd's log (the
 // stderr tail is logged at debug level).
 func TestStderrSecretsAreHidden(t *testing.T) {
-	var logs bytes.Buffer
+	var logs logtest.Buffer
 	r := newRig(t)
-	r.host = mcphost.New(mcphost.Options{Clock: r.clock, Bus: r.bus, Log: zerolog.New(&syncWriter{w: &logs}).Level(zerolog.DebugLevel), Grace: grace})
+	r.host = mcphost.New(mcphost.Options{Clock: r.clock, Bus: r.bus, Log: zerolog.New(&logs).Level(zerolog.DebugLevel), Grace: grace})
 	t.Cleanup(func() { r.host.Close() })
 	srv := hostile(t, "leaks")
 	srv.Secrets.Env = map[string]string{"BROKER_KEY": "env-s3cret-9"}
@@ -341,7 +326,7 @@ func TestFatToolsAreBounded(t *testing.T) {
 	contains(t, "the notes", strings.Join(ts.Notes(), "\n"),
 		fmt.Sprintf("%d tools of MCP server hostile are left out: with them", 40-len(ts.Tools())))
 	// A desk that allows only the last one gets it.
-	last := r.host.Toolset("d", map[string]config.DeskMCP{"hostile": {Tools: []string{"t39"}}})
+	last := r.toolset("hostile", "t39")
 	if got := names(last.Tools()); len(got) != 1 {
 		t.Errorf("tools %v, want t39", got)
 	}
@@ -367,13 +352,8 @@ func TestDeafServerTimesOut(t *testing.T) {
 	}
 	// The server has read one call and 1 MiB of the other: that one's
 	// write has begun, and cannot end (3 MiB are left, the pipe holds 64 KiB).
-	select {
-	case err := <-heard:
-		if err != nil {
-			t.Fatalf("the deaf server's signal: %v", err)
-		}
-	case <-time.After(wait):
-		t.Fatalf("the deaf server did not get a call and a part of the next within %s", wait)
+	if err := await(t, heard, "the deaf server did not get a call and a part of the next"); err != nil {
+		t.Fatalf("the deaf server's signal: %v", err)
 	}
 	select {
 	case err := <-errc:
@@ -387,12 +367,8 @@ func TestDeafServerTimesOut(t *testing.T) {
 	}
 	r.clock.Set(start.Add(5 * time.Second))
 	for range 2 {
-		select {
-		case err := <-errc:
-			contains(t, "the call's error", fmt.Sprint(err), "timed out after 5s")
-		case <-time.After(wait):
-			t.Fatal("a call to a deaf server did not end at its timeout")
-		}
+		err := await(t, errc, "a call to a deaf server did not end at its timeout")
+		contains(t, "the call's error", fmt.Sprint(err), "timed out after 5s")
 	}
 	contains(t, "the down error", r.waitDown("hostile").Error,
 		"it stopped reading its stdin: the request tools/call, which deskd was writing to it, was still not taken in "+grace.String()+" after the request tools/call was given up on")

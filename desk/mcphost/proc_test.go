@@ -3,9 +3,7 @@ package mcphost_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"strconv"
-	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -29,16 +27,4 @@ func killPID(pid int) { unix.Kill(pid, unix.SIGKILL) }
 
 func contextWithWait(t *testing.T) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(t.Context(), wait)
-}
-
-// syncWriter serialises writes to w.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

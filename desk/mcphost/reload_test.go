@@ -36,7 +36,7 @@ func TestAReloadedTimeoutAppliesToTheNextCall(t *testing.T) {
 	raised.Timeout = 30 * time.Second
 	r.host.Configure(map[string]*config.MCPServer{srv.Name: &raised})
 
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"raw": {Tools: []string{"*"}}})
+	ts := r.toolset("raw")
 	type result struct {
 		out string
 		err error
@@ -46,11 +46,7 @@ func TestAReloadedTimeoutAppliesToTheNextCall(t *testing.T) {
 		out, err := call(t, tool(t, ts, "mcp__raw__echo"), map[string]any{})
 		done <- result{out, err}
 	}()
-	select {
-	case <-asked: // the call and its request are under way, with their timers
-	case <-time.After(wait):
-		t.Fatal("the call never reached the server")
-	}
+	await(t, asked, "the call did not reach the server") // the call and its request are then under way, with their timers
 	ctx, cancel := contextWithWait(t)
 	defer cancel()
 	if err := r.clock.WaitTimerAt(ctx, start.Add(30*time.Second)); err != nil { // the call's own timer: the new timeout's
@@ -63,13 +59,8 @@ func TestAReloadedTimeoutAppliesToTheNextCall(t *testing.T) {
 	default:
 	}
 	close(answer)
-	select {
-	case res := <-done:
-		if res.err != nil || res.out != "filled" {
-			t.Errorf("the call after 20s = %q, %v; want filled", res.out, res.err)
-		}
-	case <-time.After(wait):
-		t.Fatal("the call did not end once the server answered")
+	if res := await(t, done, "the call did not end once the server answered"); res.err != nil || res.out != "filled" {
+		t.Errorf("the call after 20s = %q, %v; want filled", res.out, res.err)
 	}
 }
 
@@ -122,7 +113,7 @@ func TestTimedOutCallsSayTheOutcomeIsUnknown(t *testing.T) {
 	})
 	r := newRig(t)
 	r.serve(srv)
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"raw": {Tools: []string{"*"}}})
+	ts := r.toolset("raw")
 
 	_, err := call(t, tool(t, ts, "mcp__raw__fail"), map[string]any{})
 	if err == nil || !strings.Contains(err.Error(), "MCP server raw refused the call of fail") || !strings.Contains(err.Error(), "unknown instrument") {

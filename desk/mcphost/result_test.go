@@ -46,7 +46,7 @@ func TestBadToolNamesAreLeftOut(t *testing.T) {
 	srv := mcptest.Stdio(t)
 	srv.Name = strings.Repeat("s", 50)
 	r.serve(srv)
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{srv.Name: {Server: srv.Name, Tools: []string{"echo", "place_order"}}})
+	ts := r.toolset(srv.Name, "echo", "place_order")
 	if got := names(ts.Tools()); len(got) != 1 || got[0] != mcphost.ToolName(srv.Name, "echo") {
 		t.Errorf("tools %v, want only echo (place_order's name is too long)", got)
 	}
@@ -77,7 +77,7 @@ func TestSecretsAreNeverLogged(t *testing.T) {
 	r.host.Use("d", []string{"stdio", "http"})
 	r.waitUp("stdio")
 	r.waitUp("http")
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"stdio": {Server: "stdio", Tools: []string{"crash"}}})
+	ts := r.toolset("stdio", "crash")
 	call(t, tool(t, ts, "mcp__stdio__crash"), map[string]any{})
 	r.waitDown("stdio")
 	h.Stop()

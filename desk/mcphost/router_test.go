@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deskd/deskd/config"
 	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/router"
@@ -54,7 +53,7 @@ func TestThroughTheRouter(t *testing.T) {
 		{ID: "c2", Name: "mcp__stdio__fail", Arguments: json.RawMessage(`{}`)},
 		{ID: "c3", Name: "mcp__stdio__quote", Arguments: json.RawMessage(`{"symbol":"INFY"}`)},
 	}}
-	ts := r.host.Toolset("d", map[string]config.DeskMCP{"stdio": {Server: "stdio", Tools: []string{"big", "fail", "quote"}}})
+	ts := r.toolset("stdio", "big", "fail", "quote")
 	rt, err := router.New(router.Options{Desk: "d", Folder: folder, Clock: r.clock, Day: memory.TradingDay{Location: time.UTC}, Bus: r.bus,
 		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "openai", Client: model}}, Toolsets: []router.Toolset{ts}}})
 	if err != nil {
