@@ -118,14 +118,7 @@ func (nd *Node) Up() {
 }
 
 // Down shuts the node down and waits until it has.
-func (nd *Node) Down() {
-	if nd.srv == nil {
-		return
-	}
-	nd.srv.Shutdown()
-	nd.srv.WaitForShutdown()
-	nd.srv = nil
-}
+func (nd *Node) Down() { shutdown(&nd.srv) }
 
 // WaitReady waits, up to timeout, until a node that is up is the
 // JetStream meta leader, every node that is up is current with it, and

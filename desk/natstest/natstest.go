@@ -64,13 +64,17 @@ func (s *Server) Up() {
 }
 
 // Down shuts the server down and waits until it has; Up starts it again.
-func (s *Server) Down() {
-	if s.srv == nil {
+func (s *Server) Down() { shutdown(&s.srv) }
+
+// shutdown shuts *srv down, if it runs, waits until it has, and clears
+// it: a server's and a cluster node's Down.
+func shutdown(srv **server.Server) {
+	if *srv == nil {
 		return
 	}
-	s.srv.Shutdown()
-	s.srv.WaitForShutdown()
-	s.srv = nil
+	(*srv).Shutdown()
+	(*srv).WaitForShutdown()
+	*srv = nil
 }
 
 // Client connects a publisher to the server (reconnecting forever, as

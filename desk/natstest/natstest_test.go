@@ -13,17 +13,11 @@ import (
 	"github.com/deskd/deskd/desk/natstest"
 )
 
-// TestWaitAckedSeesTheLastAckHoweverLateItIsApplied: the consumer's
-// last pending message is acked once the server's consumer has a long
-// queue of acks to apply before it, acks WaitAcked does not hear (in the
-// version 2 format of ack subjects: naks of the other message, and at
-// last its ack). So WaitAcked hears the last ack long before the server
-// has applied it. It returns once the server has: it used to read the
-// consumer's info at once, still find the message pending, and wait to its
-// deadline for another ack that would never come (the flaky
-// TestNATSE2EKillStorm of cmd/deskd: "still has messages pending",
-// NumAckPending:1, NumWaiting:2, with deskd alive and done).
-func TestWaitAckedSeesTheLastAckHoweverLateItIsApplied(t *testing.T) {
+// streamS is a server with stream S (subjects s.>) and its durable
+// consumer C, acked explicitly and never redelivered within a test; nc
+// and js are a client of the server.
+func streamS(t *testing.T) (*natstest.Server, *nats.Conn, jetstream.JetStream, jetstream.Consumer) {
+	t.Helper()
 	srv := natstest.Start(t)
 	nc, js := srv.Client()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -35,6 +29,21 @@ func TestWaitAckedSeesTheLastAckHoweverLateItIsApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, nc, js, c
+}
+
+// TestWaitAckedSeesTheLastAckHoweverLateItIsApplied: the consumer's
+// last pending message is acked once the server's consumer has a long
+// queue of acks to apply before it, acks WaitAcked does not hear (in the
+// version 2 format of ack subjects: naks of the other message, and at
+// last its ack). So WaitAcked hears the last ack long before the server
+// has applied it. It returns once the server has: it used to read the
+// consumer's info at once, still find the message pending, and wait to its
+// deadline for another ack that would never come (the flaky
+// TestNATSE2EKillStorm of cmd/deskd: "still has messages pending",
+// NumAckPending:1, NumWaiting:2, with deskd alive and done).
+func TestWaitAckedSeesTheLastAckHoweverLateItIsApplied(t *testing.T) {
+	srv, nc, js, c := streamS(t)
 	natstest.Publish(t, js, "s.x", "one", "the first message")
 	natstest.Publish(t, js, "s.x", "two", "the second message")
 	batch, err := c.Fetch(2, jetstream.FetchMaxWait(10*time.Second))
@@ -111,17 +120,7 @@ func accountHash(name string) string {
 // TestWaitAckedSeesEveryAck: messages acked one by one while WaitAcked
 // waits; it returns once the last is, with nothing pending.
 func TestWaitAckedSeesEveryAck(t *testing.T) {
-	srv := natstest.Start(t)
-	nc, js := srv.Client()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := js.CreateOrUpdateConsumer(ctx, "S", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, nc, js, c := streamS(t)
 	const n = 50
 	for i := range n {
 		natstest.Publish(t, js, "s.x", "", string(rune('a'+i%26)))
