@@ -175,6 +175,38 @@ func queuedEach(w *eventtest.Watcher, ids ...string) {
 // queuedTimes is how many times h's desk queued the trigger id.
 func (h *host) queuedTimes(id string) int { return countQueued(h.d.Events, id) }
 
+// queuedOnce fails the test unless h's desk queued each trigger of ids
+// once; as names h in the errors.
+func (h *host) queuedOnce(as string, ids ...string) {
+	h.t.Helper()
+	for _, id := range ids {
+		if n := h.queuedTimes(id); n != 1 {
+			h.t.Errorf("%s queued %d times on %s, want once", id, n, as)
+		}
+	}
+}
+
+// neverQueued fails the test if h's desk queued any trigger of ids; as
+// names h in the errors.
+func (h *host) neverQueued(as string, ids ...string) {
+	h.t.Helper()
+	for _, id := range ids {
+		if n := h.queuedTimes(id); n != 0 {
+			h.t.Errorf("%s queued %d times on %s, want never", id, n, as)
+		}
+	}
+}
+
+// settled publishes one more message and waits until h has queued it and
+// desk main's consumer has every message acked: none before it is still
+// on its way to h.
+func (cl *cluster) settled(h *host) {
+	cl.t.Helper()
+	cl.publish("after", `{"text":"barrier"}`)
+	queued(h.d.Events, "after")
+	cl.acked()
+}
+
 // TestClusterBoundDeskOnly: in cluster mode the feed consumes nothing
 // until Bind; desk main bound on the first host, its messages go to that
 // host only, through the desk's own consumer (deskd-main, filter
@@ -195,14 +227,8 @@ func TestClusterBoundDeskOnly(t *testing.T) {
 	}
 	queuedEach(a.d.Events, ids...)
 	cl.acked()
-	for _, id := range ids {
-		if n := a.queuedTimes(id); n != 1 {
-			t.Errorf("%s queued %d times on the owner, want once", id, n)
-		}
-		if n := b.queuedTimes(id); n != 0 {
-			t.Errorf("%s queued %d times on the host that did not bind main, want never", id, n)
-		}
-	}
+	a.queuedOnce("the owner", ids...)
+	b.neverQueued("the host that did not bind main", ids...)
 	info := cl.info()
 	if info.Name != "deskd-main" || info.Config.FilterSubject != "deskd.triggers.main" || info.Config.AckWait != lease {
 		t.Errorf("desk main's consumer: name %q, filter %q, AckWait %v; want deskd-main, deskd.triggers.main, %v",
@@ -246,14 +272,11 @@ func TestClusterUnbindHandsBackAtOnce(t *testing.T) {
 	cl.waitInfo("without the old owner's pull", func(i *jetstream.ConsumerInfo) bool { return i.NumWaiting == 0 })
 	a.desks.letGo()
 	b.bind()
-	queuedEach(b.d.Events, "held-1", "held-2")
-	cl.publish("after", `{"text":"barrier"}`)
-	queued(b.d.Events, "after")
-	cl.acked()
-	for _, id := range []string{"held-1", "held-2"} {
-		if n := b.queuedTimes(id); n != 1 {
-			t.Errorf("%s queued %d times on the new owner, want once", id, n)
-		}
+	ids := []string{"held-1", "held-2"}
+	queuedEach(b.d.Events, ids...)
+	cl.settled(b)
+	b.queuedOnce("the new owner", ids...)
+	for _, id := range ids {
 		if st, ok := b.d.Desk.Trigger(id); !ok || st.Source != natsfeed.Source {
 			t.Errorf("the new owner's ledger: Trigger(%s) = %+v, %v; want it, from nats", id, st, ok)
 		}
@@ -286,12 +309,8 @@ func TestClusterKilledOwnerRedeliveredWithinLease(t *testing.T) {
 	if q.Source != natsfeed.Source {
 		t.Errorf("the redelivered trigger = %+v, want source nats", q)
 	}
-	cl.publish("after", `{"text":"barrier"}`)
-	queued(b.d.Events, "after")
-	cl.acked()
-	if n := b.queuedTimes("killed-1"); n != 1 {
-		t.Errorf("killed-1 queued %d times on the new owner, want once", n)
-	}
+	cl.settled(b)
+	b.queuedOnce("the new owner", "killed-1")
 }
 
 // TestClusterUnboundDeskLosesNothing: messages published before any
@@ -321,14 +340,8 @@ func TestClusterUnboundDeskLosesNothing(t *testing.T) {
 	b.bind()
 	queuedEach(b.d.Events, ids...)
 	cl.acked()
-	for _, id := range ids {
-		if n := b.queuedTimes(id); n != 1 {
-			t.Errorf("%s queued %d times on the new owner, want once", id, n)
-		}
-		if n := a.queuedTimes(id); n != 0 {
-			t.Errorf("%s queued %d times on the host that unbound the desk, want never", id, n)
-		}
-	}
+	b.queuedOnce("the new owner", ids...)
+	a.neverQueued("the host that unbound the desk", ids...)
 	if n := a.queuedTimes("early") + b.queuedTimes("early"); n != 1 {
 		t.Errorf("early queued %d times in all, want once", n)
 	}
