@@ -3,7 +3,6 @@ package metrics_test
 import (
 	"testing"
 
-	"github.com/deskd/deskd/desk/event"
 	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/desk/metrics/metricstest"
 )
@@ -12,9 +11,7 @@ import (
 // from the desks' status at each scrape, one series per calendar however
 // many desks follow it; a desk with no calendar adds none.
 func TestMetricsCalendarDaysLeft(t *testing.T) {
-	bus := event.New()
-	m := metrics.New(bus)
-	t.Cleanup(func() { m.Close(); bus.Close() })
+	_, m := newMetrics(t)
 	left := -26
 	m.SetGauges(func() []metrics.Gauges {
 		return []metrics.Gauges{

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/desk/metrics/metricstest"
 )
 
@@ -13,9 +12,7 @@ import (
 // acquisitions of a desk another host held before (previous set); both
 // are absent without a cluster's events.
 func TestMetricsCluster(t *testing.T) {
-	bus := event.New()
-	m := metrics.New(bus)
-	t.Cleanup(m.Close)
+	bus, m := newMetrics(t)
 	fams := metricstest.Scrape(t, m.Handler())
 	for _, name := range []string{"deskd_desk_owned", "deskd_failovers_total"} {
 		if _, ok := fams[name]; ok {

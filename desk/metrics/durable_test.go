@@ -3,8 +3,6 @@ package metrics_test
 import (
 	"testing"
 
-	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/desk/metrics/metricstest"
 )
 
@@ -16,25 +14,14 @@ func (c *durableCounts) DurableCounts() (int64, int64, int64) { return c.writes,
 // flushes are its fsyncs and syncfs calls together, and the metrics are
 // absent until SetDurable.
 func TestMetricsDurable(t *testing.T) {
-	bus := event.New()
-	m := metrics.New(bus)
-	t.Cleanup(func() { m.Close(); bus.Close() })
+	_, m := newMetrics(t)
 	if fams := metricstest.Scrape(t, m.Handler()); fams["deskd_durable_flushes_total"] != nil {
 		t.Error("deskd_durable_flushes_total present before SetDurable")
 	}
 	c := &durableCounts{writes: 64, fsyncs: 1, syncfss: 2}
 	m.SetDurable(c)
-	check := func(want map[string]float64) {
-		t.Helper()
-		fams := metricstest.Scrape(t, m.Handler())
-		for name, w := range want {
-			if v, ok := metricstest.Value(fams, name); !ok || v != w {
-				t.Errorf("%s = %v, %v; want %v", name, v, ok, w)
-			}
-		}
-	}
-	check(map[string]float64{"deskd_durable_synced_writes_total": 64, "deskd_durable_flushes_total": 3,
+	wantValues(t, m, map[string]float64{"deskd_durable_synced_writes_total": 64, "deskd_durable_flushes_total": 3,
 		"deskd_durable_fsyncs_total": 1, "deskd_durable_syncfs_total": 2})
 	c.writes, c.syncfss = 100, 5
-	check(map[string]float64{"deskd_durable_synced_writes_total": 100, "deskd_durable_flushes_total": 6, "deskd_durable_syncfs_total": 5})
+	wantValues(t, m, map[string]float64{"deskd_durable_synced_writes_total": 100, "deskd_durable_flushes_total": 6, "deskd_durable_syncfs_total": 5})
 }

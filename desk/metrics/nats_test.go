@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/desk/metrics/metricstest"
 )
 
@@ -12,9 +11,7 @@ import (
 // nats.backpressure events; deskd_nats_connected is absent until SetNATS,
 // then 1 or 0 as the connection is, read at each scrape.
 func TestMetricsNATS(t *testing.T) {
-	bus := event.New()
-	m := metrics.New(bus)
-	t.Cleanup(m.Close)
+	bus, m := newMetrics(t)
 	if _, ok := metricstest.Value(metricstest.Scrape(t, m.Handler()), "deskd_nats_connected"); ok {
 		t.Error("deskd_nats_connected is present without NATS")
 	}

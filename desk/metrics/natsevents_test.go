@@ -3,8 +3,6 @@ package metrics_test
 import (
 	"testing"
 
-	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/desk/metrics/metricstest"
 )
 
@@ -22,25 +20,14 @@ func (c *outboxCounts) OutboxCounts() (int, int64, int64, int64) {
 // TestMetricsNATSEvents: the NATS event publisher's counts are read at each
 // scrape, and absent until SetNATSEvents.
 func TestMetricsNATSEvents(t *testing.T) {
-	bus := event.New()
-	m := metrics.New(bus)
-	t.Cleanup(func() { m.Close(); bus.Close() })
+	_, m := newMetrics(t)
 	if fams := metricstest.Scrape(t, m.Handler()); fams["deskd_nats_outbox_events"] != nil {
 		t.Error("deskd_nats_outbox_events present without NATS events")
 	}
 	c := &outboxCounts{waiting: 3, bytes: 900, published: 10, dropped: 2, duplicates: 1}
 	m.SetNATSEvents(c)
-	check := func(want map[string]float64) {
-		t.Helper()
-		fams := metricstest.Scrape(t, m.Handler())
-		for name, w := range want {
-			if v, ok := metricstest.Value(fams, name); !ok || v != w {
-				t.Errorf("%s = %v, %v; want %v", name, v, ok, w)
-			}
-		}
-	}
-	check(map[string]float64{"deskd_nats_outbox_events": 3, "deskd_nats_outbox_bytes": 900,
+	wantValues(t, m, map[string]float64{"deskd_nats_outbox_events": 3, "deskd_nats_outbox_bytes": 900,
 		"deskd_nats_events_published_total": 10, "deskd_nats_events_dropped_total": 2, "deskd_nats_events_duplicate_total": 1})
 	c.waiting, c.published = 0, 13
-	check(map[string]float64{"deskd_nats_outbox_events": 0, "deskd_nats_events_published_total": 13})
+	wantValues(t, m, map[string]float64{"deskd_nats_outbox_events": 0, "deskd_nats_events_published_total": 13})
 }

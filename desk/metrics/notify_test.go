@@ -3,8 +3,6 @@ package metrics_test
 import (
 	"testing"
 
-	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/desk/metrics/metricstest"
 )
 
@@ -21,9 +19,7 @@ func (c *notifyCounts) NotifyCounts() ([]string, []int64, []int64) {
 // TestMetricsNotify: deskd_notify_pending and deskd_notify_failed_total
 // are read per target at each scrape, and absent until SetNotify.
 func TestMetricsNotify(t *testing.T) {
-	bus := event.New()
-	m := metrics.New(bus)
-	t.Cleanup(func() { m.Close(); bus.Close() })
+	_, m := newMetrics(t)
 	if fams := metricstest.Scrape(t, m.Handler()); fams["deskd_notify_pending"] != nil {
 		t.Error("deskd_notify_pending present without notify targets")
 	}

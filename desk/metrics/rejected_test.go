@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/deskd/deskd/desk"
-	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/desk/metrics/metricstest"
 )
 
@@ -14,9 +12,7 @@ import (
 // desk's (or, desk "", the main file's) file is refused, with its since,
 // read at each scrape: a cleared rejection is gone.
 func TestMetricsConfigRejected(t *testing.T) {
-	bus := event.New()
-	m := metrics.New(bus)
-	t.Cleanup(func() { m.Close(); bus.Close() })
+	_, m := newMetrics(t)
 	early := time.Date(2026, 3, 2, 4, 32, 0, 0, time.UTC)
 	late := early.Add(time.Hour)
 	rs := []desk.ConfigRejection{

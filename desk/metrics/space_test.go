@@ -4,17 +4,13 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/desk/metrics/metricstest"
 )
 
 // TestMetricsFreeSpace: deskd_state_free_bytes is read from SetFreeSpace's
 // function at each scrape, and absent before the probe's first look.
 func TestMetricsFreeSpace(t *testing.T) {
-	bus := event.New()
-	m := metrics.New(bus)
-	t.Cleanup(m.Close)
+	_, m := newMetrics(t)
 	var free atomic.Uint64
 	var known atomic.Bool
 	if err := m.SetFreeSpace(func() (uint64, bool) { return free.Load(), known.Load() }); err != nil {

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/deskd/deskd/desk/event"
-	"github.com/deskd/deskd/desk/metrics"
 	"github.com/deskd/deskd/desk/metrics/metricstest"
 )
 
@@ -13,9 +12,7 @@ import (
 // deskd_approvals_total, mcp.server.down in deskd_mcp_server_down_total;
 // deskd_mcp_server_up is read from SetMCP's function at each scrape.
 func TestMetricsTools(t *testing.T) {
-	bus := event.New()
-	m := metrics.New(bus)
-	t.Cleanup(m.Close)
+	bus, m := newMetrics(t)
 	h := event.Header{Desk: "fx"}
 	const order = "mcp__broker__place_order"
 	event.Publish(bus, event.ToolCalled{Header: h, Tool: order, Server: "broker", Outcome: "ok", DurationMS: 1500})
