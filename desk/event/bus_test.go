@@ -165,18 +165,10 @@ func TestFirstPublishOfATopicDuringAnotherPublish(t *testing.T) {
 					}
 				}
 			}()
-			for _, e := range []event.Event{event.TurnStarted{}, event.TurnCompleted{}, event.DeskStarted{}, event.DeskStopped{}} {
-				switch e := e.(type) {
-				case event.TurnStarted:
-					event.Publish(b, e)
-				case event.TurnCompleted:
-					event.Publish(b, e)
-				case event.DeskStarted:
-					event.Publish(b, e)
-				case event.DeskStopped:
-					event.Publish(b, e)
-				}
-			}
+			event.Publish(b, event.TurnStarted{})
+			event.Publish(b, event.TurnCompleted{})
+			event.Publish(b, event.DeskStarted{})
+			event.Publish(b, event.DeskStopped{})
 			close(stop)
 			<-busy
 			cancel()
