@@ -31,6 +31,23 @@ func open(t *testing.T, path string) *calllimit.Counter {
 
 func countsPath(t *testing.T) string { return filepath.Join(t.TempDir(), "calls.json") }
 
+// fresh is a Counter on a counts file not yet written, and the file's
+// path.
+func fresh(t *testing.T) (string, *calllimit.Counter) {
+	t.Helper()
+	path := countsPath(t)
+	return path, open(t, path)
+}
+
+// take counts a call of tool on date under limit; it fails the test if
+// the call is not taken.
+func take(t *testing.T, c *calllimit.Counter, date memory.Date, tool string, limit int) {
+	t.Helper()
+	if _, err := c.Take(date, tool, limit); err != nil {
+		t.Fatalf("Take(%v, %s, %d): %v", date, tool, limit, err)
+	}
+}
+
 func TestTakeUpToTheLimit(t *testing.T) {
 	c := open(t, countsPath(t))
 	for want := 1; want <= 3; want++ {
@@ -75,9 +92,7 @@ func TestLimitErrorText(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := open(t, countsPath(t))
 			for range tt.limit {
-				if _, err := c.Take(day1, order, tt.limit); err != nil {
-					t.Fatal(err)
-				}
+				take(t, c, day1, order, tt.limit)
 			}
 			_, err := c.Take(day1, order, tt.limit)
 			if err == nil || err.Error() != tt.want {
@@ -104,8 +119,7 @@ func TestBadArguments(t *testing.T) {
 }
 
 func TestMissingFileIsNoCalls(t *testing.T) {
-	path := countsPath(t)
-	c := open(t, path)
+	path, c := fresh(t)
 	if got := c.Used(day1); len(got) != 0 {
 		t.Errorf("Used = %v, want none", got)
 	}
@@ -115,16 +129,11 @@ func TestMissingFileIsNoCalls(t *testing.T) {
 }
 
 func TestCountsPersistAcrossOpen(t *testing.T) {
-	path := countsPath(t)
-	c := open(t, path)
+	path, c := fresh(t)
 	for range 2 {
-		if _, err := c.Take(day1, order, 2); err != nil {
-			t.Fatal(err)
-		}
+		take(t, c, day1, order, 2)
 	}
-	if _, err := c.Take(day1, "mcp__broker__quote", 9); err != nil {
-		t.Fatal(err)
-	}
+	take(t, c, day1, "mcp__broker__quote", 9)
 	again := open(t, path)
 	if got := again.Used(day1); len(got) != 2 || got[order] != 2 || got["mcp__broker__quote"] != 1 {
 		t.Errorf("Used after Open = %v, want place_order 2, quote 1", got)
@@ -138,11 +147,8 @@ func TestCountsPersistAcrossOpen(t *testing.T) {
 }
 
 func TestANewDateDropsTheOld(t *testing.T) {
-	path := countsPath(t)
-	c := open(t, path)
-	if _, err := c.Take(day1, order, 1); err != nil {
-		t.Fatal(err)
-	}
+	path, c := fresh(t)
+	take(t, c, day1, order, 1)
 	if got := c.Used(day2); len(got) != 0 {
 		t.Errorf("Used(day2) before any call that day = %v, want none", got)
 	}
@@ -209,9 +215,7 @@ func TestWriteFailureRefusesTheCall(t *testing.T) {
 	}
 	path := filepath.Join(dir, "calls.json")
 	c := open(t, path)
-	if _, err := c.Take(day1, order, 5); err != nil {
-		t.Fatal(err)
-	}
+	take(t, c, day1, order, 5)
 	// The folder goes away: the next count cannot be written.
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
@@ -226,8 +230,7 @@ func TestWriteFailureRefusesTheCall(t *testing.T) {
 }
 
 func TestConcurrentTakeNeverExceeds(t *testing.T) {
-	path := countsPath(t)
-	c := open(t, path)
+	path, c := fresh(t)
 	const limit, callers = 10, 40
 	var ok, refused atomic.Int32
 	var wg sync.WaitGroup
@@ -257,11 +260,8 @@ func TestConcurrentTakeNeverExceeds(t *testing.T) {
 // disk too; there is nothing to give back of another date or of a tool
 // with no count.
 func TestReleaseGivesBack(t *testing.T) {
-	path := countsPath(t)
-	c := open(t, path)
-	if _, err := c.Take(day1, order, 1); err != nil {
-		t.Fatal(err)
-	}
+	path, c := fresh(t)
+	take(t, c, day1, order, 1)
 	if _, err := c.Take(day1, order, 1); !errors.Is(err, calllimit.ErrLimit) {
 		t.Fatalf("a second Take of limit 1: %v", err)
 	}
@@ -291,11 +291,8 @@ func TestReleaseGivesBack(t *testing.T) {
 // (deskd's clock went back) is refused, and the later date's counts are
 // kept, so that its limit holds when it comes round again.
 func TestAnEarlierDateIsRefused(t *testing.T) {
-	path := countsPath(t)
-	c := open(t, path)
-	if _, err := c.Take(day2, order, 2); err != nil {
-		t.Fatal(err)
-	}
+	path, c := fresh(t)
+	take(t, c, day2, order, 2)
 	for name, err := range map[string]error{
 		"Check": c.Check(day1, order, 2),
 		"Take":  func() error { _, err := c.Take(day1, order, 2); return err }(),
@@ -320,13 +317,10 @@ func TestANewDateResetsEveryTool(t *testing.T) {
 		quote  = "mcp__broker__quote"
 	)
 	limits := map[string]int{order: 2, cancel: 1, quote: 3}
-	path := countsPath(t)
-	c := open(t, path)
+	path, c := fresh(t)
 	for tool, n := range map[string]int{order: 2, cancel: 1, quote: 2} {
 		for range n {
-			if _, err := c.Take(day1, tool, limits[tool]); err != nil {
-				t.Fatal(err)
-			}
+			take(t, c, day1, tool, limits[tool])
 		}
 	}
 	if _, err := c.Take(day1, order, limits[order]); !errors.Is(err, calllimit.ErrLimit) {
@@ -376,9 +370,7 @@ func TestANewDateResetsEveryTool(t *testing.T) {
 			t.Errorf("Check(day3, %s): %v", tool, err)
 		}
 	}
-	if _, err := again.Take(day3, quote, limits[quote]); err != nil {
-		t.Fatal(err)
-	}
+	take(t, again, day3, quote, limits[quote])
 	if got := again.Used(day3); len(got) != 1 || got[quote] != 1 {
 		t.Errorf("Used(day3) = %v, want quote: 1 only", got)
 	}
