@@ -107,7 +107,7 @@ var allowedImports = map[string][]string{
 	// Test helpers: only tests and other test helpers import them.
 	"desk/event/eventtest":   {"desk/clock", "desk/event"},
 	"memory/durable/faultfs": {"memory/durable"},
-	"desk/httpapi/httpapitest": {"desk", "desk/clock", "desk/desktest", "desk/event", "desk/httpapi", "desk/metrics",
+	"desk/httpapi/httpapitest": {"desk", "desk/approval", "desk/clock", "desk/desktest", "desk/event", "desk/httpapi", "desk/metrics",
 		"memory/durable", "router", "triggers"},
 	"desk/metrics/metricstest": {},
 	"desk/natstest":            {},

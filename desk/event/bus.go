@@ -227,6 +227,14 @@ func SubscribeAll(b *Bus, fn func(Event)) (cancel func()) {
 	return b.subscribe("", fn)
 }
 
+// SubscribeAllIf is SubscribeAll for the events keep accepts. keep runs
+// when the event is published, in the publisher's goroutine under the
+// bus's lock: it must be quick and must not publish. Its verdict is the
+// one of that moment (a log's level then), however late fn runs.
+func SubscribeAllIf(b *Bus, keep func(Event) bool, fn func(Event)) (cancel func()) {
+	return b.subscribeIf("", keep, fn)
+}
+
 // Dropped reports how many deliveries were dropped because a subscriber's
 // mailbox was full.
 func (b *Bus) Dropped() int64 { return b.dropped.Load() }
@@ -266,7 +274,13 @@ func (b *Bus) Close() {
 }
 
 func (b *Bus) subscribe(topic string, fn func(Event)) func() {
-	m := &mailbox{fn: fn, limit: DefaultMailbox, wake: make(chan struct{}, 1), done: make(chan struct{}), bus: b}
+	return b.subscribeIf(topic, nil, fn)
+}
+
+// subscribeIf subscribes fn to topic ("" for all), with keep (nil: every
+// event) the gate of its mailbox.
+func (b *Bus) subscribeIf(topic string, keep func(Event) bool, fn func(Event)) func() {
+	m := &mailbox{fn: fn, keep: keep, limit: DefaultMailbox, wake: make(chan struct{}, 1), done: make(chan struct{}), bus: b}
 	b.mu.Lock()
 	if b.closed.Load() {
 		b.mu.Unlock()
@@ -317,6 +331,7 @@ func (b *Bus) dispatch(ev Event) {
 // mailbox holds one subscriber's undelivered events.
 type mailbox struct {
 	fn    func(Event)
+	keep  func(Event) bool // nil: every event
 	limit int
 	bus   *Bus
 
@@ -328,6 +343,9 @@ type mailbox struct {
 }
 
 func (m *mailbox) push(ev Event) {
+	if m.keep != nil && !m.keep(ev) {
+		return
+	}
 	m.mu.Lock()
 	if m.stopped || len(m.queue) >= m.limit {
 		m.mu.Unlock()
