@@ -110,7 +110,7 @@ var allowedImports = map[string][]string{
 	"desk/httpapi/httpapitest": {"desk", "desk/approval", "desk/clock", "desk/desktest", "desk/event", "desk/httpapi", "desk/metrics",
 		"memory/durable", "router", "triggers"},
 	"desk/metrics/metricstest": {},
-	"desk/natstest":            {},
+	"desk/natstest":            {"desk/testport"},
 	"desk/testtmp":             {}, // the scratch folders of a test binary
 	"desk/testport":            {}, // a port a test's server restarts on
 	"desk/logtest":             {}, // a buffer that several goroutines write

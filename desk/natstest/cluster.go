@@ -3,7 +3,6 @@ package natstest
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +11,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/deskd/deskd/desk/testport"
 )
 
 // Cluster is a JetStream cluster of embedded nats-servers on 127.0.0.1,
@@ -30,10 +31,11 @@ type Node struct {
 	Name string
 	// Dir is its JetStream store folder; a restart keeps it.
 	Dir string
-	// Port and ClusterPort are its client and route ports, free ones
-	// taken at its first start and kept across restarts.
+	// Port and ClusterPort are its client and route ports, free ones below
+	// the ephemeral range (testport), kept across restarts.
 	Port, ClusterPort int
 	srv               *server.Server
+	ran               bool // it has started once: the others route to it
 }
 
 // StartCluster starts a cluster of n nodes (n ≥ 1) and waits until its
@@ -41,11 +43,11 @@ type Node struct {
 func StartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
 	c := &Cluster{tb: tb}
+	ports := testport.FreeN(tb, 2*n)
 	for i := range n {
-		c.Nodes = append(c.Nodes, &Node{c: c, Name: "n" + strconv.Itoa(i+1), Dir: tb.TempDir(), Port: -1, ClusterPort: -1})
+		c.Nodes = append(c.Nodes, &Node{c: c, Name: "n" + strconv.Itoa(i+1), Dir: tb.TempDir(), Port: ports[2*i], ClusterPort: ports[2*i+1]})
 	}
-	// The first node takes free ports; the others route to it and take
-	// free ports too (routes are gossiped): no port is guessed free.
+	// Each node routes to those started before it (routes are gossiped).
 	for _, nd := range c.Nodes {
 		nd.start()
 	}
@@ -77,7 +79,7 @@ func (nd *Node) start() {
 	tb.Helper()
 	var routes []string
 	for _, o := range nd.c.Nodes {
-		if o != nd && o.ClusterPort > 0 {
+		if o != nd && o.ran {
 			routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(o.ClusterPort))
 		}
 	}
@@ -97,13 +99,7 @@ func (nd *Node) start() {
 	if !srv.ReadyForConnections(10 * time.Second) {
 		tb.Fatalf("natstest: node %s is not ready within 10s", nd.Name)
 	}
-	nd.srv = srv
-	if nd.Port == -1 {
-		nd.Port = srv.Addr().(*net.TCPAddr).Port
-	}
-	if a := srv.ClusterAddr(); a != nil && nd.ClusterPort == -1 {
-		nd.ClusterPort = a.Port
-	}
+	nd.srv, nd.ran = srv, true
 }
 
 // Up starts the node again (with its store) and waits until the cluster

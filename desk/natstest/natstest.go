@@ -6,7 +6,6 @@ package natstest
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -14,6 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/deskd/deskd/desk/testport"
 )
 
 // Server is an embedded nats-server with JetStream, on 127.0.0.1.
@@ -33,9 +34,13 @@ func Start(tb testing.TB) *Server {
 	return StartAt(tb, -1)
 }
 
-// StartAt is Start on port (-1: a free one).
+// StartAt is Start on port (-1: a free one below the ephemeral range,
+// testport.Free, that no connection takes while the server is down).
 func StartAt(tb testing.TB, port int) *Server {
 	tb.Helper()
+	if port == -1 {
+		port = testport.Free(tb)
+	}
 	s := &Server{tb: tb, Dir: tb.TempDir(), Port: port}
 	s.Up()
 	tb.Cleanup(s.Down)
@@ -58,9 +63,6 @@ func (s *Server) Up() {
 		s.tb.Fatalf("natstest: the server is not ready within 10s")
 	}
 	s.srv = srv
-	if s.Port == -1 {
-		s.Port = srv.Addr().(*net.TCPAddr).Port
-	}
 }
 
 // Down shuts the server down and waits until it has; Up starts it again.

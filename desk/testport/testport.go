@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,6 +47,18 @@ func Free(tb testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// FreeN returns n different ports, each as Free gives it.
+func FreeN(tb testing.TB, n int) []int {
+	tb.Helper()
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		if p := Free(tb); !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports
 }
 
 // ephemeralLow returns the first port of the kernel's ephemeral range, or

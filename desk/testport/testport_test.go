@@ -34,3 +34,15 @@ func TestFreePortIsBelowTheEphemeralRange(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestFreeNGivesDifferentPorts: FreeN's ports are n, all different.
+func TestFreeNGivesDifferentPorts(t *testing.T) {
+	ports := testport.FreeN(t, 6)
+	seen := map[int]bool{}
+	for _, p := range ports {
+		seen[p] = true
+	}
+	if len(ports) != 6 || len(seen) != 6 {
+		t.Errorf("FreeN(6) = %v, want six different ports", ports)
+	}
+}
