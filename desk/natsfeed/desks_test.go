@@ -333,7 +333,13 @@ func TestClusterUnboundDeskLosesNothing(t *testing.T) {
 	for _, id := range ids {
 		cl.publish(id, `{"text":"`+id+`"}`)
 	}
-	if info := cl.info(); info.NumPending+uint64(info.NumAckPending) != uint64(len(ids)) || info.AckFloor.Stream != 1 {
+	// The consumer's state on a replicated stream follows the stream's
+	// a moment later: wait until it counts the four, then check none of
+	// them was acked.
+	info := cl.waitInfo("counting the 4 published with no owner", func(i *jetstream.ConsumerInfo) bool {
+		return i.NumPending+uint64(i.NumAckPending) >= uint64(len(ids))
+	})
+	if info.NumPending+uint64(info.NumAckPending) != uint64(len(ids)) || info.AckFloor.Stream != 1 {
 		t.Errorf("with no owner: %d pending, %d pending ack, ack floor %d; want the %d waiting, none acked after the first (1)",
 			info.NumPending, info.NumAckPending, info.AckFloor.Stream, len(ids))
 	}
