@@ -12,6 +12,7 @@
 package jsonline
 
 import (
+	"encoding/binary"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -27,7 +28,7 @@ type Scanner struct {
 func New(line []byte) *Scanner { return &Scanner{b: line} }
 
 func (s *Scanner) ws() {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\r' || s.b[s.i] == '\n') {
+	for s.i < len(s.b) && s.b[s.i] <= ' ' && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\r' || s.b[s.i] == '\n') {
 		s.i++
 	}
 }
@@ -78,6 +79,12 @@ func (s *Scanner) Plain() ([]byte, bool) {
 	}
 	start, ascii := s.i, true
 	for s.i < len(s.b) {
+		if ascii {
+			s.skipPlain(highs)
+			if s.i >= len(s.b) {
+				break
+			}
+		}
 		c := s.b[s.i]
 		if !stopPlain[c] {
 			s.i++
@@ -104,6 +111,10 @@ func (s *Scanner) Str() bool {
 		return false
 	}
 	for s.i < len(s.b) {
+		s.skipPlain(0)
+		if s.i >= len(s.b) {
+			return false
+		}
 		c := s.b[s.i]
 		s.i++
 		if !stop[c] {
@@ -138,6 +149,28 @@ func (s *Scanner) Str() bool {
 		}
 	}
 	return false
+}
+
+// The words of eight bytes skipPlain reads, and their masks.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// skipPlain moves past the bytes of a string, eight at a time, that are
+// no quote, no backslash, no control byte, and, with high set to highs,
+// no byte of a multi-byte character (0 lets those through); it stops at
+// the word that holds one, for the byte loop to read.
+func (s *Scanner) skipPlain(high uint64) {
+	for s.i+8 <= len(s.b) {
+		x := binary.LittleEndian.Uint64(s.b[s.i:])
+		q, bs := x^('"'*ones), x^('\\'*ones)
+		special := (x-0x20*ones)&^x | (q-ones)&^q | (bs-ones)&^bs
+		if special&highs|x&high != 0 {
+			return
+		}
+		s.i += 8
+	}
 }
 
 // Time reads a time as time.Time decodes it from JSON. The form deskd
@@ -278,11 +311,15 @@ func (s *Scanner) Bool() (v, ok bool) {
 }
 
 // key reads an object's key (and its colon) and returns its index in
-// keys; false for any other key.
-func (s *Scanner) key(keys []string) (int, bool) {
+// keys; false for any other key. keys[next] is tried first: json.Marshal
+// writes a struct's keys in their order, so that one is most often it.
+func (s *Scanner) key(keys []string, next int) (int, bool) {
 	k, ok := s.Plain()
 	if !ok || !s.Byte(':') {
 		return 0, false
+	}
+	if next < len(keys) && string(k) == keys[next] {
+		return next, true
 	}
 	for i, name := range keys {
 		if string(k) == name {
@@ -304,12 +341,12 @@ func (s *Scanner) Object(keys []string, member func(k int) bool) bool {
 		return true
 	}
 	var seen uint64
-	for {
-		k, ok := s.key(keys)
+	for next := 0; ; {
+		k, ok := s.key(keys, next)
 		if !ok || seen&(1<<k) != 0 || !member(k) {
 			return false
 		}
-		seen |= 1 << k
+		seen, next = seen|1<<k, k+1
 		if s.Byte('}') {
 			return true
 		}
