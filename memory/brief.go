@@ -11,13 +11,15 @@ import (
 // deskd writes, so that counting 10,000 records costs a scan of their
 // bytes and not their decoding.
 
-// ReadSessionBrief is ReadSessionTail for a reader that needs no text:
-// each record holds Type, At, Role, Trigger, Model, Provider, Scripted,
-// Silent, Usage, Cost, ForkedFrom and ToolCalls as ReadSessionTail gives
-// them, and no other field. It finds the same records (a line is good
-// exactly when ReadSessionTail finds it good), the same End and Clean.
-func (f *Folder) ReadSessionBrief(id string, offset int64) (tail SessionTail, ok bool, err error) {
-	return f.readSessionTail(id, offset, decodeBrief)
+// ReadSessionBrief is ReadSessionTail for a reader that needs no text
+// and keeps no record: it hands each good record to each, in order, and
+// returns the tail without Records. Each record holds Type, At, Role,
+// Trigger, Model, Provider, Scripted, Silent, Usage, Cost, ForkedFrom and
+// ToolCalls as ReadSessionTail gives them, and no other field. It finds
+// the same records (a line is good exactly when ReadSessionTail finds it
+// good), the same End and Clean; each is not called when ok is false.
+func (f *Folder) ReadSessionBrief(id string, offset int64, each func(Record)) (tail SessionTail, ok bool, err error) {
+	return f.readSessionTail(id, offset, decodeBrief, func(_ []byte) func(Record) { return each })
 }
 
 // briefOf returns r with only the fields of a brief.

@@ -332,12 +332,20 @@ type SessionTail struct {
 // after a '\n' (the file is not the one the offset was taken of). A
 // missing file is an error satisfying errors.Is(err, fs.ErrNotExist).
 func (f *Folder) ReadSessionTail(id string, offset int64) (tail SessionTail, ok bool, err error) {
-	return f.readSessionTail(id, offset, decodeRecord)
+	var records []Record
+	tail, ok, err = f.readSessionTail(id, offset, decodeRecord, func(data []byte) func(Record) {
+		// One record a line: sized once, not grown (and copied) record by record.
+		records = make([]Record, 0, bytes.Count(data, []byte{'\n'})+1)
+		return func(r Record) { records = append(records, r) }
+	})
+	tail.Records = records
+	return tail, ok, err
 }
 
 // readSessionTail is ReadSessionTail with decode as the decoder of a
-// record (and the rule of a good one).
-func (f *Folder) readSessionTail(id string, offset int64, decode func(line []byte) (Record, bool)) (tail SessionTail, ok bool, err error) {
+// record (and the rule of a good one), and keep, given the bytes to scan,
+// the taker of each good record.
+func (f *Folder) readSessionTail(id string, offset int64, decode func(line []byte) (Record, bool), keep func(data []byte) func(Record)) (tail SessionTail, ok bool, err error) {
 	path, err := f.sessionPath(id)
 	if err != nil {
 		return SessionTail{}, false, fmt.Errorf("read session: %w", err)
@@ -379,9 +387,7 @@ func (f *Folder) readSessionTail(id string, offset int64, decode func(line []byt
 		}
 		data = data[1:]
 	}
-	// One record a line: sized once, not grown (and copied) record by record.
-	tail.Records = make([]Record, 0, bytes.Count(data, []byte{'\n'})+1)
-	_, end, terminated := durable.ScanRecords(data, collectBy(decode, &tail.Records))
+	_, end, terminated := durable.ScanRecords(data, takeBy(decode, keep(data)))
 	tail.End = offset + end
 	tail.Clean = end == int64(len(data)) && terminated
 	return tail, true, nil
@@ -601,15 +607,17 @@ func decodeRecord(line []byte) (Record, bool) {
 // collect returns the record rule of session files (a JSON object with a
 // type) that also appends each good record to *records, so that a file is
 // decoded once.
-func collect(records *[]Record) durable.Valid { return collectBy(decodeRecord, records) }
+func collect(records *[]Record) durable.Valid {
+	return takeBy(decodeRecord, func(r Record) { *records = append(*records, r) })
+}
 
-// collectBy is collect with decode as the decoder of a record (and the
-// rule of a good one).
-func collectBy(decode func(line []byte) (Record, bool), records *[]Record) durable.Valid {
+// takeBy is the durable.Valid of a record scan: a line is good when
+// decode finds it so, and each good record goes to take.
+func takeBy(decode func(line []byte) (Record, bool), take func(Record)) durable.Valid {
 	return func(line []byte) bool {
 		r, ok := decode(line)
 		if ok {
-			*records = append(*records, r)
+			take(r)
 		}
 		return ok
 	}

@@ -443,14 +443,13 @@ func (r *Router) resumeLocked(st state) error {
 	r.history, r.checkpoint, r.seen = nil, "", 0
 	r.setTurnsLocked(turns{})
 	if m != nil {
-		tail, ok, err := r.folder.ReadSessionBrief(st.Session, m.Offset)
+		t, spend := turnsOf(*m), st.Spend
+		tail, ok, err := r.folder.ReadSessionBrief(st.Session, m.Offset, func(rec memory.Record) {
+			t.add(r.day, rec)
+			spend = spend.add(r.day, rec)
+		})
 		switch {
 		case err == nil && ok:
-			t, spend := turnsOf(*m), st.Spend
-			for _, rec := range tail.Records {
-				t.add(r.day, rec)
-				spend = spend.add(r.day, rec)
-			}
 			r.cur.Spend, r.mark, r.marked, r.markDate = spend, *m, true, st.Spend.Date
 			r.setTurnsLocked(t)
 			if tail.Clean {
@@ -496,7 +495,8 @@ func (r *Router) resumeLocked(st state) error {
 // (see resumeLocked). done is false when the file is to be read whole
 // (it is missing, or ends in a torn tail to mend): resumeLocked does it.
 func (r *Router) upgradeLocked() (done bool, err error) {
-	tail, ok, err := r.folder.ReadSessionBrief(r.cur.Session, 0)
+	var t turns
+	tail, ok, err := r.folder.ReadSessionBrief(r.cur.Session, 0, func(rec memory.Record) { t.add(r.day, rec) })
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
@@ -504,10 +504,6 @@ func (r *Router) upgradeLocked() (done bool, err error) {
 		return false, err
 	case !ok || !tail.Clean:
 		return false, nil
-	}
-	var t turns
-	for _, rec := range tail.Records {
-		t.add(r.day, rec)
 	}
 	r.setTurnsLocked(t)
 	// If the mark cannot be written, the next start upgrades again, and
