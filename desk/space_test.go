@@ -61,6 +61,12 @@ func TestLowSpaceShowsBeforeAWriteFails(t *testing.T) {
 		wait()
 	}
 	wait() // the look at start
+	// Statfs has answered; the look is done once the probe sleeps again.
+	wctx, stop := context.WithTimeout(t.Context(), eventtest.Timeout)
+	defer stop()
+	if err := h.Clock.WaitTimerAt(wctx, h.Clock.Now().Add(10*time.Second)); err != nil {
+		t.Fatalf("the probe does not sleep after its first look: %v", err)
+	}
 	if st := h.Desk.Storage(); st != nil {
 		t.Fatalf("Storage with 4 GiB free = %+v, want nil", st)
 	}
