@@ -81,25 +81,23 @@ func (s *Scanner) Plain() ([]byte, bool) {
 	for s.i < len(s.b) {
 		if ascii {
 			s.skipPlain(highs)
-			if s.i >= len(s.b) {
-				break
+		}
+		// The word skipPlain stopped at, byte by byte.
+		for end := min(s.i+8, len(s.b)); s.i < end; s.i++ {
+			c := s.b[s.i]
+			if !stopPlain[c] {
+				continue
 			}
-		}
-		c := s.b[s.i]
-		if !stopPlain[c] {
-			s.i++
-			continue
-		}
-		switch {
-		case c == '"':
-			v := s.b[start:s.i]
-			s.i++
-			return v, ascii || utf8.Valid(v)
-		case c >= utf8.RuneSelf:
-			ascii = false
-			s.i++
-		default: // an escape or a control byte
-			return nil, false
+			switch {
+			case c == '"':
+				v := s.b[start:s.i]
+				s.i++
+				return v, ascii || utf8.Valid(v)
+			case c >= utf8.RuneSelf:
+				ascii = false
+			default: // an escape or a control byte
+				return nil, false
+			}
 		}
 	}
 	return nil, false
@@ -112,41 +110,51 @@ func (s *Scanner) Str() bool {
 	}
 	for s.i < len(s.b) {
 		s.skipPlain(0)
-		if s.i >= len(s.b) {
-			return false
-		}
-		c := s.b[s.i]
-		s.i++
-		if !stop[c] {
-			continue
-		}
-		switch {
-		case c == '"':
-			return true
-		case c < 0x20:
-			return false
-		case c == '\\':
-			if s.i >= len(s.b) {
-				return false
-			}
-			e := s.b[s.i]
+		// The word skipPlain stopped at, byte by byte (an escape may take
+		// the scan past it).
+		for end := min(s.i+8, len(s.b)); s.i < end; {
+			c := s.b[s.i]
 			s.i++
-			switch e {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if s.i+4 > len(s.b) {
+			if !stop[c] {
+				continue
+			}
+			switch {
+			case c == '"':
+				return true
+			case c < 0x20:
+				return false
+			default: // a backslash
+				if !s.escape() {
 					return false
 				}
-				for _, h := range s.b[s.i : s.i+4] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return false
-					}
-				}
-				s.i += 4
-			default:
+			}
+		}
+	}
+	return false
+}
+
+// escape reads what follows a backslash in a string: one of "\\/bfnrt or
+// u and four hex digits.
+func (s *Scanner) escape() bool {
+	if s.i >= len(s.b) {
+		return false
+	}
+	e := s.b[s.i]
+	s.i++
+	switch e {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return true
+	case 'u':
+		if s.i+4 > len(s.b) {
+			return false
+		}
+		for _, h := range s.b[s.i : s.i+4] {
+			if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
 				return false
 			}
 		}
+		s.i += 4
+		return true
 	}
 	return false
 }
