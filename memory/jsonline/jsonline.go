@@ -202,43 +202,79 @@ func (s *Scanner) Time() (time.Time, bool) {
 }
 
 // utcTime reads YYYY-MM-DDTHH:MM:SS[.F]Z, F of one to nine digits, with
-// every field in its range; false for anything else.
+// every field in its range; false for anything else. It is time.Date's
+// result, counted without time.Date's normalising.
 func utcTime(v []byte) (time.Time, bool) {
 	if len(v) < 20 || v[len(v)-1] != 'Z' || v[4] != '-' || v[7] != '-' || v[10] != 'T' || v[13] != ':' || v[16] != ':' {
 		return time.Time{}, false
 	}
-	num := func(b []byte) int {
-		n := 0
-		for _, c := range b {
-			if c < '0' || c > '9' {
-				return -1
-			}
-			n = n*10 + int(c-'0')
-		}
-		return n
-	}
-	year, month, day := num(v[0:4]), num(v[5:7]), num(v[8:10])
-	hour, minute, sec := num(v[11:13]), num(v[14:16]), num(v[17:19])
+	year, month, day := digits(v[0:4]), digits(v[5:7]), digits(v[8:10])
+	hour, minute, sec := digits(v[11:13]), digits(v[14:16]), digits(v[17:19])
 	nsec := 0
 	if frac := v[19 : len(v)-1]; len(frac) > 0 {
 		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
 			return time.Time{}, false
 		}
-		if nsec = num(frac[1:]); nsec < 0 {
+		if nsec = digits(frac[1:]); nsec < 0 {
 			return time.Time{}, false
 		}
 		for range 10 - len(frac) {
 			nsec *= 10
 		}
 	}
-	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month) ||
+		hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
 		return time.Time{}, false
 	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
-	if t.Day() != day { // the 31st of a month of 30 days, the 29th of February of a common year
-		return time.Time{}, false
+	unix := int64(daysSinceEpoch(year, month, day))*86400 + int64(hour*3600+minute*60+sec)
+	return time.Unix(unix, int64(nsec)).UTC(), true
+}
+
+// digits returns the number b's decimal digits spell, or -1 when b holds
+// another byte.
+func digits(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		n = n*10 + int(c-'0')
 	}
-	return t, true
+	return n
+}
+
+// daysIn returns the days of month (1 to 12) of year, in the proleptic
+// Gregorian calendar.
+func daysIn(year, month int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysSinceEpoch returns the days from 1970-01-01 to year-month-day
+// (negative before it), in the proleptic Gregorian calendar: the days of
+// whole 400-year eras, then of the year, counted from March so that a
+// leap day comes last.
+func daysSinceEpoch(year, month, day int) int {
+	if month <= 2 {
+		year--
+	}
+	era := year
+	if era < 0 {
+		era -= 399
+	}
+	era /= 400
+	yoe := year - era*400                     // 0 to 399
+	doy := (153*((month+9)%12)+2)/5 + day - 1 // 0 to 365, from March 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy    // 0 to 146096
+	return era*146097 + doe - 719468
 }
 
 // Int reads an integer in JSON's form that surely fits an int64 (at most

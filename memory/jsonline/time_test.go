@@ -2,6 +2,7 @@ package jsonline_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,4 +69,29 @@ func FuzzTime(f *testing.F) {
 		}
 		checkTimeAgrees(t, string(in))
 	})
+}
+
+// TestTimeOfEveryMonthEnd: the first and last day of every month of the
+// years 0000 to 9999 read as time.Date gives them, and the day after the
+// last is refused, as encoding/json refuses it: the Scanner counts days
+// itself, and the leap years are where it could go wrong.
+func TestTimeOfEveryMonthEnd(t *testing.T) {
+	for year := range 10000 {
+		for month := time.January; month <= time.December; month++ {
+			last := time.Date(year, month+1, 0, 0, 0, 0, 0, time.UTC).Day()
+			for _, day := range []int{1, last} {
+				want := time.Date(year, month, day, 23, 59, 58, 123456789, time.UTC)
+				in := `"` + want.Format(time.RFC3339Nano) + `"`
+				if got, ok := jsonline.New([]byte(in)).Time(); !ok || got != want {
+					t.Fatalf("Time(%s) = %v, %v; want %v", in, got, ok, want)
+				}
+			}
+			after := fmt.Sprintf(`"%04d-%02d-%02dT00:00:00Z"`, year, int(month), last+1)
+			if _, ok := jsonline.New([]byte(after)).Time(); ok {
+				t.Fatalf("Time(%s) accepts a day the month has not", after)
+			}
+		}
+	}
+	checkTimeAgrees(t, `"2100-02-29T00:00:00Z"`)
+	checkTimeAgrees(t, `"2000-02-29T00:00:00Z"`)
 }
