@@ -171,3 +171,28 @@ func TestAPIEventsRingKeepsTheNewest(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIEventsHoldsWhatCameBeforeTheRequest: an event is in the ring as
+// soon as it is published, so a request right after a burst replays all
+// of it, in order (the ring was a bus subscriber, whose mailbox could
+// still hold the burst when the request came: `deskd events` right after
+// `deskd rollover` missed the rollover's session.started).
+func TestAPIEventsHoldsWhatCameBeforeTheRequest(t *testing.T) {
+	const n = 500
+	h := httpapitest.Start(t, httpapitest.Options{RingSize: n})
+	for turn := 1; turn <= n; turn++ {
+		event.Publish(h.Bus, event.TurnStarted{Header: event.Header{At: h.Clock.Now(), Desk: httpapitest.DeskName}, Turn: turn})
+	}
+	var got []int
+	for e := range openStream(t, h, t.Context(), "?follow=0&backlog=1", "") {
+		var payload struct {
+			Turn int `json:"turn"`
+		}
+		if err := json.Unmarshal([]byte(e.data), &payload); err == nil && e.topic == "turn.started" {
+			got = append(got, payload.Turn)
+		}
+	}
+	if len(got) != n || !slices.IsSorted(got) || got[0] != 1 {
+		t.Errorf("GET /v1/events?backlog=1 right after %d events: %d of them (first %v), want all in order", n, len(got), got[:min(len(got), 3)])
+	}
+}
