@@ -68,6 +68,13 @@ func openConsole(t *testing.T, width, height int) *consolePage {
 	t.Cleanup(acancel)
 	tab, tcancel := chromedp.NewContext(actx)
 	t.Cleanup(tcancel)
+	// The first Do starts Chromium. A start that failed must not be tried
+	// again on the same context: chromedp would allocate a second browser
+	// for it, and panics (close of closed channel) when both have exited,
+	// as CI saw once under load.
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
 	p := &consolePage{ctx: tab}
 	messages := chromedp.Console(tab)
 	go func() {
@@ -82,9 +89,6 @@ func openConsole(t *testing.T, width, height int) *consolePage {
 			}
 		}
 	}()
-	if err := chromedp.Do(tab, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
 	t.Cleanup(func() { p.checkErrors(t) })
 	return p
 }
