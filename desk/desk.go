@@ -745,12 +745,26 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		event.Publish(d.o.Bus, event.TriggerDropped{Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Reason: err.Error()})
 		return Accepted{ID: t.ID}, err
 	}
-	queued, replaced, err := d.queue.Add(t, func(t triggers.Trigger, replaced *triggers.Trigger) error {
+	var depth int
+	queued, replaced, err := d.queue.Add(t, func(t triggers.Trigger, replaced *triggers.Trigger, n int) error {
 		rec := triggers.Record{At: now, ID: t.ID, State: triggers.StateQueued, Trigger: &t, Schedule: schedule, Slot: slot}
 		if replaced != nil {
 			rec.Merges = []string{replaced.ID}
 		}
-		return d.ledger.Append(rec)
+		if err := d.ledger.Append(rec); err != nil {
+			return err
+		}
+		// Announced before the loop can take it: trigger.queued comes
+		// before the turn's events, for exporters too.
+		ev := event.TriggerQueued{
+			Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Source: t.Source, Depth: n, Key: t.Key, Merged: t.Merged,
+		}
+		if replaced != nil {
+			ev.Replaced = replaced.ID
+		}
+		event.Publish(d.o.Bus, ev)
+		depth = n
+		return nil
 	})
 	if errors.Is(err, triggers.ErrQueueFull) {
 		reason := fmt.Sprintf("queue full (%s)", termsafe.Plural(d.queue.Limit(), "trigger"))
@@ -763,16 +777,11 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 	}
 	d.storageWorks()
 	a := Accepted{ID: t.ID, State: triggers.StateQueued}
-	ev := event.TriggerQueued{
-		Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Source: t.Source, Depth: d.queue.Len(), Key: t.Key,
-		Merged: queued.Merged,
-	}
 	if replaced != nil {
-		a.Replaced, ev.Replaced = replaced.ID, replaced.ID
+		a.Replaced = replaced.ID
 	}
-	event.Publish(d.o.Bus, ev)
-	d.o.Log.Debug().Str("desk", d.o.Name).Str("trigger", t.ID).Str("source", t.Source).Str("kind", string(t.Kind)).
-		Str("schedule", schedule).Int("depth", ev.Depth).Msg("trigger accepted")
+	d.o.Log.Debug().Str("desk", d.o.Name).Str("trigger", queued.ID).Str("source", t.Source).Str("kind", string(t.Kind)).
+		Str("schedule", schedule).Int("depth", depth).Msg("trigger accepted")
 	return a, nil
 }
 

@@ -28,12 +28,14 @@ func NewQueue(limit int, coalesce bool) *Queue {
 }
 
 // Add queues t. Under the queue's lock and before anything changes, it
-// calls commit with the trigger as it will be queued (Merged counted) and
-// the queued trigger it replaces (nil when none); commit makes the change
-// durable, and when it fails the queue is left as it was and its error is
-// returned. Add returns ErrQueueFull, without calling commit, when t would
-// take a new place in a full queue.
-func (q *Queue) Add(t Trigger, commit func(t Trigger, replaced *Trigger) error) (Trigger, *Trigger, error) {
+// calls commit with the trigger as it will be queued (Merged counted),
+// the queued trigger it replaces (nil when none) and the queue's length
+// once t is in; commit makes the change durable (and may announce it:
+// nobody can take t from the queue before commit returns), and when it
+// fails the queue is left as it was and its error is returned. Add
+// returns ErrQueueFull, without calling commit, when t would take a new
+// place in a full queue.
+func (q *Queue) Add(t Trigger, commit func(t Trigger, replaced *Trigger, depth int) error) (Trigger, *Trigger, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.coalesce && t.Kind == Market && t.Key != "" {
@@ -42,7 +44,7 @@ func (q *Queue) Add(t Trigger, commit func(t Trigger, replaced *Trigger) error) 
 				continue
 			}
 			t.Merged = old.Merged + 1
-			if err := commit(t, &old); err != nil {
+			if err := commit(t, &old, len(q.items)); err != nil {
 				return t, nil, err
 			}
 			q.items[i] = t
@@ -53,7 +55,7 @@ func (q *Queue) Add(t Trigger, commit func(t Trigger, replaced *Trigger) error) 
 	if len(q.items) >= q.limit {
 		return t, nil, ErrQueueFull
 	}
-	if err := commit(t, nil); err != nil {
+	if err := commit(t, nil, len(q.items)+1); err != nil {
 		return t, nil, err
 	}
 	q.items = append(q.items, t)

@@ -10,7 +10,7 @@ import (
 
 func add(t *testing.T, q *triggers.Queue, tr triggers.Trigger) (triggers.Trigger, *triggers.Trigger, error) {
 	t.Helper()
-	return q.Add(tr, func(triggers.Trigger, *triggers.Trigger) error { return nil })
+	return q.Add(tr, func(triggers.Trigger, *triggers.Trigger, int) error { return nil })
 }
 
 func popAll(q *triggers.Queue) []string {
@@ -59,7 +59,7 @@ func TestQueueLimit(t *testing.T) {
 		}
 	}
 	called := false
-	_, _, err := q.Add(triggers.Trigger{ID: "c", Kind: triggers.Market}, func(triggers.Trigger, *triggers.Trigger) error {
+	_, _, err := q.Add(triggers.Trigger{ID: "c", Kind: triggers.Market}, func(triggers.Trigger, *triggers.Trigger, int) error {
 		called = true
 		return nil
 	})
@@ -76,14 +76,14 @@ func TestQueueLimit(t *testing.T) {
 func TestQueueCommitFails(t *testing.T) {
 	q := triggers.NewQueue(2, true)
 	boom := errors.New("disk full")
-	_, _, err := q.Add(triggers.Trigger{ID: "a", Kind: triggers.Market, Key: "X"}, func(triggers.Trigger, *triggers.Trigger) error { return boom })
+	_, _, err := q.Add(triggers.Trigger{ID: "a", Kind: triggers.Market, Key: "X"}, func(triggers.Trigger, *triggers.Trigger, int) error { return boom })
 	if !errors.Is(err, boom) || q.Len() != 0 {
 		t.Fatalf("Add = %v, Len %d; want the commit's error and an empty queue", err, q.Len())
 	}
 	if _, _, err := add(t, q, triggers.Trigger{ID: "a", Kind: triggers.Market, Key: "X"}); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = q.Add(triggers.Trigger{ID: "b", Kind: triggers.Market, Key: "X"}, func(triggers.Trigger, *triggers.Trigger) error { return boom })
+	_, _, err = q.Add(triggers.Trigger{ID: "b", Kind: triggers.Market, Key: "X"}, func(triggers.Trigger, *triggers.Trigger, int) error { return boom })
 	if !errors.Is(err, boom) {
 		t.Fatal(err)
 	}
