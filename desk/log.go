@@ -24,18 +24,15 @@ import (
 // topic, with the payload's fields beside it, and whose message is the
 // event's sentence (Describe, instants in loc, the trading time zone).
 // Failures, and a turn a fallback model answered, log at warn or error
-// level, everything else at info (levelOf chooses, per topic). An event
-// is logged by the level in force when it was published: one that came
-// while the level was above its own stays unlogged, however far behind
-// the log's writes are when the level comes down again. It returns the
-// cancel of its subscription.
-func LogEvents(b *event.Bus, log zerolog.Logger, loc *time.Location) (cancel func()) {
-	enabled := func(e event.Event) bool {
-		entry := log.WithLevel(levelOf(e))
-		defer entry.Discard()
-		return entry.Enabled()
-	}
-	return event.SubscribeAllIf(b, enabled, func(e event.Event) {
+// level, everything else at info (levelOf chooses, per topic). level, when
+// not nil, is the filter of log's level (NewLogger's): an event is logged
+// only if its level passed it when the event was published, and passes it
+// still when the line is written, so that an event of a quiet spell is
+// not logged because the level came down before the log's writes caught
+// up. It returns the cancel of its subscription.
+func LogEvents(b *event.Bus, log zerolog.Logger, loc *time.Location, level *LevelFilter) (cancel func()) {
+	keep := func(e event.Event) bool { return level == nil || level.Sample(levelOf(e)) }
+	return event.SubscribeAllIf(b, keep, func(e event.Event) {
 		entry := log.WithLevel(levelOf(e)).Str("event", e.Topic())
 		fields, err := payloadFields(e)
 		if err != nil {

@@ -26,7 +26,7 @@ func BenchmarkLogEvents(b *testing.B) {
 	}
 	bus := event.New()
 	defer bus.Close()
-	defer desk.LogEvents(bus, log, time.UTC)()
+	defer desk.LogEvents(bus, log, time.UTC, nil)()
 	e := event.TurnCompleted{Header: event.Header{At: at, Desk: "main"}, Session: "s-1", Turn: 3, Trigger: "t-1",
 		Model: "gpt-4o", Provider: "openai", InputTokens: 812, OutputTokens: 20, DurationMS: 1234}
 	b.ReportAllocs()

@@ -33,7 +33,7 @@ func TestLogEventsFallbackAtWarn(t *testing.T) {
 	bus := event.New()
 	t.Cleanup(bus.Close)
 	w := &jsonLines{lines: make(chan map[string]any, 16)}
-	cancel := desk.LogEvents(bus, zerolog.New(w), time.UTC)
+	cancel := desk.LogEvents(bus, zerolog.New(w), time.UTC, nil)
 	t.Cleanup(cancel)
 	h := event.Header{At: time.Date(2026, 3, 2, 9, 15, 0, 0, time.UTC), Desk: "main"}
 	event.Publish(bus, event.ModelFailed{Header: h, Model: "gpt", Status: 500, Error: "HTTP 500: boom"})

@@ -52,7 +52,7 @@ func logLine(t *testing.T, loc *time.Location, at time.Time, pub func(*event.Bus
 	}
 	b := event.New()
 	defer b.Close()
-	stop := desk.LogEvents(b, log, loc)
+	stop := desk.LogEvents(b, log, loc, nil)
 	defer stop()
 	pub(b)
 	return out.next(t)
@@ -231,7 +231,7 @@ func TestLogEventsCarryThePayloadsFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := event.New()
-	stop := desk.LogEvents(b, log, ist)
+	stop := desk.LogEvents(b, log, ist, nil)
 	event.Publish(b, e)
 	stop()
 	b.Close() // waits for the line

@@ -29,7 +29,7 @@ func TestLogEventsKeepTheLevelOfTheirPublication(t *testing.T) {
 	defer close(done)
 	b := event.New()
 	defer b.Close()
-	stop := desk.LogEvents(b, log, time.UTC)
+	stop := desk.LogEvents(b, log, time.UTC, level)
 	defer stop()
 	defer func() { // read what is left, so that Close does not wait on a held write
 		go func() {

@@ -105,7 +105,7 @@ func TestRolloverAtTheBoundaryShowsItsPhases(t *testing.T) {
 	m := &heldRollover{calls: make(chan router.Task, 10), release: make(chan struct{})}
 	d := desktest.New(t, desktest.Options{Model: m, StillEvery: 10 * time.Second})
 	lines := make(chan string, 100)
-	cancel := desk.LogEvents(d.Bus, zerolog.New(lineWriter{lines}), time.UTC)
+	cancel := desk.LogEvents(d.Bus, zerolog.New(lineWriter{lines}), time.UTC, nil)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -93,7 +93,7 @@ func runLoaded(ctx context.Context, loaded config.Loaded, clk clock.Clock, stder
 			bus.Close()
 		}
 	}()
-	stopLog := desk.LogEvents(bus, log, cfg.Location)
+	stopLog := desk.LogEvents(bus, log, cfg.Location, level)
 	defer stopLog()
 	met := metrics.New(bus)
 	defer met.Close()
