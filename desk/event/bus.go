@@ -62,6 +62,9 @@ type Bus struct {
 	expMu     sync.Mutex
 	exporters atomic.Pointer[[]exporter]
 	expNext   uint64
+	// nows are SubscribeAllNow's functions, copy on write under expMu
+	// too; their ids come from expNext.
+	nows atomic.Pointer[[]exporter]
 
 	mu      sync.Mutex
 	byTopic map[string]map[uint64]*mailbox
@@ -135,9 +138,19 @@ func export[E Event](b *Bus, e E) {
 	}
 }
 
-// announce hands e to EventBus, which calls the topic's dispatcher, when
-// someone subscribes to its topic or to all; otherwise it does nothing.
+// announce calls SubscribeAllNow's functions with e, then hands e to
+// EventBus, which calls the topic's dispatcher, when someone subscribes to
+// its topic or to all.
 func announce[E Event](b *Bus, e E) {
+	if b.closed.Load() {
+		return
+	}
+	if nows := b.nows.Load(); nows != nil && len(*nows) > 0 {
+		ev := Event(e)
+		for _, x := range *nows {
+			b.call(x.fn, ev)
+		}
+	}
 	topic := e.Topic()
 	if !b.wanted(topic) {
 		return
@@ -154,35 +167,51 @@ func (b *Bus) wanted(topic string) bool {
 	return !b.closed.Load() && (len(b.all) > 0 || len(b.byTopic[topic]) > 0)
 }
 
+// SubscribeAllNow calls fn with every event of every topic as it is
+// announced to the subscribers (a staged event when it is delivered, so
+// after the state it reports is recorded), in the publisher's goroutine,
+// before Publish or deliver returns: a reader that comes after the
+// publication finds it. Its events are never dropped. fn must be quick
+// (no I/O) and must not publish; a panic in it is recovered and counted
+// (Panics). It ends when the returned cancel is called.
+func SubscribeAllNow(b *Bus, fn func(Event)) (cancel func()) {
+	return b.addTo(&b.nows, fn)
+}
+
 // Export calls fn with every event published on b from now on, in the
 // publisher's goroutine, before any subscriber gets it, until the returned
 // cancel is called. Unlike a subscriber's, its events are never dropped:
 // fn must be quick (a write to a file, not an fsync per event), and may
 // publish. A panic in fn is recovered and counted (Panics).
 func Export(b *Bus, fn func(Event)) (cancel func()) {
+	return b.addTo(&b.exporters, fn)
+}
+
+// addTo adds fn to list (the exporters, or SubscribeAllNow's) and returns
+// its removal.
+func (b *Bus) addTo(list *atomic.Pointer[[]exporter], fn func(Event)) (cancel func()) {
 	b.expMu.Lock()
 	b.expNext++
 	id := b.expNext
-	b.setExporters(func(old []exporter) []exporter { return append(old, exporter{id: id, fn: fn}) })
+	edit(list, func(old []exporter) []exporter { return append(old, exporter{id: id, fn: fn}) })
 	b.expMu.Unlock()
 	return func() {
 		b.expMu.Lock()
-		b.setExporters(func(old []exporter) []exporter {
+		edit(list, func(old []exporter) []exporter {
 			return slices.DeleteFunc(old, func(x exporter) bool { return x.id == id })
 		})
 		b.expMu.Unlock()
 	}
 }
 
-// setExporters replaces the exporters by edit of a copy of them; expMu is
-// held.
-func (b *Bus) setExporters(edit func([]exporter) []exporter) {
+// edit replaces list by change of a copy of it; expMu is held.
+func edit(list *atomic.Pointer[[]exporter], change func([]exporter) []exporter) {
 	var old []exporter
-	if p := b.exporters.Load(); p != nil {
+	if p := list.Load(); p != nil {
 		old = slices.Clone(*p)
 	}
-	next := edit(old)
-	b.exporters.Store(&next)
+	next := change(old)
+	list.Store(&next)
 }
 
 // call runs an exporter, recovering (and counting) its panic.

@@ -38,3 +38,32 @@ func TestSubscribeAllIfDecidesAtPublication(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscribeAllNowSeesWhatIsAnnounced: a SubscribeAllNow function has
+// a published event before Publish returns, and a staged one only when it
+// is delivered (after the state it reports is recorded), not when it is
+// staged; after cancel it has nothing more.
+func TestSubscribeAllNowSeesWhatIsAnnounced(t *testing.T) {
+	b := event.New()
+	defer b.Close()
+	var got []int
+	cancel := event.SubscribeAllNow(b, func(e event.Event) { got = append(got, e.(event.TurnStarted).Turn) })
+
+	event.Publish(b, event.TurnStarted{Header: at(1), Turn: 1})
+	if len(got) != 1 || got[0] != 1 {
+		t.Fatalf("after Publish returned: %v, want [1]", got)
+	}
+	deliver := event.Stage(b, event.TurnStarted{Header: at(2), Turn: 2})
+	if len(got) != 1 {
+		t.Fatalf("a staged event was seen before its delivery: %v", got)
+	}
+	deliver()
+	if len(got) != 2 || got[1] != 2 {
+		t.Fatalf("after deliver: %v, want [1 2]", got)
+	}
+	cancel()
+	event.Publish(b, event.TurnStarted{Header: at(3), Turn: 3})
+	if len(got) != 2 {
+		t.Errorf("after cancel: %v, want nothing more", got)
+	}
+}

@@ -116,17 +116,18 @@ type ringEvent struct {
 }
 
 // NewEventRing keeps the last size events of bus, each from the moment
-// it is published (event.Export, in the publisher's goroutine): a request
-// that comes after the publication, such as the events of a rollover its
-// client has just seen answered, finds it, and a burst of events is
-// never dropped from the ring. now, the time the process started, makes
-// its ids differ from another process's. Close unsubscribes.
+// it is announced (event.SubscribeAllNow, in the publisher's goroutine;
+// a staged event once its state is recorded): a request that comes after
+// the publication, such as the events of a rollover its client has just
+// seen answered, finds it, and a burst of events is never dropped from
+// the ring. now, the time the process started, makes its ids differ from
+// another process's. Close unsubscribes.
 func NewEventRing(bus *event.Bus, now time.Time, size int) *EventRing {
 	r := &EventRing{
 		epoch: strconv.FormatInt(now.UnixNano(), 36), buf: make([]ringEvent, 0, size), next: 1,
 		changed: make(chan struct{}),
 	}
-	r.cancel = event.Export(bus, r.add)
+	r.cancel = event.SubscribeAllNow(bus, r.add)
 	return r
 }
 
