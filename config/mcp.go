@@ -217,11 +217,11 @@ func loadMCPCommand(n node, dir string) []string {
 	return cmd
 }
 
-// loadCommand reads the command key of n, the program and its arguments,
-// each a string that is not blank; a relative program with a / is
-// relative to dir, and the program must be one deskd can run (a problem
-// otherwise, its reason after owner: "tool quote: "). An empty list is a
-// problem, whose message shows example; st says whether the key was set
+// loadCommand reads the command key of n: the program and its
+// arguments, each a string that is not blank. A relative program with a /
+// is relative to dir. A program deskd cannot run is a problem, whose
+// reason starts with owner ("tool quote: ", or ""). An empty list is a
+// problem, whose message shows example. st says whether the key was set
 // at all.
 func loadCommand(n node, dir, owner, example string) (cmd []string, st state) {
 	argv, st := n.list("command")

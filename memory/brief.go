@@ -12,14 +12,15 @@ import (
 // bytes and not their decoding.
 
 // ReadSessionBrief is ReadSessionTail for a reader that needs no text
-// and keeps no record: it hands each good record to each, in order, and
-// returns the tail without Records. Each record holds Type, At, Role,
-// Trigger, Model, Provider, Scripted, Silent, Usage, Cost, ForkedFrom and
-// ToolCalls as ReadSessionTail gives them, and no other field. It finds
-// the same records (a line is good exactly when ReadSessionTail finds it
-// good), the same End and Clean; each is not called when ok is false.
-func (f *Folder) ReadSessionBrief(id string, offset int64, each func(Record)) (tail SessionTail, ok bool, err error) {
-	return f.readSessionTail(id, offset, decodeBrief, func(_ []byte) func(Record) { return each })
+// and keeps no record: it hands every good record to take (not nil), in
+// order, and returns the tail without Records. A record holds Type, At,
+// Role, Trigger, Model, Provider, Scripted, Silent, Usage, Cost,
+// ForkedFrom and ToolCalls as ReadSessionTail gives them, and no other
+// field. It finds the same records (a line is good exactly when
+// ReadSessionTail finds it good), the same End and Clean. take is not
+// called at all when ok is false or err is not nil.
+func (f *Folder) ReadSessionBrief(id string, offset int64, take func(Record)) (tail SessionTail, ok bool, err error) {
+	return f.readSessionTail(id, offset, decodeBrief, func(_ []byte) func(Record) { return take })
 }
 
 // briefOf returns r with only the fields of a brief.

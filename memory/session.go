@@ -338,14 +338,16 @@ func (f *Folder) ReadSessionTail(id string, offset int64) (tail SessionTail, ok 
 		records = make([]Record, 0, bytes.Count(data, []byte{'\n'})+1)
 		return func(r Record) { records = append(records, r) }
 	})
-	tail.Records = records
+	if len(records) > 0 {
+		tail.Records = records
+	}
 	return tail, ok, err
 }
 
 // readSessionTail is ReadSessionTail with decode as the decoder of a
-// record (and the rule of a good one), and keep, given the bytes to scan,
-// the taker of each good record.
-func (f *Folder) readSessionTail(id string, offset int64, decode func(line []byte) (Record, bool), keep func(data []byte) func(Record)) (tail SessionTail, ok bool, err error) {
+// record (and the rule of a good one), and takerFor, given the bytes to
+// scan (once every check has passed), the taker of each good record.
+func (f *Folder) readSessionTail(id string, offset int64, decode func(line []byte) (Record, bool), takerFor func(data []byte) func(Record)) (tail SessionTail, ok bool, err error) {
 	path, err := f.sessionPath(id)
 	if err != nil {
 		return SessionTail{}, false, fmt.Errorf("read session: %w", err)
@@ -387,7 +389,7 @@ func (f *Folder) readSessionTail(id string, offset int64, decode func(line []byt
 		}
 		data = data[1:]
 	}
-	_, end, terminated := durable.ScanRecords(data, takeBy(decode, keep(data)))
+	end, terminated := durable.EachRecord(data, takeBy(decode, takerFor(data)))
 	tail.End = offset + end
 	tail.Clean = end == int64(len(data)) && terminated
 	return tail, true, nil

@@ -503,7 +503,7 @@ func (l *Ledger) sketch(id string, i int, e entry, into string, slot slotRef) It
 // that begin with a record, into its Item.
 func foldRange(id string, i int, data []byte) Item {
 	it := Item{Trigger: Trigger{ID: id}, seq: int64(i + 1)}
-	durable.ScanRecords(data, func(line []byte) bool {
+	durable.EachRecord(data, func(line []byte) bool {
 		r, ok := decodeRecord(line)
 		if ok {
 			fold(&it, &r, id)
@@ -948,7 +948,7 @@ func (l *Ledger) compacted(f *os.File, keep []bool, nkeep int) ([][]byte, error)
 		}
 	}
 	if len(need) > 0 {
-		durable.ScanRecords(data[from:], func(line []byte) bool {
+		durable.EachRecord(data[from:], func(line []byte) bool {
 			ix, ok := decodeIndex(line)
 			if !ok {
 				return false

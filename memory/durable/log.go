@@ -339,6 +339,17 @@ func CreateLog(fsys FS, path string, perm fs.FileMode, first []byte) (*Log, erro
 	return &Log{fsys: fsys, path: path, f: f, at: int64(len(line))}, nil
 }
 
+// EachRecord is ScanRecords for a reader whose valid keeps what it needs
+// of each record itself: it keeps no Records or Offsets, and returns
+// where the good part of data ends and whether its last good record has
+// its '\n', as ScanRecords does.
+func EachRecord(data []byte, valid Valid) (end int64, terminated bool) {
+	s := lineScan{terminated: true}
+	s.valid = func(line []byte, _ int64) bool { return valid(line) }
+	s.lines(data)
+	return s.finish(int64(len(data))), s.terminated
+}
+
 // ScanRecords parses the lines of data. It returns the good records, the
 // offset where the good part of the file ends (after the '\n' of the last
 // good record; everything after it is torn), and whether the last good
@@ -346,6 +357,12 @@ func CreateLog(fsys FS, path string, perm fs.FileMode, first []byte) (*Log, erro
 func ScanRecords(data []byte, valid Valid) (sc Scan, end int64, terminated bool) {
 	s := lineScan{terminated: true, keep: true}
 	s.valid = func(line []byte, _ int64) bool { return valid(line) }
+	s.lines(data)
+	return s.sc, s.finish(int64(len(data))), s.terminated
+}
+
+// lines reads data line by line.
+func (s *lineScan) lines(data []byte) {
 	for pos := 0; pos < len(data); {
 		stop, next := len(data), len(data)
 		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
@@ -354,7 +371,6 @@ func ScanRecords(data []byte, valid Valid) (sc Scan, end int64, terminated bool)
 		s.line(data[pos:stop], int64(pos), stop < len(data))
 		pos = next
 	}
-	return s.sc, s.finish(int64(len(data))), s.terminated
 }
 
 // lineScan is ScanRecords's reading of one line after another.

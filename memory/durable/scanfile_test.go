@@ -12,12 +12,28 @@ import (
 	"github.com/deskd/deskd/memory/durable"
 )
 
-// scanBoth scans data with ScanRecords and with ScanFile (from 0) and
-// fails unless they find the same records at the same offsets, the same
-// skipped lines and the same end.
+// scanBoth scans data with ScanRecords, with ScanFile (from 0) and with
+// EachRecord, and fails unless they find the same records (at the same
+// offsets, where they say), the same skipped lines and the same end.
 func scanBoth(t *testing.T, data []byte) {
 	t.Helper()
 	want, wantEnd, wantTerm := durable.ScanRecords(data, isObject)
+	var each []string
+	eachEnd, eachTerm := durable.EachRecord(data, func(line []byte) bool {
+		if !isObject(line) {
+			return false
+		}
+		each = append(each, string(line))
+		return true
+	})
+	if eachEnd != wantEnd || eachTerm != wantTerm || len(each) != len(want.Records) {
+		t.Fatalf("EachRecord: end %d, terminated %v, %d records; want %d, %v, %d", eachEnd, eachTerm, len(each), wantEnd, wantTerm, len(want.Records))
+	}
+	for i := range each {
+		if each[i] != string(want.Records[i]) {
+			t.Fatalf("EachRecord's record %d = %q, want %q", i, each[i], want.Records[i])
+		}
+	}
 	var recs []string
 	var offs []int64
 	got, end, size, term, err := durable.ScanFile(bytes.NewReader(data), 0, func(line []byte, off int64) bool {

@@ -56,8 +56,9 @@ func (s *Scanner) Peek(c byte) bool {
 }
 
 // stop marks the bytes a string's scan stops at: the quote, the
-// backslash and the control bytes; Plain also stops at the first byte of
-// a multi-byte character (stopPlain), to check the UTF-8 only then.
+// backslash and the control bytes; Plain also stops at every byte of a
+// multi-byte character (stopPlain), so that it checks the UTF-8 only of
+// a string that has one.
 var (
 	stop      = stopTable(0x100)
 	stopPlain = stopTable(0x80)
