@@ -132,8 +132,8 @@ func deskdBinary(t testing.TB) string {
 }
 
 // pickFreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
-// and that no other connection takes while a deskd restarts on it
-// (testport.Free).
+// below the ephemeral range, so that no outgoing connection takes it
+// while a deskd restarts on it (testport.Free).
 func pickFreePort(t *testing.T) int { return testport.Free(t) }
 
 // writeTestFile writes text to dir/name, making folders as needed, and returns

@@ -124,13 +124,35 @@ func configTypes(root string) (map[string]*doc.Type, error) {
 	for _, t := range p.Types {
 		types[t.Name] = t
 	}
-	return types, resolveAliases(root, types)
+	return types, resolveAliases(root, types, importsOf(files))
+}
+
+// module is deskd's module path: the prefix of the packages an alias may
+// lead into.
+const module = "github.com/deskd/deskd/"
+
+// importsOf maps the names files import packages under to their paths.
+func importsOf(files []*ast.File) map[string]string {
+	paths := map[string]string{}
+	for _, f := range files {
+		for _, spec := range f.Imports {
+			path := strings.Trim(spec.Path.Value, `"`)
+			name := path[strings.LastIndex(path, "/")+1:]
+			if spec.Name != nil {
+				name = spec.Name.Name
+			}
+			paths[name] = path
+		}
+	}
+	return paths
 }
 
 // resolveAliases replaces each alias of a type of another deskd package
 // (type Budgets = router.Budgets) with that type, whose doc comments
-// name the keys: config reads the section straight into it.
-func resolveAliases(root string, types map[string]*doc.Type) error {
+// name the keys: config reads the section straight into it. imports maps
+// config's import names to paths; an alias of a type outside deskd's
+// module is an error.
+func resolveAliases(root string, types map[string]*doc.Type, imports map[string]string) error {
 	for name, t := range types {
 		spec, ok := t.Decl.Specs[0].(*ast.TypeSpec)
 		if !ok || !spec.Assign.IsValid() {
@@ -144,13 +166,17 @@ func resolveAliases(root string, types map[string]*doc.Type) error {
 		if !ok {
 			continue
 		}
-		dir := filepath.Join(root, pkg.Name)
+		path, ok := imports[pkg.Name]
+		if !ok || !strings.HasPrefix(path, module) {
+			return fmt.Errorf("config.%s is %s.%s, of %q: an alias must lead to a type of deskd's own packages, whose comments name the keys", name, pkg.Name, sel.Sel.Name, path)
+		}
+		dir := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(path, module)))
 		fset := token.NewFileSet()
 		files, err := parseDir(fset, dir)
 		if err != nil {
 			return fmt.Errorf("config.%s is %s.%s: %w", name, pkg.Name, sel.Sel.Name, err)
 		}
-		p, err := doc.NewFromFiles(fset, files, "github.com/deskd/deskd/"+pkg.Name)
+		p, err := doc.NewFromFiles(fset, files, path)
 		if err != nil {
 			return fmt.Errorf("read the docs of %s: %w", dir, err)
 		}

@@ -35,7 +35,8 @@ func Start(tb testing.TB) *Server {
 }
 
 // StartAt is Start on port (-1: a free one below the ephemeral range,
-// testport.Free, that no connection takes while the server is down).
+// testport.Free, which the kernel gives no outgoing connection while the
+// server is down).
 func StartAt(tb testing.TB, port int) *Server {
 	tb.Helper()
 	if port == -1 {
