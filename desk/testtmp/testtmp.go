@@ -11,6 +11,9 @@ package testtmp
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -49,7 +52,8 @@ func scratch() (string, error) {
 	if ok, err := isTmpfs(Root); err != nil || !ok {
 		return "", nil // no tmpfs here: nothing to say
 	}
-	dir, err := os.MkdirTemp(Root, "deskd-test-")
+	Sweep(Root)
+	dir, err := os.MkdirTemp(Root, prefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return "", fmt.Errorf("make a folder in %s: %w", Root, err)
 	}
@@ -58,4 +62,31 @@ func scratch() (string, error) {
 		return "", fmt.Errorf("set TMPDIR to %s: %w", dir, err)
 	}
 	return dir, nil
+}
+
+// prefix starts the name of a scratch folder, deskd-test-<pid>-<random>:
+// the pid of the test binary that made it.
+const prefix = "deskd-test-"
+
+// Sweep removes the scratch folders under root whose test binaries are
+// gone: a binary that panicked or was killed never removed its own. A
+// folder of a live process, or whose name carries no pid, is left. Run
+// sweeps Root before it makes its own folder.
+func Sweep(root string) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(root, e.Name()))
+	}
 }

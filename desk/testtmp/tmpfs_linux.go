@@ -13,3 +13,9 @@ func isTmpfs(dir string) (bool, error) {
 	}
 	return st.Type == tmpfsMagic, nil
 }
+
+// alive reports whether process pid exists (one of another user's too).
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}
