@@ -476,6 +476,7 @@ func (cr *clusterRig) failover(ctx context.Context, l *ledger, sig syscall.Signa
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	firstAnswer := make(chan struct{})
+	natsAnswer := make(chan struct{}) // closed at the first answer of a NATS trigger published after the signal
 	sent := false
 	note := func(o outcome) {
 		mu.Lock()
@@ -500,6 +501,7 @@ func (cr *clusterRig) failover(ctx context.Context, l *ledger, sig syscall.Signa
 		if l.publishedAt(id).After(f.at) {
 			if f.natsAnswered.IsZero() {
 				f.natsAnswered = at
+				close(natsAnswer)
 			}
 		} else if at.After(f.natsLate) {
 			f.natsLate = at
@@ -556,6 +558,17 @@ func (cr *clusterRig) failover(ctx context.Context, l *ledger, sig syscall.Signa
 		select {
 		case <-firstAnswer:
 			err = pause(ctx, cr.o.Steady) // triggers go on arriving a while after
+			if err == nil {
+				// Row 12 needs a NATS trigger published after the signal
+				// answered: the new owner binds the desk's consumer a while
+				// after its first HTTP answer (longer on a loaded machine).
+				select {
+				case <-natsAnswer:
+				case <-t.C:
+				case <-ctx.Done():
+					err = ctx.Err()
+				}
+			}
 		case <-t.C:
 			err = fmt.Errorf("no host answered a trigger within %s of the %s of %s", cr.o.Lease+30*time.Second, sig, owner.name)
 		case <-ctx.Done():
