@@ -258,8 +258,9 @@ func SubscribeAll(b *Bus, fn func(Event)) (cancel func()) {
 
 // SubscribeAllIf is SubscribeAll for the events keep accepts. keep runs
 // when the event is published, in the publisher's goroutine under the
-// bus's lock: it must be quick and must not publish. Its verdict is the
-// one of that moment (a log's level then), however late fn runs.
+// bus's lock: it must be quick and must not publish (a panic in it is
+// recovered, counted, and refuses the event). Its verdict is the one of
+// that moment (a log's level then), however late fn runs.
 func SubscribeAllIf(b *Bus, keep func(Event) bool, fn func(Event)) (cancel func()) {
 	return b.subscribeIf("", keep, fn)
 }
@@ -372,7 +373,7 @@ type mailbox struct {
 }
 
 func (m *mailbox) push(ev Event) {
-	if m.keep != nil && !m.keep(ev) {
+	if m.keep != nil && !m.kept(ev) {
 		return
 	}
 	m.mu.Lock()
@@ -387,6 +388,18 @@ func (m *mailbox) push(ev Event) {
 	case m.wake <- struct{}{}:
 	default:
 	}
+}
+
+// kept is keep's verdict on ev; a keep that panics refuses ev, and the
+// panic is counted (Panics), as a handler's is.
+func (m *mailbox) kept(ev Event) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.bus.panicked.Add(1)
+			ok = false
+		}
+	}()
+	return m.keep(ev)
 }
 
 func (m *mailbox) stop() {
