@@ -221,21 +221,47 @@ func (s *Set) StoresTrouble() map[string]*StorageStatus {
 	return out
 }
 
-// Placement is where the desk called name of a cluster is, as this host
-// sees it when it does not run it: state standby (another host owns it,
-// or none yet) or starting (this host won it and is starting it), and
-// its owner when one is known (ok); state "" for any other desk.
-func (s *Set) Placement(name string) (o Owner, ok bool, state State) {
+// Place is where a desk is, as one look at the set sees it: running here
+// (Desk), or not, and then why (State).
+type Place struct {
+	// Desk is the desk when it runs on this host; nil otherwise.
+	Desk *Desk
+	// State, when Desk is nil, is StateStandby (another host of the
+	// cluster owns the desk, or none yet), StateStarting (this host won
+	// it and is starting it) or StateFailed (its start failed, Failure);
+	// "" for a name the set does not know.
+	State State
+	// Owner is the desk's owner in a cluster, when one is known (Owned).
+	Owner Owner
+	Owned bool
+	// Failure is why the desk failed to start (State StateFailed).
+	Failure Failure
+
+	name string
+}
+
+// Locate returns where the desk called name is, in one look: a desk
+// moving between the states (taken over, handed over) is seen in one of
+// them, never in none.
+func (s *Set) Locate(name string) Place {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	o, ok = s.owners[name]
-	switch {
+	return s.locateLocked(name)
+}
+
+func (s *Set) locateLocked(name string) Place {
+	p := Place{name: name, Desk: s.desks[name]}
+	p.Owner, p.Owned = s.owners[name]
+	switch f, failed := s.failed[name]; {
+	case p.Desk != nil:
 	case s.standby[name]:
-		state = StateStandby
+		p.State = StateStandby
 	case s.starting[name]:
-		state = StateStarting
+		p.State = StateStarting
+	case failed:
+		p.State, p.Failure = StateFailed, f
 	}
-	return o, ok, state
+	return p
 }
 
 // Statuses returns the status of every desk, sorted by name: each running
@@ -244,33 +270,53 @@ func (s *Set) Placement(name string) (o Owner, ok bool, state State) {
 // stands by for, one of state standby; every desk of a cluster has its
 // Owner when one is known.
 func (s *Set) Statuses() []Status {
-	desks := s.List()
-	out := make([]Status, 0, len(desks))
-	for _, d := range desks {
-		out = append(out, d.Status())
+	s.mu.RLock() // one look: a desk moving between the states is listed once
+	desks := make([]*Desk, 0, len(s.desks))
+	for _, d := range s.desks {
+		desks = append(desks, d)
 	}
-	for name, f := range s.Failed() {
-		out = append(out, Status{Name: name, AsOf: f.Since, State: StateFailed, Interrupted: []TriggerStatus{}, Failed: &f})
+	elsewhere := maps.Clone(s.standby) // the desks this host does not run
+	maps.Copy(elsewhere, s.starting)
+	for name := range s.failed {
+		elsewhere[name] = true
 	}
-	s.mu.RLock()
-	for _, places := range []struct {
-		names map[string]bool
-		state State
-	}{{s.standby, StateStandby}, {s.starting, StateStarting}} {
-		for name := range places.names {
-			if _, running := s.desks[name]; !running {
-				out = append(out, Status{Name: name, State: places.state, Interrupted: []TriggerStatus{}})
-			}
+	var places []Place
+	for name := range elsewhere {
+		if p := s.locateLocked(name); p.Desk == nil {
+			places = append(places, p)
 		}
 	}
-	for i := range out {
-		if o, ok := s.owners[out[i].Name]; ok {
-			out[i].Owner = &o
-		}
-	}
+	owners := maps.Clone(s.owners)
 	s.mu.RUnlock()
+
+	out := make([]Status, 0, len(desks)+len(places))
+	for _, d := range desks {
+		st := d.Status()
+		if o, ok := owners[st.Name]; ok {
+			st.Owner = &o
+		}
+		out = append(out, st)
+	}
+	for _, p := range places {
+		out = append(out, p.Status())
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Status is the status of a desk that does not run on this host (Desk
+// nil): its state, its owner when one is known, its failure.
+func (p Place) Status() Status {
+	st := Status{Name: p.name, State: p.State, Interrupted: []TriggerStatus{}}
+	if p.Owned {
+		o := p.Owner
+		st.Owner = &o
+	}
+	if p.State == StateFailed {
+		f := p.Failure
+		st.AsOf, st.Failed = f.Since, &f
+	}
+	return st
 }
 
 // ConfigCheck is what a reload of the config files would do, found

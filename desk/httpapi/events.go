@@ -31,8 +31,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	only := q.Get("desk")
 	if only != "" {
-		if _, ok := s.desks.Get(only); !ok {
-			writeError(w, http.StatusNotFound, s.unknownDesk(r, only))
+		if p := s.locate(only); p.Desk == nil && p.State == "" { // standing by, starting, failed: what this host sees of it
+			s.notHere(w, r, only, p)
 			return
 		}
 	}

@@ -309,7 +309,7 @@ func apiRoutes() []route {
 				errAnswer(409, "The trigger was not interrupted."), errAnswer(503, "The acknowledgement was not recorded.")}, bodyErrors...)},
 		{pattern: "GET /v1/events", id: "getEvents", summary: "The event stream, as Server-Sent Events (id, event: the topic, data: the event's JSON).",
 			query: []param{
-				{name: "desk", in: "query", what: "Only this desk's events (404 for a desk deskd does not run).", schema: map[string]any{"type": "string"}},
+				{name: "desk", in: "query", what: "Only this desk's events (404 for a desk deskd does not know; a desk of a cluster this host stands by for, is starting or failed to start gives what this host sees of it).", schema: map[string]any{"type": "string"}},
 				{name: "follow", in: "query", what: "0 or false: send what the ring holds and end; default: follow.", schema: map[string]any{"type": "string"}},
 				{name: "backlog", in: "query", what: "1: replay what the ring holds first.", schema: map[string]any{"type": "string"}},
 			},

@@ -364,26 +364,16 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, fmt.Sprintf("%s %s: no such endpoint", r.Method, r.URL.Path))
 }
 
-// desk returns the desk the path names, or answers 404 (503 for a desk
-// that failed to start, 421 for one another host of the cluster owns).
+// desk returns the desk the path names, or answers why it does not run
+// here (notHere).
 func (s *Server) desk(w http.ResponseWriter, r *http.Request) (*desk.Desk, bool) {
 	name := r.PathValue("desk")
-	d, ok := s.desks.Get(name)
-	if !ok {
-		if s.misdirected(w, name) {
-			return nil, false
-		}
-		if f, failed := s.failedDesks()[name]; failed {
-			msg := fmt.Sprintf("desk %q failed to start", name)
-			if credentialOf(r) == credOperator {
-				msg += ": " + f.Reason
-			}
-			writeError(w, http.StatusServiceUnavailable, msg)
-			return nil, false
-		}
-		writeError(w, http.StatusNotFound, s.unknownDesk(r, name))
+	p := s.locate(name)
+	if p.Desk == nil {
+		s.notHere(w, r, name, p)
+		return nil, false
 	}
-	return d, ok
+	return p.Desk, true
 }
 
 func (s *Server) listDesks(w http.ResponseWriter, _ *http.Request) {
@@ -396,20 +386,18 @@ func (s *Server) listDesks(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) getDesk(w http.ResponseWriter, r *http.Request) {
-	if st, ok := s.standbyStatus(r.PathValue("desk")); ok {
-		writeJSON(w, http.StatusOK, st)
-		return
-	}
-	if _, failed := s.failedDesks()[r.PathValue("desk")]; failed {
-		for _, st := range s.statuses() {
-			if st.Name == r.PathValue("desk") && st.State == desk.StateFailed {
-				writeJSON(w, http.StatusOK, st)
-				return
-			}
+	p := s.locate(r.PathValue("desk"))
+	switch {
+	case p.Desk != nil:
+		st := p.Desk.Status()
+		if p.Owned {
+			st.Owner = &p.Owner
 		}
-	}
-	if d, ok := s.desk(w, r); ok {
-		writeJSON(w, http.StatusOK, d.Status())
+		writeJSON(w, http.StatusOK, st)
+	case p.State != "": // standby, starting, failed: its status says so
+		writeJSON(w, http.StatusOK, p.Status())
+	default:
+		s.notHere(w, r, r.PathValue("desk"), p)
 	}
 }
 

@@ -20,58 +20,50 @@ type MisdirectedResponse struct {
 	Addr string `json:"addr"`
 }
 
-// clusterDesks is what the server reads of the desks of a cluster this
-// host does not run, when its Desks has them (*desk.Set does).
-type clusterDesks interface {
-	Placement(name string) (o desk.Owner, ok bool, state desk.State)
+// locator is what the server reads of where a desk is when its Desks
+// knows more than the desks it runs (*desk.Set does): one look, so that a
+// desk taken over or handed over while a request looks is seen in one
+// state, never in none.
+type locator interface {
+	Locate(name string) desk.Place
 }
 
-var _ clusterDesks = (*desk.Set)(nil)
+var _ locator = (*desk.Set)(nil)
 
-// misdirected answers 421 when this host stands by for the desk called
-// name (another host owns it, or none yet), 503 while it starts the desk
-// it has just won, and reports whether it answered.
-func (s *Server) misdirected(w http.ResponseWriter, name string) bool {
-	o, owned, state := s.placement(name)
-	switch state {
+// locate returns where the desk called name is.
+func (s *Server) locate(name string) desk.Place {
+	if l, ok := s.desks.(locator); ok {
+		return l.Locate(name)
+	}
+	d, _ := s.desks.Get(name)
+	return desk.Place{Desk: d}
+}
+
+// notHere answers for a desk that does not run on this host, by where it
+// is (p): 421 when this host stands by for it (another host owns it, or
+// none yet), 503 while it starts the desk it has just won or when the
+// desk failed to start, 404 for a name it does not know.
+func (s *Server) notHere(w http.ResponseWriter, r *http.Request, name string, p desk.Place) {
+	switch p.State {
 	case desk.StateStarting:
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("desk %q is starting on this host, which has just taken it (epoch %d): try again shortly", name, o.Epoch))
-		return true
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("desk %q is starting on this host, which has just taken it (epoch %d): try again shortly", name, p.Owner.Epoch))
 	case desk.StateStandby:
-	default:
-		return false
-	}
-	if !owned {
-		writeJSON(w, http.StatusMisdirectedRequest, MisdirectedResponse{
-			Error: fmt.Sprintf("desk %q does not run on this host: no host of the cluster owns it now (the hosts contend for it); try again shortly", name)})
-		return true
-	}
-	writeJSON(w, http.StatusMisdirectedRequest, MisdirectedResponse{
-		Error: fmt.Sprintf("desk %q runs on host %s (epoch %d), not on this one: send the request there", name, o.Host, o.Epoch),
-		Owner: o.Host, Addr: o.Addr})
-	return true
-}
-
-// standbyStatus returns the status of the desk called name when this
-// host stands by for it, or is starting it (state standby, starting).
-func (s *Server) standbyStatus(name string) (desk.Status, bool) {
-	if _, _, state := s.placement(name); state == "" {
-		return desk.Status{}, false
-	}
-	for _, st := range s.statuses() {
-		if st.Name == name && (st.State == desk.StateStandby || st.State == desk.StateStarting) {
-			return st, true
+		if !p.Owned {
+			writeJSON(w, http.StatusMisdirectedRequest, MisdirectedResponse{
+				Error: fmt.Sprintf("desk %q does not run on this host: no host of the cluster owns it now (the hosts contend for it); try again shortly", name)})
+			return
 		}
+		writeJSON(w, http.StatusMisdirectedRequest, MisdirectedResponse{
+			Error: fmt.Sprintf("desk %q runs on host %s (epoch %d), not on this one: send the request there", name, p.Owner.Host, p.Owner.Epoch),
+			Owner: p.Owner.Host, Addr: p.Owner.Addr})
+	case desk.StateFailed:
+		msg := fmt.Sprintf("desk %q failed to start", name)
+		if credentialOf(r) == credOperator {
+			msg += ": " + p.Failure.Reason
+		}
+		writeError(w, http.StatusServiceUnavailable, msg)
+	default:
+		writeError(w, http.StatusNotFound, s.unknownDesk(r, name))
 	}
-	return desk.Status{}, false
-}
-
-// placement is where the desk called name of a cluster is (Set.Placement);
-// state "" without a cluster.
-func (s *Server) placement(name string) (desk.Owner, bool, desk.State) {
-	if cd, ok := s.desks.(clusterDesks); ok {
-		return cd.Placement(name)
-	}
-	return desk.Owner{}, false, ""
 }

@@ -89,8 +89,10 @@ type Harness struct {
 	Clock *clock.Fake
 	// Bus is the desk's bus.
 	Bus *event.Bus
-	// Desk is the running desk.
+	// Desk is the running desk; Set is the API's set of desks, which
+	// holds it.
 	Desk *desk.Desk
+	Set  *desk.Set
 	// Dir is the desk's folder.
 	Dir string
 	// Events receives every event of the bus (1000 are buffered).
@@ -117,6 +119,7 @@ func Start(tb testing.TB, o Options) *Harness {
 	})
 	ring := httpapi.NewEventRing(h.Bus, h.Clock.Now(), cmp.Or(o.RingSize, httpapi.RingSize))
 	set := desk.NewSet(h.Desk)
+	h.Set = set
 	met := metrics.New(h.Bus)
 	met.SetGauges(metrics.DeskGauges(set))
 	h.API = httpapi.New(httpapi.Options{Desks: set, Token: o.Token, FeedToken: o.FeedToken, MetricsToken: o.MetricsToken,
