@@ -27,7 +27,7 @@ type natsCluster struct {
 
 // startNATSCluster starts n nodes with their stores below dir and waits,
 // up to a minute, until the cluster's JetStream has a meta leader that
-// every node is current with.
+// every node is current with and that can place a replica on each.
 func startNATSCluster(dir string, n int) (*natsCluster, error) {
 	c := &natsCluster{}
 	var routes []string // the route URLs of the nodes started: each new node routes to them all
@@ -63,17 +63,24 @@ func startNATSCluster(dir string, n int) (*natsCluster, error) {
 	return c, nil
 }
 
-// ready reports whether a node leads JetStream and every node is
-// current with it.
+// ready reports whether the cluster takes a stream of as many replicas
+// as it has nodes: a node leads JetStream, every node is current with it,
+// and the leader can place a replica on each (it has their stats: before
+// that such a stream is refused, "no suitable peers for placement").
+// natstest.Cluster.WaitReady is the tests' check; the bench imports no
+// package of deskd's.
 func (c *natsCluster) ready() bool {
-	leader := false
 	for _, s := range c.nodes {
 		if !s.JetStreamIsCurrent() {
 			return false
 		}
-		leader = leader || s.JetStreamIsLeader()
 	}
-	return leader
+	for _, s := range c.nodes {
+		if s.JetStreamIsLeader() {
+			return len(s.JetStreamClusterPeers()) >= len(c.nodes)
+		}
+	}
+	return false
 }
 
 // triggerStream is the stream of the hosts' NATS trigger ingress
