@@ -550,8 +550,8 @@ func (d *Daemon) leaseWon(ctx, deskCtx context.Context, ch leaseChange) {
 		wait := c.backoff(c.failures[ch.desk])
 		log.Error().Err(err).Int("failures", c.failures[ch.desk]).Dur("retry_in", wait).
 			Msg("cluster: the desk's lease was won but the desk cannot be taken over here; released, contending again after a backoff")
+		f.failed(ch.desk, err) // before the release: the desk goes from starting to failed, never through no state
 		c.releaseDesk(ch.desk)
-		f.failed(ch.desk, err)
 		c.contendAfter(ch.desk, wait)
 	}
 	var err error
@@ -669,11 +669,14 @@ func (d *Daemon) leaseLost(ch leaseChange) {
 	log := d.o.Log.With().Str("desk", ch.desk).Uint64("epoch", ch.lease.Epoch()).Logger()
 	event.Publish(d.o.Bus, event.DeskLost{Header: event.Header{At: d.o.Clock.Now(), Desk: ch.desk}, Host: c.cfg.Host,
 		Epoch: ch.lease.Epoch(), Reason: ch.lost.Error()})
-	f.set.Standby(ch.desk, nil)
+	var storesLost error
 	if !errors.Is(ch.lost, cluster.ErrFenced) && !errors.Is(ch.lost, cluster.ErrTaken) { // not renewed, or a write not known replicated: the stores may not answer
-		err := fmt.Errorf("cluster: the desk stopped: its writes cannot be made durable in the cluster's stores (quorum lost?): %w", ch.lost)
-		f.set.StoresLost(ch.desk, StorageStatus{Error: err.Error(), Since: d.o.Clock.Now()})
-		event.Publish(d.o.Bus, event.StorageFailed{Header: event.Header{At: d.o.Clock.Now(), Desk: ch.desk}, Error: err.Error()})
+		storesLost = fmt.Errorf("cluster: the desk stopped: its writes cannot be made durable in the cluster's stores (quorum lost?): %w", ch.lost)
+		f.set.StoresLost(ch.desk, StorageStatus{Error: storesLost.Error(), Since: d.o.Clock.Now()}) // before the standby: /healthz never shows the desk stood by and the stores well
+	}
+	f.set.Standby(ch.desk, nil)
+	if storesLost != nil {
+		event.Publish(d.o.Bus, event.StorageFailed{Header: event.Header{At: d.o.Clock.Now(), Desk: ch.desk}, Error: storesLost.Error()})
 	}
 	run, ok := f.runs[ch.desk]
 	if !ok {

@@ -86,13 +86,7 @@ func (s *Set) Get(name string) (*Desk, bool) {
 
 // List returns the desks, sorted by name.
 func (s *Set) List() []*Desk {
-	s.mu.RLock()
-	out := make([]*Desk, 0, len(s.desks))
-	for _, d := range s.desks {
-		out = append(out, d)
-	}
-	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	out, _ := s.RunningAndFailed()
 	return out
 }
 
@@ -153,15 +147,31 @@ func (s *Set) Failed() map[string]Failure {
 	return maps.Clone(s.failed) // never nil: NewSet makes s.failed
 }
 
+// RunningAndFailed returns List and Failed of one look: a desk moving
+// between running and failed is in one of them, never in both or none.
+func (s *Set) RunningAndFailed() ([]*Desk, map[string]Failure) {
+	s.mu.RLock()
+	out := make([]*Desk, 0, len(s.desks))
+	for _, d := range s.desks {
+		out = append(out, d)
+	}
+	failed := maps.Clone(s.failed)
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, failed
+}
+
 // Standby records that this host stands by for the desk called name, of
 // a cluster: it is not in the set's desks (a running desk of the name is
-// taken out), and is listed by Statuses in state standby with owner o
-// (nil: no host owns it now) until it runs here (Put) or Unstandby.
+// taken out, a failure to start it here forgotten), and is listed by
+// Statuses in state standby with owner o (nil: no host owns it now) until
+// it runs here (Put) or Unstandby.
 func (s *Set) Standby(name string, o *Owner) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.desks, name)
 	delete(s.starting, name)
+	delete(s.failed, name) // this host's failure to start it is past: it stands by
 	s.standby[name] = true
 	if o != nil {
 		s.owners[name] = *o
@@ -172,13 +182,14 @@ func (s *Set) Standby(name string, o *Owner) {
 }
 
 // Own records o, this host, as the owner of the desk called name, which
-// it has won and is starting: until it runs (Put), Statuses lists it in
-// state starting.
+// it has won and is starting (a failure to start it before forgotten):
+// until it runs (Put), Statuses lists it in state starting.
 func (s *Set) Own(name string, o Owner) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.owners[name] = o
 	delete(s.standby, name)
+	delete(s.failed, name) // starting again
 	if _, running := s.desks[name]; !running {
 		s.starting[name] = true
 	}

@@ -53,6 +53,26 @@ func spoolSubmitError(name string, err error) error {
 	return err
 }
 
+// submit submits the trigger of an inbox file to its desk. A desk that
+// does not run here now (a cluster's desk standing by, starting, failed
+// to start), or that left this host while it submitted (its lease lost),
+// keeps the file in the inbox for a later look; a desk gone from the
+// config rejects it.
+func (s *spool) submit(name, file string, r triggers.Request) error {
+	p := s.set.Locate(name)
+	switch {
+	case p.Desk == nil && p.State != "":
+		return fmt.Errorf("%w (desk %s does not run on this host now: %s)", triggers.ErrQueueFull, name, p.State)
+	case p.Desk == nil:
+		return fmt.Errorf("desk %s is not in the config any more", name)
+	}
+	_, err := p.Desk.Submit(r.Trigger(name, "inbox:"+file))
+	if err != nil && s.set.Locate(name).Desk != p.Desk {
+		return fmt.Errorf("%w (desk %s left this host: %v)", triggers.ErrQueueFull, name, err)
+	}
+	return spoolSubmitError(name, err)
+}
+
 // start takes trigger files from the inboxes of the set's desks, unless it
 // does already; when the desks changed it starts again on the new ones.
 func (s *spool) start(ctx context.Context) error {
@@ -63,14 +83,7 @@ func (s *spool) start(ctx context.Context) error {
 	s.halt()
 	sp := &triggers.Spool{
 		Dir: s.dir, Desks: names, Clock: s.clk,
-		Submit: func(name, file string, r triggers.Request) error {
-			d, ok := s.set.Get(name)
-			if !ok {
-				return fmt.Errorf("desk %s is not in the config any more", name)
-			}
-			_, err := d.Submit(r.Trigger(name, "inbox:"+file))
-			return spoolSubmitError(name, err)
-		},
+		Submit: s.submit,
 		Rejected: func(name, file, reason string) {
 			event.Publish(s.bus, event.InboxRejected{Header: event.Header{At: s.clk.Now(), Desk: name}, File: file, Reason: reason})
 		},

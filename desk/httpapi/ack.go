@@ -32,6 +32,9 @@ func (s *Server) postAck(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	st, _, err := d.Acknowledge(id, req.By, req.Note)
+	if err != nil && !errors.Is(err, triggers.ErrUnknownTrigger) && !errors.Is(err, triggers.ErrNotInterrupted) && s.leftHere(w, r, d.Name()) {
+		return
+	}
 	switch {
 	case errors.Is(err, triggers.ErrUnknownTrigger):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("desk %s has no trigger %q", d.Name(), id))

@@ -204,6 +204,8 @@ func (s *Server) fileError(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusConflict
 	case errors.Is(err, memory.ErrBadVersionName):
 		status = http.StatusBadRequest
+	case s.leftHere(w, r, r.PathValue("desk")): // stopped or fenced: the desk has gone to another host
+		return
 	case errors.Is(err, desk.ErrStopped):
 		status = http.StatusServiceUnavailable
 	default: // the cause, a file's path in it, goes to the log alone

@@ -41,6 +41,9 @@ func (s *Server) postPause(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, changed, err := d.Pause(req.By, req.Reason)
+	if err != nil && s.leftHere(w, r, d.Name()) {
+		return
+	}
 	if err != nil {
 		s.o.Log.Error().Err(err).Str("desk", d.Name()).Msg("pause")
 		writeError(w, http.StatusInternalServerError, err.Error())
@@ -60,6 +63,9 @@ func (s *Server) postResume(w http.ResponseWriter, r *http.Request) {
 	}
 	queued := d.Status().QueueDepth
 	was, err := d.Resume(req.By)
+	if err != nil && s.leftHere(w, r, d.Name()) {
+		return
+	}
 	if err != nil {
 		s.o.Log.Error().Err(err).Str("desk", d.Name()).Msg("resume")
 		writeError(w, http.StatusInternalServerError, err.Error())

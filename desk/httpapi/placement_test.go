@@ -4,9 +4,12 @@ package httpapi_test
 // cluster host sees it in (standby, starting, running, failed).
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/deskd/deskd/desk"
@@ -100,6 +103,54 @@ func TestGetDeskOfEachPlace(t *testing.T) {
 		}
 		if c.state == desk.StateFailed && (st.Failed == nil || st.Failed.Reason != "a test's failure") {
 			t.Errorf("GET /v1/desks/main failed: failure %+v", st.Failed)
+		}
+	}
+}
+
+// handedOver is the desks of a host that found its desk running at a
+// request's first look and lost its lease right after: every later look
+// sees the set as it is (the desk standing by for host b).
+type handedOver struct {
+	*desk.Set
+	d      *desk.Desk
+	looked atomic.Bool
+}
+
+func (h *handedOver) Locate(name string) desk.Place {
+	if !h.looked.Swap(true) {
+		return desk.Place{Desk: h.d}
+	}
+	return h.Set.Locate(name)
+}
+
+// TestARequestToADeskThatLeftMeanwhileIsMisdirected: a trigger POSTed,
+// and a pause asked, of a desk that was running here when the request
+// looked and has since gone to host b (its loop stopped, the set stands
+// by for it) are answered 421 naming b, as a request a moment later is,
+// not 503 "desk is not running" nor a disk's failure.
+func TestARequestToADeskThatLeftMeanwhileIsMisdirected(t *testing.T) {
+	h := httpapitest.Start(t, httpapitest.Options{})
+	h.StopDesk()
+	h.Set.Standby("main", &desk.Owner{Host: "b", Epoch: 3, Addr: "10.0.0.2:7317"})
+	for _, c := range []struct{ path, body string }{
+		{"/v1/desks/main/triggers", `{"text": "NIFTY 22,000", "id": "left-1"}`},
+		{"/v1/desks/main/rollover", ""},
+	} {
+		hs := &handedOver{Set: h.Set, d: h.Desk}
+		srv := httptest.NewServer(httpapi.New(httpapi.Options{Desks: hs, Clock: h.Clock}))
+		res, err := http.Post(srv.URL+c.path, "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		srv.Close()
+		if !hs.looked.Load() {
+			t.Fatalf("POST %s: the server never looked for the desk", c.path)
+		}
+		mis := httpapitest.Decode[httpapi.MisdirectedResponse](t, string(body))
+		if res.StatusCode != http.StatusMisdirectedRequest || mis.Owner != "b" || mis.Addr != "10.0.0.2:7317" {
+			t.Errorf("POST %s to a desk that left meanwhile = %d %s, want 421 naming host b", c.path, res.StatusCode, body)
 		}
 	}
 }

@@ -54,7 +54,7 @@ var _ rejections = (*desk.Set)(nil)
 // failedDesks is what the server reads of the desks that failed to start,
 // when its Desks has them (*desk.Set does).
 type failedDesks interface {
-	Failed() map[string]desk.Failure
+	RunningAndFailed() ([]*desk.Desk, map[string]desk.Failure)
 	Statuses() []desk.Status
 }
 
@@ -69,12 +69,13 @@ type storesTrouble interface {
 
 var _ storesTrouble = (*desk.Set)(nil)
 
-// failedDesks returns the desks that failed to start, by name.
-func (s *Server) failedDesks() map[string]desk.Failure {
+// runningAndFailed returns the desks that run and those that failed to
+// start (by name), in one look.
+func (s *Server) runningAndFailed() ([]*desk.Desk, map[string]desk.Failure) {
 	if f, ok := s.desks.(failedDesks); ok {
-		return f.Failed()
+		return f.RunningAndFailed()
 	}
-	return nil
+	return s.desks.List(), nil
 }
 
 // statuses returns the status of every desk, those that failed to start
@@ -315,10 +316,11 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	if rs := s.configRejections(); len(rs) > 0 {
 		out.ConfigRejected = rs
 	}
-	if failed := s.failedDesks(); len(failed) > 0 {
+	desks, failed := s.runningAndFailed()
+	if len(failed) > 0 {
 		out.Failed = failed // the process serves, and so do the other desks: still 200
 	}
-	for _, d := range s.desks.List() {
+	for _, d := range desks {
 		if st := d.Storage(); st != nil {
 			if out.Storage == nil {
 				out.Storage = map[string]*desk.StorageStatus{}

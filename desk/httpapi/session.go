@@ -24,6 +24,9 @@ func (s *Server) newSession(w http.ResponseWriter, r *http.Request, start func(*
 		return
 	}
 	prev, id, err := start(d, r.Context())
+	if err != nil && s.leftHere(w, r, d.Name()) {
+		return
+	}
 	switch {
 	case errors.Is(err, desk.ErrStopped):
 		writeError(w, http.StatusServiceUnavailable, err.Error())

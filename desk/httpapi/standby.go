@@ -39,6 +39,21 @@ func (s *Server) locate(name string) desk.Place {
 	return desk.Place{Desk: d}
 }
 
+// leftHere answers, and reports true, when the desk called name, which a
+// request found running here, has left this host since (a cluster's lease lost: it stands by, or
+// another host's desk is starting here): a request whose act on d failed
+// because it stopped, or could no longer write (fenced), is answered as a
+// request that came a moment later is, 421 naming the owner, not as a
+// failure of this host's desk.
+func (s *Server) leftHere(w http.ResponseWriter, r *http.Request, name string) bool {
+	p := s.locate(name)
+	if p.Desk != nil || p.State == "" || p.State == desk.StateFailed {
+		return false
+	}
+	s.notHere(w, r, name, p)
+	return true
+}
+
 // notHere answers for a desk that does not run on this host, by where it
 // is (p): 421 when this host stands by for it (another host owns it, or
 // none yet), 503 while it starts the desk it has just won or when the

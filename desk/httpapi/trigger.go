@@ -50,6 +50,9 @@ func (s *Server) postTrigger(w http.ResponseWriter, r *http.Request) {
 		req.Source = ""
 	}
 	acc, err := d.Submit(req.Trigger(d.Name(), source))
+	if err != nil && s.leftHere(w, r, d.Name()) {
+		return
+	}
 	switch {
 	case errors.Is(err, triggers.ErrQueueFull):
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterFull))

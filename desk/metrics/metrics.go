@@ -54,10 +54,10 @@ type Desks interface {
 
 var _ Desks = (*desk.Set)(nil)
 
-// failedDesks is what DeskGauges reads of the desks that failed to start,
-// when its Desks has them (*desk.Set does).
+// failedDesks is what DeskGauges reads of the desks, those that failed
+// to start too, in one look, when its Desks has them (*desk.Set does).
 type failedDesks interface {
-	Failed() map[string]desk.Failure
+	RunningAndFailed() ([]*desk.Desk, map[string]desk.Failure)
 }
 
 var _ failedDesks = (*desk.Set)(nil)
@@ -67,15 +67,17 @@ var _ failedDesks = (*desk.Set)(nil)
 func DeskGauges(ds Desks) func() []Gauges {
 	return func() []Gauges {
 		var out []Gauges
-		for _, d := range ds.List() {
+		desks, failed := ds.List(), map[string]desk.Failure(nil)
+		if f, ok := ds.(failedDesks); ok {
+			desks, failed = f.RunningAndFailed()
+		}
+		for _, d := range desks {
 			st := d.Status()
 			out = append(out, Gauges{Desk: st.Name, QueueDepth: st.QueueDepth, NextSlot: st.NextSlot,
 				Calendar: st.Calendar, CalendarDaysLeft: st.CalendarDaysLeft, StorageDegraded: st.Storage != nil})
 		}
-		if f, ok := ds.(failedDesks); ok {
-			for name := range f.Failed() {
-				out = append(out, Gauges{Desk: name, Failed: true})
-			}
+		for name := range failed {
+			out = append(out, Gauges{Desk: name, Failed: true})
 		}
 		return out
 	}

@@ -100,7 +100,13 @@ type Harness struct {
 	// API is the server; Server serves it.
 	API    *httpapi.Server
 	Server *httptest.Server
+
+	rig *desktest.Desk
 }
+
+// StopDesk stops the desk's loop and waits until it has stopped: its
+// Submit then answers desk.ErrStopped.
+func (h *Harness) StopDesk() { h.rig.Stop() }
 
 // Start runs the desk and serves the API until the test ends; the cleanup
 // stops the server and the desk (moving the clock past the shutdown
@@ -110,7 +116,7 @@ func Start(tb testing.TB, o Options) *Harness {
 	d := desktest.New(tb, desktest.Options{Model: o.Model, FS: o.FS, QueueLimit: o.QueueLimit, Coalesce: o.Coalesce,
 		RefusePaused: o.RefusePaused, Schedules: o.Schedules, PauseFile: o.PauseFile, Dir: o.Dir, Clock: o.Clock, Space: o.Space})
 	events := make(chan event.Event, 1000)
-	h := &Harness{t: tb, Clock: d.Clock, Bus: d.Bus, Desk: d.Desk, Dir: d.Folder.Dir(), Events: events}
+	h := &Harness{t: tb, Clock: d.Clock, Bus: d.Bus, Desk: d.Desk, Dir: d.Folder.Dir(), Events: events, rig: d}
 	unsub := event.SubscribeAll(h.Bus, func(e event.Event) {
 		select {
 		case events <- e:
