@@ -53,6 +53,10 @@ type clusterHost struct {
 
 	held       map[string]*holding           // the desks this host owns, by name
 	contending map[string]context.CancelFunc // the acquirer of each desk, by name
+	// seenMu orders an acquirer's standby for an owner it sees against the
+	// end of its contention (forget): once forget has cancelled it, none
+	// stands the desk by again.
+	seenMu sync.Mutex
 	failures   map[string]int                // the takeovers of each desk that failed in a row, by name (backoff)
 	unknown    map[string]time.Time          // when this host, with no folder for the desk, first found the stores knowing nothing of it (cluster.new_desk_grace)
 	ingress    Ingress                       // nil: no NATS trigger ingress
@@ -309,7 +313,13 @@ func (c *clusterHost) acquire(ctx context.Context, name string) {
 		var err error
 		lease, err = c.leases.Acquire(ctx, name, func(sb cluster.Standby) {
 			o := ownerOf(sb.Owner)
+			c.seenMu.Lock()
+			if ctx.Err() != nil { // forgotten (its file left the config): a renewal seen late stands nothing by
+				c.seenMu.Unlock()
+				return
+			}
 			c.set.Standby(name, &o)
+			c.seenMu.Unlock()
 			if sb.Owner.Host != previous || sb.Owner.Epoch != seen { // a new owner, not its renewal
 				c.log.Info().Str("desk", name).Str("owner", sb.Owner.Host).Uint64("epoch", sb.Owner.Epoch).Str("addr", sb.Owner.Addr).
 					Msg("cluster: standing by for the desk, which another host owns")
@@ -445,7 +455,9 @@ func (c *clusterHost) forget(name string) {
 	delete(c.failures, name)
 	delete(c.unknown, name)
 	if cancel, ok := c.contending[name]; ok {
+		c.seenMu.Lock()
 		cancel()
+		c.seenMu.Unlock()
 		delete(c.contending, name)
 	}
 	if _, ok := c.held[name]; !ok {

@@ -50,6 +50,9 @@ type Error struct {
 	// run the desk, the host that owns it and its API address (empty
 	// while no host owns it).
 	Owner, Addr string
+	// Epoch is, for such a 421, the owner's epoch of the desk (0 when the
+	// host did not say).
+	Epoch uint64
 }
 
 // Error returns the message with the status and, for a 421, the owner's

@@ -56,7 +56,7 @@ func clientError(status int, body []byte) *Error {
 	if status == http.StatusMisdirectedRequest {
 		var m MisdirectedResponse
 		if json.Unmarshal(body, &m) == nil {
-			e.Owner, e.Addr = m.Owner, m.Addr
+			e.Owner, e.Addr, e.Epoch = m.Owner, m.Addr, m.Epoch
 		}
 	}
 	return e
@@ -199,8 +199,10 @@ func (p *proving) prove(ctx context.Context) error {
 // returns the client do last ran against (the one to ask about the desk
 // from then on) and do's error. A 421 that names no owner (the hosts
 // contend for the desk) is returned as it is; a loop of 421s between
-// hosts, more than MaxHops, or an owner address OwnerURL refuses end it
-// with an error that names the hosts.
+// hosts (a host asked already named again, at no later epoch than any
+// 421 so far: a desk that moved back is followed), more than MaxHops, or
+// an owner address OwnerURL refuses end it with an error that names the
+// hosts.
 //
 // do must be safe to run again after a 421: a host that answers 421 has
 // done nothing with the request (a trigger is sent again with the same
@@ -209,6 +211,7 @@ func (c *Client) OnOwner(do func(*Client) error) (*Client, error) {
 	cur := c
 	name := map[string]string{c.base: ""} // the base URLs asked, and the host each is
 	var path []string
+	var epoch uint64 // the highest epoch a 421 named
 	for {
 		err := do(cur)
 		e, ok := Misdirected(err)
@@ -221,7 +224,9 @@ func (c *Client) OnOwner(do func(*Client) error) (*Client, error) {
 			return cur, fmt.Errorf("%s: the host at %s says host %s owns the desk, at an address not followed: %w", e.Message, cur.base, e.Owner, aerr)
 		}
 		path = append(path, hostAt(e.Owner, to))
-		if _, asked := name[to]; asked {
+		moved := e.Epoch > epoch // a later owner than any 421 so far named: the desk moved, not a loop
+		epoch = max(epoch, e.Epoch)
+		if _, asked := name[to]; asked && !moved {
 			name[to] = e.Owner
 			return cur, fmt.Errorf("%s (HTTP 421): a loop of 421s: %s says host %s (%s) owns the desk, which was asked already (%s); the hosts disagree on its owner: try again once the cluster settles",
 				e.Message, here, e.Owner, to, strings.Join(append([]string{hostAt(name[c.base], c.base)}, path...), " -> "))

@@ -5,9 +5,11 @@ package httpapi_test
 // server (httpapitest), the desk's owner.
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,5 +173,46 @@ func TestOwnerURLRefusesWhatTheTokenMustNotReach(t *testing.T) {
 	c, _ := dialStandby(t, "a", addr, "tok")
 	if _, err := postOnOwner(t, c, triggers.Request{Text: "x"}); err == nil || !strings.Contains(err.Error(), "not followed") {
 		t.Errorf("a 421 naming %s = %v, want it not followed", addr, err)
+	}
+}
+
+// TestOnOwnerFollowsADeskThatMovedBack: host a answers 421 naming host b
+// at epoch 5; b, which a stale a sent the client to, has meanwhile lost
+// the desk to a and names a at epoch 6. That is a move, not a loop: the
+// client goes back to a, which takes the trigger. The same two answers at
+// one epoch are a loop (TestOnOwnerEndsLoopsAndLongChains).
+func TestOnOwnerFollowsADeskThatMovedBack(t *testing.T) {
+	h := httpapitest.Start(t, httpapitest.Options{})
+	var addrA, addrB string
+	var asked atomic.Int32
+	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if asked.Add(1) == 1 { // stale: it has not yet won the desk back
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusMisdirectedRequest)
+			_ = json.NewEncoder(w).Encode(httpapi.MisdirectedResponse{Error: "runs on host b", Owner: "b", Addr: addrB, Epoch: 5})
+			return
+		}
+		h.API.ServeHTTP(w, r)
+	}))
+	t.Cleanup(a.Close)
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusMisdirectedRequest)
+		_ = json.NewEncoder(w).Encode(httpapi.MisdirectedResponse{Error: "runs on host a", Owner: "a", Addr: addrA, Epoch: 6})
+	}))
+	t.Cleanup(b.Close)
+	addrA, addrB = httpapitest.HostPort(a.URL), httpapitest.HostPort(b.URL)
+	at, err := postOnOwner(t, httpapitest.Dial(t, a.URL, ""), triggers.Request{Text: "x", ID: "moved-1"})
+	if err != nil {
+		t.Fatalf("a desk that moved back to host a: %v, want the trigger taken there", err)
+	}
+	if asked.Load() != 2 {
+		t.Errorf("host a was asked %d times, want 2 (stale, then the owner)", asked.Load())
+	}
+	if st, found := h.Desk.Trigger("moved-1"); !found {
+		t.Errorf("the desk behind host a has no trigger moved-1 (status %+v)", st)
+	}
+	if at == nil {
+		t.Error("no client returned")
 	}
 }

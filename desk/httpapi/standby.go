@@ -18,6 +18,10 @@ type MisdirectedResponse struct {
 	// Addr is the owner's API address; empty when it has none, or no
 	// host owns the desk.
 	Addr string `json:"addr"`
+	// Epoch is the owner's epoch of the desk (0 while no host owns it): a
+	// client sent back to a host it asked already follows only a higher
+	// epoch than it has seen (the desk moved), never a loop.
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // locator is what the server reads of where a desk is when its Desks
@@ -71,7 +75,7 @@ func (s *Server) notHere(w http.ResponseWriter, r *http.Request, name string, p 
 		}
 		writeJSON(w, http.StatusMisdirectedRequest, MisdirectedResponse{
 			Error: fmt.Sprintf("desk %q runs on host %s (epoch %d), not on this one: send the request there", name, p.Owner.Host, p.Owner.Epoch),
-			Owner: p.Owner.Host, Addr: p.Owner.Addr})
+			Owner: p.Owner.Host, Addr: p.Owner.Addr, Epoch: p.Owner.Epoch})
 	case desk.StateFailed:
 		msg := fmt.Sprintf("desk %q failed to start", name)
 		if credentialOf(r) == credOperator {
