@@ -56,10 +56,10 @@ type clusterHost struct {
 	// seenMu orders an acquirer's standby for an owner it sees against the
 	// end of its contention (forget): once forget has cancelled it, none
 	// stands the desk by again.
-	seenMu sync.Mutex
-	failures   map[string]int                // the takeovers of each desk that failed in a row, by name (backoff)
-	unknown    map[string]time.Time          // when this host, with no folder for the desk, first found the stores knowing nothing of it (cluster.new_desk_grace)
-	ingress    Ingress                       // nil: no NATS trigger ingress
+	seenMu   sync.Mutex
+	failures map[string]int       // the takeovers of each desk that failed in a row, by name (backoff)
+	unknown  map[string]time.Time // when this host, with no folder for the desk, first found the stores knowing nothing of it (cluster.new_desk_grace)
+	ingress  Ingress              // nil: no NATS trigger ingress
 
 	compactAfter int           // the WAL records of a desk since its snapshot that make its owner compact it
 	scratch      string        // the folder compactions rebuild into (state dir's .compact/<desk>), never a live one
