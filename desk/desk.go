@@ -672,6 +672,12 @@ func (d *Desk) Status() Status {
 		p := *d.pause
 		s.Paused = &p
 	}
+	if s.State == StateIdle || s.State == StatePaused { // from the pause read here: a pause set while a turn ended shows
+		s.State = StateIdle
+		if s.Paused != nil {
+			s.State = StatePaused
+		}
+	}
 	s.PausedTriggers = triggers.PausedQueue
 	if d.refusePaused {
 		s.PausedTriggers = triggers.PausedRefuse
