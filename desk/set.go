@@ -235,6 +235,8 @@ func (s *Set) StoresTrouble() map[string]*StorageStatus {
 // Place is where a desk is, as one look at the set sees it: running here
 // (Desk), or not, and then why (State).
 type Place struct {
+	// Name is the desk's name.
+	Name string
 	// Desk is the desk when it runs on this host; nil otherwise.
 	Desk *Desk
 	// State, when Desk is nil, is StateStandby (another host of the
@@ -247,8 +249,6 @@ type Place struct {
 	Owned bool
 	// Failure is why the desk failed to start (State StateFailed).
 	Failure Failure
-
-	name string
 }
 
 // Locate returns where the desk called name is, in one look: a desk
@@ -261,7 +261,7 @@ func (s *Set) Locate(name string) Place {
 }
 
 func (s *Set) locateLocked(name string) Place {
-	p := Place{name: name, Desk: s.desks[name]}
+	p := Place{Name: name, Desk: s.desks[name]}
 	p.Owner, p.Owned = s.owners[name]
 	switch f, failed := s.failed[name]; {
 	case p.Desk != nil:
@@ -318,7 +318,7 @@ func (s *Set) Statuses() []Status {
 // Status is the status of a desk that does not run on this host (Desk
 // nil): its state, its owner when one is known, its failure.
 func (p Place) Status() Status {
-	st := Status{Name: p.name, State: p.State, Interrupted: []TriggerStatus{}}
+	st := Status{Name: p.Name, State: p.State, Interrupted: []TriggerStatus{}}
 	if p.Owned {
 		o := p.Owner
 		st.Owner = &o

@@ -40,7 +40,7 @@ func (s *Server) locate(name string) desk.Place {
 		return l.Locate(name)
 	}
 	d, _ := s.desks.Get(name)
-	return desk.Place{Desk: d}
+	return desk.Place{Name: name, Desk: d}
 }
 
 // leftHere answers, and reports true, when the desk called name, which a
