@@ -77,7 +77,9 @@ func TestADeskMovingIsNeverUnknown(t *testing.T) {
 
 // TestGetDeskOfEachPlace answers GET /v1/desks/main in each state: the
 // status of a desk standing by, starting or failed names its state and
-// owner (and failure), that of a running desk of a cluster its owner.
+// owner (and failure), that of a running desk of a cluster its owner; the
+// event stream of the desk is served in each, and 404 for a name deskd
+// does not know.
 func TestGetDeskOfEachPlace(t *testing.T) {
 	h := httpapitest.Start(t, httpapitest.Options{})
 	b := desk.Owner{Host: "b", Epoch: 1, Addr: "127.0.0.1:1"}
@@ -104,6 +106,12 @@ func TestGetDeskOfEachPlace(t *testing.T) {
 		if c.state == desk.StateFailed && (st.Failed == nil || st.Failed.Reason != "a test's failure") {
 			t.Errorf("GET /v1/desks/main failed: failure %+v", st.Failed)
 		}
+		if code, _, body := h.Call(http.MethodGet, "/v1/events?desk=main&follow=0", ""); code != http.StatusOK {
+			t.Errorf("GET /v1/events?desk=main in state %q = %d %s, want 200: what this host sees of it", c.state, code, body)
+		}
+	}
+	if code, _, body := h.Call(http.MethodGet, "/v1/events?desk=nope&follow=0", ""); code != http.StatusNotFound || !strings.Contains(body, "unknown desk") {
+		t.Errorf("GET /v1/events?desk=nope = %d %s, want 404 unknown desk", code, body)
 	}
 }
 
