@@ -44,11 +44,11 @@ func (s *Server) locate(name string) desk.Place {
 }
 
 // leftHere answers, and reports true, when the desk called name, which a
-// request found running here, has left this host since (a cluster's lease lost: it stands by, or
-// another host's desk is starting here): a request whose act on d failed
-// because it stopped, or could no longer write (fenced), is answered as a
-// request that came a moment later is, 421 naming the owner, not as a
-// failure of this host's desk.
+// request found running here, has left this host since (its lease lost:
+// it stands by, or is starting again here): a request whose act failed
+// because the desk stopped, or could no longer write (fenced), is
+// answered as a request a moment later is, 421 naming the owner, not as
+// a failure of this host's desk.
 func (s *Server) leftHere(w http.ResponseWriter, r *http.Request, name string) bool {
 	p := s.locate(name)
 	if p.Desk != nil || p.State == "" || p.State == desk.StateFailed {
