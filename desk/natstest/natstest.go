@@ -5,7 +5,9 @@ package natstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -39,11 +41,21 @@ func Start(tb testing.TB) *Server {
 // server is down).
 func StartAt(tb testing.TB, port int) *Server {
 	tb.Helper()
-	if port == -1 {
+	picked := port == -1
+	if picked {
 		port = testport.Free(tb)
 	}
 	s := &Server{tb: tb, Dir: tb.TempDir(), Port: port}
-	s.Up()
+	for try := 1; ; try++ {
+		err := s.up()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPortTaken) || !picked || try == 3 {
+			tb.Fatalf("natstest: %v", err)
+		}
+		s.Port = testport.Free(tb) // another process took the port between the guess and the bind
+	}
 	tb.Cleanup(s.Down)
 	return s
 }
@@ -55,15 +67,78 @@ func (s *Server) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(s.Port
 // takes connections.
 func (s *Server) Up() {
 	s.tb.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: s.Port, JetStream: true, StoreDir: s.Dir, NoSigs: true})
-	if err != nil {
-		s.tb.Fatalf("natstest: new server: %v", err)
+	if err := s.up(); err != nil {
+		s.tb.Fatalf("natstest: %v", err)
 	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		s.tb.Fatalf("natstest: the server is not ready within 10s")
+}
+
+// up is Up, with its error.
+func (s *Server) up() error {
+	srv, err := run(&server.Options{Host: "127.0.0.1", Port: s.Port, JetStream: true, StoreDir: s.Dir, NoSigs: true}, s.Port)
+	if err != nil {
+		return fmt.Errorf("the server: %w", err)
 	}
 	s.srv = srv
+	return nil
+}
+
+// readyWait is how long a server started is given to take connections:
+// a loaded machine (the whole suite, under -race) recovers a JetStream
+// store slowly.
+const readyWait = 30 * time.Second
+
+// errPortTaken is run's error when a port of the server was taken by
+// another process (between testport's guess and the server's bind).
+var errPortTaken = errors.New("port taken by another process")
+
+// run starts a server of opts and waits, up to readyWait, until it takes
+// connections on ports (its client port, then its route port). When it
+// does not, it is shut down, and the error says why: a port another
+// process holds (errPortTaken: the server's listener is not up and the
+// port cannot be bound), or the wait passed.
+func run(opts *server.Options, ports ...int) (*server.Server, error) {
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
+	go srv.Start()
+	deadline := time.Now().Add(readyWait)
+	for !srv.ReadyForConnections(100 * time.Millisecond) {
+		err := taken(srv, ports)
+		if err == nil && time.Now().After(deadline) {
+			err = fmt.Errorf("not ready within %v (its ports are free: it is slow, not refused)", readyWait)
+		}
+		if err != nil {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return nil, err
+		}
+	}
+	return srv, nil
+}
+
+// taken returns an error wrapping errPortTaken when a listener of srv on
+// ports (client, route) is not up and something answers on its port:
+// another process has it. It dials, never binds, so that it cannot take
+// the port from srv.
+func taken(srv *server.Server, ports []int) error {
+	listening := func(i int) bool {
+		return i == 0 && srv.Addr() != nil || i == 1 && srv.ClusterAddr() != nil
+	}
+	for i, port := range ports {
+		if listening(i) {
+			continue
+		}
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+		if err != nil {
+			continue // nothing there yet: srv has not bound it
+		}
+		c.Close()
+		if !listening(i) { // not srv's, which may have bound it meanwhile
+			return fmt.Errorf("127.0.0.1:%d: %w (something else answers there)", port, errPortTaken)
+		}
+	}
+	return nil
 }
 
 // Down shuts the server down and waits until it has; Up starts it again.
