@@ -86,7 +86,19 @@ func (s *Set) Get(name string) (*Desk, bool) {
 
 // List returns the desks, sorted by name.
 func (s *Set) List() []*Desk {
-	out, _ := s.RunningAndFailed()
+	s.mu.RLock()
+	out := s.listLocked()
+	s.mu.RUnlock()
+	return out
+}
+
+// listLocked is List under the set's lock (read).
+func (s *Set) listLocked() []*Desk {
+	out := make([]*Desk, 0, len(s.desks))
+	for _, d := range s.desks {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
 }
 
@@ -151,14 +163,8 @@ func (s *Set) Failed() map[string]Failure {
 // between running and failed is in one of them, never in both or none.
 func (s *Set) RunningAndFailed() ([]*Desk, map[string]Failure) {
 	s.mu.RLock()
-	out := make([]*Desk, 0, len(s.desks))
-	for _, d := range s.desks {
-		out = append(out, d)
-	}
-	failed := maps.Clone(s.failed)
-	s.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out, failed
+	defer s.mu.RUnlock()
+	return s.listLocked(), maps.Clone(s.failed)
 }
 
 // Standby records that this host stands by for the desk called name, of
@@ -282,10 +288,7 @@ func (s *Set) locateLocked(name string) Place {
 // Owner when one is known.
 func (s *Set) Statuses() []Status {
 	s.mu.RLock() // one look: a desk moving between the states is listed once
-	desks := make([]*Desk, 0, len(s.desks))
-	for _, d := range s.desks {
-		desks = append(desks, d)
-	}
+	desks := s.listLocked()
 	elsewhere := maps.Clone(s.standby) // the desks this host does not run
 	maps.Copy(elsewhere, s.starting)
 	for name := range s.failed {

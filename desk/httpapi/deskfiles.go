@@ -191,8 +191,9 @@ func (s *Server) folder(w http.ResponseWriter, r *http.Request) (*desk.Desk, *me
 
 // fileError answers err of a read or change of a desk's files: 404 for
 // what is not there, 409 for an ambiguous name or a change that cannot be
-// made, 400 for a name that is not one, 503 when the desk stopped; 500
-// (logged) for anything else.
+// made, 400 for a name that is not one; for any other error, the answer
+// of a desk that has left this host meanwhile (leftHere: 421), else 503
+// when the desk stopped and 500 (logged) for the rest.
 func (s *Server) fileError(w http.ResponseWriter, r *http.Request, err error) {
 	status := http.StatusInternalServerError
 	switch {

@@ -67,9 +67,12 @@ var _ failedDesks = (*desk.Set)(nil)
 func DeskGauges(ds Desks) func() []Gauges {
 	return func() []Gauges {
 		var out []Gauges
-		desks, failed := ds.List(), map[string]desk.Failure(nil)
+		var desks []*desk.Desk
+		var failed map[string]desk.Failure
 		if f, ok := ds.(failedDesks); ok {
 			desks, failed = f.RunningAndFailed()
+		} else {
+			desks = ds.List()
 		}
 		for _, d := range desks {
 			st := d.Status()
