@@ -95,6 +95,10 @@ type Router interface {
 	Spend() router.Spend
 	// Send runs one turn of t in the current session.
 	Send(ctx context.Context, t triggers.Trigger) (router.Reply, error)
+	// SendAccepted is Send for a trigger whose ledger record names the
+	// desk's boot (triggers.Record.Boot): its message needs no fsync of
+	// its own (router.Router.SendAccepted).
+	SendAccepted(ctx context.Context, t triggers.Trigger) (router.Reply, error)
 	// Fork starts a new session carrying the current one's context.
 	Fork(ctx context.Context) (string, error)
 	// Configure replaces the router's settings for the next call.
@@ -208,6 +212,17 @@ type Options struct {
 	// A trigger found with its message recorded and no reply then counts
 	// as one the model may have acted on, never as "never sent".
 	SentMayBeLost bool
+	// Boot names the host's current boot (ReadBoot: the kernel's boot
+	// id); empty when it cannot be told, and on a host of a cluster (whose
+	// desks a takeover recovers on another host). With it, a trigger
+	// accepted while the desk is idle has one durability point between
+	// its acceptance and its model call, its ledger record, which names
+	// Boot (triggers.Record.Boot): the turn's message is written without
+	// an fsync of its own. A restart on the same boot followed a crash of
+	// deskd, which the page cache survives, so a trigger's missing
+	// message proves the model was not asked; on another boot it proves
+	// nothing, and such a trigger is interrupted, never run again.
+	Boot string
 }
 
 // Desk is one desk's runtime.
@@ -456,6 +471,18 @@ func (d *Desk) recover() error {
 			if err := d.ledger.Append(rec); err != nil {
 				return err
 			}
+		case it.Boot != "" && (it.Boot != d.o.Boot || d.o.SentMayBeLost):
+			// Its message was written without an fsync of its own, and
+			// this is another boot: the host crashed, and may have lost
+			// the message of a request that went out.
+			rec := triggers.Record{At: now, ID: it.Trigger.ID, State: triggers.StateInterrupted, Session: session, Turn: it.Turn,
+				Reason: reasonAnotherBoot}
+			d.staged = append(d.staged, event.Stage(d.o.Bus, event.TurnInterrupted{
+				Header: d.outcome(it.Trigger.ID, triggers.StateInterrupted), Session: session, Trigger: it.Trigger.ID, Kind: string(it.Trigger.Kind), Reason: rec.Reason,
+			}))
+			if err := d.ledger.Append(rec); err != nil {
+				return err
+			}
 		case it.State == triggers.StateQueued:
 			d.queue.Restore(it.Trigger)
 		default:
@@ -477,8 +504,11 @@ func (d *Desk) recover() error {
 // (router.Outcome.Requested; the request.sent record is not fsynced by
 // itself, so a crash of the host, not of deskd, can lose it).
 const (
-	reasonSent      = "sent: the model may have acted (deskd stopped while the turn was with the model); it is not run again automatically"
-	reasonMaySent   = "may have been sent: the model may have acted (its message was recorded; on a cluster the record of its request is replicated only with the turn's next write, so a takeover can lose it); it is not run again automatically"
+	reasonSent        = "sent: the model may have acted (deskd stopped while the turn was with the model); it is not run again automatically"
+	reasonMaySent     = "may have been sent: the model may have acted (its message was recorded; on a cluster the record of its request is replicated only with the turn's next write, so a takeover can lose it); it is not run again automatically"
+	reasonAnotherBoot = "may have been sent: the desk took it at once on acceptance, writing its message without an fsync of its own " +
+		"(its acceptance was the durable point), and the host has restarted since, which can lose that message; " +
+		"the model may have acted, so it is not run again automatically: submit it again if it should run"
 	neverSentPrefix = "never sent to the model"
 	reasonNeverSent = neverSentPrefix + ": deskd stopped after recording its message, before its request went out " +
 		"(unless the host itself crashed, which can lose that record); it is not run again automatically: submit it again if it should run"
@@ -757,6 +787,9 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		if replaced != nil {
 			rec.Merges = []string{replaced.ID}
 		}
+		if n == 1 && d.o.Boot != "" && d.idleNow() {
+			rec.Boot = d.o.Boot // the loop's next turn: this record is its one durability point
+		}
 		if err := d.ledger.Append(rec); err != nil {
 			return err
 		}
@@ -789,6 +822,16 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 	d.o.Log.Debug().Str("desk", d.o.Name).Str("trigger", queued.ID).Str("source", t.Source).Str("kind", string(t.Kind)).
 		Str("schedule", schedule).Int("depth", depth).Msg("trigger accepted")
 	return a, nil
+}
+
+// idleNow reports whether the desk's loop runs no turn or rollover and is
+// neither paused nor stalled, so that a trigger queued now, alone in the
+// queue, is its next step.
+func (d *Desk) idleNow() bool {
+	d.mu.Lock()
+	idle := d.state == StateIdle && d.running == nil
+	d.mu.Unlock()
+	return idle && d.Paused() == nil && !d.stalled()
 }
 
 // arm records when a new schedule's slots start to count.
@@ -1116,8 +1159,13 @@ func (d *Desk) workContext(ctx context.Context) (work context.Context, stop func
 // turn runs one trigger through the keeper and the router, writing each
 // step to the ledger before taking it.
 func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
-	if it, ok := d.ledger.Get(t.ID); ok && it.State != triggers.StateQueued && it.State != triggers.StateRunning {
+	it, ok := d.ledger.Get(t.ID)
+	if ok && it.State != triggers.StateQueued && it.State != triggers.StateRunning {
 		return // the ledger says it ran, or was merged or dropped: never twice
+	}
+	send := d.o.Router.Send
+	if ok && it.Boot != "" && it.Boot == d.o.Boot {
+		send = d.o.Router.SendAccepted // its ledger record is the turn's durability point
 	}
 	now := d.o.Clock.Now()
 	if err := d.ledger.Note(triggers.Record{At: now, ID: t.ID, State: triggers.StateRunning}); err != nil {
@@ -1144,8 +1192,9 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 			event.Stage(d.o.Bus, event.TurnFailed{Header: d.outcome(t.ID, triggers.StateFailed), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()}))
 		return
 	}
-	// Not fsynced: the session's record of the message, fsynced before the
-	// model call, is what a restart goes by (see recover).
+	// Not fsynced: the session's record of the message is what a restart
+	// goes by, fsynced before the model call unless the ledger's record
+	// names this boot (see recover).
 	if err := d.ledger.Note(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateSent, Session: session, Turn: turn}); err != nil {
 		// The ledger says running and the model has not seen it: it runs
 		// once writes succeed again.
@@ -1155,7 +1204,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	d.look()
 	d.setPhase(PhaseModel)
 	event.Publish(d.o.Bus, event.TurnStarted{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Kind: string(t.Kind)})
-	reply, err := d.o.Router.Send(ctx, prepared)
+	reply, err := send(ctx, prepared)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			reason := context.Cause(ctx).Error()

@@ -91,6 +91,10 @@ func (r *fakeRouter) Send(ctx context.Context, t triggers.Trigger) (router.Reply
 	return router.Reply{Session: "s1", Turn: n, Text: "done", Model: "fake", Provider: "test"}, nil
 }
 
+func (r *fakeRouter) SendAccepted(ctx context.Context, t triggers.Trigger) (router.Reply, error) {
+	return r.Send(ctx, t)
+}
+
 func (r *fakeRouter) Fork(ctx context.Context) (string, error) {
 	return "", errors.New("fakeRouter: no fork")
 }

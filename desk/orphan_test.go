@@ -41,9 +41,10 @@ func (m *mentionsModel) requests() []int {
 	return append([]int(nil), m.seen...)
 }
 
-// TestOrphanMessageAfterACrash: the crash a single durability point for a
-// trigger's ledger record and its session message would allow (BENCHMARKS.md,
-// "Row 1: one durability point, analysis"): the session file keeps the
+// TestOrphanMessageAfterACrash: the crash a joint flush of a trigger's
+// ledger record and its session message would allow (BENCHMARKS.md, "Row
+// 1: one durability point, analysis"; deskd fsyncs the record first, so
+// only damage to the ledger leaves it): the session file keeps the
 // trigger's user message, the ledger none of its records (the client had
 // no 202 and tries again with the same id). The restart neither reports
 // the trigger (it is unknown: not interrupted, not queued) nor runs it;
@@ -52,7 +53,7 @@ func (m *mentionsModel) requests() []int {
 func TestOrphanMessageAfterACrash(t *testing.T) {
 	// The crash: no record of B in the ledger; of B's turn the session
 	// file keeps the user's message only.
-	dir, _ := crashAfterB(t, func([]byte) bool { return false }, func(line []byte) bool {
+	dir, _ := crashAfterB(t, desktest.Boot, func([]byte) bool { return false }, func(line []byte) bool {
 		return bytes.Contains(line, []byte(`"role":"user"`))
 	})
 

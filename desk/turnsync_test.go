@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -39,33 +40,78 @@ func (m *syncsAtModel) last() int {
 	return m.at[len(m.at)-1]
 }
 
-// TestOneFsyncFromAcceptanceToTheModel: between a trigger's acceptance
-// (Submit returns once its record is fsynced: the API's 202) and its
-// request at the model, the desk makes one fsync, the session's record of
-// the message; the ledger's running and sent records ride on it. The
-// whole turn makes two: the reply is the other, and the ledger's answered
-// record and the spend ride on the session's records.
+// TestOneFsyncFromAcceptanceToTheModel: a trigger accepted while the desk
+// is idle (Submit returns once its record is fsynced: the API's 202) goes
+// to the model with no fsync after its acceptance: its ledger record, which
+// names the host's boot, is the turn's one durability point, and the
+// session's record of its message rides on the reply's fsync. The whole
+// turn makes one (the reply; the ledger's answered record and the spend
+// ride on it). A desk that cannot tell its boot fsyncs the message too:
+// one fsync before the model, two a turn.
 func TestOneFsyncFromAcceptanceToTheModel(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		boot              string
+		toModel, toAnswer int
+		recordBoot        string
+	}{
+		{"with the boot", desktest.Boot, 0, 1, desktest.Boot},
+		{"without a boot", desktest.NoBoot, 1, 2, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ffs := &faultfs.FS{}
+			m := &syncsAtModel{fs: ffs}
+			h := desktest.New(t, desktest.Options{Model: m, FS: ffs, Boot: c.boot})
+			for _, id := range []string{"warm-up", "A", "B"} {
+				if _, err := h.Desk.Submit(triggers.Trigger{ID: id, Kind: triggers.Market, Text: "tick " + id}); err != nil {
+					t.Fatal(err)
+				}
+				accepted := ffs.Count(faultfs.Sync)
+				if s := settle(t, h, id); s.State != triggers.StateAnswered {
+					t.Fatalf("%s ended %s (%s)", id, s.State, s.Reason)
+				}
+				if it, _ := h.Ledger.Get(id); it.Boot != c.recordBoot {
+					t.Errorf("trigger %s: its ledger record names boot %q, want %q", id, it.Boot, c.recordBoot)
+				}
+				if id == "warm-up" {
+					continue // the first turn may open the session's files
+				}
+				if n := m.last() - accepted; n != c.toModel {
+					t.Errorf("trigger %s: %d fsyncs between its acceptance and its model request, want %d", id, n, c.toModel)
+				}
+				if n := ffs.Count(faultfs.Sync) - accepted; n != c.toAnswer {
+					t.Errorf("trigger %s: %d fsyncs from its acceptance to its answer, want %d", id, n, c.toAnswer)
+				}
+			}
+		})
+	}
+}
+
+// TestATriggerThatWaitsHasItsMessageFsynced: a trigger accepted while a
+// turn runs is not the loop's next step at once; its record names no boot,
+// and its own message is fsynced before its request, as without one.
+func TestATriggerThatWaitsHasItsMessageFsynced(t *testing.T) {
 	ffs := &faultfs.FS{}
-	m := &syncsAtModel{fs: ffs}
-	h := desktest.New(t, desktest.Options{Model: m, FS: ffs})
-	for _, id := range []string{"warm-up", "A", "B"} {
-		if _, err := h.Desk.Submit(triggers.Trigger{ID: id, Kind: triggers.Market, Text: "tick " + id}); err != nil {
-			t.Fatal(err)
-		}
-		accepted := ffs.Count(faultfs.Sync)
-		if s := settle(t, h, id); s.State != triggers.StateAnswered {
-			t.Fatalf("%s ended %s (%s)", id, s.State, s.Reason)
-		}
-		if id == "warm-up" {
-			continue // the first turn may open the session's files
-		}
-		if n := m.last() - accepted; n > 1 {
-			t.Errorf("trigger %s: %d fsyncs between its acceptance and its model request, want at most 1", id, n)
-		}
-		if n := ffs.Count(faultfs.Sync) - accepted; n > 2 {
-			t.Errorf("trigger %s: %d fsyncs from its acceptance to its answer, want 2 (its message and the reply, in the session file)", id, n)
-		}
+	g := desktest.NewGate()
+	h := desktest.New(t, desktest.Options{Model: g, FS: ffs})
+	h.Submit(triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
+	g.Expect(t, "tick A")
+	h.Submit(triggers.Trigger{ID: "B", Kind: triggers.Market, Text: "tick B"})
+	a, _ := h.Ledger.Get("A")
+	b, _ := h.Ledger.Get("B")
+	if a.Boot != desktest.Boot || b.Boot != "" {
+		t.Fatalf("boots recorded: A %q, B %q; want A %q (accepted while the desk was idle), B none (it waited behind A)", a.Boot, b.Boot, desktest.Boot)
+	}
+	before := ffs.Count(faultfs.Sync)
+	g.Release()
+	g.Expect(t, "tick B")
+	// A's reply, then B's message.
+	if n := ffs.Count(faultfs.Sync) - before; n != 2 {
+		t.Errorf("%d fsyncs from A's answer to B's model request, want 2 (A's reply and B's message)", n)
+	}
+	g.Release()
+	if s := settle(t, h, "B"); s.State != triggers.StateAnswered {
+		t.Fatalf("B ended %s (%s)", s.State, s.Reason)
 	}
 }
 
@@ -73,37 +119,59 @@ func TestOneFsyncFromAcceptanceToTheModel(t *testing.T) {
 // keeps what was fsynced, so the ledger may say only "queued" (its running
 // and sent records are not fsynced) of a trigger whose message the session
 // file holds. The restart goes by the session file: a trigger the model
-// saw is interrupted, one whose reply was written is answered, and only
-// one the session never got runs; none runs twice.
+// saw is interrupted, one whose reply was written is answered. A trigger
+// the session never got runs when that proves the model was not asked:
+// its message was fsynced before its request (its record names no boot),
+// or the restart is on the boot its record names (deskd crashed, the host
+// did not: the page cache kept the message of any request that went out).
+// On another boot, or on a host of a cluster, a trigger whose record names
+// a boot and whose message is missing is interrupted. None runs twice.
 func TestRecoveryWhenTheHostLostTheUnsyncedRecords(t *testing.T) {
+	all := func([]byte) bool { return true }
+	noReply := func(line []byte) bool { return !bytes.Contains(line, []byte(`"role":"assistant"`)) }
+	none := func([]byte) bool { return false }
 	for _, c := range []struct {
 		name string
+		// boot is B's desk's boot before the crash, restart's after it.
+		boot, restart string
+		cluster       bool
 		// keep reports which of B's session lines survive the crash.
 		keep func(line []byte) bool
 		want triggers.State
 		runs int
 	}{
-		{"message and reply written", func([]byte) bool { return true }, triggers.StateAnswered, 0},
-		{"message written", func(line []byte) bool { return !bytes.Contains(line, []byte(`"role":"assistant"`)) },
-			triggers.StateInterrupted, 0},
-		{"nothing written", func([]byte) bool { return false }, triggers.StateAnswered, 1},
+		{"message and reply written", desktest.Boot, "boot-2", false, all, triggers.StateAnswered, 0},
+		{"message written", desktest.Boot, "boot-2", false, noReply, triggers.StateInterrupted, 0},
+		{"message written, without a boot", desktest.NoBoot, "boot-2", false, noReply, triggers.StateInterrupted, 0},
+		{"nothing written, the same boot", desktest.Boot, desktest.Boot, false, none, triggers.StateAnswered, 1},
+		{"nothing written, another boot", desktest.Boot, "boot-2", false, none, triggers.StateInterrupted, 0},
+		{"nothing written, the same boot of a cluster's host", desktest.Boot, desktest.Boot, true, none, triggers.StateInterrupted, 0},
+		{"nothing written, its message fsynced first", desktest.NoBoot, "boot-2", false, none, triggers.StateAnswered, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// The crash: B's ledger records after "queued" are lost, and
 			// the session file keeps what c.keep says of B's turn.
-			dir, session := crashAfterB(t, func(line []byte) bool { return bytes.Contains(line, []byte(`"state":"queued"`)) }, c.keep)
+			dir, session := crashAfterB(t, c.boot, func(line []byte) bool { return bytes.Contains(line, []byte(`"state":"queued"`)) }, c.keep)
 
 			m := &countingModel{turns: map[string]int{}}
-			h2 := desktest.New(t, desktest.Options{Model: m, Dir: dir})
+			h2 := desktest.New(t, desktest.Options{Model: m, Dir: dir, Boot: c.restart, SentMayBeLost: c.cluster})
 			if c.want == triggers.StateInterrupted {
 				got := eventtest.NextWhere(h2.Events, func(e event.TurnInterrupted) bool { return e.Trigger == "B" })
-				if got.Session != session {
-					t.Errorf("turn.interrupted of B names session %q, want %q", got.Session, session)
+				want := session
+				if !c.keep([]byte(`"role":"user"`)) {
+					want = "" // nothing on disk names the session B went to
+				}
+				if got.Session != want {
+					t.Errorf("turn.interrupted of B names session %q, want %q", got.Session, want)
 				}
 			}
 			s := settle(t, h2, "B")
 			if s.State != c.want {
 				t.Errorf("B after the restart: %s (%s), want %s", s.State, s.Reason, c.want)
+			}
+			if s.State == triggers.StateInterrupted && !strings.HasPrefix(s.Reason, "may have been sent") && !strings.HasPrefix(s.Reason, "never sent") &&
+				!strings.HasPrefix(s.Reason, "sent") {
+				t.Errorf("B's reason: %q", s.Reason)
 			}
 			if n := m.count("tick B"); n != c.runs {
 				t.Errorf("B reached the model %d times after the restart, want %d", n, c.runs)
@@ -137,14 +205,15 @@ func filter(t *testing.T, path string, keep func(line []byte) bool) int {
 	return dropped
 }
 
-// crashAfterB answers trigger B ("tick B") on a desk in a new folder,
-// stops it, and cuts its files as a crash would have left them: of B's
-// records, the ledger keeps those keepLedger says and the session file
-// those keepSession says. It returns the folder and B's session.
-func crashAfterB(t *testing.T, keepLedger, keepSession func(line []byte) bool) (dir, session string) {
+// crashAfterB answers trigger B ("tick B") on a desk in a new folder on
+// boot (desktest.Options.Boot), stops it, and cuts its files as a crash
+// would have left them: of B's records, the ledger keeps those keepLedger
+// says and the session file those keepSession says. It returns the folder
+// and B's session.
+func crashAfterB(t *testing.T, boot string, keepLedger, keepSession func(line []byte) bool) (dir, session string) {
 	t.Helper()
 	dir = t.TempDir()
-	h := desktest.New(t, desktest.Options{Dir: dir})
+	h := desktest.New(t, desktest.Options{Dir: dir, Boot: boot})
 	if _, err := h.Desk.Submit(triggers.Trigger{ID: "B", Kind: triggers.Market, Text: "tick B"}); err != nil {
 		t.Fatal(err)
 	}

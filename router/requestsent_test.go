@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/deskd/deskd/memory"
 	"github.com/deskd/deskd/memory/durable/faultfs"
 	"github.com/deskd/deskd/router"
+	"github.com/deskd/deskd/triggers"
 )
 
 // TestOutcomeSaysWhetherTheRequestWasSent: deskd is killed while a turn's
@@ -110,4 +112,76 @@ func TestRequestSentRecordFailureAsksNoModel(t *testing.T) {
 		t.Fatalf("Send with request.sent unwritable = %v, want an error saying the model was not asked", err)
 	}
 	gate.ExpectNoCall(t, "request.sent could not be written")
+}
+
+// TestSendAcceptedWritesTheMessageWithoutItsFsync: Send fsyncs the user's
+// message before the request goes out; SendAccepted (for a trigger whose
+// acceptance is the turn's durability point) writes it in the same place
+// with no fsync before the request, and the reply's fsync makes it
+// durable. Both turns record the same messages, and Outcomes finds both
+// answered and requested.
+func TestSendAcceptedWritesTheMessageWithoutItsFsync(t *testing.T) {
+	g := newRig(t, "2026-03-01T04:30:00Z")
+	folder, err := memory.OpenFolder(g.dir, "main", g.clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := &faultfs.FS{}
+	folder.FS = faults
+	m := &syncCounter{fs: faults}
+	r, err := router.New(router.Options{Desk: "main", Folder: folder, Clock: g.clock, Day: desktest.Day(), Bus: g.bus,
+		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "openai", Client: m}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	if _, err := r.RestoreSession(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Send(t.Context(), trigger("warm-up", "tick 0")); err != nil { // opens the session's files
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id        string
+		send      func(context.Context, triggers.Trigger) (router.Reply, error)
+		toModel   int
+		wholeTurn int
+	}{
+		{"t1", r.Send, 1, 2},
+		{"t2", r.SendAccepted, 0, 1},
+	} {
+		before := faults.Count(faultfs.Sync)
+		if _, err := c.send(t.Context(), trigger(c.id, "tick "+c.id)); err != nil {
+			t.Fatal(err)
+		}
+		if n := m.at - before; n != c.toModel {
+			t.Errorf("%s: %d fsyncs before its request, want %d", c.id, n, c.toModel)
+		}
+		if n := faults.Count(faultfs.Sync) - before; n != c.wholeTurn {
+			t.Errorf("%s: %d fsyncs in its turn, want %d", c.id, n, c.wholeTurn)
+		}
+	}
+	got, err := r.Outcomes(r.SessionID(), []string{"t1", "t2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"t1", "t2"} {
+		if o := got[id]; !o.Seen || !o.Requested || !o.Answered {
+			t.Errorf("Outcomes of %s = %+v, want seen, requested and answered", id, o)
+		}
+	}
+}
+
+// syncCounter is the scripted model, noting how many fsyncs fs had made
+// when the last turn's request reached it.
+type syncCounter struct {
+	fs *faultfs.FS
+	at int
+}
+
+func (m *syncCounter) Complete(ctx context.Context, req router.Request) (router.Response, error) {
+	if req.Task == router.TaskTurn {
+		m.at = m.fs.Count(faultfs.Sync)
+	}
+	return router.Scripted{}.Complete(ctx, req)
 }

@@ -970,6 +970,23 @@ func (s Spend) add(day memory.TradingDay, rec memory.Record) Spend {
 // context window, then asks the desk's model (retrying, then falling back)
 // and runs the tools it calls until it answers, recording every message.
 func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
+	return r.send(ctx, t, true)
+}
+
+// SendAccepted is Send for a trigger whose acceptance the caller has made
+// durable in a form that lets a restart tell whether the model was asked
+// without the session's record of the message (the desk's ledger record
+// of a trigger accepted while the desk was idle, which names the boot it
+// was written in: triggers.Record.Boot). The message is written without
+// an fsync of its own, so the request goes out with no durability point
+// between the acceptance and the model; the turn's later synced writes
+// (the reply) make it durable.
+func (r *Router) SendAccepted(ctx context.Context, t triggers.Trigger) (Reply, error) {
+	return r.send(ctx, t, false)
+}
+
+// send is Send; synced says whether the message gets an fsync of its own.
+func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool) (Reply, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// Memory.md and the skills are checked for an operator's edit once a
@@ -993,7 +1010,11 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 		return Reply{}, err
 	}
 	at := r.clock.Now()
-	if err := r.appendLocked(memory.Record{Type: memory.RecordMessage, At: at, Role: RoleUser, Text: t.Text, Trigger: t.ID, Kind: string(t.Kind)}); err != nil {
+	write := r.appendLocked
+	if !synced {
+		write = r.noteLocked
+	}
+	if err := write(memory.Record{Type: memory.RecordMessage, At: at, Role: RoleUser, Text: t.Text, Trigger: t.ID, Kind: string(t.Kind)}); err != nil {
 		return Reply{}, fmt.Errorf("record trigger %s of %s: %w: %w", t.ID, r.desk, ErrNotSent, err)
 	}
 	r.lastTurn, r.open, r.trigger = r.day.DateOf(at), true, t.ID

@@ -266,6 +266,9 @@ func foldOwn(e *Item, r *Record) {
 	if !r.SentAt.IsZero() {
 		e.SentAt = r.SentAt
 	}
+	if r.State == StateQueued || r.Boot != "" {
+		e.Boot = r.Boot // a compacted record of an open trigger keeps it
+	}
 	if r.Schedule != "" {
 		e.Schedule, e.Slot = r.Schedule, r.Slot
 	}
@@ -294,13 +297,13 @@ func compactRecord(id string, it *Item) Record {
 	return Record{
 		At: it.Updated, ID: id, State: state, Ack: it.Ack, Trigger: &t, Schedule: it.Schedule, Slot: it.Slot,
 		MergedInto: it.MergedInto, Session: it.Session, Turn: it.Turn, Reply: it.Reply, Reason: it.Reason,
-		QueuedAt: it.QueuedAt, StartedAt: it.StartedAt, SentAt: it.SentAt,
+		QueuedAt: it.QueuedAt, StartedAt: it.StartedAt, SentAt: it.SentAt, Boot: it.Boot,
 	}
 }
 
 // The keys of a Record and of its Trigger, as json.Marshal writes them.
 var (
-	recordKeys  = [...]string{"at", "id", "state", "trigger", "schedule", "slot", "merges", "merged_into", "session", "turn", "reply", "reason", "queued_at", "started_at", "sent_at"}
+	recordKeys  = [...]string{"at", "id", "state", "trigger", "schedule", "slot", "merges", "merged_into", "session", "turn", "reply", "reason", "queued_at", "started_at", "sent_at", "boot"}
 	triggerKeys = [...]string{"id", "desk", "kind", "text", "at", "source", "key", "merged"}
 )
 
@@ -333,7 +336,7 @@ func decodeFast(line []byte) (indexFields, bool) {
 			r.Slot, ok = s.Time()
 		case "queued_at", "started_at", "sent_at":
 			_, ok = s.Time()
-		case "session", "reply", "reason":
+		case "session", "reply", "reason", "boot":
 			ok = s.Str()
 		case "turn":
 			_, ok = s.Int()

@@ -76,6 +76,9 @@ func (ref *refLedger) apply(r triggers.Record) {
 			*at.dst = at.v
 		}
 	}
+	if r.State == triggers.StateQueued || r.Boot != "" {
+		e.Boot = r.Boot
+	}
 	if r.Schedule != "" {
 		e.Schedule, e.Slot = r.Schedule, r.Slot
 		if last, ok := ref.lastSlot[r.Schedule]; !ok || r.Slot.After(last) {
@@ -142,6 +145,10 @@ func addLedgerSeeds(f *testing.F) {
 			`{"at":"2026-03-02T04:00:01Z","id":"b","state":"queued","merges":["a"],"schedule":"brief","slot":"2026-03-02T04:00:00Z"}` + "\n" +
 			`{"at":"2026-03-02T04:00:02Z","id":"b","state":"answered","session":"s","turn":3,"reply":"ok\n","reason":""}` + "\n",
 		`{"id":"a","ID":"b","state":"queued"}` + "\n",
+		`{"at":"2026-03-02T04:00:00Z","id":"a","state":"queued","trigger":{"id":"a","text":"x"},"boot":"b-1"}` + "\n" +
+			`{"at":"2026-03-02T04:00:01Z","id":"a","state":"sent","session":"s","turn":1}` + "\n" +
+			`{"at":"2026-03-02T04:00:02Z","id":"a","state":"queued","reason":"queued again"}` + "\n" +
+			`{"at":"2026-03-02T04:00:03Z","id":"c","state":"sent","boot":"b-2","sent_at":"2026-03-02T04:00:03Z"}` + "\n",
 		`{"id":"a","id":"b","state":"sent"}` + "\n",
 		`{"id":"a","state":null,"turn":null,"trigger":null}` + "\n",
 		`{"id":"a","state":"queued","turn":1.5}` + "\n",
