@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -750,6 +751,8 @@ type Accepted struct {
 	State     triggers.State
 	// Replaced is the queued trigger this one replaced (coalescing).
 	Replaced string
+	// next: the desk's idle loop takes it next (its record names the boot).
+	next bool
 }
 
 // Submit records t in the desk's ledger (durably) and queues it for a turn.
@@ -757,7 +760,17 @@ type Accepted struct {
 // An id the ledger already knows queues nothing: the answer is the known
 // trigger's state, with Duplicate set. A full queue is ErrQueueFull.
 func (d *Desk) Submit(t triggers.Trigger) (Accepted, error) {
-	return d.submit(t, "", time.Time{})
+	a, err := d.submit(t, "", time.Time{})
+	if a.next {
+		// The idle loop was made runnable on this goroutine's processor,
+		// where it would wait until the caller blocks: after it answers
+		// (the API's handler writes the 202, then reads and serves the
+		// client's next request on the same connection). Yield, so that
+		// the loop takes the trigger to the model now and the caller goes
+		// on beside it.
+		runtime.Gosched()
+	}
+	return a, err
 }
 
 func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Accepted, error) {
@@ -782,6 +795,7 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		return Accepted{ID: t.ID}, err
 	}
 	var depth int
+	next := false
 	queued, replaced, err := d.queue.Add(t, func(t triggers.Trigger, replaced *triggers.Trigger, n int) error {
 		rec := triggers.Record{At: now, ID: t.ID, State: triggers.StateQueued, Trigger: &t, Schedule: schedule, Slot: slot}
 		if replaced != nil {
@@ -789,6 +803,7 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		}
 		if n == 1 && d.o.Boot != "" && d.idleNow() {
 			rec.Boot = d.o.Boot // the loop's next turn: this record is its one durability point
+			next = true
 		}
 		if err := d.ledger.Append(rec); err != nil {
 			return err
@@ -815,7 +830,7 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		return Accepted{ID: t.ID}, fmt.Errorf("desk %s: queue trigger %s: %w: %w", d.o.Name, t.ID, ErrStorage, err)
 	}
 	d.storageWorks()
-	a := Accepted{ID: t.ID, State: triggers.StateQueued}
+	a := Accepted{ID: t.ID, State: triggers.StateQueued, next: next}
 	if replaced != nil {
 		a.Replaced = replaced.ID
 	}
@@ -1168,11 +1183,19 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		send = d.o.Router.SendAccepted // its ledger record is the turn's durability point
 	}
 	now := d.o.Clock.Now()
-	if err := d.ledger.Note(triggers.Record{At: now, ID: t.ID, State: triggers.StateRunning}); err != nil {
-		// The ledger still says queued: the trigger runs once writes
-		// succeed again (retryStorage takes it up from the ledger).
-		d.storageFailed(err)
-		return
+	// The ledger says running while Prepare rolls the session over first
+	// (its model calls take a while); else the sent record, a moment
+	// later, says when the turn began (its StartedAt): one write fewer on
+	// the way to the model. A restart runs a trigger again that is queued
+	// or running alike.
+	rolling := d.o.Keeper.Due()
+	if rolling {
+		if err := d.ledger.Note(triggers.Record{At: now, ID: t.ID, State: triggers.StateRunning}); err != nil {
+			// The ledger still says queued: the trigger runs once writes
+			// succeed again (retryStorage takes it up from the ledger).
+			d.storageFailed(err)
+			return
+		}
 	}
 	d.setRunning(&Running{Trigger: t.ID, Kind: t.Kind, Since: now, Phase: PhasePreparing, PhaseSince: now})
 	defer d.setRunning(nil)
@@ -1184,8 +1207,8 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	turn := d.o.Router.Exchanges() + 1
 	if err != nil {
 		if ctx.Err() != nil {
-			// Stopped before the model saw it: the ledger says running, so
-			// the trigger runs again after the restart.
+			// Stopped before the model saw it: the ledger says running (or
+			// queued), so the trigger runs again after the restart.
 			return
 		}
 		d.finish(t, session, turn, triggers.StateFailed, err.Error(),
@@ -1195,9 +1218,13 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	// Not fsynced: the session's record of the message is what a restart
 	// goes by, fsynced before the model call unless the ledger's record
 	// names this boot (see recover).
-	if err := d.ledger.Note(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateSent, Session: session, Turn: turn}); err != nil {
-		// The ledger says running and the model has not seen it: it runs
-		// once writes succeed again.
+	sent := triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateSent, Session: session, Turn: turn}
+	if !rolling {
+		sent.StartedAt = now
+	}
+	if err := d.ledger.Note(sent); err != nil {
+		// The ledger says running (or queued) and the model has not seen
+		// it: it runs once writes succeed again.
 		d.storageFailed(err)
 		return
 	}

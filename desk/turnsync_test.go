@@ -63,10 +63,12 @@ func TestOneFsyncFromAcceptanceToTheModel(t *testing.T) {
 			m := &syncsAtModel{fs: ffs}
 			h := desktest.New(t, desktest.Options{Model: m, FS: ffs, Boot: c.boot})
 			for _, id := range []string{"warm-up", "A", "B"} {
+				// Submit makes one fsync, its record's; the turn may be
+				// under way, even over, by the time it returns.
+				accepted := ffs.Count(faultfs.Sync) + 1
 				if _, err := h.Desk.Submit(triggers.Trigger{ID: id, Kind: triggers.Market, Text: "tick " + id}); err != nil {
 					t.Fatal(err)
 				}
-				accepted := ffs.Count(faultfs.Sync)
 				if s := settle(t, h, id); s.State != triggers.StateAnswered {
 					t.Fatalf("%s ended %s (%s)", id, s.State, s.Reason)
 				}
@@ -228,4 +230,29 @@ func crashAfterB(t *testing.T, boot string, keepLedger, keepSession func(line []
 		return !bytes.Contains(line, []byte(`"trigger":"B"`)) || keepSession(line)
 	})
 	return dir, session
+}
+
+// TestATurnRecordsWhenItBeganOnItsSentRecord: a turn whose Prepare has no
+// rollover to run writes no running record; its sent record says when it
+// began, which the trigger's status shows.
+func TestATurnRecordsWhenItBeganOnItsSentRecord(t *testing.T) {
+	h := desktest.New(t, desktest.Options{})
+	began := h.Clock.Now()
+	h.Submit(triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
+	s := settle(t, h, "A")
+	if s.State != triggers.StateAnswered || !s.StartedAt.Equal(began) {
+		t.Errorf("A: %s, started at %v; want answered, started at %v", s.State, s.StartedAt, began)
+	}
+	data, err := os.ReadFile(h.Folder.Path(triggers.LedgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if bytes.Contains(line, []byte(`"state":"running"`)) {
+			t.Errorf("the ledger holds a running record: %s", line)
+		}
+		if bytes.Contains(line, []byte(`"state":"sent"`)) && !bytes.Contains(line, []byte(`"started_at"`)) {
+			t.Errorf("A's sent record does not say when the turn began: %s", line)
+		}
+	}
 }

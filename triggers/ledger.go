@@ -86,8 +86,9 @@ type Record struct {
 	Reply   string `json:"reply,omitempty"`
 	// Reason explains a failure, a drop, an interruption, a miss or a requeue.
 	Reason string `json:"reason,omitempty"`
-	// QueuedAt, StartedAt and SentAt appear only in compacted ledgers, where
-	// one record stands for a trigger's whole history.
+	// QueuedAt, StartedAt and SentAt appear in compacted ledgers, where
+	// one record stands for a trigger's whole history; StartedAt also on a
+	// sent record whose turn wrote no running record.
 	QueuedAt  time.Time `json:"queued_at,omitzero"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	SentAt    time.Time `json:"sent_at,omitzero"`

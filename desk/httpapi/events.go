@@ -65,7 +65,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if only != "" && e.desk != only {
 				continue
 			}
-			fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", ring.id(e.seq), e.topic, e.data)
+			fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", ring.id(e.seq), e.topic, e.enc.bytes())
 		}
 		err := rc.Flush()
 		done()
@@ -112,7 +112,22 @@ type EventRing struct {
 type ringEvent struct {
 	seq         uint64
 	topic, desk string
-	data        []byte
+	enc         *encoded
+}
+
+// encoded is an event's JSON, made at its first read: a publisher (the
+// path of a trigger to the model) pays for no encoding, and an event no
+// stream reads is never encoded.
+type encoded struct {
+	once sync.Once
+	ev   event.Event
+	data []byte
+}
+
+// bytes returns the event's JSON.
+func (e *encoded) bytes() []byte {
+	e.once.Do(func() { e.data, e.ev = event.JSON(e.ev), nil })
+	return e.data
 }
 
 // NewEventRing keeps the last size events of bus, each from the moment
@@ -132,11 +147,10 @@ func NewEventRing(bus *event.Bus, now time.Time, size int) *EventRing {
 }
 
 func (r *EventRing) add(e event.Event) {
-	data := event.JSON(e)
 	topic := e.Topic()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ev := ringEvent{seq: r.next, topic: topic, desk: e.Head().Desk, data: data}
+	ev := ringEvent{seq: r.next, topic: topic, desk: e.Head().Desk, enc: &encoded{ev: e}}
 	r.next++
 	if len(r.buf) < cap(r.buf) {
 		r.buf = append(r.buf, ev)

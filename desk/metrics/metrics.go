@@ -197,7 +197,9 @@ func newRegistry(bus *event.Bus, after func(event.Event)) *Registry {
 	m.nats = newNATSMetrics(m.reg)
 	m.tools = newToolMetrics(m.reg)
 	m.cluster = newClusterMetrics(m.reg)
-	m.cancel = event.SubscribeAll(bus, func(e event.Event) {
+	// In the publisher's goroutine (quick, no I/O): an event costs its
+	// publisher no wake of a goroutine of ours, and none is dropped.
+	m.cancel = event.SubscribeAllNow(bus, func(e event.Event) {
 		m.observe(e)
 		if after != nil {
 			after(e)
