@@ -36,13 +36,9 @@ type assembled struct {
 // model route, router, curator, keeper and loop. Its model clients make
 // their calls through pool (nil: each a client of its own); its MCP tools
 // are act's (nil: none); space is the state folder's free-space probe
-// (nil: none); boot is the host's current boot (ReadBoot), which a desk
-// of a cluster does not use (Options.Boot).
+// (nil: none).
 func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger *triggers.Ledger, clk clock.Clock,
-	bus *event.Bus, pool *router.Pool, act *acting, space *SpaceProbe, boot string, log zerolog.Logger) (assembled, error) {
-	if cfg.Cluster != nil {
-		boot = "" // a takeover recovers the desk on another host
-	}
+	bus *event.Bus, pool *router.Pool, act *acting, space *SpaceProbe, log zerolog.Logger) (assembled, error) {
 	var d *Desk // made last; its pause denies the calls that wait for an operator
 	paused := func() bool { return d != nil && d.Paused() != nil }
 	settings, err := routerSettings(cfg, dc, folder, clk, pool, act, paused)
@@ -82,7 +78,8 @@ func assemble(cfg *config.Config, dc *config.Desk, folder *memory.Folder, ledger
 		Beyond: dc.BeyondCalendar, WarnDays: cfg.CalendarWarnDays, Day: cfg.Day,
 		ShutdownTimeout: cfg.ShutdownTimeout, PauseFile: folder.Path(PauseFile),
 		RefusePaused: dc.PausedTriggers.Refuse(), Log: log, Folder: folder, Acting: act.statusOf(dc.Name),
-		OnPause: act.onPause(dc.Name), Space: space, SentMayBeLost: cfg.Cluster != nil, Boot: boot,
+		OnPause: act.onPause(dc.Name), Space: space, SentMayBeLost: cfg.Cluster != nil,
+		TakeAtOnce: cfg.Cluster == nil, // a takeover must find every message replicated
 	})
 	if err != nil {
 		_ = r.Close()

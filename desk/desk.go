@@ -96,9 +96,9 @@ type Router interface {
 	Spend() router.Spend
 	// Send runs one turn of t in the current session.
 	Send(ctx context.Context, t triggers.Trigger) (router.Reply, error)
-	// SendAccepted is Send for a trigger whose ledger record names the
-	// desk's boot (triggers.Record.Boot): its message needs no fsync of
-	// its own (router.Router.SendAccepted).
+	// SendAccepted is Send for a trigger the desk took at once
+	// (triggers.Record.AtOnce): its message needs no fsync of its own
+	// (router.Router.SendAccepted).
 	SendAccepted(ctx context.Context, t triggers.Trigger) (router.Reply, error)
 	// Fork starts a new session carrying the current one's context.
 	Fork(ctx context.Context) (string, error)
@@ -213,17 +213,17 @@ type Options struct {
 	// A trigger found with its message recorded and no reply then counts
 	// as one the model may have acted on, never as "never sent".
 	SentMayBeLost bool
-	// Boot names the host's current boot (ReadBoot: the kernel's boot
-	// id); empty when it cannot be told, and on a host of a cluster (whose
-	// desks a takeover recovers on another host). With it, a trigger
-	// accepted while the desk is idle has one durability point between
-	// its acceptance and its model call, its ledger record, which names
-	// Boot (triggers.Record.Boot): the turn's message is written without
-	// an fsync of its own. A restart on the same boot followed a crash of
-	// deskd, which the page cache survives, so a trigger's missing
-	// message proves the model was not asked; on another boot it proves
-	// nothing, and such a trigger is interrupted, never run again.
-	Boot string
+	// TakeAtOnce lets the desk take a trigger at once when its loop waits
+	// for work (queue empty, not paused, not stalled, no rollover due):
+	// the trigger's ledger record, fsynced before Submit returns, is then
+	// the turn's one durability point before the model call
+	// (triggers.Record.AtOnce), and its message is written without an
+	// fsync of its own. A restart that finds such a trigger without its
+	// message interrupts it (the model may have been asked), never runs
+	// it again; a clean stop, a pause or a turn stopped before its
+	// message queue it again first. Off on a host of a cluster, whose
+	// messages a takeover must find replicated.
+	TakeAtOnce bool
 }
 
 // Desk is one desk's runtime.
@@ -238,6 +238,10 @@ type Desk struct {
 	configRejected atomic.Pointer[ConfigRejected]
 
 	submitMu sync.Mutex // serialises Submit and schedule claims
+	// waiting is set while the loop waits in its select for work with
+	// nothing queued, not paused, not stalled and no rollover due: a
+	// trigger queued then is its next step (TakeAtOnce).
+	waiting atomic.Bool
 	// closed is set, under submitMu, when Run returns: later triggers are
 	// refused with ErrStopped, so that none is left in the ledger behind
 	// a desk that will not run it (a restarted desk reads the ledger anew).
@@ -433,9 +437,11 @@ func (d *Desk) CutShort() { d.hurryOnce.Do(func() { close(d.hurry) }) }
 // again, one whose reply was written is answered, and one the model may
 // have acted on is interrupted. Only the 202's record (queued) is fsynced
 // before a turn's message (the session's user record, fsynced before the
-// model call): a crash of the host may lose the ledger's running and sent
-// records, so the session file, not the ledger's state, tells whether the
-// model saw a trigger.
+// model call but for a trigger taken at once): a crash of the host may
+// lose the ledger's running and sent records, so the session file, not
+// the ledger's state, tells whether the model saw a trigger. A trigger
+// taken at once (Record.AtOnce) without its message is interrupted: its
+// message may have been lost after its request went out.
 func (d *Desk) recover() error {
 	now := d.o.Clock.Now()
 	items := d.ledger.Unfinished()
@@ -472,12 +478,13 @@ func (d *Desk) recover() error {
 			if err := d.ledger.Append(rec); err != nil {
 				return err
 			}
-		case it.Boot != "" && (it.Boot != d.o.Boot || d.o.SentMayBeLost):
-			// Its message was written without an fsync of its own, and
-			// this is another boot: the host crashed, and may have lost
-			// the message of a request that went out.
+		case it.AtOnce:
+			// Taken at once, its message written without an fsync of its
+			// own: a crash of the host, or a file system that dropped
+			// unsynced pages, may have lost the message of a request that
+			// went out.
 			rec := triggers.Record{At: now, ID: it.Trigger.ID, State: triggers.StateInterrupted, Session: session, Turn: it.Turn,
-				Reason: reasonAnotherBoot}
+				Reason: reasonAtOnce}
 			d.staged = append(d.staged, event.Stage(d.o.Bus, event.TurnInterrupted{
 				Header: d.outcome(it.Trigger.ID, triggers.StateInterrupted), Session: session, Trigger: it.Trigger.ID, Kind: string(it.Trigger.Kind), Reason: rec.Reason,
 			}))
@@ -505,13 +512,18 @@ func (d *Desk) recover() error {
 // (router.Outcome.Requested; the request.sent record is not fsynced by
 // itself, so a crash of the host, not of deskd, can lose it).
 const (
-	reasonSent        = "sent: the model may have acted (deskd stopped while the turn was with the model); it is not run again automatically"
-	reasonMaySent     = "may have been sent: the model may have acted (its message was recorded; on a cluster the record of its request is replicated only with the turn's next write, so a takeover can lose it); it is not run again automatically"
-	reasonAnotherBoot = "may have been sent: the desk took it at once on acceptance, writing its message without an fsync of its own " +
-		"(its acceptance was the durable point), and the host has restarted since, which can lose that message; " +
-		"the model may have acted, so it is not run again automatically: submit it again if it should run"
-	neverSentPrefix = "never sent to the model"
-	reasonNeverSent = neverSentPrefix + ": deskd stopped after recording its message, before its request went out " +
+	reasonSent    = "sent: the model may have acted (deskd stopped while the turn was with the model); it is not run again automatically"
+	reasonMaySent = "may have been sent: the model may have acted (its message was recorded; on a cluster the record of its request is replicated only with the turn's next write, so a takeover can lose it); it is not run again automatically"
+	reasonAtOnce  = maySentPrefix + ": the desk took it at once on acceptance, so its turn's message is written without an fsync of its own, " +
+		"and no message of it was found: a crash of the host (or a file system that dropped what was not yet on disk) may have lost it " +
+		"after the request went out; the model may have acted, so it is not run again automatically: submit it again if it should run"
+	// reasonStoppedBeforeTurn queues again a trigger taken at once whose
+	// turn did not reach its message (recover would take it for one the
+	// model may have seen).
+	reasonStoppedBeforeTurn = "queued again: the desk stopped or paused before its turn reached the model"
+	maySentPrefix           = "may have been sent"
+	neverSentPrefix         = "never sent to the model"
+	reasonNeverSent         = neverSentPrefix + ": deskd stopped after recording its message, before its request went out " +
 		"(unless the host itself crashed, which can lose that record); it is not run again automatically: submit it again if it should run"
 )
 
@@ -751,7 +763,7 @@ type Accepted struct {
 	State     triggers.State
 	// Replaced is the queued trigger this one replaced (coalescing).
 	Replaced string
-	// next: the desk's idle loop takes it next (its record names the boot).
+	// next: the desk's waiting loop takes it next (Record.AtOnce).
 	next bool
 }
 
@@ -801,8 +813,8 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		if replaced != nil {
 			rec.Merges = []string{replaced.ID}
 		}
-		if n == 1 && d.o.Boot != "" && d.idleNow() {
-			rec.Boot = d.o.Boot // the loop's next turn: this record is its one durability point
+		if n == 1 && d.o.TakeAtOnce && d.waiting.Load() && d.Paused() == nil {
+			rec.AtOnce = true // the loop's next step: this record is its turn's one durability point
 			next = true
 		}
 		if err := d.ledger.Append(rec); err != nil {
@@ -837,16 +849,6 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 	d.o.Log.Debug().Str("desk", d.o.Name).Str("trigger", queued.ID).Str("source", t.Source).Str("kind", string(t.Kind)).
 		Str("schedule", schedule).Int("depth", depth).Msg("trigger accepted")
 	return a, nil
-}
-
-// idleNow reports whether the desk's loop runs no turn or rollover and is
-// neither paused nor stalled, so that a trigger queued now, alone in the
-// queue, is its next step.
-func (d *Desk) idleNow() bool {
-	d.mu.Lock()
-	idle := d.state == StateIdle && d.running == nil
-	d.mu.Unlock()
-	return idle && d.Paused() == nil && !d.stalled()
 }
 
 // arm records when a new schedule's slots start to count.
@@ -956,6 +958,7 @@ func (d *Desk) Run(ctx context.Context) error {
 	}()
 	work, stop := d.workContext(ctx)
 	defer stop()
+	defer d.requeueAtOnce() // a clean stop: the queue's triggers taken at once run after the restart
 	if err := d.o.Keeper.Start(work); err != nil {
 		return fmt.Errorf("desk %s: %w", d.o.Name, err)
 	}
@@ -1041,6 +1044,7 @@ func (d *Desk) Run(ctx context.Context) error {
 		stalled := d.stalled()
 		if d.Paused() == nil && !stalled {
 			ready = d.queue.Ready()
+			d.waiting.Store(d.o.TakeAtOnce && d.queue.Len() == 0 && !d.o.Keeper.Due())
 		}
 		var retryTimer clock.Timer
 		if stalled {
@@ -1054,26 +1058,34 @@ func (d *Desk) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			d.waiting.Store(false)
 			boundary.Stop()
 			stopRetry()
 			return nil
 		case <-retry:
+			d.waiting.Store(false)
 			boundary.Stop()
 			if d.retryStorage() {
 				eager()
 				d.next(work)
 			}
 		case <-boundary.C():
+			d.waiting.Store(false)
 			tried = "" // a new boundary: one more eager attempt
 			d.look()
 		case <-d.wake:
+			d.waiting.Store(false)
 			boundary.Stop()
 			applyPending()
+			if d.Paused() != nil {
+				d.requeueAtOnce() // paused: a trigger taken at once may wait long
+			}
 			if !d.stalled() || d.retryStorage() {
 				eager()
 				d.next(work) // a resumed desk takes up its queue
 			}
 		case req := <-d.rollovers:
+			d.waiting.Store(false)
 			boundary.Stop()
 			prev := d.o.Router.SessionID()
 			var id string
@@ -1089,9 +1101,11 @@ func (d *Desk) Run(ctx context.Context) error {
 			d.look()
 			req.reply <- rolloverResult{previous: prev, session: id, err: err}
 		case task := <-d.tasks:
+			d.waiting.Store(false)
 			boundary.Stop()
 			task()
 		case <-ready:
+			d.waiting.Store(false)
 			boundary.Stop()
 			applyPending()
 			eager() // the boundary may have passed since the check above: roll over before the turn
@@ -1179,7 +1193,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		return // the ledger says it ran, or was merged or dropped: never twice
 	}
 	send := d.o.Router.Send
-	if ok && it.Boot != "" && it.Boot == d.o.Boot {
+	if ok && it.AtOnce {
 		send = d.o.Router.SendAccepted // its ledger record is the turn's durability point
 	}
 	now := d.o.Clock.Now()
@@ -1208,7 +1222,11 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	if err != nil {
 		if ctx.Err() != nil {
 			// Stopped before the model saw it: the ledger says running (or
-			// queued), so the trigger runs again after the restart.
+			// queued), so the trigger runs again after the restart. One
+			// taken at once is queued again first (it has no message).
+			if it.AtOnce {
+				d.write(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateQueued, Reason: reasonStoppedBeforeTurn})
+			}
 			return
 		}
 		d.finish(t, session, turn, triggers.StateFailed, err.Error(),
@@ -1278,6 +1296,23 @@ func (d *Desk) finish(t triggers.Trigger, session string, turn int, state trigge
 	d.ended()
 	d.write(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: state, Session: session, Turn: turn, Reason: reason})
 	deliver()
+}
+
+// Waiting reports whether the desk's loop waits for work with nothing
+// queued, not paused, not stalled and no rollover due, taking triggers at
+// once (Options.TakeAtOnce): a trigger submitted now is its next step.
+func (d *Desk) Waiting() bool { return d.waiting.Load() }
+
+// requeueAtOnce queues again, in the ledger, each trigger of the queue
+// taken at once (Record.AtOnce), whose turn has not begun: the loop is
+// paused or stopping, and a restart would take it for one the model may
+// have seen. Only the loop calls it (or Run, once the loop has ended).
+func (d *Desk) requeueAtOnce() {
+	for _, t := range d.queue.Items() {
+		if it, ok := d.ledger.Get(t.ID); ok && it.AtOnce && it.State == triggers.StateQueued {
+			d.write(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateQueued, Reason: reasonStoppedBeforeTurn})
+		}
+	}
 }
 
 // compactLedger compacts the ledger between turns once its file has grown

@@ -28,6 +28,9 @@ var (
 type fakeKeeper struct {
 	clk        clock.Clock
 	prepareErr error
+	// prepared, when set, is sent each trigger Prepare takes, and
+	// Prepare then waits for its context to end.
+	prepared chan string
 }
 
 func (k *fakeKeeper) Start(ctx context.Context) error { return nil }
@@ -35,6 +38,11 @@ func (k *fakeKeeper) Start(ctx context.Context) error { return nil }
 func (k *fakeKeeper) Prepare(ctx context.Context, t triggers.Trigger) (triggers.Trigger, error) {
 	if k.prepareErr != nil {
 		return t, k.prepareErr
+	}
+	if k.prepared != nil {
+		k.prepared <- t.ID
+		<-ctx.Done()
+		return t, ctx.Err()
 	}
 	t.Text = "[prepared] " + t.Text
 	return t, nil

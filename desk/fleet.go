@@ -62,9 +62,6 @@ type fleet struct {
 	// space is the state folder's free-space probe (nil: none, in tests
 	// that make a fleet of their own).
 	space *SpaceProbe
-	// boot is the host's current boot (ReadBoot), for desks of a config
-	// without a cluster (Options.Boot).
-	boot string
 
 	set *Set
 	// runs is the running desks. mu guards its writes while startDesks'
@@ -87,7 +84,7 @@ type fleet struct {
 
 func newFleet(clk clock.Clock, bus *event.Bus, log zerolog.Logger) *fleet {
 	return &fleet{clk: clk, bus: bus, log: log, set: NewSet(), runs: map[string]*deskRun{}, exits: make(chan *deskRun),
-		workers: startWorkers(), reading: newBudget(startReadBytes), boot: ReadBoot()}
+		workers: startWorkers(), reading: newBudget(startReadBytes)}
 }
 
 // startWorkers is how many desks the daemon opens and starts at once: 8
@@ -190,7 +187,7 @@ func (f *fleet) prepare(cfg *config.Config, dc *config.Desk, reuse *deskRun) (*d
 		}
 		return nil, fmt.Errorf("desk %s: %w", dc.Name, err)
 	}
-	a, err := assemble(cfg, dc, run.folder, run.ledger, f.clk, f.bus, f.pool, f.acting, f.space, f.boot, f.log)
+	a, err := assemble(cfg, dc, run.folder, run.ledger, f.clk, f.bus, f.pool, f.acting, f.space, f.log)
 	if err != nil {
 		if reuse == nil {
 			_ = run.ledger.Close()

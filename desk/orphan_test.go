@@ -53,7 +53,7 @@ func (m *mentionsModel) requests() []int {
 func TestOrphanMessageAfterACrash(t *testing.T) {
 	// The crash: no record of B in the ledger; of B's turn the session
 	// file keeps the user's message only.
-	dir, _ := crashAfterB(t, desktest.Boot, func([]byte) bool { return false }, func(line []byte) bool {
+	dir, _ := crashAfterB(t, true, func([]byte) bool { return false }, func(line []byte) bool {
 		return bytes.Contains(line, []byte(`"role":"user"`))
 	})
 

@@ -20,7 +20,8 @@ type TriggerStatus struct {
 	// missed. A trigger merged into a newer one of the same key takes that
 	// one's state, session, turn and reply, and MergedInto names it.
 	State triggers.State `json:"state"`
-	// ModelCalled is true once the turn was handed to the model.
+	// ModelCalled is true once the turn was handed to the model, or when
+	// a restart found that it may have been (the reason says so).
 	ModelCalled bool      `json:"model_called,omitempty"`
 	Text        string    `json:"text,omitempty"`
 	Merged      int       `json:"merged,omitempty"`
@@ -51,6 +52,12 @@ func neverSent(it triggers.Item) bool {
 	return it.State == triggers.StateInterrupted && strings.HasPrefix(it.Reason, neverSentPrefix)
 }
 
+// maySent reports whether it is a trigger a restart interrupted as one
+// the model may have seen, whose sent record the crash may have taken.
+func maySent(it triggers.Item) bool {
+	return it.State == triggers.StateInterrupted && strings.HasPrefix(it.Reason, maySentPrefix)
+}
+
 // statusOf describes own, answered by answer (own itself, or the trigger it
 // was merged into).
 func statusOf(desk string, own, answer triggers.Item) TriggerStatus {
@@ -59,7 +66,7 @@ func statusOf(desk string, own, answer triggers.Item) TriggerStatus {
 		State: answer.State, Text: own.Trigger.Text, Merged: answer.Trigger.Merged, Schedule: own.Schedule, Slot: own.Slot,
 		QueuedAt: own.QueuedAt, StartedAt: answer.StartedAt, UpdatedAt: answer.Updated,
 		Session: answer.Session, Turn: answer.Turn, Reply: answer.Reply, Reason: answer.Reason,
-		ModelCalled: !answer.SentAt.IsZero() && !neverSent(answer), Acknowledged: own.Ack,
+		ModelCalled: (!answer.SentAt.IsZero() || maySent(answer)) && !neverSent(answer), Acknowledged: own.Ack,
 	}
 	if own.Trigger.ID != answer.Trigger.ID {
 		s.MergedInto = answer.Trigger.ID

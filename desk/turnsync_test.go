@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deskd/deskd/desk/desktest"
 	"github.com/deskd/deskd/desk/event"
@@ -40,29 +41,31 @@ func (m *syncsAtModel) last() int {
 	return m.at[len(m.at)-1]
 }
 
-// TestOneFsyncFromAcceptanceToTheModel: a trigger accepted while the desk
-// is idle (Submit returns once its record is fsynced: the API's 202) goes
-// to the model with no fsync after its acceptance: its ledger record, which
-// names the host's boot, is the turn's one durability point, and the
+// TestOneFsyncFromAcceptanceToTheModel: a trigger accepted while the
+// desk's loop waits for work (Submit returns once its record is fsynced:
+// the API's 202) goes to the model with no fsync after its acceptance:
+// its ledger record (at_once) is the turn's one durability point, and the
 // session's record of its message rides on the reply's fsync. The whole
 // turn makes one (the reply; the ledger's answered record and the spend
-// ride on it). A desk that cannot tell its boot fsyncs the message too:
-// one fsync before the model, two a turn.
+// ride on it). A desk that does not take triggers at once (a cluster's
+// host) fsyncs the message too: one fsync before the model, two a turn.
 func TestOneFsyncFromAcceptanceToTheModel(t *testing.T) {
 	for _, c := range []struct {
 		name              string
-		boot              string
+		noAtOnce          bool
 		toModel, toAnswer int
-		recordBoot        string
 	}{
-		{"with the boot", desktest.Boot, 0, 1, desktest.Boot},
-		{"without a boot", desktest.NoBoot, 1, 2, ""},
+		{"taken at once", false, 0, 1},
+		{"not taken at once", true, 1, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ffs := &faultfs.FS{}
 			m := &syncsAtModel{fs: ffs}
-			h := desktest.New(t, desktest.Options{Model: m, FS: ffs, Boot: c.boot})
+			h := desktest.New(t, desktest.Options{Model: m, FS: ffs, NoAtOnce: c.noAtOnce})
 			for _, id := range []string{"warm-up", "A", "B"} {
+				if !c.noAtOnce {
+					awaitWaiting(t, h)
+				}
 				// Submit makes one fsync, its record's; the turn may be
 				// under way, even over, by the time it returns.
 				accepted := ffs.Count(faultfs.Sync) + 1
@@ -72,8 +75,8 @@ func TestOneFsyncFromAcceptanceToTheModel(t *testing.T) {
 				if s := settle(t, h, id); s.State != triggers.StateAnswered {
 					t.Fatalf("%s ended %s (%s)", id, s.State, s.Reason)
 				}
-				if it, _ := h.Ledger.Get(id); it.Boot != c.recordBoot {
-					t.Errorf("trigger %s: its ledger record names boot %q, want %q", id, it.Boot, c.recordBoot)
+				if it, _ := h.Ledger.Get(id); it.AtOnce == c.noAtOnce {
+					t.Errorf("trigger %s: its ledger record says at_once %v, want %v", id, it.AtOnce, !c.noAtOnce)
 				}
 				if id == "warm-up" {
 					continue // the first turn may open the session's files
@@ -89,20 +92,33 @@ func TestOneFsyncFromAcceptanceToTheModel(t *testing.T) {
 	}
 }
 
+// awaitWaiting waits until h's loop waits for work (desk.Desk.Waiting).
+func awaitWaiting(t *testing.T, h *desktest.Desk) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.Desk.Waiting() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the desk's loop does not wait for work within 10s: %+v", h.Desk.Status())
+		}
+		<-time.After(time.Millisecond) // the loop returns to its select with no event to say so
+	}
+}
+
 // TestATriggerThatWaitsHasItsMessageFsynced: a trigger accepted while a
-// turn runs is not the loop's next step at once; its record names no boot,
-// and its own message is fsynced before its request, as without one.
+// turn runs is not the loop's next step at once; its record is not at
+// once, and its own message is fsynced before its request.
 func TestATriggerThatWaitsHasItsMessageFsynced(t *testing.T) {
 	ffs := &faultfs.FS{}
 	g := desktest.NewGate()
 	h := desktest.New(t, desktest.Options{Model: g, FS: ffs})
+	awaitWaiting(t, h)
 	h.Submit(triggers.Trigger{ID: "A", Kind: triggers.Market, Text: "tick A"})
 	g.Expect(t, "tick A")
 	h.Submit(triggers.Trigger{ID: "B", Kind: triggers.Market, Text: "tick B"})
 	a, _ := h.Ledger.Get("A")
 	b, _ := h.Ledger.Get("B")
-	if a.Boot != desktest.Boot || b.Boot != "" {
-		t.Fatalf("boots recorded: A %q, B %q; want A %q (accepted while the desk was idle), B none (it waited behind A)", a.Boot, b.Boot, desktest.Boot)
+	if !a.AtOnce || b.AtOnce {
+		t.Fatalf("at_once: A %v, B %v; want A taken at once (the loop was waiting), B not (it waited behind A)", a.AtOnce, b.AtOnce)
 	}
 	before := ffs.Count(faultfs.Sync)
 	g.Release()
@@ -123,40 +139,38 @@ func TestATriggerThatWaitsHasItsMessageFsynced(t *testing.T) {
 // file holds. The restart goes by the session file: a trigger the model
 // saw is interrupted, one whose reply was written is answered. A trigger
 // the session never got runs when that proves the model was not asked:
-// its message was fsynced before its request (its record names no boot),
-// or the restart is on the boot its record names (deskd crashed, the host
-// did not: the page cache kept the message of any request that went out).
-// On another boot, or on a host of a cluster, a trigger whose record names
-// a boot and whose message is missing is interrupted. None runs twice.
+// its message was fsynced before its request. One taken at once (its
+// message written without an fsync of its own) is interrupted instead: a
+// crash of the host may have lost the message of a request that went
+// out. None runs twice.
 func TestRecoveryWhenTheHostLostTheUnsyncedRecords(t *testing.T) {
 	all := func([]byte) bool { return true }
 	noReply := func(line []byte) bool { return !bytes.Contains(line, []byte(`"role":"assistant"`)) }
 	none := func([]byte) bool { return false }
 	for _, c := range []struct {
 		name string
-		// boot is B's desk's boot before the crash, restart's after it.
-		boot, restart string
-		cluster       bool
+		// atOnce: B was taken at once; cluster: the restart is a
+		// cluster's host.
+		atOnce, cluster bool
 		// keep reports which of B's session lines survive the crash.
 		keep func(line []byte) bool
 		want triggers.State
 		runs int
 	}{
-		{"message and reply written", desktest.Boot, "boot-2", false, all, triggers.StateAnswered, 0},
-		{"message written", desktest.Boot, "boot-2", false, noReply, triggers.StateInterrupted, 0},
-		{"message written, without a boot", desktest.NoBoot, "boot-2", false, noReply, triggers.StateInterrupted, 0},
-		{"nothing written, the same boot", desktest.Boot, desktest.Boot, false, none, triggers.StateAnswered, 1},
-		{"nothing written, another boot", desktest.Boot, "boot-2", false, none, triggers.StateInterrupted, 0},
-		{"nothing written, the same boot of a cluster's host", desktest.Boot, desktest.Boot, true, none, triggers.StateInterrupted, 0},
-		{"nothing written, its message fsynced first", desktest.NoBoot, "boot-2", false, none, triggers.StateAnswered, 1},
+		{"message and reply written", true, false, all, triggers.StateAnswered, 0},
+		{"message written", true, false, noReply, triggers.StateInterrupted, 0},
+		{"message written, not taken at once", false, false, noReply, triggers.StateInterrupted, 0},
+		{"nothing written, taken at once", true, false, none, triggers.StateInterrupted, 0},
+		{"nothing written, taken at once, on a cluster's host", true, true, none, triggers.StateInterrupted, 0},
+		{"nothing written, its message fsynced first", false, false, none, triggers.StateAnswered, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// The crash: B's ledger records after "queued" are lost, and
 			// the session file keeps what c.keep says of B's turn.
-			dir, session := crashAfterB(t, c.boot, func(line []byte) bool { return bytes.Contains(line, []byte(`"state":"queued"`)) }, c.keep)
+			dir, session := crashAfterB(t, c.atOnce, func(line []byte) bool { return bytes.Contains(line, []byte(`"state":"queued"`)) }, c.keep)
 
 			m := &countingModel{turns: map[string]int{}}
-			h2 := desktest.New(t, desktest.Options{Model: m, Dir: dir, Boot: c.restart, SentMayBeLost: c.cluster})
+			h2 := desktest.New(t, desktest.Options{Model: m, Dir: dir, SentMayBeLost: c.cluster})
 			if c.want == triggers.StateInterrupted {
 				got := eventtest.NextWhere(h2.Events, func(e event.TurnInterrupted) bool { return e.Trigger == "B" })
 				want := session
@@ -171,9 +185,9 @@ func TestRecoveryWhenTheHostLostTheUnsyncedRecords(t *testing.T) {
 			if s.State != c.want {
 				t.Errorf("B after the restart: %s (%s), want %s", s.State, s.Reason, c.want)
 			}
-			if s.State == triggers.StateInterrupted && !strings.HasPrefix(s.Reason, "may have been sent") && !strings.HasPrefix(s.Reason, "never sent") &&
-				!strings.HasPrefix(s.Reason, "sent") {
-				t.Errorf("B's reason: %q", s.Reason)
+			if c.atOnce && c.want == triggers.StateInterrupted && !c.keep([]byte(`"role":"user"`)) &&
+				(!strings.HasPrefix(s.Reason, "may have been sent") || !s.ModelCalled) {
+				t.Errorf("B's status: reason %q, model called %v; want a reason that says it may have been sent, and model called", s.Reason, s.ModelCalled)
 			}
 			if n := m.count("tick B"); n != c.runs {
 				t.Errorf("B reached the model %d times after the restart, want %d", n, c.runs)
@@ -207,15 +221,18 @@ func filter(t *testing.T, path string, keep func(line []byte) bool) int {
 	return dropped
 }
 
-// crashAfterB answers trigger B ("tick B") on a desk in a new folder on
-// boot (desktest.Options.Boot), stops it, and cuts its files as a crash
+// crashAfterB answers trigger B ("tick B") on a desk in a new folder,
+// taken at once when atOnce, stops it, and cuts its files as a crash
 // would have left them: of B's records, the ledger keeps those keepLedger
 // says and the session file those keepSession says. It returns the folder
 // and B's session.
-func crashAfterB(t *testing.T, boot string, keepLedger, keepSession func(line []byte) bool) (dir, session string) {
+func crashAfterB(t *testing.T, atOnce bool, keepLedger, keepSession func(line []byte) bool) (dir, session string) {
 	t.Helper()
 	dir = t.TempDir()
-	h := desktest.New(t, desktest.Options{Dir: dir, Boot: boot})
+	h := desktest.New(t, desktest.Options{Dir: dir, NoAtOnce: !atOnce})
+	if atOnce {
+		awaitWaiting(t, h)
+	}
 	if _, err := h.Desk.Submit(triggers.Trigger{ID: "B", Kind: triggers.Market, Text: "tick B"}); err != nil {
 		t.Fatal(err)
 	}

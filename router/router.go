@@ -974,13 +974,12 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 }
 
 // SendAccepted is Send for a trigger whose acceptance the caller has made
-// durable in a form that lets a restart tell whether the model was asked
-// without the session's record of the message (the desk's ledger record
-// of a trigger accepted while the desk was idle, which names the boot it
-// was written in: triggers.Record.Boot). The message is written without
-// an fsync of its own, so the request goes out with no durability point
-// between the acceptance and the model; the turn's later synced writes
-// (the reply) make it durable.
+// durable in a form that keeps a restart from running it again without
+// the session's record of the message (the desk's ledger record of a
+// trigger taken at once: triggers.Record.AtOnce). The message is written
+// without an fsync of its own, so the request goes out with no durability
+// point between the acceptance and the model; the turn's later synced
+// writes (the reply) make it durable.
 func (r *Router) SendAccepted(ctx context.Context, t triggers.Trigger) (Reply, error) {
 	return r.send(ctx, t, false)
 }

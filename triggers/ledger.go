@@ -92,16 +92,16 @@ type Record struct {
 	QueuedAt  time.Time `json:"queued_at,omitzero"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	SentAt    time.Time `json:"sent_at,omitzero"`
-	// Boot, on a queued record, names the boot of the host (its kernel's
-	// boot id) in which the desk accepted the trigger while idle: the
-	// record, fsynced before the acceptance is answered, is then the
-	// turn's one durability point, and the turn's message in the session
-	// file is written without an fsync of its own. On the same boot a
-	// restart follows a crash of deskd, not of the host, and the page
-	// cache kept every write: a missing message proves the model was not
-	// asked. On another boot it proves nothing. A queued record without
-	// Boot (a trigger queued again) clears it.
-	Boot string `json:"boot,omitempty"`
+	// AtOnce, on a queued record, says the desk took the trigger at once,
+	// its loop waiting for work: the record, fsynced before the acceptance
+	// is answered, is the turn's one durability point, and the turn's
+	// message in the session file is written without an fsync of its
+	// own. A restart that finds no message of such a trigger cannot tell
+	// whether the model was asked (a crash of the host, or a file system
+	// that dropped unsynced pages, may have lost the message of a request
+	// that went out): it is interrupted, never run again. A queued record
+	// without AtOnce (the trigger queued again) clears it.
+	AtOnce bool `json:"at_once,omitempty"`
 	// Ack is the acknowledgement of an interrupted trigger, in a record of
 	// state acknowledged.
 	Ack *Ack `json:"ack,omitempty"`
@@ -122,8 +122,8 @@ type Item struct {
 	Reply      string
 	Reason     string
 	MergedInto string
-	// Boot is the boot its latest queued record names (Record.Boot).
-	Boot string
+	// AtOnce is its latest queued record's (Record.AtOnce).
+	AtOnce bool
 	// Ack is the operator's acknowledgement of an interrupted trigger (the
 	// first one; nil: none).
 	Ack *Ack

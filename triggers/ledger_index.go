@@ -138,6 +138,7 @@ type indexRecord struct {
 	QueuedAt   checkTime    `json:"queued_at"`
 	StartedAt  checkTime    `json:"started_at"`
 	SentAt     checkTime    `json:"sent_at"`
+	AtOnce     bool         `json:"at_once"`
 	Ack        *Ack         `json:"ack"` // rare: decodeFast leaves its lines to encoding/json
 }
 
@@ -266,8 +267,8 @@ func foldOwn(e *Item, r *Record) {
 	if !r.SentAt.IsZero() {
 		e.SentAt = r.SentAt
 	}
-	if r.State == StateQueued || r.Boot != "" {
-		e.Boot = r.Boot // a compacted record of an open trigger keeps it
+	if r.State == StateQueued || r.AtOnce {
+		e.AtOnce = r.AtOnce // a compacted record of an open trigger keeps it
 	}
 	if r.Schedule != "" {
 		e.Schedule, e.Slot = r.Schedule, r.Slot
@@ -297,13 +298,13 @@ func compactRecord(id string, it *Item) Record {
 	return Record{
 		At: it.Updated, ID: id, State: state, Ack: it.Ack, Trigger: &t, Schedule: it.Schedule, Slot: it.Slot,
 		MergedInto: it.MergedInto, Session: it.Session, Turn: it.Turn, Reply: it.Reply, Reason: it.Reason,
-		QueuedAt: it.QueuedAt, StartedAt: it.StartedAt, SentAt: it.SentAt, Boot: it.Boot,
+		QueuedAt: it.QueuedAt, StartedAt: it.StartedAt, SentAt: it.SentAt, AtOnce: it.AtOnce,
 	}
 }
 
 // The keys of a Record and of its Trigger, as json.Marshal writes them.
 var (
-	recordKeys  = [...]string{"at", "id", "state", "trigger", "schedule", "slot", "merges", "merged_into", "session", "turn", "reply", "reason", "queued_at", "started_at", "sent_at", "boot"}
+	recordKeys  = [...]string{"at", "id", "state", "trigger", "schedule", "slot", "merges", "merged_into", "session", "turn", "reply", "reason", "queued_at", "started_at", "sent_at", "at_once"}
 	triggerKeys = [...]string{"id", "desk", "kind", "text", "at", "source", "key", "merged"}
 )
 
@@ -336,7 +337,9 @@ func decodeFast(line []byte) (indexFields, bool) {
 			r.Slot, ok = s.Time()
 		case "queued_at", "started_at", "sent_at":
 			_, ok = s.Time()
-		case "session", "reply", "reason", "boot":
+		case "at_once":
+			_, ok = s.Bool()
+		case "session", "reply", "reason":
 			ok = s.Str()
 		case "turn":
 			_, ok = s.Int()

@@ -76,8 +76,8 @@ func (ref *refLedger) apply(r triggers.Record) {
 			*at.dst = at.v
 		}
 	}
-	if r.State == triggers.StateQueued || r.Boot != "" {
-		e.Boot = r.Boot
+	if r.State == triggers.StateQueued || r.AtOnce {
+		e.AtOnce = r.AtOnce
 	}
 	if r.Schedule != "" {
 		e.Schedule, e.Slot = r.Schedule, r.Slot
@@ -145,10 +145,12 @@ func addLedgerSeeds(f *testing.F) {
 			`{"at":"2026-03-02T04:00:01Z","id":"b","state":"queued","merges":["a"],"schedule":"brief","slot":"2026-03-02T04:00:00Z"}` + "\n" +
 			`{"at":"2026-03-02T04:00:02Z","id":"b","state":"answered","session":"s","turn":3,"reply":"ok\n","reason":""}` + "\n",
 		`{"id":"a","ID":"b","state":"queued"}` + "\n",
-		`{"at":"2026-03-02T04:00:00Z","id":"a","state":"queued","trigger":{"id":"a","text":"x"},"boot":"b-1"}` + "\n" +
+		`{"at":"2026-03-02T04:00:00Z","id":"a","state":"queued","trigger":{"id":"a","text":"x"},"at_once":true}` + "\n" +
 			`{"at":"2026-03-02T04:00:01Z","id":"a","state":"sent","session":"s","turn":1}` + "\n" +
 			`{"at":"2026-03-02T04:00:02Z","id":"a","state":"queued","reason":"queued again"}` + "\n" +
-			`{"at":"2026-03-02T04:00:03Z","id":"c","state":"sent","boot":"b-2","sent_at":"2026-03-02T04:00:03Z"}` + "\n",
+			`{"at":"2026-03-02T04:00:03Z","id":"c","state":"sent","at_once":true,"sent_at":"2026-03-02T04:00:03Z"}` + "\n",
+		`{"id":"a","state":"queued","at_once":1}` + "\n" + `{"id":"b","state":"queued","at_once":false}` + "\n",
+		`{"id":"a","state":"queued","at_once":null}` + "\n",
 		`{"id":"a","id":"b","state":"sent"}` + "\n",
 		`{"id":"a","state":null,"turn":null,"trigger":null}` + "\n",
 		`{"id":"a","state":"queued","turn":1.5}` + "\n",

@@ -61,13 +61,6 @@ func At(rfc3339 string) time.Time {
 // midnight.
 func Day() memory.TradingDay { return memory.TradingDay{Location: Kolkata()} }
 
-// Boot is the boot a wired desk runs in unless Options.Boot says
-// otherwise; NoBoot, as Options.Boot, leaves desk.Options.Boot empty.
-const (
-	Boot   = "desktest-boot"
-	NoBoot = "-"
-)
-
 // Options configure a wired desk. The zero Options is a started desk on
 // the scripted model, in a folder of its own, on a fake clock at Start.
 type Options struct {
@@ -109,11 +102,9 @@ type Options struct {
 	Space *desk.SpaceProbe
 	// SentMayBeLost is desk.Options.SentMayBeLost (a host of a cluster).
 	SentMayBeLost bool
-	// Boot is desk.Options.Boot; empty is Boot. A desk made again with
-	// the same Boot is deskd restarted on the same host; with another,
-	// the host restarted too (a crash of the host may lose what was not
-	// fsynced). NoBoot gives the desk none.
-	Boot string
+	// NoAtOnce turns desk.Options.TakeAtOnce off, as on a host of a
+	// cluster (SentMayBeLost turns it off too, as deskd does).
+	NoAtOnce bool
 	// Export, if set, is the bus's exporter (event.Export) from before the
 	// desk is made, as the NATS event publisher is.
 	Export func(event.Event)
@@ -156,12 +147,6 @@ func New(tb testing.TB, o Options) *Desk {
 	if o.Clock == nil {
 		o.Clock = clock.NewFake(Start())
 	}
-	switch o.Boot {
-	case "":
-		o.Boot = Boot
-	case NoBoot:
-		o.Boot = ""
-	}
 	d := &Desk{tb: tb, Dir: o.Dir, Clock: o.Clock, Bus: event.New()}
 	d.Events = eventtest.WatchAll(tb, d.Bus)
 	if o.Export != nil {
@@ -196,7 +181,8 @@ func New(tb testing.TB, o Options) *Desk {
 		Name: Name, Keeper: d.Keeper, Router: d.Router, Ledger: d.Ledger, Schedules: o.Schedules, Clock: d.Clock, Bus: d.Bus,
 		QueueLimit: o.QueueLimit, Coalesce: o.Coalesce, Calendar: o.Calendar, ShutdownTimeout: ShutdownTimeout,
 		PauseFile: pauseFile, RefusePaused: o.RefusePaused, Folder: d.Folder,
-		Beyond: o.Beyond, WarnDays: o.WarnDays, Day: Day(), Space: o.Space, SentMayBeLost: o.SentMayBeLost, Boot: o.Boot,
+		Beyond: o.Beyond, WarnDays: o.WarnDays, Day: Day(), Space: o.Space, SentMayBeLost: o.SentMayBeLost,
+		TakeAtOnce: !o.NoAtOnce && !o.SentMayBeLost,
 	})
 	if err != nil {
 		tb.Fatalf("desktest: %v", err)

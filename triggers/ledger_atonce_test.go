@@ -8,19 +8,19 @@ import (
 	"github.com/deskd/deskd/triggers"
 )
 
-// TestLedgerKeepsTheBootOfAnOpenTrigger: the boot a queued record names
-// (Record.Boot) is what Get and Unfinished say of its trigger through its
-// running and sent records, a reopen (with and without the index Close
-// leaves) and a compaction; a later queued record without one (a trigger
-// queued again) clears it.
-func TestLedgerKeepsTheBootOfAnOpenTrigger(t *testing.T) {
+// TestLedgerKeepsAtOnceOfAnOpenTrigger: a queued record's AtOnce is what
+// Get and Unfinished say of its trigger through its running and sent
+// records, a reopen (with and without the index Close leaves) and a
+// compaction; a later queued record without it (a trigger queued again)
+// clears it.
+func TestLedgerKeepsAtOnceOfAnOpenTrigger(t *testing.T) {
 	path := filepath.Join(t.TempDir(), triggers.LedgerFile)
 	l := openLedger(t, path)
 	a := queued("a", triggers.Market, "tick a")
-	a.Boot = "boot-1"
+	a.AtOnce = true
 	mustAppend(t, l, a)
 	b := queued("b", triggers.Market, "tick b")
-	b.Boot = "boot-1"
+	b.AtOnce = true
 	mustAppend(t, l, b)
 	mustAppend(t, l, queued("c", triggers.Market, "tick c"))
 	if err := l.Note(triggers.Record{At: t0.Add(time.Second), ID: "a", State: triggers.StateRunning}); err != nil {
@@ -30,17 +30,17 @@ func TestLedgerKeepsTheBootOfAnOpenTrigger(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, l, triggers.Record{At: t0.Add(3 * time.Second), ID: "b", State: triggers.StateQueued, Reason: "queued again"})
-	want := map[string]string{"a": "boot-1", "b": "", "c": ""}
+	want := map[string]bool{"a": true, "b": false, "c": false}
 	check := func(l *triggers.Ledger, when string) {
 		t.Helper()
-		for id, boot := range want {
-			if it, ok := l.Get(id); !ok || it.Boot != boot {
-				t.Errorf("%s: Get(%s).Boot = %q (found %v), want %q", when, id, it.Boot, ok, boot)
+		for id, atOnce := range want {
+			if it, ok := l.Get(id); !ok || it.AtOnce != atOnce {
+				t.Errorf("%s: Get(%s).AtOnce = %v (found %v), want %v", when, id, it.AtOnce, ok, atOnce)
 			}
 		}
 		for _, it := range l.Unfinished() {
-			if it.Boot != want[it.Trigger.ID] {
-				t.Errorf("%s: Unfinished %s: Boot %q, want %q", when, it.Trigger.ID, it.Boot, want[it.Trigger.ID])
+			if it.AtOnce != want[it.Trigger.ID] {
+				t.Errorf("%s: Unfinished %s: AtOnce %v, want %v", when, it.Trigger.ID, it.AtOnce, want[it.Trigger.ID])
 			}
 		}
 	}
