@@ -86,28 +86,14 @@ func TestOutcomeSaysWhetherTheRequestWasSent(t *testing.T) {
 // cannot be written, the model is not asked, and the turn's error says so
 // (ErrNotSent: the trigger may run again).
 func TestRequestSentRecordFailureAsksNoModel(t *testing.T) {
-	g := newRig(t, "2026-03-01T04:30:00Z")
-	folder, err := memory.OpenFolder(g.dir, "main", g.clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	faults := &faultfs.FS{}
-	folder.FS = faults
 	gate := desktest.NewGate()
-	r, err := router.New(router.Options{Desk: "main", Folder: folder, Clock: g.clock, Day: desktest.Day(), Bus: g.bus,
-		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "openai", Client: gate}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	if _, err := r.RestoreSession(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	faults := &faultfs.FS{}
+	r := faultyRouter(t, faults, gate)
 	gate.Release() // a call, were one made, answers at once (and is seen below)
 	// The first session's header and its state file are the first writes
 	// (at its first use), the message the third, request.sent the fourth.
 	faults.FailAt(faultfs.Write, 4, faultfs.ErrNoSpace)
-	_, err = r.Send(t.Context(), trigger("t1", "tick"))
+	_, err := r.Send(t.Context(), trigger("t1", "tick"))
 	if !errors.Is(err, router.ErrNotSent) || !strings.Contains(err.Error(), "the model was not asked") || !strings.Contains(err.Error(), "t1") {
 		t.Fatalf("Send with request.sent unwritable = %v, want an error saying the model was not asked", err)
 	}
@@ -121,23 +107,9 @@ func TestRequestSentRecordFailureAsksNoModel(t *testing.T) {
 // durable. Both turns record the same messages, and Outcomes finds both
 // answered and requested.
 func TestSendAcceptedWritesTheMessageWithoutItsFsync(t *testing.T) {
-	g := newRig(t, "2026-03-01T04:30:00Z")
-	folder, err := memory.OpenFolder(g.dir, "main", g.clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
 	faults := &faultfs.FS{}
-	folder.FS = faults
 	m := &syncCounter{fs: faults}
-	r, err := router.New(router.Options{Desk: "main", Folder: folder, Clock: g.clock, Day: desktest.Day(), Bus: g.bus,
-		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "openai", Client: m}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	if _, err := r.RestoreSession(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	r := faultyRouter(t, faults, m)
 	if _, err := r.Send(t.Context(), trigger("warm-up", "tick 0")); err != nil { // opens the session's files
 		t.Fatal(err)
 	}
@@ -184,4 +156,26 @@ func (m *syncCounter) Complete(ctx context.Context, req router.Request) (router.
 		m.at = m.fs.Count(faultfs.Sync)
 	}
 	return router.Scripted{}.Complete(ctx, req)
+}
+
+// faultyRouter is a router over a new folder whose files go through
+// faults, on the one model client, with its session restored.
+func faultyRouter(t *testing.T, faults *faultfs.FS, client router.Provider) *router.Router {
+	t.Helper()
+	g := newRig(t, "2026-03-01T04:30:00Z")
+	folder, err := memory.OpenFolder(g.dir, "main", g.clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder.FS = faults
+	r, err := router.New(router.Options{Desk: "main", Folder: folder, Clock: g.clock, Day: desktest.Day(), Bus: g.bus,
+		Settings: router.Settings{Route: []router.Model{{Name: "m", Provider: "openai", Client: client}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	if _, err := r.RestoreSession(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
