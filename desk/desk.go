@@ -1234,8 +1234,8 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		return
 	}
 	// Not fsynced: the session's record of the message is what a restart
-	// goes by, fsynced before the model call unless the ledger's record
-	// names this boot (see recover).
+	// goes by, fsynced before the model call unless the desk took the
+	// trigger at once (see recover).
 	sent := triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateSent, Session: session, Turn: turn}
 	if !rolling {
 		sent.StartedAt = now
