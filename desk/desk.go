@@ -519,8 +519,8 @@ const (
 		"after the request went out; the model may have acted, so it is not run again automatically: submit it again if it should run"
 	// reasonStoppedBeforeTurn queues again a trigger taken at once whose
 	// turn did not reach its message (recover would take it for one the
-	// model may have seen).
-	reasonStoppedBeforeTurn = "queued again: the desk stopped or paused before its turn reached the model"
+	// model may have seen), or waits for a rollover first.
+	reasonStoppedBeforeTurn = "queued again, no longer taken at once: the desk stopped, paused or rolled over before its turn reached the model"
 	maySentPrefix           = "may have been sent"
 	neverSentPrefix         = "never sent to the model"
 	reasonNeverSent         = neverSentPrefix + ": deskd stopped after recording its message, before its request went out " +
@@ -807,13 +807,15 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		return Accepted{ID: t.ID}, err
 	}
 	var depth int
-	next := false
+	// Looked at before the queue's lock is taken (Paused takes pauseMu,
+	// which next holds while it takes the queue's lock).
+	atOnce, next := d.o.TakeAtOnce && d.waiting.Load() && d.Paused() == nil, false
 	queued, replaced, err := d.queue.Add(t, func(t triggers.Trigger, replaced *triggers.Trigger, n int) error {
 		rec := triggers.Record{At: now, ID: t.ID, State: triggers.StateQueued, Trigger: &t, Schedule: schedule, Slot: slot}
 		if replaced != nil {
 			rec.Merges = []string{replaced.ID}
 		}
-		if n == 1 && d.o.TakeAtOnce && d.waiting.Load() && d.Paused() == nil {
+		if n == 1 && atOnce {
 			rec.AtOnce = true // the loop's next step: this record is its turn's one durability point
 			next = true
 		}
@@ -997,6 +999,7 @@ func (d *Desk) Run(ctx context.Context) error {
 			return
 		}
 		tried = d.o.Router.SessionID()
+		d.requeueAtOnce() // the rollover's model calls come first
 		_, _ = d.rollOver(work, event.ReasonDailyRollover)
 	}
 	eager() // triggers may arrive meanwhile; they wait in the queue
@@ -1203,6 +1206,12 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	// the way to the model. A restart runs a trigger again that is queued
 	// or running alike.
 	rolling := d.o.Keeper.Due()
+	if rolling && it.AtOnce {
+		// Prepare's rollover comes first, with its model calls: the
+		// trigger is no longer taken at once, and its message is fsynced.
+		d.write(triggers.Record{At: now, ID: t.ID, State: triggers.StateQueued, Reason: reasonStoppedBeforeTurn})
+		send = d.o.Router.Send
+	}
 	if rolling {
 		if err := d.ledger.Note(triggers.Record{At: now, ID: t.ID, State: triggers.StateRunning}); err != nil {
 			// The ledger still says queued: the trigger runs once writes
@@ -1305,9 +1314,13 @@ func (d *Desk) Waiting() bool { return d.waiting.Load() }
 
 // requeueAtOnce queues again, in the ledger, each trigger of the queue
 // taken at once (Record.AtOnce), whose turn has not begun: the loop is
-// paused or stopping, and a restart would take it for one the model may
-// have seen. Only the loop calls it (or Run, once the loop has ended).
+// paused, stopping or about to roll over, and a restart would take it for
+// one the model may have seen. Only the loop calls it (or Run, once the
+// loop has ended). Under submitMu, so that no Submit merges a trigger it
+// looks at (coalescing) between its look at the ledger and its write.
 func (d *Desk) requeueAtOnce() {
+	d.submitMu.Lock()
+	defer d.submitMu.Unlock()
 	for _, t := range d.queue.Items() {
 		if it, ok := d.ledger.Get(t.ID); ok && it.AtOnce && it.State == triggers.StateQueued {
 			d.write(triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateQueued, Reason: reasonStoppedBeforeTurn})
