@@ -213,16 +213,17 @@ type Options struct {
 	// A trigger found with its message recorded and no reply then counts
 	// as one the model may have acted on, never as "never sent".
 	SentMayBeLost bool
-	// TakeAtOnce lets the desk take a trigger at once when its loop waits
-	// for work (queue empty, not paused, not stalled, no rollover due):
-	// the trigger's ledger record, fsynced before Submit returns, is then
-	// the turn's one durability point before the model call
-	// (triggers.Record.AtOnce), and its message is written without an
-	// fsync of its own. A restart that finds such a trigger without its
-	// message interrupts it (the model may have been asked), never runs
-	// it again; a clean stop, a pause or a turn stopped before its
-	// message queue it again first. Off on a host of a cluster, whose
-	// messages a takeover must find replicated.
+	// TakeAtOnce lets the desk take a trigger (not a scheduled slot's) at
+	// once when its loop waits for work (queue empty, not paused, not
+	// stalled, no rollover due): the trigger's ledger record, fsynced
+	// before Submit returns, is then the turn's one durability point
+	// before the model call (triggers.Record.AtOnce), and its message is
+	// written without an fsync of its own. A restart that finds such a
+	// trigger without its message interrupts it (the model may have been
+	// asked), never runs it again; a clean stop, a pause, a turn stopped
+	// before its message or a rollover that comes first queue it again
+	// first. Off on a host of a cluster, whose messages a takeover must
+	// find replicated.
 	TakeAtOnce bool
 }
 
@@ -808,8 +809,11 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 	}
 	var depth int
 	// Looked at before the queue's lock is taken (Paused takes pauseMu,
-	// which next holds while it takes the queue's lock).
-	atOnce, next := d.o.TakeAtOnce && d.waiting.Load() && d.Paused() == nil, false
+	// which next holds while it takes the queue's lock). A scheduled slot
+	// is never taken at once: planned work, it runs after a restart
+	// whatever a crash left of its message, and gains nothing from a
+	// quicker way to the model.
+	atOnce, next := schedule == "" && d.o.TakeAtOnce && d.waiting.Load() && d.Paused() == nil, false
 	queued, replaced, err := d.queue.Add(t, func(t triggers.Trigger, replaced *triggers.Trigger, n int) error {
 		rec := triggers.Record{At: now, ID: t.ID, State: triggers.StateQueued, Trigger: &t, Schedule: schedule, Slot: slot}
 		if replaced != nil {

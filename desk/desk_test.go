@@ -223,8 +223,8 @@ func TestShutdownInterrupts(t *testing.T) {
 }
 
 // TestScheduleClaims: a slot is claimed in the ledger before its turn is
-// queued; a restart does not fire it again, and reports the slots that
-// passed while the desk was down.
+// queued, never taken at once; a restart does not fire it again, and
+// reports the slots that passed while the desk was down.
 func TestScheduleClaims(t *testing.T) {
 	spec, err := triggers.ParseSpec("*/5 * * * *", ist)
 	if err != nil {
@@ -250,6 +250,11 @@ func TestScheduleClaims(t *testing.T) {
 	}
 	if s, _ := h.Desk.Trigger(id); s.Schedule != "tape" || !s.Slot.Equal(start.Add(5*time.Minute)) || s.State != triggers.StateAnswered {
 		t.Errorf("Trigger(%s) = %+v", id, s)
+	}
+	// A slot is never taken at once: a restart runs it, as planned work,
+	// whatever the crash left of its message.
+	if it, _ := h.Ledger.Get(id); it.AtOnce {
+		t.Errorf("the slot's trigger was taken at once: %+v", it)
 	}
 	if st := h.Desk.Status(); st.NextSchedule != "tape" || !st.NextSlot.Equal(start.Add(10*time.Minute)) {
 		t.Errorf("Status next = %s %v", st.NextSchedule, st.NextSlot)
