@@ -59,7 +59,7 @@ type options struct {
 	H2Turns      int          // row 7: turns against the TLS server
 	Turns8       int          // row 8: turns of the desk
 	// Profile, when set, is a folder for CPU profiles of deskd over the
-	// measured part of rows 2 and 3, taken from its debug listener
+	// measured part of rows 1, 2 and 3, taken from its debug listener
 	// (debug_listen), ProfileSeconds long.
 	Profile        string
 	ProfileSeconds int
@@ -98,7 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.JSON, "json", false, "print the figures as JSON")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the run's folder (configs, state folders) and print its path")
 	fs.StringVar(&o.Work, "work", "", "make the run's folder here (default: the system's temporary folder)")
-	fs.StringVar(&o.Profile, "profile", "", "write CPU profiles of deskd over rows 2 and 3 here (row2.pprof, row3.pprof; read with go tool pprof)")
+	fs.StringVar(&o.Profile, "profile", "", "write CPU profiles of deskd over rows 1, 2 and 3 here (row1.pprof, row2.pprof, row3.pprof; read with go tool pprof)")
 	fs.IntVar(&o.ProfileSeconds, "profile-seconds", 5, "how long each -profile profile runs")
 	ints := []struct {
 		p    *int

@@ -199,6 +199,7 @@ func (b *bench) row1(ctx context.Context) ([]figure, error) {
 	}
 	lat := make([]time.Duration, 0, b.o.Events)
 	var after []time.Duration
+	profiled := b.profile(ctx, r, "row1")
 	for i := range b.o.Events {
 		d, a, err := r.timedTurn(ctx, "main", fmt.Sprintf("%s1-%d", markerPrefix, i), i)
 		if err != nil {
@@ -208,6 +209,9 @@ func (b *bench) row1(ctx context.Context) ([]figure, error) {
 		if err := fl.sample(ctx, true); err != nil {
 			return nil, err
 		}
+	}
+	if err := profiled(); err != nil {
+		return nil, err
 	}
 	rtt, sync := percentile(fl.rtt, 50), percentile(fl.sync, 50)
 	floor := rtt + sync
