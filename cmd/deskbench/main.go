@@ -60,7 +60,9 @@ type options struct {
 	Turns8       int          // row 8: turns of the desk
 	// Profile, when set, is a folder for CPU profiles of deskd over the
 	// measured part of rows 1, 2 and 3, taken from its debug listener
-	// (debug_listen), ProfileSeconds long.
+	// (debug_listen), ProfileSeconds long: a row that ends sooner waits
+	// for its profile (row 1's default 200 triggers take well under a
+	// second, so its profile is then mostly idle; raise -events).
 	Profile        string
 	ProfileSeconds int
 }
@@ -99,7 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.Keep, "keep", false, "keep the run's folder (configs, state folders) and print its path")
 	fs.StringVar(&o.Work, "work", "", "make the run's folder here (default: the system's temporary folder)")
 	fs.StringVar(&o.Profile, "profile", "", "write CPU profiles of deskd over rows 1, 2 and 3 here (row1.pprof, row2.pprof, row3.pprof; read with go tool pprof)")
-	fs.IntVar(&o.ProfileSeconds, "profile-seconds", 5, "how long each -profile profile runs")
+	fs.IntVar(&o.ProfileSeconds, "profile-seconds", 5, "how long each -profile profile runs (a row that ends sooner waits for it)")
 	ints := []struct {
 		p    *int
 		name string
