@@ -108,15 +108,13 @@ func (s Settings) compactBound() int64 {
 // write notes; then the exchanges so far are summarised into a checkpoint
 // record appended to the session file (nothing is deleted), and later
 // requests carry the checkpoint and what came after it. The current turn
-// is never compacted away.
-func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, current Message) error {
+// is never compacted away. est is the estimate of that request's tokens;
+// compacting says whether the history was compacted, or may have been
+// changed by the attempt.
+func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, est int64) (compacting bool, err error) {
 	bound := r.set.compactBound()
-	if bound <= 0 || len(r.history) == 0 {
-		return nil
-	}
-	est := requestTokens(r.requestLocked(TaskTurn, []Message{current}, true))
-	if est <= bound {
-		return nil
+	if bound <= 0 || len(r.history) == 0 || est <= bound {
+		return false, nil
 	}
 	window := r.set.Route[0].ContextWindow
 	var noteTool []Tool
@@ -126,24 +124,24 @@ func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, curren
 		}
 	}
 	if len(noteTool) > 0 {
-		if _, _, err := r.loopLocked(ctx, trigger, TaskFlush, []Message{{Role: RoleUser, Text: flushPrompt}}, noteTool, 2, true); err != nil {
+		if _, _, err := r.loopLocked(ctx, trigger, TaskFlush, []Message{{Role: RoleUser, Text: flushPrompt}}, noteTool, 2, true, nil); err != nil {
 			if ctx.Err() != nil {
-				return err
+				return true, err
 			}
 			r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "flush.failed", Trigger: trigger, Text: err.Error()})
 		}
 	}
 	text, err := r.askLocked(ctx, TaskCompact, compactPrompt, nil)
 	if err != nil {
-		return fmt.Errorf("compact session %s of %s: %w", r.cur.Session, r.desk, err)
+		return true, fmt.Errorf("compact session %s of %s: %w", r.cur.Session, r.desk, err)
 	}
 	data, _ := json.Marshal(map[string]any{"estimated_tokens": est, "context_window": window, "compact_at_tokens": r.set.CompactAtTokens,
 		"bound": bound, "messages": len(r.history)})
 	if err := r.appendLocked(memory.Record{Type: memory.RecordCheckpoint, At: r.clock.Now(), Text: text, Trigger: trigger, Data: data}); err != nil {
-		return fmt.Errorf("record checkpoint of %s: %w", r.desk, err)
+		return true, fmt.Errorf("record checkpoint of %s: %w", r.desk, err)
 	}
 	r.history, r.checkpoint, r.compacted, r.seen = nil, text, true, 0
-	return nil
+	return true, nil
 }
 
 // Context reports what the desk's next request would carry, by source.

@@ -1004,7 +1004,11 @@ func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool) (Rep
 	// One cache for the user's message in every request of the turn, so
 	// that each carries it in place (conversationLocked).
 	user := Message{Role: RoleUser, Text: t.Text, wire: newWireCache()}
-	if err := r.budgetLocked(TaskTurn, 0, requestTokens(r.requestLocked(TaskTurn, []Message{user}, true))); err != nil {
+	// The turn's first request, built and its tokens counted once: the
+	// budgets, the compaction check and the first round all go by it.
+	first := r.requestLocked(TaskTurn, []Message{user}, true)
+	est := requestTokens(first)
+	if err := r.budgetLocked(TaskTurn, 0, est); err != nil {
 		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "budget.exceeded", Trigger: t.ID, Text: err.Error()})
 		return Reply{}, err
 	}
@@ -1017,7 +1021,8 @@ func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool) (Rep
 		return Reply{}, fmt.Errorf("record trigger %s of %s: %w: %w", t.ID, r.desk, ErrNotSent, err)
 	}
 	r.lastTurn, r.open, r.trigger = r.day.DateOf(at), true, t.ID
-	if err := r.compactIfFullLocked(ctx, t.ID, user); err != nil {
+	compacting, err := r.compactIfFullLocked(ctx, t.ID, est)
+	if err != nil {
 		if ctx.Err() != nil {
 			return Reply{}, err
 		}
@@ -1025,8 +1030,12 @@ func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool) (Rep
 		// and the model may refuse it as too long.
 		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "compaction.failed", Trigger: t.ID, Text: err.Error()})
 	}
+	built := &first
+	if compacting {
+		built = nil // the history, or Memory.md (the flush turn's notes), may have changed
+	}
 	start := r.clock.Now()
-	turn, reply, err := r.loopLocked(ctx, t.ID, TaskTurn, []Message{user}, r.tools, r.set.MaxToolRounds, false)
+	turn, reply, err := r.loopLocked(ctx, t.ID, TaskTurn, []Message{user}, r.tools, r.set.MaxToolRounds, false, built)
 	reply.Duration = r.clock.Now().Sub(start)
 	if err != nil {
 		var be *BudgetError
@@ -1048,15 +1057,25 @@ func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool) (Rep
 // model, records its answer, runs the tools (of runnable) it asks for and
 // sends their results back, at most rounds times; the last round lets the
 // model call no tool, so it must answer. Every request defines the desk's
-// tools. It returns the turn's messages.
-func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn []Message, runnable []Tool, rounds int, silent bool) ([]Message, Reply, error) {
+// tools. It returns the turn's messages. first, when not nil, is the
+// first round's request as the caller built it (with the tools callable)
+// and checked against the budgets, with nothing changed since.
+func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn []Message, runnable []Tool, rounds int, silent bool, first *Request) ([]Message, Reply, error) {
 	var reply Reply
 	var turnUsed int64
 	for round := 0; ; round++ {
 		callable := round < rounds && len(runnable) > 0
-		req := r.requestLocked(task, turn, callable)
-		if err := r.budgetLocked(task, turnUsed, requestTokens(req)); err != nil {
-			return turn, reply, err
+		var req Request
+		if round == 0 && first != nil {
+			req = *first
+			if !callable {
+				req.ToolChoice = ToolChoiceNone
+			}
+		} else {
+			req = r.requestLocked(task, turn, callable)
+			if err := r.budgetLocked(task, turnUsed, requestTokens(req)); err != nil {
+				return turn, reply, err
+			}
 		}
 		if round == 0 && task == TaskTurn && !silent {
 			// Just before the request goes out, so that a restart can
