@@ -80,14 +80,52 @@ func estimateMessage(m Message) int64 {
 
 // requestTokens estimates a whole request.
 func requestTokens(req Request) int64 {
+	return requestTokensWith(req, nil)
+}
+
+// requestTokensWith is requestTokens, with the estimate of the request's
+// history (its first Prefix messages) taken from and kept in c when c is
+// not nil: a turn's checks cost the turn's messages, not the session's.
+func requestTokensWith(req Request, c *prefixTokens) int64 {
 	n := Estimate(req.System)
-	for _, m := range req.Messages {
-		n += messageTokens(m)
+	rest := req.Messages
+	if c != nil && req.Prefix > 0 && req.Prefix <= len(req.Messages) {
+		n += c.of(req.Messages[:req.Prefix])
+		rest = req.Messages[req.Prefix:]
+	}
+	for i := range rest {
+		n += messageTokens(rest[i])
 	}
 	for _, t := range req.Tools {
 		n += Estimate(t.Name) + Estimate(t.Description) + Estimate(string(t.Schema))
 	}
 	return n
+}
+
+// prefixTokens is the token estimate of the first n messages of one
+// history array (whose first element is at base). The elements of a
+// history's array that a request carried are never written again
+// (Router.conversationLocked), and a new history is a new array, so the
+// estimate holds for as long as base is the array's start: a later
+// history of the same array adds only its new messages. Keeping base keeps
+// the array alive, so that its address cannot be another's.
+type prefixTokens struct {
+	base *Message
+	n    int
+	sum  int64
+}
+
+// of returns the estimate of history, from c's where history is c's array
+// with at least c's messages, and keeps it.
+func (c *prefixTokens) of(history []Message) int64 {
+	if c.base != &history[0] || c.n > len(history) {
+		*c = prefixTokens{base: &history[0]}
+	}
+	for i := c.n; i < len(history); i++ {
+		c.sum += messageTokens(history[i])
+	}
+	c.n = len(history)
+	return c.sum
 }
 
 func encodeCalls(calls []ToolCall) json.RawMessage {

@@ -271,14 +271,17 @@ type Router struct {
 	// seen is how much of history's array (from its start) some request
 	// carried: those elements are never written again (conversationLocked).
 	// Each new history is a new array, whose seen starts at 0.
-	seen       int
-	checkpoint string // the latest checkpoint's text; read at first use
-	exchanges  int
-	lastTurn   memory.Date // the trading date of the session's last turn
-	open       bool        // the last turn's message has no answer yet
-	trigger    string      // the last turn's trigger
-	compacted  bool        // the session has a checkpoint
-	answer     *Answer     // the last turn's answer (of this session, or kept from the one before)
+	seen int
+	// historyTokens keeps the estimate of the history that requests
+	// carried (requestTokensWith).
+	historyTokens prefixTokens
+	checkpoint    string // the latest checkpoint's text; read at first use
+	exchanges     int
+	lastTurn      memory.Date // the trading date of the session's last turn
+	open          bool        // the last turn's message has no answer yet
+	trigger       string      // the last turn's trigger
+	compacted     bool        // the session has a checkpoint
+	answer        *Answer     // the last turn's answer (of this session, or kept from the one before)
 	// mark is the mark of the state file as last written, and marked is
 	// true when the state file holds one for the current session. Until it
 	// does (an older state file that could not be rewritten), the state is
@@ -1007,7 +1010,7 @@ func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool) (Rep
 	// The turn's first request, built and its tokens counted once: the
 	// budgets, the compaction check and the first round all go by it.
 	first := r.requestLocked(TaskTurn, []Message{user}, true)
-	est := requestTokens(first)
+	est := requestTokensWith(first, &r.historyTokens)
 	if err := r.budgetLocked(TaskTurn, 0, est); err != nil {
 		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "budget.exceeded", Trigger: t.ID, Text: err.Error()})
 		return Reply{}, err
@@ -1073,7 +1076,7 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 			}
 		} else {
 			req = r.requestLocked(task, turn, callable)
-			if err := r.budgetLocked(task, turnUsed, requestTokens(req)); err != nil {
+			if err := r.budgetLocked(task, turnUsed, requestTokensWith(req, &r.historyTokens)); err != nil {
 				return turn, reply, err
 			}
 		}
@@ -1299,7 +1302,7 @@ func (r *Router) askModelLocked(ctx context.Context, task Task, prompt string, f
 	}
 	req := r.requestLocked(task, []Message{{Role: RoleUser, Text: prompt}}, false)
 	req.Fold = fold
-	if err := r.budgetLocked(task, 0, requestTokens(req)); err != nil {
+	if err := r.budgetLocked(task, 0, requestTokensWith(req, &r.historyTokens)); err != nil {
 		return "", Model{}, err
 	}
 	return r.answerModelLocked(ctx, req)

@@ -40,16 +40,22 @@ func Prompt(t Trigger) string {
 		return t.Text
 	}
 	var b strings.Builder
+	b.Grow(len(t.Text) + len(t.ID) + len(t.Source) + len(t.Key) + 96)
 	if t.Merged > 0 {
 		fmt.Fprintf(&b, "[This event replaced %d earlier queued %s with key %s that had not been run; only the latest is shown.]\n",
 			t.Merged, plural(t.Merged, "event", "events"), attr(t.Key))
 	}
-	fmt.Fprintf(&b, "<market_event id=%s source=%s", attr(t.ID), attr(t.Source))
+	b.WriteString("<market_event id=")
+	writeAttr(&b, t.ID)
+	b.WriteString(" source=")
+	writeAttr(&b, t.Source)
 	if t.Key != "" {
-		fmt.Fprintf(&b, " key=%s", attr(t.Key))
+		b.WriteString(" key=")
+		writeAttr(&b, t.Key)
 	}
 	if !t.At.IsZero() {
-		fmt.Fprintf(&b, " at=%s", attr(t.At.Format("2006-01-02T15:04:05Z07:00")))
+		b.WriteString(" at=")
+		writeAttr(&b, t.At.Format("2006-01-02T15:04:05Z07:00"))
 	}
 	b.WriteString(">\n")
 	b.WriteString(defuse(strings.TrimRight(t.Text, "\n")))
@@ -58,18 +64,35 @@ func Prompt(t Trigger) string {
 }
 
 // defuse rewrites every <market_event or </market_event inside s so that it
-// no longer reads as the tag.
+// no longer reads as the tag. A text without '<' has none (the usual case:
+// it is returned without a scan by the expression).
 func defuse(s string) string {
+	if !strings.Contains(s, "<") {
+		return s
+	}
 	return marketTag.ReplaceAllStringFunc(s, func(m string) string {
 		return "&lt;" + strings.TrimPrefix(m, "<")
 	})
 }
 
+// attrEscaper escapes an attribute value (attr): quotes, angle brackets
+// and ampersands as entities, line breaks as spaces. A Replacer is safe
+// for concurrent use and never changes.
+var attrEscaper = strings.NewReplacer(`&`, "&amp;", `"`, "&quot;", `<`, "&lt;", `>`, "&gt;", "\n", " ", "\r", " ")
+
 // attr quotes s as an attribute value: double quotes, with quotes, angle
 // brackets, ampersands and line breaks escaped.
 func attr(s string) string {
-	r := strings.NewReplacer(`&`, "&amp;", `"`, "&quot;", `<`, "&lt;", `>`, "&gt;", "\n", " ", "\r", " ")
-	return `"` + r.Replace(s) + `"`
+	var b strings.Builder
+	writeAttr(&b, s)
+	return b.String()
+}
+
+// writeAttr writes s to b quoted as attr does.
+func writeAttr(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	_, _ = attrEscaper.WriteString(b, s)
+	b.WriteByte('"')
 }
 
 func plural(n int, one, many string) string {
