@@ -94,12 +94,11 @@ type Router interface {
 	// Spend returns what the desk has spent in its session and trading
 	// date.
 	Spend() router.Spend
-	// Send runs one turn of t in the current session.
-	Send(ctx context.Context, t triggers.Trigger) (router.Reply, error)
-	// SendAccepted is Send for a trigger the desk took at once
-	// (triggers.Record.AtOnce): its message needs no fsync of its own
-	// (router.Router.SendAccepted).
-	SendAccepted(ctx context.Context, t triggers.Trigger) (router.Reply, error)
+	// Turn runs one turn of t in the current session: with o.Accepted,
+	// for a trigger the desk took at once (triggers.Record.AtOnce), whose
+	// message needs no fsync of its own (router.Router.SendAccepted); o.Sent
+	// is called as its request goes out (router.TurnOptions).
+	Turn(ctx context.Context, t triggers.Trigger, o router.TurnOptions) (router.Reply, error)
 	// Fork starts a new session carrying the current one's context.
 	Fork(ctx context.Context) (string, error)
 	// Configure replaces the router's settings for the next call.
@@ -513,7 +512,7 @@ func (d *Desk) recover() error {
 // (router.Outcome.Requested; the request.sent record is not fsynced by
 // itself, so a crash of the host, not of deskd, can lose it).
 const (
-	reasonSent    = "sent: the model may have acted (deskd stopped while the turn was with the model); it is not run again automatically"
+	reasonSent    = sentPrefix + " the model may have acted (deskd stopped while the turn was with the model); it is not run again automatically"
 	reasonMaySent = "may have been sent: the model may have acted (its message was recorded; on a cluster the record of its request is replicated only with the turn's next write, so a takeover can lose it); it is not run again automatically"
 	reasonAtOnce  = maySentPrefix + ": the desk took it at once on acceptance, so its turn's message is written without an fsync of its own, " +
 		"and no message of it was found: a crash of the host (or a file system that dropped what was not yet on disk) may have lost it " +
@@ -523,6 +522,7 @@ const (
 	// model may have seen), or waits for a rollover first.
 	reasonStoppedBeforeTurn = "queued again, no longer taken at once: the desk stopped, paused or rolled over before its turn reached the model"
 	maySentPrefix           = "may have been sent"
+	sentPrefix              = "sent:"
 	neverSentPrefix         = "never sent to the model"
 	reasonNeverSent         = neverSentPrefix + ": deskd stopped after recording its message, before its request went out " +
 		"(unless the host itself crashed, which can lose that record); it is not run again automatically: submit it again if it should run"
@@ -801,7 +801,11 @@ func (d *Desk) submit(t triggers.Trigger, schedule string, slot time.Time) (Acce
 		return Accepted{ID: t.ID}, fmt.Errorf("desk %s: queue trigger %s: %w", d.o.Name, t.ID, ErrStopped)
 	}
 	if _, known, ok := d.ledger.Resolve(t.ID); ok {
-		return Accepted{ID: t.ID, Duplicate: true, State: known.State}, nil
+		state := known.State
+		if r := d.runningTurn(); state == triggers.StateQueued && r != nil && r.Trigger == known.Trigger.ID {
+			state = triggers.StateRunning // its turn began; the sent record comes as the request goes out
+		}
+		return Accepted{ID: t.ID, Duplicate: true, State: state}, nil
 	}
 	if err := d.refusing(); err != nil {
 		event.Publish(d.o.Bus, event.TriggerDropped{Header: d.header(), Trigger: t.ID, Kind: string(t.Kind), Reason: err.Error()})
@@ -1199,10 +1203,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 	if ok && it.State != triggers.StateQueued && it.State != triggers.StateRunning {
 		return // the ledger says it ran, or was merged or dropped: never twice
 	}
-	send := d.o.Router.Send
-	if ok && it.AtOnce {
-		send = d.o.Router.SendAccepted // its ledger record is the turn's durability point
-	}
+	accepted := ok && it.AtOnce // its ledger record is the turn's durability point
 	now := d.o.Clock.Now()
 	// The ledger says running while Prepare rolls the session over first
 	// (its model calls take a while); else the sent record, a moment
@@ -1214,7 +1215,7 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		// Prepare's rollover comes first, with its model calls: the
 		// trigger is no longer taken at once, and its message is fsynced.
 		d.write(triggers.Record{At: now, ID: t.ID, State: triggers.StateQueued, Reason: reasonStoppedBeforeTurn})
-		send = d.o.Router.Send
+		accepted = false
 	}
 	if rolling {
 		if err := d.ledger.Note(triggers.Record{At: now, ID: t.ID, State: triggers.StateRunning}); err != nil {
@@ -1246,23 +1247,28 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 			event.Stage(d.o.Bus, event.TurnFailed{Header: d.outcome(t.ID, triggers.StateFailed), Session: session, Turn: turn, Trigger: t.ID, Error: err.Error()}))
 		return
 	}
-	// Not fsynced: the session's record of the message is what a restart
-	// goes by, fsynced before the model call unless the desk took the
-	// trigger at once (see recover).
-	sent := triggers.Record{At: d.o.Clock.Now(), ID: t.ID, State: triggers.StateSent, Session: session, Turn: turn}
+	// The sent record is written as the request goes out, while the
+	// model works on it (router.TurnOptions.Sent), or once the turn
+	// returns, whichever comes first: not on the way to the model. It is
+	// not fsynced, and a restart does not go by it: the session's record
+	// of the message is what it goes by, fsynced before the model call
+	// unless the desk took the trigger at once (see recover). Until it is
+	// written, Trigger shows the running turn's trigger running.
+	sent := triggers.Record{ID: t.ID, State: triggers.StateSent, Session: session, Turn: turn}
 	if !rolling {
 		sent.StartedAt = now
 	}
-	if err := d.ledger.Note(sent); err != nil {
-		// The ledger says running (or queued) and the model has not seen
-		// it: it runs once writes succeed again.
-		d.storageFailed(err)
-		return
-	}
+	noteSent := sync.OnceFunc(func() {
+		sent.At = d.o.Clock.Now()
+		if err := d.ledger.Note(sent); err != nil {
+			d.storageFailed(err) // the turn's outcome, written next, is owed if writes still fail
+		}
+	})
 	d.look()
 	d.setPhase(PhaseModel)
 	event.Publish(d.o.Bus, event.TurnStarted{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Kind: string(t.Kind)})
-	reply, err := send(ctx, prepared)
+	reply, err := d.o.Router.Turn(ctx, prepared, router.TurnOptions{Accepted: accepted, Sent: noteSent})
+	noteSent()
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			reason := context.Cause(ctx).Error()

@@ -99,7 +99,13 @@ func (r *fakeRouter) Send(ctx context.Context, t triggers.Trigger) (router.Reply
 	return router.Reply{Session: "s1", Turn: n, Text: "done", Model: "fake", Provider: "test"}, nil
 }
 
-func (r *fakeRouter) SendAccepted(ctx context.Context, t triggers.Trigger) (router.Reply, error) {
+// Turn is Send; it reports the request gone out (o.Sent) before it
+// records the trigger on sent, as a model's request goes out before it
+// is answered.
+func (r *fakeRouter) Turn(ctx context.Context, t triggers.Trigger, o router.TurnOptions) (router.Reply, error) {
+	if o.Sent != nil {
+		o.Sent()
+	}
 	return r.Send(ctx, t)
 }
 

@@ -53,9 +53,11 @@ func neverSent(it triggers.Item) bool {
 }
 
 // maySent reports whether it is a trigger a restart interrupted as one
-// the model may have seen, whose sent record the crash may have taken.
+// the model saw or may have seen, whose sent record the crash may have
+// taken (or came before: the record is written as the request goes out,
+// and a model that makes no HTTP request has it written once it answers).
 func maySent(it triggers.Item) bool {
-	return it.State == triggers.StateInterrupted && strings.HasPrefix(it.Reason, maySentPrefix)
+	return it.State == triggers.StateInterrupted && (strings.HasPrefix(it.Reason, maySentPrefix) || strings.HasPrefix(it.Reason, sentPrefix))
 }
 
 // statusOf describes own, answered by answer (own itself, or the trigger it
@@ -88,9 +90,26 @@ func (d *Desk) Trigger(id string) (TriggerStatus, bool) {
 	}
 	s := statusOf(d.o.Name, own, answer)
 	if s.State == triggers.StateQueued {
+		if r := d.runningTurn(); r != nil && r.Trigger == answer.Trigger.ID {
+			// Its turn began, and the ledger does not say so yet: the
+			// sent record is written as the request goes out (turn).
+			s.State, s.StartedAt, s.ModelCalled = triggers.StateRunning, r.Since, r.Phase == PhaseModel
+			return s, true
+		}
 		s.Position = d.queuePosition(answer.Trigger.ID)
 	}
 	return s, true
+}
+
+// runningTurn returns a copy of the running turn, or nil.
+func (d *Desk) runningTurn() *Running {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running == nil {
+		return nil
+	}
+	r := *d.running
+	return &r
 }
 
 // WaitTrigger waits until trigger id reaches a final state, ctx is done

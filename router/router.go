@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"sort"
@@ -973,7 +974,7 @@ func (s Spend) add(day memory.TradingDay, rec memory.Record) Spend {
 // context window, then asks the desk's model (retrying, then falling back)
 // and runs the tools it calls until it answers, recording every message.
 func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
-	return r.send(ctx, t, true)
+	return r.send(ctx, t, true, nil)
 }
 
 // SendAccepted is Send for a trigger whose acceptance the caller has made
@@ -984,11 +985,34 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 // point between the acceptance and the model; the turn's later synced
 // writes (the reply) make it durable.
 func (r *Router) SendAccepted(ctx context.Context, t triggers.Trigger) (Reply, error) {
-	return r.send(ctx, t, false)
+	return r.send(ctx, t, false, nil)
 }
 
-// send is Send; synced says whether the message gets an fsync of its own.
-func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool) (Reply, error) {
+// TurnOptions shape one turn of Router.Turn.
+type TurnOptions struct {
+	// Accepted makes the turn SendAccepted's rather than Send's: the
+	// caller made the trigger's acceptance durable, and the message is
+	// written without an fsync of its own.
+	Accepted bool
+	// Sent, when not nil, is called at most once, on a goroutine of its
+	// own, as the turn's first request to the model goes out (net/http
+	// has written it to the connection's buffer): while the model works
+	// on it, not on the way to the model. It is not called for a model
+	// that makes no HTTP request (the scripted model) nor for a request
+	// that could not be written, so a caller that records the request's
+	// going out calls it again itself once Turn returns: make it
+	// idempotent (sync.OnceFunc).
+	Sent func()
+}
+
+// Turn is Send, or SendAccepted when o.Accepted, with o's hooks.
+func (r *Router) Turn(ctx context.Context, t triggers.Trigger, o TurnOptions) (Reply, error) {
+	return r.send(ctx, t, !o.Accepted, o.Sent)
+}
+
+// send is Send; synced says whether the message gets an fsync of its own,
+// and sent is TurnOptions.Sent.
+func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool, sent func()) (Reply, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// Memory.md and the skills are checked for an operator's edit once a
@@ -1038,7 +1062,11 @@ func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool) (Rep
 		built = nil // the history, or Memory.md (the flush turn's notes), may have changed
 	}
 	start := r.clock.Now()
-	turn, reply, err := r.loopLocked(ctx, t.ID, TaskTurn, []Message{user}, r.tools, r.set.MaxToolRounds, false, built)
+	turnCtx := ctx
+	if sent != nil {
+		turnCtx = onRequestWritten(ctx, sent)
+	}
+	turn, reply, err := r.loopLocked(turnCtx, t.ID, TaskTurn, []Message{user}, r.tools, r.set.MaxToolRounds, false, built)
 	reply.Duration = r.clock.Now().Sub(start)
 	if err != nil {
 		var be *BudgetError
@@ -1054,6 +1082,20 @@ func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool) (Rep
 	r.open = false
 	reply.Session, reply.Turn = r.cur.Session, r.exchanges
 	return reply, nil
+}
+
+// onRequestWritten returns ctx with a trace of the HTTP requests made
+// under it that runs fn, on a goroutine of its own, once the first is
+// written without error. net/http reports a request written
+// (WroteRequest) before it flushes the connection's buffer: fn must not
+// hold up that flush, so it never runs on the transport's goroutine.
+func onRequestWritten(ctx context.Context, fn func()) context.Context {
+	var once sync.Once
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
+		if w.Err == nil {
+			once.Do(func() { go fn() })
+		}
+	}})
 }
 
 // loopLocked runs the tool loop for the messages of one turn: it calls the
