@@ -125,12 +125,13 @@ func (d *Desk) WaitTrigger(ctx context.Context, id string, max time.Duration) (T
 		}
 		select {
 		case <-changed:
+			continue
 		case <-ctx.Done():
-			return s, true
 		case <-timer.C():
-			return s, true
 		case <-d.done:
-			return s, true
 		}
+		// Read again: a turn that began meanwhile changed no ledger record
+		// (its sent record comes as the request goes out), yet it runs.
+		return d.Trigger(id)
 	}
 }
