@@ -96,8 +96,9 @@ type Router interface {
 	Spend() router.Spend
 	// Turn runs one turn of t in the current session: with o.Accepted,
 	// for a trigger the desk took at once (triggers.Record.AtOnce), whose
-	// message needs no fsync of its own (router.Router.SendAccepted); o.Sent
-	// is called as its request goes out (router.TurnOptions).
+	// message needs no fsync of its own (router.Router.SendAccepted); o.Begin
+	// is called before anything of the turn is written, and o.Sent as its
+	// request goes out (router.TurnOptions).
 	Turn(ctx context.Context, t triggers.Trigger, o router.TurnOptions) (router.Reply, error)
 	// Fork starts a new session carrying the current one's context.
 	Fork(ctx context.Context) (string, error)
@@ -1265,9 +1266,16 @@ func (d *Desk) turn(ctx context.Context, t triggers.Trigger) {
 		}
 	})
 	d.look()
-	d.setPhase(PhaseModel)
-	event.Publish(d.o.Bus, event.TurnStarted{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Kind: string(t.Kind)})
-	reply, err := d.o.Router.Turn(ctx, prepared, router.TurnOptions{Accepted: accepted, Sent: noteSent})
+	// The turn begins (turn.started) as the router writes its first
+	// record, once its request is built; one that ends before (stopped,
+	// or failed) has it once Turn returns, before its outcome.
+	begin := sync.OnceValue(func() error {
+		d.setPhase(PhaseModel)
+		event.Publish(d.o.Bus, event.TurnStarted{Header: d.header(), Session: session, Turn: turn, Trigger: t.ID, Kind: string(t.Kind)})
+		return nil
+	})
+	reply, err := d.o.Router.Turn(ctx, prepared, router.TurnOptions{Accepted: accepted, Sent: noteSent, Begin: begin})
+	_ = begin()
 	noteSent()
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {

@@ -3,6 +3,7 @@ package desk_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -99,10 +100,15 @@ func (r *fakeRouter) Send(ctx context.Context, t triggers.Trigger) (router.Reply
 	return router.Reply{Session: "s1", Turn: n, Text: "done", Model: "fake", Provider: "test"}, nil
 }
 
-// Turn is Send; it reports the request gone out (o.Sent) before it
-// records the trigger on sent, as a model's request goes out before it
-// is answered.
+// Turn is Send, begun first (o.Begin); it reports the request gone out
+// (o.Sent) before it records the trigger on sent, as a model's request
+// goes out before it is answered.
 func (r *fakeRouter) Turn(ctx context.Context, t triggers.Trigger, o router.TurnOptions) (router.Reply, error) {
+	if o.Begin != nil {
+		if err := o.Begin(); err != nil {
+			return router.Reply{}, fmt.Errorf("%w: %w", router.ErrNotBegun, err)
+		}
+	}
 	if o.Sent != nil {
 		o.Sent()
 	}

@@ -546,7 +546,7 @@ func (s *SessionLog) SkippedLines() int { return s.skipped }
 // record is not in the session. Append is safe for concurrent use and
 // fails after Close.
 func (s *SessionLog) Append(r Record) error {
-	return s.append(r, true)
+	return s.append(true, r)
 }
 
 // Note is Append without the fsync: r rides on the next fsync of the file
@@ -554,26 +554,56 @@ func (s *SessionLog) Append(r Record) error {
 // keeps it; a crash of the host before that fsync may lose it. A failed
 // write is cut back as in Append.
 func (s *SessionLog) Note(r Record) error {
-	return s.append(r, false)
+	return s.append(false, r)
 }
 
-// append writes r as one line, fsynced when sync is set.
-func (s *SessionLog) append(r Record, sync bool) error {
-	if r.Type == "" {
-		return fmt.Errorf("append to session %s: record has no type", s.Path())
+// AppendAll is Append of several records in one write and one fsync: the
+// file holds all of them, or (on any failure) none.
+func (s *SessionLog) AppendAll(rs ...Record) error {
+	return s.append(true, rs...)
+}
+
+// NoteAll is Note of several records in one write: the file holds all of
+// them, or (on any failure) none.
+func (s *SessionLog) NoteAll(rs ...Record) error {
+	return s.append(false, rs...)
+}
+
+// append writes rs in one write, a line each, fsynced when sync is set.
+func (s *SessionLog) append(sync bool, rs ...Record) error {
+	lines := make([][]byte, len(rs))
+	var n int64
+	for i, r := range rs {
+		if r.Type == "" {
+			return fmt.Errorf("append to session %s: record has no type", s.Path())
+		}
+		if r.At.IsZero() {
+			r.At = s.now()
+		}
+		line, err := marshalRecord(r)
+		if err != nil {
+			return fmt.Errorf("append to session %s: %w", s.Path(), err)
+		}
+		lines[i], n = line[:len(line)-1], n+int64(len(line))
 	}
-	if r.At.IsZero() {
-		r.At = s.now()
+	if err := s.log.AppendAll(lines, sync); err != nil {
+		return fmt.Errorf("append %s to session %s: %w", recordTypes(rs), s.id, err)
 	}
-	line, err := marshalRecord(r)
-	if err != nil {
-		return fmt.Errorf("append to session %s: %w", s.Path(), err)
-	}
-	if err := s.log.Append(bytes.TrimSuffix(line, []byte("\n")), sync); err != nil {
-		return fmt.Errorf("append %s record to session %s: %w", r.Type, s.id, err)
-	}
-	s.size.Add(int64(len(line)))
+	s.size.Add(n)
 	return nil
+}
+
+// recordTypes names the types of rs for an error: "message record", or
+// "message and event records".
+func recordTypes(rs []Record) string {
+	if len(rs) == 1 {
+		return rs[0].Type + " record"
+	}
+	types := make([]string, len(rs))
+	for i, r := range rs {
+		types[i] = r.Type
+	}
+	return strings.Join(types, " and ") + " records"
 }
 
 // Close closes the file. Closing again does nothing.

@@ -101,6 +101,13 @@ func (s Settings) compactBound() int64 {
 	return bound
 }
 
+// compactDueLocked says whether a request of est tokens must wait for a
+// compaction of the session first (compactIfFullLocked).
+func (r *Router) compactDueLocked(est int64) bool {
+	bound := r.set.compactBound()
+	return bound > 0 && len(r.history) > 0 && est > bound
+}
+
 // compactIfFullLocked compacts the session when the next request, with the
 // current turn's message, would carry more than the compaction bound
 // (compactBound): the compaction share of the desk model's context
@@ -112,10 +119,10 @@ func (s Settings) compactBound() int64 {
 // compacting says whether the history was compacted, or may have been
 // changed by the attempt.
 func (r *Router) compactIfFullLocked(ctx context.Context, trigger string, est int64) (compacting bool, err error) {
-	bound := r.set.compactBound()
-	if bound <= 0 || len(r.history) == 0 || est <= bound {
+	if !r.compactDueLocked(est) {
 		return false, nil
 	}
+	bound := r.set.compactBound()
 	window := r.set.Route[0].ContextWindow
 	var noteTool []Tool
 	for _, t := range r.tools {

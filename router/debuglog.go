@@ -4,10 +4,18 @@ import "github.com/deskd/deskd/memory"
 
 // appendLocked writes rec to the session file, and says so at debug level.
 func (r *Router) appendLocked(rec memory.Record) error {
-	err := r.log.Append(rec)
+	return r.appendAllLocked(rec)
+}
+
+// appendAllLocked is appendLocked of several records in one write and one
+// fsync.
+func (r *Router) appendAllLocked(recs ...memory.Record) error {
+	err := r.log.AppendAll(recs...)
 	if err == nil {
-		r.logger.Debug().Str("desk", r.desk).Str("session", r.cur.Session).Str("type", string(rec.Type)).
-			Str("role", string(rec.Role)).Str("trigger", rec.Trigger).Msg("session record written")
+		for _, rec := range recs {
+			r.logger.Debug().Str("desk", r.desk).Str("session", r.cur.Session).Str("type", string(rec.Type)).
+				Str("role", string(rec.Role)).Str("trigger", rec.Trigger).Msg("session record written")
+		}
 	}
 	return err
 }

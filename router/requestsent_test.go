@@ -91,8 +91,9 @@ func TestRequestSentRecordFailureAsksNoModel(t *testing.T) {
 	r := faultyRouter(t, faults, gate)
 	gate.Release() // a call, were one made, answers at once (and is seen below)
 	// The first session's header and its state file are the first writes
-	// (at its first use), the message the third, request.sent the fourth.
-	faults.FailAt(faultfs.Write, 4, faultfs.ErrNoSpace)
+	// (at its first use); the message and request.sent, in one write, the
+	// third.
+	faults.FailAt(faultfs.Write, 3, faultfs.ErrNoSpace)
 	_, err := r.Send(t.Context(), trigger("t1", "tick"))
 	if !errors.Is(err, router.ErrNotSent) || !strings.Contains(err.Error(), "the model was not asked") || !strings.Contains(err.Error(), "t1") {
 		t.Fatalf("Send with request.sent unwritable = %v, want an error saying the model was not asked", err)

@@ -281,6 +281,7 @@ type Router struct {
 	lastTurn      memory.Date // the trading date of the session's last turn
 	open          bool        // the last turn's message has no answer yet
 	trigger       string      // the last turn's trigger
+	starting      *turnStart  // the running turn's start, until it returns
 	compacted     bool        // the session has a checkpoint
 	answer        *Answer     // the last turn's answer (of this session, or kept from the one before)
 	// mark is the mark of the state file as last written, and marked is
@@ -974,7 +975,7 @@ func (s Spend) add(day memory.TradingDay, rec memory.Record) Spend {
 // context window, then asks the desk's model (retrying, then falling back)
 // and runs the tools it calls until it answers, recording every message.
 func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
-	return r.send(ctx, t, true, nil)
+	return r.send(ctx, t, true, TurnOptions{})
 }
 
 // SendAccepted is Send for a trigger whose acceptance the caller has made
@@ -985,7 +986,7 @@ func (r *Router) Send(ctx context.Context, t triggers.Trigger) (Reply, error) {
 // point between the acceptance and the model; the turn's later synced
 // writes (the reply) make it durable.
 func (r *Router) SendAccepted(ctx context.Context, t triggers.Trigger) (Reply, error) {
-	return r.send(ctx, t, false, nil)
+	return r.send(ctx, t, false, TurnOptions{})
 }
 
 // TurnOptions shape one turn of Router.Turn.
@@ -1003,16 +1004,130 @@ type TurnOptions struct {
 	// going out calls it again itself once Turn returns: make it
 	// idempotent (sync.OnceFunc).
 	Sent func()
+	// Begin, when not nil, is called at most once, on Turn's goroutine,
+	// before anything of the turn is written to the session or sent: once
+	// the turn's first request is built (as late as the moment the request
+	// is handed to the HTTP transport). The caller may so prepare a turn
+	// while the trigger's acceptance is still being made durable, and
+	// wait for it in Begin. When Begin returns an error, nothing of the
+	// turn is written or sent, and Turn returns an error that wraps
+	// ErrNotBegun and Begin's.
+	Begin func() error
 }
+
+// ErrNotBegun marks the error of a Turn whose TurnOptions.Begin failed:
+// nothing of the turn was written or sent.
+var ErrNotBegun = errors.New("the turn did not begin")
 
 // Turn is Send, or SendAccepted when o.Accepted, with o's hooks.
 func (r *Router) Turn(ctx context.Context, t triggers.Trigger, o TurnOptions) (Reply, error) {
-	return r.send(ctx, t, !o.Accepted, o.Sent)
+	return r.send(ctx, t, !o.Accepted, o)
 }
 
+// turnStart is what a turn writes first, once it may begin: the user's
+// message and (as the request goes out) its request.sent record, in one
+// write. Nothing of the turn is written before it runs.
+type turnStart struct {
+	r      *Router
+	begin  func() error // TurnOptions.Begin, or nil
+	user   memory.Record
+	synced bool // the message gets an fsync of its own (Send, not SendAccepted)
+	ran    bool
+	sent   bool // the request.sent record is written
+	err    error
+}
+
+// beginError is the error of a turnStart: the turn did not begin, or its
+// first records could not be written. The model was not asked, and no
+// other model of the route may be.
+type beginError struct{ err error }
+
+func (e *beginError) Error() string { return e.err.Error() }
+func (e *beginError) Unwrap() error { return e.err }
+
+// run begins the turn, once: it calls Begin, then writes the message and,
+// when sending (the request goes out next), the request.sent record with
+// it. r.mu is held (run is called on the turn's goroutine, from the
+// transport's hook or the router itself).
+func (s *turnStart) run(sending bool) error {
+	r := s.r
+	if s.ran {
+		if s.err == nil && sending && !s.sent {
+			// Begun before a compaction: the request.sent record comes
+			// just before the turn's own request, as it would alone.
+			s.sent = true
+			if err := r.noteLocked(requestSent(r.clock.Now(), s.user.Trigger)); err != nil {
+				return &beginError{fmt.Errorf("the model was not asked: record that the request of %s is sent: %w: %w", s.user.Trigger, ErrNotSent, err)}
+			}
+		}
+		return s.err
+	}
+	s.ran = true
+	if s.begin != nil {
+		if err := s.begin(); err != nil {
+			s.err = &beginError{fmt.Errorf("turn %s of %s: %w: %w", s.user.Trigger, r.desk, ErrNotBegun, err)}
+			return s.err
+		}
+	}
+	recs := []memory.Record{s.user}
+	if sending {
+		recs = append(recs, requestSent(s.user.At, s.user.Trigger))
+		s.sent = true
+	}
+	var err error
+	switch {
+	case s.synced:
+		err = r.appendAllLocked(recs...)
+	default:
+		err = r.noteAllLocked(recs...)
+	}
+	if err != nil && sending {
+		s.err = &beginError{fmt.Errorf("the model was not asked: record trigger %s of %s and that its request is sent: %w: %w", s.user.Trigger, r.desk, ErrNotSent, err)}
+		return s.err
+	}
+	if err != nil {
+		s.err = &beginError{fmt.Errorf("record trigger %s of %s: %w: %w", s.user.Trigger, r.desk, ErrNotSent, err)}
+		return s.err
+	}
+	r.lastTurn, r.open, r.trigger = r.day.DateOf(s.user.At), true, s.user.Trigger
+	return nil
+}
+
+// requestSent is the record, written just before a turn's request goes
+// out, that lets a restart tell a trigger the model was never sent from
+// one it may have acted on (Outcome.Requested). Not fsynced by itself.
+func requestSent(at time.Time, trigger string) memory.Record {
+	return memory.Record{Type: memory.RecordEvent, At: at, Kind: memory.RequestSentKind, Trigger: trigger}
+}
+
+// beforeSendKey is the context key of the turnStart that the turn's first
+// request runs as it goes out (beforeSend).
+type beforeSendKey struct{}
+
+// withBeforeSend returns ctx carrying s, for the model call that is the
+// turn's first request.
+func withBeforeSend(ctx context.Context, s *turnStart) context.Context {
+	return context.WithValue(ctx, beforeSendKey{}, s)
+}
+
+// beforeSend begins the turn of ctx, if it carries one not begun yet, as
+// a request is handed to the transport: an HTTP client calls it just
+// before the request goes out, and the router for any other client
+// (sendsBeforeSend) before it calls the client.
+func beforeSend(ctx context.Context) error {
+	if s, ok := ctx.Value(beforeSendKey{}).(*turnStart); ok {
+		return s.run(true)
+	}
+	return nil
+}
+
+// callsBeforeSend is implemented by the clients that call beforeSend as
+// their request goes out (those that make HTTP requests).
+type callsBeforeSend interface{ callsBeforeSend() }
+
 // send is Send; synced says whether the message gets an fsync of its own,
-// and sent is TurnOptions.Sent.
-func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool, sent func()) (Reply, error) {
+// and o gives the turn's hooks.
+func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool, o TurnOptions) (Reply, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// Memory.md and the skills are checked for an operator's edit once a
@@ -1035,40 +1150,54 @@ func (r *Router) send(ctx context.Context, t triggers.Trigger, synced bool, sent
 	// budgets, the compaction check and the first round all go by it.
 	first := r.requestLocked(TaskTurn, []Message{user}, true)
 	est := requestTokensWith(first, &r.historyTokens)
-	if err := r.budgetLocked(TaskTurn, 0, est); err != nil {
-		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "budget.exceeded", Trigger: t.ID, Text: err.Error()})
-		return Reply{}, err
-	}
-	at := r.clock.Now()
-	write := r.appendLocked
-	if !synced {
-		write = r.noteLocked
-	}
-	if err := write(memory.Record{Type: memory.RecordMessage, At: at, Role: RoleUser, Text: t.Text, Trigger: t.ID, Kind: string(t.Kind)}); err != nil {
-		return Reply{}, fmt.Errorf("record trigger %s of %s: %w: %w", t.ID, r.desk, ErrNotSent, err)
-	}
-	r.lastTurn, r.open, r.trigger = r.day.DateOf(at), true, t.ID
-	compacting, err := r.compactIfFullLocked(ctx, t.ID, est)
-	if err != nil {
-		if ctx.Err() != nil {
+	// Nothing of the turn is written before it begins (TurnOptions.Begin):
+	// as its first request goes out, or before whatever else it must
+	// write first (a refusal, a compaction, a failure).
+	start := &turnStart{r: r, begin: o.Begin, synced: synced,
+		user: memory.Record{Type: memory.RecordMessage, At: r.clock.Now(), Role: RoleUser, Text: t.Text, Trigger: t.ID, Kind: string(t.Kind)}}
+	r.starting = start
+	defer func() { r.starting = nil }()
+	if be := r.set.Budgets.check(r.desk, r.spendLocked(), TaskTurn, 0, est); be != nil {
+		if err := start.run(false); err != nil {
 			return Reply{}, err
 		}
-		// A failed compaction leaves the history whole; the turn goes on
-		// and the model may refuse it as too long.
-		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "compaction.failed", Trigger: t.ID, Text: err.Error()})
+		r.announceBudgetLocked(be)
+		r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "budget.exceeded", Trigger: t.ID, Text: be.Error()})
+		return Reply{}, be
 	}
 	built := &first
-	if compacting {
-		built = nil // the history, or Memory.md (the flush turn's notes), may have changed
+	if r.compactDueLocked(est) {
+		if err := start.run(false); err != nil {
+			return Reply{}, err
+		}
+		compacting, err := r.compactIfFullLocked(ctx, t.ID, est)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Reply{}, err
+			}
+			// A failed compaction leaves the history whole; the turn goes on
+			// and the model may refuse it as too long.
+			r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "compaction.failed", Trigger: t.ID, Text: err.Error()})
+		}
+		if compacting {
+			built = nil // the history, or Memory.md (the flush turn's notes), may have changed
+		}
 	}
-	start := r.clock.Now()
+	began := r.clock.Now()
 	turnCtx := ctx
-	if sent != nil {
-		turnCtx = onRequestWritten(ctx, sent)
+	if o.Sent != nil {
+		turnCtx = onRequestWritten(ctx, o.Sent)
 	}
 	turn, reply, err := r.loopLocked(turnCtx, t.ID, TaskTurn, []Message{user}, r.tools, r.set.MaxToolRounds, false, built)
-	reply.Duration = r.clock.Now().Sub(start)
+	reply.Duration = r.clock.Now().Sub(began)
 	if err != nil {
+		var nb *beginError
+		if errors.As(err, &nb) {
+			return reply, nb.err // nothing more of the turn is written
+		}
+		if err := start.run(false); err != nil {
+			return reply, err // a turn that failed before its request went out
+		}
 		var be *BudgetError
 		if errors.As(err, &be) {
 			r.recordLocked(memory.Record{Type: memory.RecordEvent, Kind: "budget.exceeded", Trigger: t.ID, Text: err.Error()})
@@ -1122,16 +1251,14 @@ func (r *Router) loopLocked(ctx context.Context, trigger string, task Task, turn
 				return turn, reply, err
 			}
 		}
-		if round == 0 && task == TaskTurn && !silent {
-			// Just before the request goes out, so that a restart can
-			// tell a trigger the model was never sent from one it may
-			// have acted on (Outcome.Requested). Not fsynced by itself.
-			if err := r.noteLocked(memory.Record{Type: memory.RecordEvent, At: r.clock.Now(), Kind: memory.RequestSentKind, Trigger: trigger}); err != nil {
-				return turn, reply, fmt.Errorf("the model was not asked: record that the request of %s is sent: %w: %w", trigger, ErrNotSent, err)
-			}
+		callCtx := ctx
+		if round == 0 && task == TaskTurn && !silent && r.starting != nil {
+			// The turn begins as this request goes out (turnStart): its
+			// message and request.sent record are written then.
+			callCtx = withBeforeSend(ctx, r.starting)
 		}
 		callStart := r.clock.Now()
-		resp, model, failed, err := r.completeLocked(ctx, req)
+		resp, model, failed, err := r.completeLocked(callCtx, req)
 		if err != nil {
 			return turn, reply, err
 		}
@@ -1464,8 +1591,17 @@ func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Mod
 	var errs []error
 	for _, m := range r.set.Route {
 		call := func(ctx context.Context) (Response, error) {
+			if _, ok := m.Client.(callsBeforeSend); !ok {
+				if err := beforeSend(ctx); err != nil {
+					return Response{}, err
+				}
+			}
 			r.debugRequest(m, req)
 			resp, err := m.Client.Complete(ctx, req)
+			var nb *beginError
+			if errors.As(err, &nb) {
+				return resp, err // the turn did not begin: no model failed
+			}
 			if err != nil && ctx.Err() == nil {
 				ev := event.ModelFailed{Header: event.Header{At: r.clock.Now(), Desk: r.desk}, Model: m.Name, Error: err.Error()}
 				var ae *APIError
@@ -1486,6 +1622,10 @@ func (r *Router) completeLocked(ctx context.Context, req Request) (Response, Mod
 		if err == nil {
 			return resp, m, errs, nil
 		}
+		var nb *beginError
+		if errors.As(err, &nb) {
+			return Response{}, Model{}, nil, err // no other model may be asked either
+		}
 		if !strings.Contains(err.Error(), m.Name) {
 			err = fmt.Errorf("model %s: %w", m.Name, err)
 		}
@@ -1504,10 +1644,15 @@ func (r *Router) budgetLocked(task Task, turnUsed, est int64) error {
 	if be == nil {
 		return nil
 	}
+	r.announceBudgetLocked(be)
+	return be
+}
+
+// announceBudgetLocked announces a call that be refused.
+func (r *Router) announceBudgetLocked(be *BudgetError) {
 	event.Publish(r.bus, event.BudgetExceeded{
 		Header: event.Header{At: r.clock.Now(), Desk: r.desk}, Budget: be.Budget, Limit: int64(be.Limit), Used: int64(be.Used),
 	})
-	return be
 }
 
 // chargeLocked adds the usage of a call answered at at to the spend and
@@ -1704,11 +1849,18 @@ func skillsIndex(folder *memory.Folder, found map[string]unreadableFile) string 
 
 // noteLocked appends rec without its own fsync (memory.SessionLog.Note).
 func (r *Router) noteLocked(rec memory.Record) error {
-	if err := r.log.Note(rec); err != nil {
+	return r.noteAllLocked(rec)
+}
+
+// noteAllLocked is noteLocked of several records in one write.
+func (r *Router) noteAllLocked(recs ...memory.Record) error {
+	if err := r.log.NoteAll(recs...); err != nil {
 		return err
 	}
-	r.logger.Debug().Str("desk", r.desk).Str("session", r.cur.Session).Str("type", rec.Type).Str("kind", rec.Kind).
-		Str("trigger", rec.Trigger).Msg("session record written (not fsynced)")
+	for _, rec := range recs {
+		r.logger.Debug().Str("desk", r.desk).Str("session", r.cur.Session).Str("type", rec.Type).Str("kind", rec.Kind).
+			Str("trigger", rec.Trigger).Msg("session record written (not fsynced)")
+	}
 	return nil
 }
 

@@ -512,7 +512,7 @@ func TestSpendOfACallWhoseRecordFailed(t *testing.T) {
 				t.Fatal(err)
 			}
 			send(t, r, "t1", "one")
-			faults.FailAt(faultfs.Write, 3, faultfs.ErrIO) // t2's answer; its message and its request.sent are the first writes
+			faults.FailAt(faultfs.Write, 2, faultfs.ErrIO) // t2's answer; its message and its request.sent, in one write, are the first
 			if stateFails {
 				faults.FailAt(faultfs.Rename, 1, faultfs.ErrIO)
 			}

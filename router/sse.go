@@ -288,6 +288,9 @@ func post(a *attempt, hc *http.Client, target string, header http.Header, body [
 	req.Header = header
 	req.ContentLength = int64(len(body))
 	req.GetBody = func() (io.ReadCloser, error) { return g.reader(body), nil }
+	if err := beforeSend(a.ctx); err != nil {
+		return nil, g.release, err // the turn did not begin: nothing goes out
+	}
 	res, err = a.rec.middleware(req, hc.Do)
 	if err != nil {
 		if res != nil && res.Body != nil {
@@ -392,6 +395,10 @@ type exchange struct {
 	res    *http.Response
 	events *eventReader
 }
+
+// callsBeforeSend says that a streamer begins the turn (beforeSend) as
+// its request goes out, in post.
+func (s *streamer) callsBeforeSend() {}
 
 // stream makes one streamed call whose reply is capped by an output cap
 // of maxOut tokens (ReplyCap): it writes the request body into a pooled

@@ -494,11 +494,23 @@ func (l *Log) Mend() error {
 // the file is cut back to the end of the last good record, and the error
 // is returned: the record is not in the log.
 func (l *Log) Append(record []byte, sync bool) error {
-	if bytes.IndexByte(record, '\n') >= 0 {
-		return fmt.Errorf("append to %s: the record holds a newline", l.path)
+	return l.AppendAll([][]byte{record}, sync)
+}
+
+// AppendAll is Append of several records in one write: all of them are in
+// the log, or (on any failure) none.
+func (l *Log) AppendAll(records [][]byte, sync bool) error {
+	n := 0
+	for _, r := range records {
+		if bytes.IndexByte(r, '\n') >= 0 {
+			return fmt.Errorf("append to %s: the record holds a newline", l.path)
+		}
+		n += len(r) + 1
 	}
-	line := make([]byte, 0, len(record)+1)
-	line = append(append(line, record...), '\n')
+	line := make([]byte, 0, n)
+	for _, r := range records {
+		line = append(append(line, r...), '\n')
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.create(); err != nil {

@@ -72,6 +72,38 @@ func TestLogFailedWriteIsCutBack(t *testing.T) {
 	}
 }
 
+// AppendAll writes its records in one write: all of them are in the log
+// after it, or (when the write or its fsync fails) none, and a reopen
+// finds exactly the records acknowledged.
+func TestLogAppendAllIsOneWrite(t *testing.T) {
+	for _, op := range []faultfs.Op{faultfs.Write, faultfs.Sync} {
+		t.Run(string(op), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log.jsonl")
+			ffs := &faultfs.FS{}
+			l, _ := openLog(t, ffs, path)
+			writes := ffs.Count(faultfs.Write)
+			if err := l.AppendAll([][]byte{[]byte(`{"n":1}`), []byte(`{"n":2}`)}, true); err != nil {
+				t.Fatal(err)
+			}
+			if n := ffs.Count(faultfs.Write) - writes; n != 1 {
+				t.Errorf("AppendAll of two records made %d writes, want 1", n)
+			}
+			ffs.FailAt(op, 1, faultfs.ErrIO)
+			if err := l.AppendAll([][]byte{[]byte(`{"n":3}`), []byte(`{"n":4}`)}, true); !errors.Is(err, syscall.EIO) {
+				t.Fatalf("AppendAll on a failing disk = %v, want EIO", err)
+			}
+			if err := l.AppendAll([][]byte{[]byte(`{"n":5}`), []byte("{\"bad\":\n}")}, false); err == nil {
+				t.Fatal("AppendAll of a record holding a newline succeeded")
+			}
+			_ = l.Close()
+			_, sc := openLog(t, nil, path)
+			if got, want := records(sc), []string{`{"n":1}`, `{"n":2}`}; strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("records after reopen = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // When even the cut fails, the log refuses to append until a cut works:
 // it never writes after a torn record.
 func TestLogRefusesUntilCut(t *testing.T) {
