@@ -1007,11 +1007,10 @@ type TurnOptions struct {
 	// Begin, when not nil, is called at most once, on Turn's goroutine,
 	// before anything of the turn is written to the session or sent: once
 	// the turn's first request is built (as late as the moment the request
-	// is handed to the HTTP transport). The caller may so prepare a turn
-	// while the trigger's acceptance is still being made durable, and
-	// wait for it in Begin. When Begin returns an error, nothing of the
-	// turn is written or sent, and Turn returns an error that wraps
-	// ErrNotBegun and Begin's.
+	// is handed to the HTTP transport): the caller announces the turn
+	// there, or waits for what the turn must not go out without. When
+	// Begin returns an error, nothing of the turn is written or sent, and
+	// Turn returns an error that wraps ErrNotBegun and Begin's.
 	Begin func() error
 }
 
@@ -1071,7 +1070,7 @@ func (s *turnStart) run(sending bool) error {
 	}
 	recs := []memory.Record{s.user}
 	if sending {
-		recs = append(recs, requestSent(s.user.At, s.user.Trigger))
+		recs = append(recs, requestSent(r.clock.Now(), s.user.Trigger))
 		s.sent = true
 	}
 	var err error
@@ -1113,7 +1112,7 @@ func withBeforeSend(ctx context.Context, s *turnStart) context.Context {
 // beforeSend begins the turn of ctx, if it carries one not begun yet, as
 // a request is handed to the transport: an HTTP client calls it just
 // before the request goes out, and the router for any other client
-// (sendsBeforeSend) before it calls the client.
+// (one that does not implement callsBeforeSend) before it calls it.
 func beforeSend(ctx context.Context) error {
 	if s, ok := ctx.Value(beforeSendKey{}).(*turnStart); ok {
 		return s.run(true)
