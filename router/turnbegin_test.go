@@ -39,13 +39,11 @@ func sessionRecordsOf(t *testing.T, g *loopRig, id string) int {
 	return n
 }
 
-// TestTurnBeginsBeforeAnythingOfItIsWritten: TurnOptions.Begin is called
-// once a turn, before the session holds anything of it and before its
-// request reaches the model service (an HTTP model's, or the scripted
-// model's call), for Send's turns and SendAccepted's; the turn then
-// records its message and request.sent in one write, and its answer.
-func TestTurnBeginsBeforeAnythingOfItIsWritten(t *testing.T) {
-	var requests atomic.Int32
+// countingOpenAI returns an OpenAI client of a service that answers
+// "noted" to every request, and the count of its requests.
+func countingOpenAI(t *testing.T) (*router.OpenAI, *atomic.Int32) {
+	t.Helper()
+	requests := new(atomic.Int32)
 	srv := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: func(routertest.Request) routertest.Reply {
 		requests.Add(1)
 		return routertest.Reply{Text: "noted"}
@@ -55,6 +53,16 @@ func TestTurnBeginsBeforeAnythingOfItIsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return client, requests
+}
+
+// TestTurnBeginsBeforeAnythingOfItIsWritten: TurnOptions.Begin is called
+// once a turn, before the session holds anything of it and before its
+// request reaches the model service (an HTTP model's, or the scripted
+// model's call), for Send's turns and SendAccepted's; the turn then
+// records its message and request.sent in one write, and its answer.
+func TestTurnBeginsBeforeAnythingOfItIsWritten(t *testing.T) {
+	client, requests := countingOpenAI(t)
 	routes := map[string]router.Model{
 		"http":     {Name: "openai", Provider: router.OpenAIProvider, Client: client},
 		"scripted": {Name: "offline", Provider: router.ScriptedProvider, Client: router.Scripted{}},
@@ -115,16 +123,7 @@ func TestTurnBeginsBeforeAnythingOfItIsWritten(t *testing.T) {
 // announced, and the session holds nothing of the turn. The router's next
 // turn runs as ever.
 func TestTurnThatDoesNotBeginWritesAndSendsNothing(t *testing.T) {
-	var requests atomic.Int32
-	srv := routertest.New(t, routertest.ChatCompletions, routertest.Options{Answer: func(routertest.Request) routertest.Reply {
-		requests.Add(1)
-		return routertest.Reply{Text: "noted"}
-	}})
-	client, err := router.NewOpenAI(router.OpenAIOptions{Name: "openai", BaseURL: srv.BaseURL(), Model: "gpt-test",
-		APIKey: "test-key", Timeout: time.Minute, HTTPClient: srv.Client()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, requests := countingOpenAI(t)
 	for _, first := range []string{"http", "scripted"} {
 		t.Run(first, func(t *testing.T) {
 			g := newLoopRig(t)
