@@ -62,7 +62,7 @@ func TestClusterLeaseLostDuringARollover(t *testing.T) {
 	desks := map[string]string{"main": daemonDesk("fast")}
 	_, js := c.Client()
 	a := startClusterHostMain(t, c.URLs(), "a", "10.0.0.1:7317", desks, models, false)
-	won := expectAcquired(a, "main")
+	expectAcquired(a, "main")
 	a.turn("main", "t1") // its note is what the fold takes in
 	old := running(a, "main").Session
 	advanceRenewing(t, a, js, "main", boundary) // the desk rolls over at the boundary
@@ -71,7 +71,7 @@ func TestClusterLeaseLostDuringARollover(t *testing.T) {
 		return strings.HasPrefix(r.Messages[len(r.Messages)-1].Text, "Fold the notes below")
 	})
 
-	lost := loseMain(t, js, a, won.Epoch)
+	lost := loseMain(t, js, a)
 	if e := seenEvent(a, func(e event.SessionStarted) bool { return e.Previous == old }); e != nil {
 		t.Errorf("the old owner started a new session after the lease was lost: %+v", e)
 	}
@@ -155,7 +155,7 @@ func TestClusterLeaseLostWhileAToolCallWaitsForApproval(t *testing.T) {
 	desks := map[string]string{"main": daemonDesk("fast") + "mcp:\n  broker: {tools: [place_order], approve: [place_order]}\n"}
 	_, js := c.Client()
 	a := startClusterHostMain(t, c.URLs(), "a", "10.0.0.1:7317", desks, models, false)
-	won := expectAcquired(a, "main")
+	expectAcquired(a, "main")
 	seenOrNext(a, func(e event.MCPServerUp) bool { return e.Server == "broker" })
 	a.submit("main", "t1", "Check the tape.")
 	asked := expectEvent(a, func(e event.ApprovalRequested) bool { return e.Trigger == "t1" })
@@ -163,7 +163,7 @@ func TestClusterLeaseLostWhileAToolCallWaitsForApproval(t *testing.T) {
 		t.Fatalf("approval.requested = %+v, want the order call call_order_1", asked)
 	}
 
-	lost := loseMain(t, js, a, won.Epoch)
+	lost := loseMain(t, js, a)
 	if dec, err := a.d.Approvals().Decide("main", asked.ID, true, "risk", "go ahead"); err == nil {
 		t.Errorf("the old owner took an approval after its lease was lost: %+v", dec)
 	}

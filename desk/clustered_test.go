@@ -459,7 +459,7 @@ func TestClusterLeaseLostDuringATurnDropsTheReply(t *testing.T) {
 	api.Await(t, func(routertest.Request) bool { return true })
 
 	_, js := c.Client()
-	lost := loseMain(t, js, a, won.Epoch)
+	lost := loseMain(t, js, a)
 	if e := seenEvent(a, func(e event.TurnCompleted) bool { return e.Trigger == "t1" }); e != nil {
 		t.Errorf("the turn of t1 completed after the lease was lost: %+v", e)
 	}
@@ -489,10 +489,21 @@ func TestClusterLeaseLostDuringATurnDropsTheReply(t *testing.T) {
 // that took it over would: the owner's next renewal is refused.
 // loseMain has another host take desk main's lease from its owner a
 // (takeOver), moves a's clock to its refused renewal and waits for the
-// desk lost (epoch) and stopped there; it returns what a had written when
-// the lease was taken.
-func loseMain(t *testing.T, js jetstream.JetStream, a *daemonRun, epoch uint64) lostLease {
+// desk lost and stopped there; it returns what a had written when the
+// lease was taken. The lease lost is a's latest: on a slow machine a
+// renewal may come too late and a win the desk again at a new epoch
+// before the take-over.
+func loseMain(t *testing.T, js jetstream.JetStream, a *daemonRun) lostLease {
 	t.Helper()
+	var epoch uint64
+	for _, e := range seenEvents[event.DeskAcquired](a) {
+		if e.Desk == "main" {
+			epoch = e.Epoch
+		}
+	}
+	if epoch == 0 {
+		t.Fatal("loseMain: host a has not acquired desk main")
+	}
 	wal, err := js.Stream(t.Context(), cluster.WALStream)
 	if err != nil {
 		t.Fatal(err)
