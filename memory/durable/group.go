@@ -121,7 +121,12 @@ func (g *Group) SyncFile(f File, dir string, since uint64) error { return g.sync
 // the same time. dir is f's folder; since is what generation returned
 // before f's first unsynced write.
 func (g *Group) sync(f File, dir string, since uint64) error {
-	w := &waiter{f: f, dir: dir, since: since, dev: devOf(f)}
+	return g.syncOn(f, devOf(f), dir, since)
+}
+
+// syncOn is sync of f on device dev (devOf(f)), which the caller knows.
+func (g *Group) syncOn(f File, dev uint64, dir string, since uint64) error {
+	w := &waiter{f: f, dir: dir, since: since, dev: dev}
 	g.syncs.Add(1)
 	g.mu.Lock()
 	if g.busy {

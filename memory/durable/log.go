@@ -42,6 +42,10 @@ type Log struct {
 	// the Group's generation before the first of them (see Group.sync).
 	dirty bool
 	since uint64
+	// dev is the device of f's file system (devOf), 0 until a synced
+	// Append through a Group needs it: a file's device does not change
+	// while it is open. Each new f sets it back to 0.
+	dev uint64
 }
 
 // Scan is what OpenLog found in the file.
@@ -537,7 +541,10 @@ func (l *Log) AppendAll(records [][]byte, sync bool) error {
 	_, err := l.f.Write(line)
 	if err == nil && sync {
 		if grouped {
-			err = g.sync(l.f, filepath.Dir(l.path), l.since)
+			if l.dev == 0 {
+				l.dev = devOf(l.f)
+			}
+			err = g.syncOn(l.f, l.dev, filepath.Dir(l.path), l.since)
 		} else {
 			err = l.f.Sync()
 		}
@@ -603,13 +610,13 @@ func (l *Log) Replace(records [][]byte, perm fs.FileMode) error {
 		if l.f != nil {
 			_ = l.f.Close()
 		}
-		l.f, l.lazy = nil, false
+		l.f, l.lazy, l.dev = nil, false, 0
 		return fmt.Errorf("rewrite %s: reopen: %w", l.path, err)
 	}
 	if l.f != nil {
 		_ = l.f.Close()
 	}
-	l.f, l.at, l.broken, l.unlisted, l.lazy = f, int64(buf.Len()), nil, false, false // WriteFile fsynced the folder
+	l.f, l.at, l.broken, l.unlisted, l.lazy, l.dev = f, int64(buf.Len()), nil, false, false, 0 // WriteFile fsynced the folder
 	l.dirty = false
 	return nil
 }
@@ -631,7 +638,7 @@ func (l *Log) create() error {
 	}
 	// Unlisted even when the file was there: an earlier try may have
 	// created it and failed after, before its folder was fsynced.
-	l.f, l.at, l.unlisted, l.lazy = f, fi.Size(), true, false
+	l.f, l.at, l.unlisted, l.lazy, l.dev = f, fi.Size(), true, false, 0
 	return nil
 }
 
@@ -661,7 +668,7 @@ func (l *Log) Close() error {
 		l.broken = nil
 	}
 	err := l.f.Close()
-	l.f = nil
+	l.f, l.dev = nil, 0
 	if err != nil {
 		return fmt.Errorf("close %s: %w", l.path, err)
 	}
