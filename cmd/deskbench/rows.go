@@ -717,6 +717,9 @@ type idle struct {
 	rss        int64         // after the restart's ready
 	fds        int
 	goroutines int
+	// firstStop and stop are SIGTERM to exit (which must be 0) after the
+	// first start and after the restart.
+	firstStop, stop time.Duration
 }
 
 // idleDaemon starts deskd on n desks with nothing to do, stops it, starts
@@ -729,14 +732,16 @@ func (b *bench) idleDaemon(ctx context.Context, n int) (idle, error) {
 	}
 	defer r.m.Close()
 	out := idle{first: r.d.ReadyAt.Sub(r.d.Started)}
+	at := time.Now()
 	if err := r.d.stop(); err != nil {
 		return out, err
 	}
+	out.firstStop = time.Since(at)
 	d, err := startDaemon(b.bin, r.s)
 	if err != nil {
 		return out, err
 	}
-	defer d.stop()
+	defer d.stop() // a no-op once it has stopped below
 	if err := d.waitReady(ctx, 10*time.Minute); err != nil {
 		return out, err
 	}
@@ -747,8 +752,15 @@ func (b *bench) idleDaemon(ctx context.Context, n int) (idle, error) {
 	if out.fds, err = openFDs(d.Pid()); err != nil {
 		return out, err
 	}
-	out.goroutines, err = goroutines(ctx, r.api)
-	return out, err
+	if out.goroutines, err = goroutines(ctx, r.api); err != nil {
+		return out, err
+	}
+	at = time.Now()
+	if err := d.stop(); err != nil {
+		return out, err
+	}
+	out.stop = time.Since(at)
+	return out, nil
 }
 
 // fdLimit returns the soft and hard limits on open files of this process
@@ -817,6 +829,8 @@ func (b *bench) row6(ctx context.Context) ([]figure, error) {
 			Note: fmt.Sprintf("every desk resumes its session; 0 desks: %.2f s", zero.ready.Seconds())},
 		{Row: 6, Name: fmt.Sprintf("%d idle desks: first start to ready", n), Value: many.first.Seconds(), Unit: "s", Target: "<= 3 s", Met: met(many.first <= 3*time.Second),
 			Note: fmt.Sprintf("every desk's folder and first session created; 0 desks: %.2f s", zero.first.Seconds())},
+		{Row: 6, Name: fmt.Sprintf("%d idle desks: stop (SIGTERM to exit 0)", n), Value: max(many.stop, many.firstStop).Seconds(), Unit: "s", Target: "<= 5 s", Met: met(max(many.stop, many.firstStop) <= 5*time.Second),
+			Note: fmt.Sprintf("the slower of the two stops: after the first start %.2f s, after the restart %.2f s; 0 desks: %.2f s", many.firstStop.Seconds(), many.stop.Seconds(), zero.stop.Seconds())},
 		{Row: 6, Name: "RSS per idle desk", Value: perKiB, Unit: "KiB", Target: "<= 40 KiB", Met: met(perKiB <= 40), Note: base},
 		{Row: 6, Name: "open fds per idle desk", Value: perFD, Unit: "fds", Target: "<= 1", Met: met(perFD <= 1)},
 		{Row: 6, Name: "goroutines per idle desk", Value: perG, Unit: "goroutines", Note: "go_goroutines of /metrics"},
