@@ -46,8 +46,14 @@ func TestBenchSmallest(t *testing.T) {
 			t.Errorf("row %d gave no figure", row)
 		}
 	}
-	once := false
+	once, stopped := false, false
 	for _, f := range rep.Figures {
+		if f.Row == 6 && f.Name == "3 idle desks: stop (SIGTERM to exit 0)" {
+			stopped = true
+			if f.Met == nil || !*f.Met || f.Failed != "" {
+				t.Errorf("row 6: the stop of 3 idle desks took %v s (%s), want it under 5 s with exit 0", f.Value, f.Note)
+			}
+		}
 		switch {
 		case f.Name == "goroutines per idle desk" && f.Value >= 0:
 			// may be 0: three desks' goroutines can round to none
@@ -73,6 +79,9 @@ func TestBenchSmallest(t *testing.T) {
 				t.Errorf("row 3: %v of 9 triggers answered exactly once (%s)", f.Value, f.Note)
 			}
 		}
+	}
+	if !stopped {
+		t.Error("row 6 did not report the stop of its idle desks")
 	}
 	if !once {
 		t.Error("row 3 did not report whether every trigger was answered exactly once")
