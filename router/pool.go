@@ -1,7 +1,9 @@
 package router
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -14,6 +16,10 @@ const (
 	MinPoolIdlePerHost = 16
 	// PoolIdleTimeout is how long a Pool keeps an idle connection open.
 	PoolIdleTimeout = 90 * time.Second
+
+	// copyBufSize is the size of the buffers a request body is copied to
+	// its connection through (copyConn): io.Copy's.
+	copyBufSize = 32 << 10
 
 	// drainMax and drainWait bound what closing an HTTP/1.1 answer reads
 	// of what is left of it (see drainBody). The end of a finished stream
@@ -43,6 +49,9 @@ const (
 type Pool struct {
 	client *http.Client
 
+	// copyBufs are the buffers of copyConn's ReadFrom (*[]byte).
+	copyBufs sync.Pool
+
 	mu      sync.Mutex
 	base    *http.Transport // cloned for each transport
 	cur     *http.Transport // the transport of new calls
@@ -57,6 +66,7 @@ func NewPool(desks int, base *http.Transport) *Pool {
 		base = http.DefaultTransport.(*http.Transport)
 	}
 	p := &Pool{base: base.Clone()}
+	p.copyBufs.New = func() any { b := make([]byte, copyBufSize); return &b }
 	p.client = &http.Client{Transport: poolTransport{p}}
 	p.perHost = idlePerHost(desks)
 	p.cur = p.transport(p.perHost)
@@ -74,8 +84,45 @@ func (p *Pool) transport(perHost int) *http.Transport {
 	t.MaxIdleConns = 0 // no limit across services: each has perHost
 	t.MaxIdleConnsPerHost = perHost
 	t.IdleConnTimeout = PoolIdleTimeout
+	dial := t.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &copyConn{Conn: c, bufs: &p.copyBufs}, nil
+	}
 	return t
 }
+
+// copyConn is a connection of a Pool whose ReadFrom copies through a
+// buffer of the pool's. An HTTP/1.1 request body larger than what the
+// transport's write buffer still holds after the headers goes to the
+// connection's ReadFrom, and a TCP connection's ReadFrom falls back, for
+// a body that is no file, to an io.Copy that allocates a buffer of up to
+// 32 KiB for each request: with many desks calling at once, most of the
+// bytes deskd allocated (and so most of its garbage collection). The
+// bytes written are the same. (Over TLS the transport wraps the
+// connection in a tls.Conn, which has no ReadFrom; HTTP/2 writes bodies
+// in frames of its own.)
+type copyConn struct {
+	net.Conn
+	bufs *sync.Pool
+}
+
+// ReadFrom copies r to the connection through a pooled buffer.
+func (c *copyConn) ReadFrom(r io.Reader) (int64, error) {
+	b := c.bufs.Get().(*[]byte)
+	defer c.bufs.Put(b)
+	return io.CopyBuffer(writerOnly{c.Conn}, r, *b)
+}
+
+// writerOnly hides every method of a Writer but Write, so that
+// io.CopyBuffer uses the buffer given rather than a ReadFrom.
+type writerOnly struct{ io.Writer }
 
 // Client returns the client that every model client of the daemon is
 // given: the same one on every call. It has no Timeout (see Pool).
