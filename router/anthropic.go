@@ -395,7 +395,7 @@ func (p *Anthropic) body(b *wireBody, req Request) ([]byte, error) {
 		b.key("tools")
 		b.WriteByte('[')
 		for i, t := range tools {
-			enc, err := p.tools.get(toolKey(t), func() ([]byte, error) { return anthropicTool(t) })
+			enc, err := p.tools.get(t, anthropicTool)
 			if err != nil {
 				return nil, err
 			}

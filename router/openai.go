@@ -346,7 +346,7 @@ func (p *OpenAI) body(b *wireBody, req Request) ([]byte, error) {
 		b.key("tools")
 		b.WriteByte('[')
 		for i, t := range tools {
-			enc, err := p.tools.get(toolKey(t), func() ([]byte, error) { return openAITool(t) })
+			enc, err := p.tools.get(t, openAITool)
 			if err != nil {
 				return nil, err
 			}

@@ -362,11 +362,12 @@ func streamHeader() http.Header {
 // request bodies.
 type streamer struct {
 	client
-	url           string
-	hc            *http.Client
-	tools, system *memo
-	bodies        *bodies
-	events        *eventReaders
+	url    string
+	hc     *http.Client
+	tools  *toolMemo
+	system *memo
+	bodies *bodies
+	events *eventReaders
 	// header is every request's header (streamHeader's, the service's
 	// and the key's); each request gets a copy.
 	header http.Header
@@ -384,7 +385,7 @@ func newStreamer(o ClientOptions, target, keyField, keyPrefix string, fields ...
 	if o.APIKey != "" {
 		h.Set(keyField, keyPrefix+o.APIKey)
 	}
-	return streamer{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(memo), system: new(memo), bodies: new(bodies), events: new(eventReaders), header: h}
+	return streamer{client: newClient(o), url: target, hc: o.HTTPClient, tools: new(toolMemo), system: new(memo), bodies: new(bodies), events: new(eventReaders), header: h}
 }
 
 // exchange is one streamed call under way: its attempt, its output cap

@@ -94,9 +94,46 @@ func (c *memo) get(key string, enc func() ([]byte, error)) ([]byte, error) {
 	return b, nil
 }
 
-// toolKey is the text a tool's encoding depends on.
-func toolKey(t ToolSpec) string {
-	return strconv.Itoa(len(t.Name)) + ":" + t.Name + strconv.Itoa(len(t.Description)) + ":" + t.Description + string(t.Schema)
+// toolMemo keeps tools' encodings by name, each beside the description
+// and schema it was made from: a lookup compares them with the tool's and
+// allocates nothing, and a tool whose definition changed (or that another
+// desk of the provider defines otherwise) is encoded anew. It is safe for
+// concurrent use.
+type toolMemo struct {
+	mu sync.Mutex
+	m  map[string][]toolEncoding
+	n  int
+}
+
+// toolEncoding is one definition of a tool and its encoding.
+type toolEncoding struct {
+	description string
+	schema      []byte
+	enc         []byte
+}
+
+// get returns t's encoding, made by enc the first time t is seen as it is.
+func (c *toolMemo) get(t ToolSpec, enc func(ToolSpec) ([]byte, error)) ([]byte, error) {
+	c.mu.Lock()
+	for _, e := range c.m[t.Name] {
+		if e.description == t.Description && bytes.Equal(e.schema, t.Schema) {
+			c.mu.Unlock()
+			return e.enc, nil
+		}
+	}
+	c.mu.Unlock()
+	b, err := enc(t)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || c.n >= memoLimit {
+		c.m, c.n = make(map[string][]toolEncoding), 0
+	}
+	c.m[t.Name] = append(c.m[t.Name], toolEncoding{t.Description, bytes.Clone(t.Schema), b})
+	c.n++
+	c.mu.Unlock()
+	return b, nil
 }
 
 // maxPooledBody is the largest body buffer kept for the next call.

@@ -174,13 +174,15 @@ func TestWireCacheIsFilledOnce(t *testing.T) {
 
 // TestToolsAndSystemAreEncodedOncePerContent: a provider keeps the
 // encodings of a tool and of a system prompt by their text: a forged
-// encoding in its memo is what the next body carries, and a changed text
-// is encoded anew.
+// encoding in its memo is what the next body carries, a changed text (a
+// tool's description or schema under the same name) is encoded anew, and
+// the first definition, shown again, is the kept one.
 func TestToolsAndSystemAreEncodedOncePerContent(t *testing.T) {
 	for _, api := range []routertest.API{routertest.ChatCompletions, routertest.Messages} {
 		t.Run(api.String(), func(t *testing.T) {
 			p, srv := newTestProvider(t, api, time.Minute, routertest.Always(routertest.Reply{Text: "ok"}))
-			var tools, system *memo
+			var tools *toolMemo
+			var system *memo
 			switch p := p.(type) {
 			case *OpenAI:
 				tools, system = p.tools, p.system
@@ -191,10 +193,11 @@ func TestToolsAndSystemAreEncodedOncePerContent(t *testing.T) {
 			if _, err := p.Complete(t.Context(), req); err != nil {
 				t.Fatal(err)
 			}
-			tool, _ := tools.get(toolKey(getQuote), func() ([]byte, error) { t.Fatal("the tool was not kept"); return nil, nil })
+			kept := func(ToolSpec) ([]byte, error) { t.Fatal("the tool was not kept"); return nil, nil }
+			tool, _ := tools.get(getQuote, kept)
 			sys, _ := system.get("Rules.", func() ([]byte, error) { t.Fatal("the system prompt was not kept"); return nil, nil })
 			forge := func(b []byte, from, to string) []byte { return bytes.Replace(b, []byte(from), []byte(to), 1) }
-			tools.m[toolKey(getQuote)] = forge(tool, "Last price of a symbol.", "forged tool")
+			tools.m[getQuote.Name][0].enc = forge(tool, "Last price of a symbol.", "forged tool")
 			system.m["Rules."] = forge(sys, "Rules.", "forged system")
 			if _, err := p.Complete(t.Context(), req); err != nil {
 				t.Fatal(err)
@@ -209,6 +212,27 @@ func TestToolsAndSystemAreEncodedOncePerContent(t *testing.T) {
 			}
 			if raw := srv.Requests()[2].Raw; !bytes.Contains(raw, []byte("New rules.")) || bytes.Contains(raw, []byte("forged system")) {
 				t.Errorf("a changed system prompt was not encoded anew:\n%s", raw)
+			}
+			redefined := []ToolSpec{
+				{Name: getQuote.Name, Description: "Another desk's quote tool.", Schema: getQuote.Schema},
+				{Name: getQuote.Name, Description: getQuote.Description, Schema: json.RawMessage(`{"type":"object","properties":{"isin":{"type":"string"}}}`)},
+			}
+			for i, def := range redefined {
+				req.Tools = []ToolSpec{def}
+				if _, err := p.Complete(t.Context(), req); err != nil {
+					t.Fatal(err)
+				}
+				raw := srv.Requests()[3+i].Raw
+				if bytes.Contains(raw, []byte("forged tool")) || !bytes.Contains(raw, []byte(def.Description)) || !bytes.Contains(raw, []byte(`isin`)) == (i == 1) {
+					t.Errorf("tool definition %d under the kept name was not encoded anew:\n%s", i, raw)
+				}
+			}
+			req.Tools = []ToolSpec{getQuote}
+			if _, err := p.Complete(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			if raw := srv.Requests()[5].Raw; !bytes.Contains(raw, []byte("forged tool")) {
+				t.Errorf("the first definition, shown again, was not the kept encoding:\n%s", raw)
 			}
 		})
 	}
