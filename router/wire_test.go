@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +236,47 @@ func TestToolsAndSystemAreEncodedOncePerContent(t *testing.T) {
 				t.Errorf("the first definition, shown again, was not the kept encoding:\n%s", raw)
 			}
 		})
+	}
+}
+
+// TestBodyBuffersAreKept: a body buffer given back is handed out again
+// after garbage collections (a sync.Pool would have dropped it), at most
+// keptBodyBytes of room is kept, and a buffer made when none is kept has
+// room for the last body given back, up to maxHintedBody, so that writing
+// the next body does not grow it by doubling.
+func TestBodyBuffersAreKept(t *testing.T) {
+	filled := func(size int) *wireBody {
+		b := new(wireBody)
+		b.Write(bytes.Repeat([]byte{'x'}, size))
+		return b
+	}
+	var p bodies
+	b := filled(64 << 10)
+	p.put(b)
+	runtime.GC()
+	runtime.GC()
+	if got := p.get(); got != b || got.Len() != 0 {
+		t.Errorf("the buffer given back was not handed out again, emptied, after two garbage collections (same buffer %v, %d bytes in it)", got == b, got.Len())
+	}
+
+	p = bodies{}
+	var room int
+	for range 2 * keptBodyBytes / (1 << 20) {
+		b := filled(1 << 20)
+		room += b.Cap()
+		p.put(b)
+	}
+	if p.kept > keptBodyBytes || p.kept < keptBodyBytes/2 {
+		t.Errorf("bodies kept buffers of %d bytes of room of %d given back; want at most keptBodyBytes (%d) and at least half of it", p.kept, room, keptBodyBytes)
+	}
+
+	for _, size := range []int{10 << 10, 640 << 10, 3 << 20} {
+		var p bodies
+		p.put(filled(size))
+		p.get() // the kept buffer
+		want := min(size, maxHintedBody)
+		if got := p.get(); got.Cap() < want || got.Cap() > want+want/2 || got.Len() != 0 {
+			t.Errorf("after a %d-byte body: a new buffer holds %d bytes with room for %d; want room for %d to %d", size, got.Len(), got.Cap(), want, want+want/2)
+		}
 	}
 }
