@@ -105,6 +105,11 @@ type toolMemo struct {
 	n  int
 }
 
+// toolVariants bounds the definitions kept under one tool name (a tool
+// whose description changes as the desk's skills do), oldest dropped
+// first, so that a lookup compares with a few at most.
+const toolVariants = 8
+
 // toolEncoding is one definition of a tool and its encoding.
 type toolEncoding struct {
 	description string
@@ -130,8 +135,13 @@ func (c *toolMemo) get(t ToolSpec, enc func(ToolSpec) ([]byte, error)) ([]byte, 
 	if c.m == nil || c.n >= memoLimit {
 		c.m, c.n = make(map[string][]toolEncoding), 0
 	}
-	c.m[t.Name] = append(c.m[t.Name], toolEncoding{t.Description, bytes.Clone(t.Schema), b})
-	c.n++
+	kept := c.m[t.Name]
+	if len(kept) >= toolVariants {
+		kept = kept[1:]
+	} else {
+		c.n++
+	}
+	c.m[t.Name] = append(kept, toolEncoding{t.Description, bytes.Clone(t.Schema), b})
 	c.mu.Unlock()
 	return b, nil
 }

@@ -280,3 +280,30 @@ func TestBodyBuffersAreKept(t *testing.T) {
 		}
 	}
 }
+
+// TestToolMemoKeepsAFewDefinitionsAName: a tool name redefined more often
+// than toolVariants keeps its latest definitions only, so that a lookup
+// compares with a few: the oldest is encoded again, the latest is not.
+func TestToolMemoKeepsAFewDefinitionsAName(t *testing.T) {
+	var m toolMemo
+	encoded := 0
+	enc := func(t ToolSpec) ([]byte, error) { encoded++; return []byte(t.Description), nil }
+	def := func(i int) ToolSpec {
+		return ToolSpec{Name: "skill_read", Description: strings.Repeat("s", i+1), Schema: getQuote.Schema}
+	}
+	for i := range 2 * toolVariants {
+		if _, err := m.get(def(i), enc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(m.m["skill_read"]); n != toolVariants {
+		t.Errorf("%d definitions kept under one name; want toolVariants (%d)", n, toolVariants)
+	}
+	encoded = 0
+	if b, _ := m.get(def(2*toolVariants-1), enc); encoded != 0 || string(b) != def(2*toolVariants-1).Description {
+		t.Errorf("the latest definition was encoded again (%d) or answered %q", encoded, b)
+	}
+	if m.get(def(0), enc); encoded != 1 {
+		t.Errorf("the oldest definition, dropped, was encoded %d times on its return; want 1", encoded)
+	}
+}
