@@ -32,9 +32,12 @@ import (
 // up. It returns the cancel of its subscription.
 func LogEvents(b *event.Bus, log zerolog.Logger, loc *time.Location, level *LevelFilter) (cancel func()) {
 	keep := func(e event.Event) bool { return level == nil || level.Sample(levelOf(e)) }
+	// The handler runs on one goroutine, an event at a time (the bus's
+	// subscriber), so one payloadCutter serves every line.
+	cut := new(payloadCutter)
 	return event.SubscribeAllIf(b, keep, func(e event.Event) {
 		entry := log.WithLevel(levelOf(e)).Str("event", e.Topic())
-		fields, err := payloadFields(e)
+		fields, err := cut.fields(e)
 		if err != nil {
 			entry = entry.AnErr("encode_error", err)
 		}
@@ -51,22 +54,44 @@ type rawField struct {
 	value []byte
 }
 
-// payloadFields is e's JSON object cut into its top-level fields, in the
-// order of their keys (as zerolog writes a map's Fields), each value as
+// maxKeptPayload is the largest encoding buffer a payloadCutter keeps for
+// the next event; maxPayloadKeys bounds the keys it remembers.
+const (
+	maxKeptPayload = 64 << 10
+	maxPayloadKeys = 512
+)
+
+// payloadCutter cuts events' JSON into their top-level fields, reusing its
+// buffers and the key strings it has seen (a payload's keys are its
+// type's field names), so that a line costs no allocation of its own for
+// them. It is for one goroutine at a time.
+type payloadCutter struct {
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	cut  []rawField
+	keys map[string]string // unquoted keys by their JSON
+}
+
+// fields is e's JSON object cut into its top-level fields, in the order of
+// their keys (as zerolog writes a map's Fields), each value as
 // encoding/json wrote it (HTML characters unescaped, as zerolog writes a
-// string): the fields of the line without decoding the JSON again.
-func payloadFields(e event.Event) ([]rawField, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil {
+// string): the fields of the line without decoding the JSON again. What it
+// returns holds until its next call.
+func (p *payloadCutter) fields(e event.Event) ([]rawField, error) {
+	if p.enc == nil || p.buf.Cap() > maxKeptPayload {
+		p.buf = bytes.Buffer{}
+		p.enc = json.NewEncoder(&p.buf)
+		p.enc.SetEscapeHTML(false)
+	}
+	p.buf.Reset()
+	if err := p.enc.Encode(e); err != nil {
 		return nil, err
 	}
-	data := bytes.TrimSpace(buf.Bytes())
-	var fields []rawField
+	data := bytes.TrimSpace(p.buf.Bytes())
+	fields := p.cut[:0]
 	for i := 1; i < len(data) && data[i] == '"'; {
 		end := jsonValueEnd(data, i)
-		key, err := strconv.Unquote(string(data[i:end]))
+		key, err := p.key(data[i:end])
 		if err != nil || end >= len(data) || data[end] != ':' {
 			return nil, fmt.Errorf("event %s: its JSON is not an object of fields at byte %d", e.Topic(), i)
 		}
@@ -75,7 +100,24 @@ func payloadFields(e event.Event) ([]rawField, error) {
 		i = vend + 1 // past the comma (or the closing brace)
 	}
 	slices.SortStableFunc(fields, func(a, b rawField) int { return strings.Compare(a.key, b.key) })
+	p.cut = fields
 	return fields, nil
+}
+
+// key returns the string a quoted JSON key stands for.
+func (p *payloadCutter) key(quoted []byte) (string, error) {
+	if k, ok := p.keys[string(quoted)]; ok {
+		return k, nil
+	}
+	k, err := strconv.Unquote(string(quoted))
+	if err != nil {
+		return "", err
+	}
+	if p.keys == nil || len(p.keys) >= maxPayloadKeys {
+		p.keys = make(map[string]string)
+	}
+	p.keys[string(quoted)] = k
+	return k, nil
 }
 
 // jsonValueEnd returns the index just past the JSON value starting at

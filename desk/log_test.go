@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -254,6 +255,58 @@ func TestLogEventsCarryThePayloadsFields(t *testing.T) {
 	}
 	if !bytes.Contains(line, []byte(`NIFTY <fut> & co`)) {
 		t.Errorf("line %s: the HTML characters are escaped", line)
+	}
+}
+
+// TestLogEventsLinesOfSuccessiveEventsAreTheirOwn: events of different
+// shapes and sizes logged one after another (the subscriber reuses its
+// buffers between lines) each get a line of exactly their own fields,
+// values and count, none left over from the event before.
+func TestLogEventsLinesOfSuccessiveEventsAreTheirOwn(t *testing.T) {
+	at := time.Date(2026, 3, 2, 4, 30, 0, 0, time.UTC)
+	big := json.RawMessage(`{"note":"` + strings.Repeat("long <argument> ", 8<<10) + `"}`)
+	events := []event.Event{
+		event.ApprovalRequested{Header: event.Header{At: at, Desk: "main"}, ID: "ap-1", Call: "c-1", Tool: "place_order", Arguments: json.RawMessage(`{"qty":50}`), ExpiresAt: at},
+		event.TurnCompleted{Header: event.Header{At: at, Desk: "fx"}, Session: "s-2", Turn: 7, Model: "m"},
+		event.ApprovalRequested{Header: event.Header{At: at, Desk: "main"}, ID: "ap-2", Call: "c-2", Tool: "note", Arguments: big, ExpiresAt: at},
+		event.ConfigReloaded{Header: event.Header{At: at}, Changes: []string{"desk fx: desk added"}},
+		event.TurnCompleted{Header: event.Header{At: at, Desk: "main"}, Session: "s-1", Turn: 3, Model: "gpt-4o", InputTokens: 5},
+	}
+	var out syncBuffer
+	log, _, err := desk.NewLogger(config.Log{Level: "info", Format: "json"}, time.UTC, &out, clock.NewFake(at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := event.New()
+	stop := desk.LogEvents(b, log, time.UTC, nil)
+	for _, e := range events {
+		event.Publish(b, e)
+	}
+	stop()
+	b.Close() // waits for the lines
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != len(events) {
+		t.Fatalf("%d lines for %d events:\n%s", len(lines), len(events), out.String())
+	}
+	for i, e := range events {
+		var got, want map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
+			t.Fatalf("line %d %.200s: %v", i, lines[i], err)
+		}
+		raw, _ := json.Marshal(e)
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range want {
+			if g, ok := got[k]; !ok || !reflect.DeepEqual(g, v) {
+				t.Errorf("line %d (%s): field %q = %.80v, want %.80v", i, e.Topic(), k, g, v)
+			}
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok && !slices.Contains([]string{"event", "level", "time", "message", "clock", "trading_time"}, k) {
+				t.Errorf("line %d (%s): field %q is not the event's (%.80v)", i, e.Topic(), k, got[k])
+			}
+		}
 	}
 }
 
