@@ -1,6 +1,7 @@
 package triggers
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -152,6 +153,10 @@ type Ledger struct {
 	// held through their fsyncs. The index changes only with both wmu and
 	// mu held, so a holder of wmu may read it without mu.
 	wmu sync.Mutex
+	// enc writes a record into line, both kept from one write to the
+	// next; wmu guards them.
+	enc  *json.Encoder
+	line bytes.Buffer
 	// ackMu serializes Acknowledge's look and record, so that the first
 	// acknowledgement stands.
 	ackMu sync.Mutex
@@ -389,31 +394,31 @@ func (l *Ledger) append(r Record, durable bool) error {
 	if r.ID == "" {
 		return errors.New("trigger ledger: record without id")
 	}
-	line, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("trigger ledger %s: encode %s: %w", l.path, r.ID, err)
-	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if l.closed {
 		return fmt.Errorf("trigger ledger %s: closed", l.path)
+	}
+	line, err := l.encode(&r)
+	if err != nil {
+		return fmt.Errorf("trigger ledger %s: encode %s: %w", l.path, r.ID, err)
 	}
 	if l.reattach(); l.detached != nil {
 		return fmt.Errorf("record %s %s: %w", r.ID, r.State, l.detached)
 	}
 	back := l.reopened(&r)
 	l.indexed = false // even a write that fails and is cut back changes the file's time
-	if err := l.log.Append(line, durable); err != nil {
+	if err := l.log.AppendLine(line, durable); err != nil {
 		return fmt.Errorf("trigger ledger: record %s %s: %w", r.ID, r.State, err)
 	}
 	l.unsynced = !durable // an fsync makes the records before it durable too
 	at := l.size
-	l.size += int64(len(line)) + 1
+	l.size += int64(len(line))
 	f := fieldsOf(&r)
 	f.State = intern(f.State)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.note(&f, at, at+int64(len(line)))
+	l.note(&f, at, at+int64(len(line))-1)
 	forNamed(&r, func(id string) {
 		it := l.items[id]
 		if it == nil {
@@ -440,6 +445,26 @@ func (l *Ledger) append(r Record, durable bool) error {
 	close(l.changed)
 	l.changed = make(chan struct{})
 	return nil
+}
+
+// maxKeptLine is the largest record buffer a Ledger keeps for its next
+// write.
+const maxKeptLine = 64 << 10
+
+// encode writes r as one JSON line, its newline included, in l's kept
+// buffer: the line holds until the next encode. l.wmu must be held.
+func (l *Ledger) encode(r *Record) ([]byte, error) {
+	if l.enc == nil || l.line.Cap() > maxKeptLine {
+		l.line = bytes.Buffer{}
+		l.enc = json.NewEncoder(&l.line)
+	}
+	l.line.Reset()
+	// A copy, not r: encoding/json reads the omitzero times of an
+	// addressable struct through a copy of each (an allocation a field).
+	if err := l.enc.Encode(*r); err != nil {
+		return nil, err
+	}
+	return l.line.Bytes(), nil
 }
 
 // reopened returns the Item of r's trigger, read back from the file, when

@@ -515,6 +515,23 @@ func (l *Log) AppendAll(records [][]byte, sync bool) error {
 	for _, r := range records {
 		line = append(append(line, r...), '\n')
 	}
+	return l.write(line, sync)
+}
+
+// AppendLine is Append of a record that already ends in its newline (as
+// json.Encoder writes one), written as it is, without a copy: line must
+// hold no other newline. The caller may reuse line once it returns.
+func (l *Log) AppendLine(line []byte, sync bool) error {
+	if i := bytes.IndexByte(line, '\n'); len(line) == 0 || i != len(line)-1 {
+		return fmt.Errorf("append to %s: the record is not one line ending in a newline", l.path)
+	}
+	return l.write(line, sync)
+}
+
+// write writes line, whole records each ending in a newline, in one write
+// and, when sync is set, makes it durable; on any failure it cuts the file
+// back to the end of the last good record.
+func (l *Log) write(line []byte, sync bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.create(); err != nil {

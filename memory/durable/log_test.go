@@ -104,6 +104,42 @@ func TestLogAppendAllIsOneWrite(t *testing.T) {
 	}
 }
 
+// AppendLine writes a record that carries its own newline as it is, one
+// write; a record without its newline, or holding another, is refused and
+// leaves nothing in the log; the caller's buffer, reused after, changes
+// nothing written; a failing write leaves no trace.
+func TestLogAppendLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	ffs := &faultfs.FS{}
+	l, _ := openLog(t, ffs, path)
+	buf := []byte("{\"n\":1}\n")
+	writes := ffs.Count(faultfs.Write)
+	if err := l.AppendLine(buf, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := ffs.Count(faultfs.Write) - writes; n != 1 {
+		t.Errorf("AppendLine made %d writes, want 1", n)
+	}
+	copy(buf, "{\"n\":9}\n") // the caller reuses its buffer
+	for _, bad := range []string{`{"n":2}`, "{\"n\":\n2}\n", "", "\n\n"} {
+		if err := l.AppendLine([]byte(bad), false); err == nil {
+			t.Errorf("AppendLine(%q) succeeded; want it refused", bad)
+		}
+	}
+	ffs.FailAt(faultfs.Write, 1, faultfs.ErrIO)
+	if err := l.AppendLine([]byte("{\"n\":3}\n"), true); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("AppendLine on a failing disk = %v, want EIO", err)
+	}
+	if err := l.AppendLine([]byte("{\"n\":4}\n"), true); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	_, sc := openLog(t, nil, path)
+	if got, want := records(sc), []string{`{"n":1}`, `{"n":4}`}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("records after reopen = %v, want %v", got, want)
+	}
+}
+
 // When even the cut fails, the log refuses to append until a cut works:
 // it never writes after a torn record.
 func TestLogRefusesUntilCut(t *testing.T) {
