@@ -5,7 +5,9 @@
 // which it also hands to every outgoing connection: once the server is
 // down, any test's next connection may take the port, and the restart
 // fails with "address already in use". Free picks a port below that
-// range, where the kernel puts nothing by itself.
+// range, where the kernel puts nothing by itself, and never hands a port
+// out twice in one test binary: a parallel test must not take the port of
+// a server that is down for its restart.
 package testport
 
 import (
@@ -15,8 +17,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
+
+// handedOut holds every port Free has returned in this process (the
+// ports of a machine are process-wide state, and so is this record of
+// them): a server stopped for a restart leaves its port free, and
+// another test's Free must not pick it meanwhile.
+var handedOut sync.Map
 
 // lowest is the lowest port Free picks: above the ports of well-known
 // services.
@@ -33,11 +42,16 @@ func Free(tb testing.TB) int {
 	if top := ephemeralLow(); top > lowest+1000 {
 		for range 200 {
 			port := lowest + rand.IntN(top-lowest)
+			if _, taken := handedOut.Load(port); taken {
+				continue
+			}
 			if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
 				if err := l.Close(); err != nil {
 					tb.Fatalf("free port %d: close: %v", port, err)
 				}
-				return port
+				if _, taken := handedOut.LoadOrStore(port, true); !taken {
+					return port
+				}
 			}
 		}
 	}

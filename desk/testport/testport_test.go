@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/deskd/deskd/desk/testport"
@@ -44,5 +45,30 @@ func TestFreeNGivesDifferentPorts(t *testing.T) {
 	}
 	if len(ports) != 6 || len(seen) != 6 {
 		t.Errorf("FreeN(6) = %v, want six different ports", ports)
+	}
+}
+
+// TestFreeNeverHandsAPortOutTwice: a port Free returned is not returned
+// again while nothing listens on it (a server down for its restart),
+// across many calls from parallel goroutines.
+func TestFreeNeverHandsAPortOutTwice(t *testing.T) {
+	const calls = 400
+	ports := make(chan int, calls)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range calls / 8 {
+				ports <- testport.Free(t)
+			}
+		})
+	}
+	wg.Wait()
+	close(ports)
+	seen := map[int]bool{}
+	for p := range ports {
+		if seen[p] {
+			t.Errorf("Free returned port %d twice", p)
+		}
+		seen[p] = true
 	}
 }
