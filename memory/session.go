@@ -570,26 +570,33 @@ func (s *SessionLog) NoteAll(rs ...Record) error {
 }
 
 // append writes rs in one write, a line each, fsynced when sync is set.
+// The records are encoded one after another into one buffer, which is the
+// write: no record is copied after its encoding.
 func (s *SessionLog) append(sync bool, rs ...Record) error {
-	lines := make([][]byte, len(rs))
-	var n int64
-	for i, r := range rs {
+	if len(rs) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, r := range rs {
 		if r.Type == "" {
 			return fmt.Errorf("append to session %s: record has no type", s.Path())
 		}
 		if r.At.IsZero() {
 			r.At = s.now()
 		}
-		line, err := marshalRecord(r)
-		if err != nil {
-			return fmt.Errorf("append to session %s: %w", s.Path(), err)
+		start := buf.Len()
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("append to session %s: encode %s record: %w", s.Path(), r.Type, err)
 		}
-		lines[i], n = line[:len(line)-1], n+int64(len(line))
+		if bytes.IndexByte(buf.Bytes()[start:], '\n') != buf.Len()-start-1 {
+			return fmt.Errorf("append to session %s: encode %s record: newline in JSON", s.Path(), r.Type)
+		}
 	}
-	if err := s.log.AppendAll(lines, sync); err != nil {
+	if err := s.log.AppendLines(buf.Bytes(), len(rs), sync); err != nil {
 		return fmt.Errorf("append %s to session %s: %w", recordTypes(rs), s.id, err)
 	}
-	s.size.Add(n)
+	s.size.Add(int64(buf.Len()))
 	return nil
 }
 

@@ -408,7 +408,7 @@ func (l *Ledger) append(r Record, durable bool) error {
 	}
 	back := l.reopened(&r)
 	l.indexed = false // even a write that fails and is cut back changes the file's time
-	if err := l.log.AppendLine(line, durable); err != nil {
+	if err := l.log.AppendLines(line, 1, durable); err != nil {
 		return fmt.Errorf("trigger ledger: record %s %s: %w", r.ID, r.State, err)
 	}
 	l.unsynced = !durable // an fsync makes the records before it durable too

@@ -518,14 +518,17 @@ func (l *Log) AppendAll(records [][]byte, sync bool) error {
 	return l.write(line, sync)
 }
 
-// AppendLine is Append of a record that already ends in its newline (as
-// json.Encoder writes one), written as it is, without a copy: line must
-// hold no other newline. The caller may reuse line once it returns.
-func (l *Log) AppendLine(line []byte, sync bool) error {
-	if i := bytes.IndexByte(line, '\n'); len(line) == 0 || i != len(line)-1 {
-		return fmt.Errorf("append to %s: the record is not one line ending in a newline", l.path)
+// AppendLines is AppendAll of records that already end in their
+// newlines (as json.Encoder writes them), one after another in lines,
+// written as they are, without a copy: lines must hold exactly records
+// newlines, none of them an empty record. The caller may reuse lines once
+// it returns.
+func (l *Log) AppendLines(lines []byte, records int, sync bool) error {
+	if records < 1 || len(lines) == 0 || lines[0] == '\n' || lines[len(lines)-1] != '\n' ||
+		bytes.Count(lines, []byte{'\n'}) != records || bytes.Contains(lines, []byte("\n\n")) {
+		return fmt.Errorf("append to %s: not %d records each ending in a newline", l.path, records)
 	}
-	return l.write(line, sync)
+	return l.write(lines, sync)
 }
 
 // write writes line, whole records each ending in a newline, in one write

@@ -104,38 +104,41 @@ func TestLogAppendAllIsOneWrite(t *testing.T) {
 	}
 }
 
-// AppendLine writes a record that carries its own newline as it is, one
-// write; a record without its newline, or holding another, is refused and
-// leaves nothing in the log; the caller's buffer, reused after, changes
+// AppendLines writes records that carry their own newlines as they are,
+// one write; records without their newline, or holding another, or
+// empty, are refused and leave nothing in the log; the caller's buffer, reused after, changes
 // nothing written; a failing write leaves no trace.
-func TestLogAppendLine(t *testing.T) {
+func TestLogAppendLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log.jsonl")
 	ffs := &faultfs.FS{}
 	l, _ := openLog(t, ffs, path)
-	buf := []byte("{\"n\":1}\n")
+	buf := []byte("{\"n\":1}\n{\"n\":1.5}\n")
 	writes := ffs.Count(faultfs.Write)
-	if err := l.AppendLine(buf, true); err != nil {
+	if err := l.AppendLines(buf, 2, true); err != nil {
 		t.Fatal(err)
 	}
 	if n := ffs.Count(faultfs.Write) - writes; n != 1 {
-		t.Errorf("AppendLine made %d writes, want 1", n)
+		t.Errorf("AppendLines of two records made %d writes, want 1", n)
 	}
 	copy(buf, "{\"n\":9}\n") // the caller reuses its buffer
-	for _, bad := range []string{`{"n":2}`, "{\"n\":\n2}\n", "", "\n\n"} {
-		if err := l.AppendLine([]byte(bad), false); err == nil {
-			t.Errorf("AppendLine(%q) succeeded; want it refused", bad)
+	for _, bad := range []struct {
+		lines   string
+		records int
+	}{{`{"n":2}`, 1}, {"{\"n\":\n2}\n", 1}, {"", 0}, {"", 1}, {"\n", 1}, {"\n\n", 2}, {"{}\n\n{}\n", 3}, {"{}\n{}\n", 1}, {"\n{}\n", 2}} {
+		if err := l.AppendLines([]byte(bad.lines), bad.records, false); err == nil {
+			t.Errorf("AppendLines(%q, %d) succeeded; want it refused", bad.lines, bad.records)
 		}
 	}
 	ffs.FailAt(faultfs.Write, 1, faultfs.ErrIO)
-	if err := l.AppendLine([]byte("{\"n\":3}\n"), true); !errors.Is(err, syscall.EIO) {
-		t.Fatalf("AppendLine on a failing disk = %v, want EIO", err)
+	if err := l.AppendLines([]byte("{\"n\":3}\n"), 1, true); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("AppendLines on a failing disk = %v, want EIO", err)
 	}
-	if err := l.AppendLine([]byte("{\"n\":4}\n"), true); err != nil {
+	if err := l.AppendLines([]byte("{\"n\":4}\n"), 1, true); err != nil {
 		t.Fatal(err)
 	}
 	_ = l.Close()
 	_, sc := openLog(t, nil, path)
-	if got, want := records(sc), []string{`{"n":1}`, `{"n":4}`}; strings.Join(got, " ") != strings.Join(want, " ") {
+	if got, want := records(sc), []string{`{"n":1}`, `{"n":1.5}`, `{"n":4}`}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("records after reopen = %v, want %v", got, want)
 	}
 }
